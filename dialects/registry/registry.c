@@ -1,0 +1,9 @@
+/* dialects/registry/registry.c - fzRegisterAllDialects: the one place
+ * that knows every dialect shipped with fuse. A new dialect adds its
+ * registration call here and nowhere else.
+ */
+#include "fz/dialects.h"
+
+bool fzRegisterAllDialects(FzContext *ctx) {
+  return fzRegisterBuiltinDialect(ctx) && fzRegisterFuncDialect(ctx);
+}

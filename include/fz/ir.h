@@ -1,0 +1,678 @@
+/* fz/ir.h - the core IR of fuse: context, types, attributes, locations,
+ * operations, values, blocks, regions, the builder, diagnostics, and the
+ * textual format (parse, print, verify).
+ *
+ * Ownership in one paragraph. The context owns everything uniqued (types,
+ * attributes, locations, identifiers): those are immortal until the context
+ * is destroyed and are compared by pointer. Operations, blocks and regions
+ * are owned by their parent once inserted; a detached one (just created,
+ * or removed from its parent) is owned by the caller, who must insert it or
+ * destroy it. Values belong to the operation or block that defines them.
+ * No getter allocates. Every handle is NULL-able only where its contract
+ * says so.
+ */
+#ifndef FZ_IR_H
+#define FZ_IR_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "fz/support.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct FzContext FzContext;
+typedef struct FzIdent FzIdent;
+typedef struct FzType FzType;
+typedef struct FzAttr FzAttr;
+typedef struct FzLoc FzLoc;
+typedef struct FzOp FzOp;
+typedef struct FzValue FzValue;
+typedef struct FzOpOperand FzOpOperand;
+typedef struct FzBlock FzBlock;
+typedef struct FzRegion FzRegion;
+typedef struct FzOpDef FzOpDef;
+typedef struct FzDiagnostic FzDiagnostic;
+typedef struct FzIRMapping FzIRMapping;
+typedef struct FzSymbolTable FzSymbolTable;
+
+/*===------------------------------------------------------------------===*
+ * Context
+ *===------------------------------------------------------------------===*/
+
+/* An allocator in Lua's style: realloc(ud, ptr, oldSize, newSize) acts as
+ * malloc when ptr is NULL, as free when newSize is 0 (returning NULL), and
+ * as realloc otherwise. Returning NULL for newSize > 0 is an allocation
+ * failure, which the library reports and survives. */
+typedef struct FzAllocator {
+  void *(*realloc)(void *userData, void *ptr, size_t oldSize, size_t newSize);
+  void *userData;
+} FzAllocator;
+
+/* Creates a context using malloc/free. Returns NULL only when the context
+ * itself cannot be allocated. Destroy with fzContextDestroy. */
+FzContext *fzContextCreate(void);
+
+/* Creates a context whose every allocation goes through `alloc` (copied). */
+FzContext *fzContextCreateWithAllocator(const FzAllocator *alloc);
+
+/* Destroys the context and everything it owns. Detached operations that
+ * the caller still holds must be destroyed first. NULL is ignored. */
+void fzContextDestroy(FzContext *ctx);
+
+/* True once any allocation has failed in this context (sticky). The
+ * failure was also reported as an error diagnostic. */
+bool fzContextHadAllocationFailure(const FzContext *ctx);
+void fzContextClearAllocationFailure(FzContext *ctx);
+
+/* Whether ops of unregistered dialects are accepted (default false). */
+void fzContextSetAllowUnregisteredDialects(FzContext *ctx, bool allow);
+bool fzContextGetAllowUnregisteredDialects(const FzContext *ctx);
+
+/* The maximum nesting depth of regions, and of attributes/types, accepted
+ * by the parser and the verifier (default 256 each). Deeper input is an
+ * error, never a stack overflow. */
+void fzContextSetMaxNesting(FzContext *ctx, unsigned depth);
+unsigned fzContextGetMaxNesting(const FzContext *ctx);
+
+/* Interned identifiers: equal strings give the same pointer. NULL on
+ * allocation failure. */
+FzIdent *fzIdentGet(FzContext *ctx, FzStringRef str);
+FzStringRef fzIdentGetString(const FzIdent *ident);
+
+/* Registers a copy of a source buffer under `name` so that diagnostics at
+ * locations in that file can show the source line. Returns the context's
+ * NUL-terminated copy (valid until the context dies), or NULL on
+ * allocation failure. A later buffer of the same name replaces it for
+ * display purposes. */
+const char *fzContextAddSourceBuffer(FzContext *ctx, FzStringRef name,
+                                     FzStringRef contents);
+
+/*===------------------------------------------------------------------===*
+ * Diagnostics
+ *===------------------------------------------------------------------===*/
+
+typedef enum FzSeverity {
+  FZ_SEVERITY_ERROR,
+  FZ_SEVERITY_WARNING,
+  FZ_SEVERITY_REMARK,
+  FZ_SEVERITY_NOTE,
+} FzSeverity;
+
+/* A handler sees each reported diagnostic; returning true stops the
+ * search, false passes it to the next handler down the stack. The
+ * diagnostic is valid only during the call. */
+typedef bool (*FzDiagHandler)(const FzDiagnostic *diag, void *userData);
+typedef uint64_t FzDiagHandlerId;
+
+/* Pushes a handler on top of the context's stack; returns its id. With no
+ * handler claiming it, a diagnostic goes to the default printer (stderr). */
+FzDiagHandlerId fzContextPushDiagHandler(FzContext *ctx, FzDiagHandler fn,
+                                         void *userData);
+/* Removes the handler with that id (wherever it is in the stack). */
+void fzContextPopDiagHandler(FzContext *ctx, FzDiagHandlerId id);
+
+/* Number of errors reported in this context so far. */
+size_t fzContextGetNumErrors(const FzContext *ctx);
+
+FzSeverity fzDiagnosticGetSeverity(const FzDiagnostic *diag);
+FzLoc *fzDiagnosticGetLoc(const FzDiagnostic *diag);
+FzStringRef fzDiagnosticGetMessage(const FzDiagnostic *diag);
+size_t fzDiagnosticGetNumNotes(const FzDiagnostic *diag);
+const FzDiagnostic *fzDiagnosticGetNote(const FzDiagnostic *diag, size_t i);
+
+/* Renders a diagnostic as the default printer does:
+ *   file:line:col: error: message
+ *   <source line>
+ *        ^
+ * followed by its notes. `showSource` controls the source line + caret. */
+void fzDiagnosticPrint(const FzDiagnostic *diag, bool showSource,
+                       FzPrintCallback cb, void *userData);
+
+/* Building a diagnostic: begin, optionally attach notes, then report.
+ * fzDiagReport hands it to the handlers and frees it. Never returns NULL
+ * (an allocation failure yields a static "out of memory" diagnostic). */
+FzDiagnostic *fzDiagBegin(FzContext *ctx, FzSeverity sev, FzLoc *loc,
+                          const char *fmt, ...) FZ_PRINTF(4, 5);
+FzDiagnostic *fzDiagBeginV(FzContext *ctx, FzSeverity sev, FzLoc *loc,
+                           const char *fmt, va_list ap);
+void fzDiagAttachNote(FzDiagnostic *diag, FzLoc *loc, const char *fmt, ...)
+    FZ_PRINTF(3, 4);
+void fzDiagReport(FzDiagnostic *diag);
+
+/* One-shot reporting. The error forms return false so that
+ * `return fzEmitError(...)` works in functions returning success. */
+bool fzEmitError(FzContext *ctx, FzLoc *loc, const char *fmt, ...)
+    FZ_PRINTF(3, 4);
+void fzEmitWarning(FzContext *ctx, FzLoc *loc, const char *fmt, ...)
+    FZ_PRINTF(3, 4);
+void fzEmitRemark(FzContext *ctx, FzLoc *loc, const char *fmt, ...)
+    FZ_PRINTF(3, 4);
+bool fzOpEmitError(FzOp *op, const char *fmt, ...) FZ_PRINTF(2, 3);
+/* Begins an error at the op's location whose message is prefixed with
+ * "'opname' op " as MLIR does; attach notes, then fzDiagReport. */
+FzDiagnostic *fzOpDiagBegin(FzOp *op, FzSeverity sev, const char *fmt, ...)
+    FZ_PRINTF(3, 4);
+
+/*===------------------------------------------------------------------===*
+ * Types (uniqued, immortal)
+ *===------------------------------------------------------------------===*/
+
+typedef enum FzTypeKind {
+  FZ_TYPE_INTEGER,  /* iN, signless, 1 <= N <= 64 */
+  FZ_TYPE_INDEX,
+  FZ_TYPE_F16,
+  FZ_TYPE_BF16,
+  FZ_TYPE_F32,
+  FZ_TYPE_F64,
+  FZ_TYPE_NONE,
+  FZ_TYPE_TENSOR,   /* tensor<2x?x4xf32>, tensor<f32>, tensor<*xf32> */
+  FZ_TYPE_VECTOR,   /* vector<4xf32> (static dims only) */
+  FZ_TYPE_BUFFER,   /* buffer<2x4xf32>, buffer<2x4xf32, strides [8, 1], 1> */
+  FZ_TYPE_FUNCTION, /* (i32, f32) -> (f32) */
+  FZ_TYPE_OPAQUE,   /* !dialect.body or !dialect<body>: unregistered */
+} FzTypeKind;
+
+/* The marker for a dynamic dimension ('?') and for an unranked tensor. */
+#define FZ_DYNAMIC INT64_MIN
+#define FZ_UNRANKED ((size_t)-1)
+/* Largest static dimension, and largest element count of a shaped type. */
+#define FZ_MAX_DIM ((int64_t)1 << 40)
+#define FZ_MAX_ELEMENTS ((int64_t)1 << 48)
+
+FzType *fzIntegerTypeGet(FzContext *ctx, unsigned width);
+FzType *fzIndexTypeGet(FzContext *ctx);
+FzType *fzF16TypeGet(FzContext *ctx);
+FzType *fzBF16TypeGet(FzContext *ctx);
+FzType *fzF32TypeGet(FzContext *ctx);
+FzType *fzF64TypeGet(FzContext *ctx);
+FzType *fzNoneTypeGet(FzContext *ctx);
+/* rank FZ_UNRANKED gives tensor<*xT> (shape ignored). Dims are >= 0 or
+ * FZ_DYNAMIC. Returns NULL (after an error at `loc`, which may be NULL
+ * for unknown) when a dim is negative, over FZ_MAX_DIM, or the element
+ * count overflows FZ_MAX_ELEMENTS. */
+FzType *fzTensorTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
+                        FzType *elementType, FzLoc *loc);
+FzType *fzVectorTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
+                        FzType *elementType, FzLoc *loc);
+/* strides NULL means the identity (row-major contiguous) layout. */
+FzType *fzBufferTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
+                        FzType *elementType, const int64_t *strides,
+                        unsigned memorySpace, FzLoc *loc);
+FzType *fzFunctionTypeGet(FzContext *ctx, size_t numInputs,
+                          FzType *const *inputs, size_t numResults,
+                          FzType *const *results);
+/* !dialect.body (body printed verbatim after the dot, or in <...>). */
+FzType *fzOpaqueTypeGet(FzContext *ctx, FzStringRef dialect,
+                        FzStringRef body);
+
+FzTypeKind fzTypeGetKind(const FzType *t);
+FzContext *fzTypeGetContext(const FzType *t);
+bool fzTypeIsFloat(const FzType *t);   /* f16 bf16 f32 f64 */
+bool fzTypeIsInteger(const FzType *t); /* iN (not index) */
+bool fzTypeIsIntOrIndex(const FzType *t);
+bool fzTypeIsShaped(const FzType *t);  /* tensor, vector, buffer */
+/* Bit width of an integer or float type; 64 for index; 0 otherwise. */
+unsigned fzTypeGetBitWidth(const FzType *t);
+
+/* Shaped types. Rank is FZ_UNRANKED for tensor<*x..>. */
+FzType *fzShapedTypeGetElementType(const FzType *t);
+size_t fzShapedTypeGetRank(const FzType *t);
+int64_t fzShapedTypeGetDim(const FzType *t, size_t i);
+const int64_t *fzShapedTypeGetShape(const FzType *t);
+bool fzShapedTypeHasStaticShape(const FzType *t);
+/* Element count (1 for rank 0); -1 when not static. */
+int64_t fzShapedTypeGetNumElements(const FzType *t);
+/* Buffers only: strides (NULL for identity layout) and memory space. */
+const int64_t *fzBufferTypeGetStrides(const FzType *t);
+unsigned fzBufferTypeGetMemorySpace(const FzType *t);
+
+size_t fzFunctionTypeGetNumInputs(const FzType *t);
+FzType *fzFunctionTypeGetInput(const FzType *t, size_t i);
+size_t fzFunctionTypeGetNumResults(const FzType *t);
+FzType *fzFunctionTypeGetResult(const FzType *t, size_t i);
+
+FzStringRef fzOpaqueTypeGetDialect(const FzType *t);
+FzStringRef fzOpaqueTypeGetBody(const FzType *t);
+
+/*===------------------------------------------------------------------===*
+ * Attributes (uniqued, immortal)
+ *===------------------------------------------------------------------===*/
+
+typedef enum FzAttrKind {
+  FZ_ATTR_INTEGER,    /* 5 : i64 */
+  FZ_ATTR_FLOAT,      /* 1.000000e+00 : f32 */
+  FZ_ATTR_BOOL,       /* true */
+  FZ_ATTR_UNIT,       /* unit */
+  FZ_ATTR_STRING,     /* "text" */
+  FZ_ATTR_TYPE,       /* a type used as an attribute */
+  FZ_ATTR_ARRAY,      /* [a, b] */
+  FZ_ATTR_DICT,       /* {a = 1, b} sorted by name */
+  FZ_ATTR_SYMBOL_REF, /* @root::@nested */
+  FZ_ATTR_DENSE,      /* dense<...> : tensor<...> */
+  FZ_ATTR_DENSE_ARRAY,/* array<i64: 1, 2> */
+  FZ_ATTR_OPAQUE,     /* #dialect.body / #dialect<body>: unregistered */
+  FZ_ATTR_LOC,        /* a location used as an attribute (internal) */
+} FzAttrKind;
+
+typedef struct FzNamedAttr {
+  FzIdent *name;
+  FzAttr *value;
+} FzNamedAttr;
+
+/* type must be an integer type or index. The value is truncated to the
+ * type's width and stored sign-extended (signless integers print as
+ * signed, as in MLIR). As in MLIR, an i1 integer attribute is the bool
+ * attribute: fzIntegerAttrGet(ctx, i1, 1) == fzBoolAttrGet(ctx, true). */
+FzAttr *fzIntegerAttrGet(FzContext *ctx, FzType *type, int64_t value);
+/* type must be a float type; the value is rounded to it. */
+FzAttr *fzFloatAttrGet(FzContext *ctx, FzType *type, double value);
+FzAttr *fzBoolAttrGet(FzContext *ctx, bool value);
+FzAttr *fzUnitAttrGet(FzContext *ctx);
+FzAttr *fzStringAttrGet(FzContext *ctx, FzStringRef value);
+FzAttr *fzTypeAttrGet(FzContext *ctx, FzType *type);
+FzAttr *fzArrayAttrGet(FzContext *ctx, size_t n, FzAttr *const *elements);
+/* Sorts the entries by name. Returns NULL (and reports an error at loc,
+ * which may be NULL) when a name occurs twice. */
+FzAttr *fzDictAttrGet(FzContext *ctx, size_t n, const FzNamedAttr *entries,
+                      FzLoc *loc);
+FzAttr *fzSymbolRefAttrGet(FzContext *ctx, FzStringRef root,
+                           size_t numNested, const FzStringRef *nested);
+/* Dense elements of a statically shaped tensor or vector type of an
+ * integer, index or float element type. `data` holds the elements packed
+ * little-endian in their storage size (i1: one byte each, 0 or 1; index:
+ * 8 bytes; bf16/f16: 2 bytes of IEEE bits). numBytes is either one
+ * element (a splat) or all of them; anything else is an error (NULL). */
+FzAttr *fzDenseAttrGet(FzContext *ctx, FzType *shapedType, const void *data,
+                       size_t numBytes);
+/* array<i64: 1, 2>: elementType is i1..i64, f32 or f64; data packed. */
+FzAttr *fzDenseArrayAttrGet(FzContext *ctx, FzType *elementType, size_t n,
+                            const void *data);
+FzAttr *fzOpaqueAttrGet(FzContext *ctx, FzStringRef dialect,
+                        FzStringRef body);
+
+FzAttrKind fzAttrGetKind(const FzAttr *a);
+FzContext *fzAttrGetContext(const FzAttr *a);
+/* The attribute's type: integer/float/dense give theirs; others NULL. */
+FzType *fzAttrGetType(const FzAttr *a);
+
+int64_t fzIntegerAttrGetValue(const FzAttr *a);
+double fzFloatAttrGetValue(const FzAttr *a);
+bool fzBoolAttrGetValue(const FzAttr *a);
+FzStringRef fzStringAttrGetValue(const FzAttr *a);
+FzType *fzTypeAttrGetValue(const FzAttr *a);
+size_t fzArrayAttrGetSize(const FzAttr *a);
+FzAttr *fzArrayAttrGetElement(const FzAttr *a, size_t i);
+size_t fzDictAttrGetSize(const FzAttr *a);
+FzNamedAttr fzDictAttrGetEntry(const FzAttr *a, size_t i);
+/* NULL when absent. Binary search: O(log n). */
+FzAttr *fzDictAttrLookup(const FzAttr *a, FzStringRef name);
+FzStringRef fzSymbolRefAttrGetRoot(const FzAttr *a);
+size_t fzSymbolRefAttrGetNumNested(const FzAttr *a);
+FzStringRef fzSymbolRefAttrGetNested(const FzAttr *a, size_t i);
+bool fzDenseAttrIsSplat(const FzAttr *a);
+/* Raw packed bytes (one element when splat) and their count. */
+const void *fzDenseAttrGetData(const FzAttr *a);
+size_t fzDenseAttrGetNumBytes(const FzAttr *a);
+/* Element i (splat-aware) converted to double / int64. */
+double fzDenseAttrGetFloat(const FzAttr *a, int64_t i);
+int64_t fzDenseAttrGetInt(const FzAttr *a, int64_t i);
+FzType *fzDenseArrayAttrGetElementType(const FzAttr *a);
+size_t fzDenseArrayAttrGetSize(const FzAttr *a);
+const void *fzDenseArrayAttrGetData(const FzAttr *a);
+int64_t fzDenseArrayAttrGetInt(const FzAttr *a, size_t i);
+double fzDenseArrayAttrGetFloat(const FzAttr *a, size_t i);
+FzStringRef fzOpaqueAttrGetDialect(const FzAttr *a);
+FzStringRef fzOpaqueAttrGetBody(const FzAttr *a);
+
+/* Storage size in bytes of one element of type t in dense data. */
+size_t fzTypeGetStorageSize(const FzType *t);
+
+/* float <-> half/bfloat bit conversions, round-to-nearest-even. */
+uint16_t fzFloatToHalfBits(float f);
+float fzHalfBitsToFloat(uint16_t h);
+uint16_t fzFloatToBF16Bits(float f);
+float fzBF16BitsToFloat(uint16_t h);
+/* Rounds a double to the precision of float type t (f16/bf16/f32/f64). */
+double fzRoundToFloatType(const FzType *t, double v);
+
+/*===------------------------------------------------------------------===*
+ * Locations (uniqued, immortal)
+ *===------------------------------------------------------------------===*/
+
+typedef enum FzLocKind {
+  FZ_LOC_UNKNOWN,       /* loc(unknown) */
+  FZ_LOC_FILE_LINE_COL, /* loc("file":3:7) */
+  FZ_LOC_NAME,          /* loc("name") or loc("name"(child)) */
+  FZ_LOC_FUSED,         /* loc(fused["a":1:2, "b":3:4]) or fused<meta>[..] */
+} FzLocKind;
+
+FzLoc *fzUnknownLocGet(FzContext *ctx);
+FzLoc *fzFileLineColLocGet(FzContext *ctx, FzStringRef file, unsigned line,
+                           unsigned col);
+/* child may be NULL (meaning unknown). */
+FzLoc *fzNameLocGet(FzContext *ctx, FzStringRef name, FzLoc *child);
+/* Flattens nested fused locations, drops unknowns and duplicates; gives
+ * the single location itself when one remains (and metadata is NULL),
+ * unknown when none. metadata may be NULL. */
+FzLoc *fzFusedLocGet(FzContext *ctx, size_t n, FzLoc *const *locs,
+                     FzAttr *metadata);
+
+FzLocKind fzLocGetKind(const FzLoc *loc);
+FzStringRef fzLocGetFile(const FzLoc *loc); /* FILE_LINE_COL */
+unsigned fzLocGetLine(const FzLoc *loc);
+unsigned fzLocGetColumn(const FzLoc *loc);
+FzStringRef fzLocGetName(const FzLoc *loc);  /* NAME */
+FzLoc *fzLocGetChild(const FzLoc *loc);      /* NAME: never NULL */
+size_t fzLocGetNumFused(const FzLoc *loc);   /* FUSED */
+FzLoc *fzLocGetFused(const FzLoc *loc, size_t i);
+FzAttr *fzLocGetFusedMetadata(const FzLoc *loc); /* may be NULL */
+/* The first file:line:col location found inside loc (depth-first), or
+ * NULL: what diagnostics use to point at the source. */
+FzLoc *fzLocFindFileLineCol(FzLoc *loc);
+
+/*===------------------------------------------------------------------===*
+ * Printing of types, attributes and locations
+ *===------------------------------------------------------------------===*/
+
+void fzTypePrint(const FzType *t, FzPrintCallback cb, void *userData);
+void fzAttrPrint(const FzAttr *a, FzPrintCallback cb, void *userData);
+void fzLocPrint(const FzLoc *loc, FzPrintCallback cb, void *userData);
+/* Convenience: print into a FILE. */
+void fzTypeDump(const FzType *t, FILE *out);
+void fzAttrDump(const FzAttr *a, FILE *out);
+
+/* Parsing of a type or attribute from text (errors reported at a
+ * location in a buffer named "<string>"). NULL on error. */
+FzType *fzTypeParse(FzContext *ctx, FzStringRef text);
+FzAttr *fzAttrParse(FzContext *ctx, FzStringRef text);
+
+/*===------------------------------------------------------------------===*
+ * Operations
+ *===------------------------------------------------------------------===*/
+
+/* Everything needed to create an operation. Initialize with
+ * fzOpStateInit, fill with the Add functions, then fzOpCreate consumes
+ * it (or fzOpStateDispose abandons it). The fields are private to ir/. */
+typedef struct FzOpState {
+  FzContext *ctx;
+  FzIdent *name;
+  FzLoc *loc;
+  size_t numOperands, capOperands;
+  FzValue **operands;
+  size_t numResults, capResults;
+  FzType **resultTypes;
+  size_t numAttrs, capAttrs;
+  FzNamedAttr *attrs;      /* discardable attributes */
+  size_t numProps, capProps;
+  FzNamedAttr *props;      /* properties (inherent attributes) */
+  FzAttr *propsDict;       /* alternative to props: a whole dictionary */
+  size_t numRegions, capRegions;
+  FzRegion **regions;      /* owned by the state until fzOpCreate */
+  bool failed;             /* an Add ran out of memory */
+} FzOpState;
+
+void fzOpStateInit(FzOpState *st, FzContext *ctx, FzStringRef name,
+                   FzLoc *loc);
+void fzOpStateAddOperands(FzOpState *st, size_t n, FzValue *const *values);
+void fzOpStateAddResults(FzOpState *st, size_t n, FzType *const *types);
+void fzOpStateAddAttr(FzOpState *st, FzStringRef name, FzAttr *value);
+void fzOpStateAddProp(FzOpState *st, FzStringRef name, FzAttr *value);
+/* Adds an empty region owned by the state; returns it (NULL on OOM). */
+FzRegion *fzOpStateAddRegion(FzOpState *st);
+/* Frees what the state holds (its regions included). */
+void fzOpStateDispose(FzOpState *st);
+
+/* Creates a detached operation from the state, which it always consumes.
+ * For a registered op whose definition lists inherent attribute names,
+ * those names found among the discardable attributes become properties.
+ * Returns NULL after reporting an error (allocation failure, a duplicate
+ * attribute name, an unregistered op while they are not allowed). The op
+ * is not verified. */
+FZ_MUST_CHECK FzOp *fzOpCreate(FzOpState *st);
+
+/* Destroys a detached op (not in a block) and its regions. Its results
+ * must have no uses left outside the op itself. */
+void fzOpDestroy(FzOp *op);
+/* Removes op from its block (if any) and destroys it. */
+void fzOpErase(FzOp *op);
+
+FzContext *fzOpGetContext(const FzOp *op);
+FzIdent *fzOpGetName(const FzOp *op);
+/* NULL for an unregistered op. */
+const FzOpDef *fzOpGetDef(const FzOp *op);
+FzLoc *fzOpGetLoc(const FzOp *op);
+void fzOpSetLoc(FzOp *op, FzLoc *loc);
+/* True if the op's definition has all the traits in `traitMask`
+ * (FZ_TRAIT_*); false for unregistered ops. */
+bool fzOpHasTrait(const FzOp *op, uint64_t traitMask);
+
+size_t fzOpGetNumOperands(const FzOp *op);
+FzValue *fzOpGetOperand(const FzOp *op, size_t i);
+FzOpOperand *fzOpGetOpOperand(FzOp *op, size_t i);
+void fzOpSetOperand(FzOp *op, size_t i, FzValue *value);
+/* Replaces the whole operand list (use lists updated). */
+FZ_MUST_CHECK bool fzOpSetOperands(FzOp *op, size_t n, FzValue *const *values);
+size_t fzOpGetNumResults(const FzOp *op);
+FzValue *fzOpGetResult(const FzOp *op, size_t i);
+size_t fzOpGetNumRegions(const FzOp *op);
+FzRegion *fzOpGetRegion(const FzOp *op, size_t i);
+
+/* Discardable attributes, as a dictionary attribute (never NULL: an empty
+ * dictionary when there are none). */
+FzAttr *fzOpGetAttrDict(const FzOp *op);
+FzAttr *fzOpGetAttr(const FzOp *op, FzStringRef name);
+/* Sets (or with value NULL removes) a discardable attribute. */
+FZ_MUST_CHECK bool fzOpSetAttr(FzOp *op, FzStringRef name, FzAttr *value);
+void fzOpSetAttrDict(FzOp *op, FzAttr *dict);
+/* Properties (inherent attributes), as a dictionary attribute. */
+FzAttr *fzOpGetPropDict(const FzOp *op);
+FzAttr *fzOpGetProp(const FzOp *op, FzStringRef name);
+FZ_MUST_CHECK bool fzOpSetProp(FzOp *op, FzStringRef name, FzAttr *value);
+void fzOpSetPropDict(FzOp *op, FzAttr *dict);
+/* A property if present, else the discardable attribute of that name. */
+FzAttr *fzOpGetInherentAttr(const FzOp *op, FzStringRef name);
+
+FzBlock *fzOpGetBlock(const FzOp *op);
+FzRegion *fzOpGetParentRegion(const FzOp *op);
+FzOp *fzOpGetParentOp(const FzOp *op);
+FzOp *fzOpGetNextInBlock(const FzOp *op);
+FzOp *fzOpGetPrevInBlock(const FzOp *op);
+/* True when `ancestor` is op or contains it in one of its regions. */
+bool fzOpIsAncestor(const FzOp *ancestor, const FzOp *op);
+/* True when a comes before b; both in the same block. Amortized O(1). */
+bool fzOpIsBeforeInBlock(const FzOp *a, const FzOp *b);
+
+/* Unlinks op from its block; the caller then owns it. */
+void fzOpRemoveFromBlock(FzOp *op);
+/* Moves op (detached or not) right before/after `anchor`. */
+void fzOpMoveBefore(FzOp *op, FzOp *anchor);
+void fzOpMoveAfter(FzOp *op, FzOp *anchor);
+
+/* Deep copy (regions included). Operands are remapped through `mapping`
+ * (values not in it are kept); the clone's results and block arguments
+ * are recorded in it. mapping may be NULL. Detached; NULL on OOM. */
+FzOp *fzOpClone(FzOp *op, FzIRMapping *mapping);
+
+/* Walks op and every op nested in it. Pre-order visits a parent before
+ * its children and may return SKIP to not descend; post-order visits
+ * children first and allows erasing the visited op. */
+typedef enum FzWalkResult {
+  FZ_WALK_ADVANCE,
+  FZ_WALK_SKIP,
+  FZ_WALK_INTERRUPT,
+} FzWalkResult;
+typedef enum FzWalkOrder { FZ_WALK_PRE_ORDER, FZ_WALK_POST_ORDER } FzWalkOrder;
+typedef FzWalkResult (*FzWalkFn)(FzOp *op, void *userData);
+/* Returns FZ_WALK_INTERRUPT if a callback interrupted, else ADVANCE. */
+FzWalkResult fzOpWalk(FzOp *op, FzWalkOrder order, FzWalkFn fn,
+                      void *userData);
+
+/*===------------------------------------------------------------------===*
+ * Values and uses
+ *===------------------------------------------------------------------===*/
+
+FzType *fzValueGetType(const FzValue *v);
+void fzValueSetType(FzValue *v, FzType *type);
+bool fzValueIsBlockArgument(const FzValue *v);
+/* The defining op of a result; NULL for a block argument. */
+FzOp *fzValueGetDefiningOp(const FzValue *v);
+/* The block that owns a block argument, or that holds the defining op. */
+FzBlock *fzValueGetParentBlock(const FzValue *v);
+/* Result number or argument number. */
+size_t fzValueGetIndex(const FzValue *v);
+/* Block arguments have their own location; a result has its op's. */
+FzLoc *fzValueGetLoc(const FzValue *v);
+void fzValueSetLoc(FzValue *v, FzLoc *loc); /* block arguments only */
+FzContext *fzValueGetContext(const FzValue *v);
+
+FzOpOperand *fzValueGetFirstUse(const FzValue *v);
+FzOpOperand *fzOpOperandGetNextUse(const FzOpOperand *use);
+FzOp *fzOpOperandGetOwner(const FzOpOperand *use);
+size_t fzOpOperandGetIndex(const FzOpOperand *use);
+FzValue *fzOpOperandGetValue(const FzOpOperand *use);
+void fzOpOperandSet(FzOpOperand *use, FzValue *value);
+bool fzValueHasUses(const FzValue *v);
+bool fzValueHasOneUse(const FzValue *v);
+size_t fzValueGetNumUses(const FzValue *v);
+/* Redirects every use of `from` to `to` (types are not checked). */
+void fzValueReplaceAllUsesWith(FzValue *from, FzValue *to);
+
+/*===------------------------------------------------------------------===*
+ * Blocks and regions
+ *===------------------------------------------------------------------===*/
+
+/* A detached block with n arguments; locs may be NULL (unknown). */
+FzBlock *fzBlockCreate(FzContext *ctx, size_t n, FzType *const *types,
+                       FzLoc *const *locs);
+/* Destroys a detached block and its ops (their results must be unused
+ * outside the block). */
+void fzBlockDestroy(FzBlock *block);
+FzContext *fzBlockGetContext(const FzBlock *block);
+size_t fzBlockGetNumArguments(const FzBlock *block);
+FzValue *fzBlockGetArgument(const FzBlock *block, size_t i);
+FzValue *fzBlockAddArgument(FzBlock *block, FzType *type, FzLoc *loc);
+/* Erases argument i, which must have no uses. */
+void fzBlockEraseArgument(FzBlock *block, size_t i);
+FzOp *fzBlockGetFirstOp(const FzBlock *block);
+FzOp *fzBlockGetLastOp(const FzBlock *block);
+size_t fzBlockGetNumOps(const FzBlock *block);
+/* The last op when it is a terminator (or unregistered), else NULL. */
+FzOp *fzBlockGetTerminator(const FzBlock *block);
+void fzBlockAppendOp(FzBlock *block, FzOp *op);
+void fzBlockPrependOp(FzBlock *block, FzOp *op);
+/* Inserts op before `before`, or at the end when before is NULL. */
+void fzBlockInsertOpBefore(FzBlock *block, FzOp *before, FzOp *op);
+FzRegion *fzBlockGetParent(const FzBlock *block);
+FzOp *fzBlockGetParentOp(const FzBlock *block);
+FzBlock *fzBlockGetNext(const FzBlock *block);
+FzBlock *fzBlockGetPrev(const FzBlock *block);
+/* Unlinks the block from its region; the caller then owns it. */
+void fzBlockRemoveFromRegion(FzBlock *block);
+
+FzContext *fzRegionGetContext(const FzRegion *region);
+FzOp *fzRegionGetParentOp(const FzRegion *region);
+size_t fzRegionGetIndex(const FzRegion *region);
+FzBlock *fzRegionGetFirstBlock(const FzRegion *region);
+FzBlock *fzRegionGetLastBlock(const FzRegion *region);
+size_t fzRegionGetNumBlocks(const FzRegion *region);
+bool fzRegionIsEmpty(const FzRegion *region);
+void fzRegionAppendBlock(FzRegion *region, FzBlock *block);
+void fzRegionInsertBlockBefore(FzRegion *region, FzBlock *before,
+                               FzBlock *block);
+/* Moves all blocks of src to the end of dst. */
+void fzRegionTakeBody(FzRegion *dst, FzRegion *src);
+/* A region created outside an op (e.g. to build a body before creating
+ * the op); attach it with fzOpStateAddRegionTaken or destroy it. */
+FzRegion *fzRegionCreate(FzContext *ctx);
+void fzRegionDestroy(FzRegion *region);
+/* Hands an existing detached region to the state. */
+void fzOpStateAddRegionTaken(FzOpState *st, FzRegion *region);
+
+/*===------------------------------------------------------------------===*
+ * Builder: an insertion point plus creation helpers
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzBuilder {
+  FzContext *ctx;
+  FzBlock *block; /* NULL: ops are created detached */
+  FzOp *before;   /* insert before this op; NULL: at the end of block */
+} FzBuilder;
+
+void fzBuilderInit(FzBuilder *b, FzContext *ctx);
+void fzBuilderSetInsertionPointToEnd(FzBuilder *b, FzBlock *block);
+void fzBuilderSetInsertionPointToStart(FzBuilder *b, FzBlock *block);
+void fzBuilderSetInsertionPointBefore(FzBuilder *b, FzOp *op);
+void fzBuilderSetInsertionPointAfter(FzBuilder *b, FzOp *op);
+/* Inserts a detached op at the insertion point (no-op without a block). */
+void fzBuilderInsert(FzBuilder *b, FzOp *op);
+/* fzOpCreate + fzBuilderInsert. NULL after an error. */
+FZ_MUST_CHECK FzOp *fzBuilderCreate(FzBuilder *b, FzOpState *st);
+
+/*===------------------------------------------------------------------===*
+ * Value mapping (for clone)
+ *===------------------------------------------------------------------===*/
+
+FzIRMapping *fzIRMappingCreate(FzContext *ctx);
+void fzIRMappingDestroy(FzIRMapping *m);
+void fzIRMappingMap(FzIRMapping *m, FzValue *from, FzValue *to);
+/* The mapped value, or NULL. */
+FzValue *fzIRMappingLookup(const FzIRMapping *m, const FzValue *from);
+
+/*===------------------------------------------------------------------===*
+ * Symbols
+ *===------------------------------------------------------------------===*/
+
+/* The symbol name of an op (its "sym_name" string attribute), or an
+ * empty string ref with NULL data when it has none. */
+FzStringRef fzSymbolGetName(const FzOp *op);
+/* Linear lookup of a symbol directly inside a symbol-table op (its first
+ * region's first block). NULL if absent. */
+FzOp *fzSymbolTableLookupIn(FzOp *tableOp, FzStringRef name);
+/* The closest ancestor (or op itself) with the symbol-table trait. */
+FzOp *fzSymbolTableGetNearest(FzOp *op);
+/* A hashed table over one symbol-table op, for repeated lookups. Stays
+ * valid while no symbol is added, removed or renamed behind its back. */
+FzSymbolTable *fzSymbolTableCreate(FzOp *tableOp);
+void fzSymbolTableDestroy(FzSymbolTable *t);
+FzOp *fzSymbolTableLookup(const FzSymbolTable *t, FzStringRef name);
+
+/*===------------------------------------------------------------------===*
+ * Textual format: parse, print, verify
+ *===------------------------------------------------------------------===*/
+
+/* Parses a whole source buffer. When the buffer holds exactly one
+ * builtin.module at top level it is returned; otherwise the top-level ops
+ * are wrapped in a new builtin.module. `lineOffset` is added to every line
+ * number (for split input files); usually 0. The buffer is copied into
+ * the context (see fzContextAddSourceBuffer). Returns a detached module
+ * the caller must destroy, or NULL after reporting every error found.
+ * The result is not verified. */
+FzOp *fzParseSource(FzContext *ctx, FzStringRef contents,
+                    FzStringRef fileName, unsigned lineOffset);
+/* Reads and parses a file ("-" is stdin). NULL after an error. */
+FzOp *fzParseFile(FzContext *ctx, const char *path);
+
+enum {
+  FZ_PRINT_GENERIC = 1u << 0,   /* every op in MLIR's generic form */
+  FZ_PRINT_DEBUGINFO = 1u << 1, /* print loc(...) on ops and arguments */
+  FZ_PRINT_LOCAL_SCOPE = 1u << 2,
+};
+
+/* Prints op and everything in it, ending with a newline. */
+void fzOpPrint(FzOp *op, unsigned flags, FzPrintCallback cb, void *userData);
+void fzOpDump(FzOp *op, unsigned flags, FILE *out);
+
+/* Verifies op and everything nested: structural invariants (terminators,
+ * single-block regions, block argument types, use lists), dominance,
+ * isolation from above, and each op's verify hook. Reports every error
+ * found; returns true when there were none. */
+FZ_MUST_CHECK bool fzOpVerify(FzOp *op);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FZ_IR_H */

@@ -1,0 +1,216 @@
+/* ir/verifier.c - structural and semantic verification of IR.
+ *
+ * Checks, for an op and everything nested in it: use-list consistency,
+ * operand/result/region counts from the op definition, terminators and
+ * single-block regions, dominance of every operand over its use (values
+ * flow down into nested regions; sibling blocks of a region are only
+ * dominated by the entry block, since fuse's IR has no CFG successors),
+ * isolation from above, and finally each op's own verify hook. Regions
+ * of unregistered ops and of ops with the graph-region trait are not
+ * dominance-checked (their order carries no meaning), as in MLIR.
+ *
+ * Every error found is reported; verification goes on after an error
+ * wherever the IR is still safe to inspect. Recursion is bounded by the
+ * context's nesting limit.
+ */
+#include "ir/internal.h"
+
+typedef struct Verifier {
+  FzContext *ctx;
+  unsigned depth;
+  size_t errors;
+} Verifier;
+
+#define FZ_VERIFY_MAX_ERRORS 200
+
+static bool verify_op(Verifier *v, FzOp *op);
+
+static bool region_is_graph(const FzRegion *r) {
+  const FzOp *p = r->parentOp;
+  return !p || !p->def || (p->def->traits & FZ_TRAIT_GRAPH_REGION);
+}
+
+/* Reports a dominance failure for operand `i` of `op`. */
+static void dominance_error(FzOp *op, size_t i, FzValue *val,
+                            const char *why) {
+  FzDiagnostic *d = fzOpDiagBegin(op, FZ_SEVERITY_ERROR, "%s #%zu %s",
+                                  "operand", i, why);
+  FzLoc *defLoc = fzValueGetLoc(val);
+  fzDiagAttachNote(d, defLoc, "operand defined here");
+  fzDiagReport(d);
+}
+
+/* Checks that operand i of op (value val) is visible and dominates. */
+static bool check_operand(FzOp *op, size_t i, FzValue *val) {
+  FzBlock *defBlock = fzValueGetParentBlock(val);
+  if (!defBlock) {
+    dominance_error(op, i, val, "is defined by an operation that is not "
+                                "in any block");
+    return false;
+  }
+  FzRegion *defRegion = defBlock->parent;
+  /* Climb from the user until we reach an op in defRegion, checking
+   * isolation on the way. */
+  FzOp *anc = op;
+  while (anc && (!anc->block || anc->block->parent != defRegion)) {
+    FzOp *parent = fzOpGetParentOp(anc);
+    if (parent && parent != op && fzOpHasTrait(parent,
+                                               FZ_TRAIT_ISOLATED_FROM_ABOVE)) {
+      /* The value comes from outside an isolated region (unless it is
+       * defined inside that region, handled by reaching defRegion
+       * first). */
+      FzDiagnostic *d = fzOpDiagBegin(op, FZ_SEVERITY_ERROR,
+                                      "using value defined outside the "
+                                      "region");
+      fzDiagAttachNote(d, parent->loc,
+                       "required by region isolation constraints");
+      fzDiagReport(d);
+      return false;
+    }
+    anc = parent;
+  }
+  if (!anc) {
+    dominance_error(op, i, val, "does not dominate this use");
+    return false;
+  }
+  if (!defRegion || region_is_graph(defRegion))
+    return true;
+  if (anc->block != defBlock) {
+    if (defBlock == defRegion->first)
+      return true;
+    dominance_error(op, i, val, "does not dominate this use");
+    return false;
+  }
+  if (val->isArg)
+    return true;
+  FzOp *defOp = val->owner.op;
+  if (defOp == anc || !fzOpIsBeforeInBlock(defOp, anc)) {
+    dominance_error(op, i, val, "does not dominate this use");
+    return false;
+  }
+  return true;
+}
+
+static bool count_ok(FzOp *op, int expected, size_t actual,
+                     const char *what) {
+  if (expected == FZ_VARIADIC || (size_t)expected == actual)
+    return true;
+  return fzOpEmitError(op, "expected %d %s%s, but found %zu", expected, what,
+                       expected == 1 ? "" : "s", actual);
+}
+
+static bool verify_block(Verifier *v, FzBlock *b, FzOp *parent) {
+  bool ok = true;
+  for (size_t i = 0; i < b->numArgs; ++i) {
+    FzValue *a = b->args[i];
+    if (!a->type) {
+      ok = fzEmitError(v->ctx, a->loc, "block argument #%zu has no type", i);
+    }
+    if (a->owner.block != b || a->index != i)
+      ok = fzEmitError(v->ctx, a->loc,
+                       "block argument #%zu has a corrupt owner", i);
+  }
+  for (FzOp *o = b->first; o; o = o->next) {
+    if (o->block != b) {
+      ok = fzOpEmitError(o, "has a corrupt parent block");
+      continue;
+    }
+    if (o->next && o->def && (o->def->traits & FZ_TRAIT_TERMINATOR))
+      ok = fzOpEmitError(o, "must be the last operation in the parent "
+                            "block");
+    if (!verify_op(v, o))
+      ok = false;
+    if (v->errors > FZ_VERIFY_MAX_ERRORS)
+      return false;
+  }
+  /* A registered parent op needs a terminator unless it says otherwise. */
+  if (parent->def && !(parent->def->traits & FZ_TRAIT_NO_TERMINATOR)) {
+    FzOp *last = b->last;
+    if (!last) {
+      FzLoc *loc = parent->loc;
+      FzDiagnostic *d = fzDiagBegin(v->ctx, FZ_SEVERITY_ERROR, loc,
+                                    "empty block: expect at least a "
+                                    "terminator");
+      fzDiagReport(d);
+      ok = false;
+    } else if (last->def && !(last->def->traits & FZ_TRAIT_TERMINATOR)) {
+      FzDiagnostic *d = fzOpDiagBegin(last, FZ_SEVERITY_ERROR,
+                                      "block with no terminator, has this "
+                                      "op last");
+      fzDiagReport(d);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
+static bool verify_op(Verifier *v, FzOp *op) {
+  size_t errorsBefore = v->ctx->numErrors;
+  bool ok = true;
+  /* Use lists and operands. */
+  for (uint32_t i = 0; i < op->numOperands; ++i) {
+    FzOpOperand *u = &op->operands[i];
+    if (!u->value) {
+      ok = fzOpEmitError(op, "operand #%u is null", i);
+      continue;
+    }
+    if (u->owner != op || u->index != i || !u->prevUse || *u->prevUse != u)
+      ok = fzOpEmitError(op, "operand #%u has a corrupt use list", i);
+    else if (!check_operand(op, i, u->value))
+      ok = false;
+  }
+  for (uint32_t i = 0; i < op->numResults; ++i) {
+    FzValue *r = &op->results[i];
+    if (!r->type)
+      ok = fzOpEmitError(op, "result #%u has no type", i);
+    for (FzOpOperand *u = r->firstUse; u; u = u->nextUse)
+      if (u->value != r) {
+        ok = fzOpEmitError(op, "result #%u has a corrupt use list", i);
+        break;
+      }
+  }
+  const FzOpDef *def = op->def;
+  bool countsOk = true;
+  if (def) {
+    countsOk &= count_ok(op, def->numOperands, op->numOperands, "operand");
+    countsOk &= count_ok(op, def->numResults, op->numResults, "result");
+    countsOk &= count_ok(op, def->numRegions, op->numRegions, "region");
+    ok &= countsOk;
+    if (def->traits & FZ_TRAIT_SINGLE_BLOCK)
+      for (uint32_t i = 0; i < op->numRegions; ++i)
+        if (op->regions[i].numBlocks > 1)
+          ok = fzOpEmitError(op, "expects region #%u to have 0 or 1 blocks",
+                             i);
+  }
+  /* Nested regions. */
+  if (op->numRegions) {
+    if (v->depth >= v->ctx->maxNesting) {
+      return fzOpEmitError(op, "nesting too deep (limit %u)",
+                           v->ctx->maxNesting);
+    }
+    v->depth++;
+    for (uint32_t i = 0; i < op->numRegions; ++i)
+      for (FzBlock *b = op->regions[i].first; b; b = b->next) {
+        if (b->parent != &op->regions[i]) {
+          ok = fzOpEmitError(op, "region #%u has a corrupt block", i);
+          break;
+        }
+        if (!verify_block(v, b, op))
+          ok = false;
+      }
+    v->depth--;
+  }
+  /* The op's own rules, only when its structure is sound. */
+  if (ok && countsOk && def && def->verify && !def->verify(op))
+    ok = false;
+  if (!ok && v->ctx->numErrors == errorsBefore)
+    fzOpEmitError(op, "failed to verify");
+  if (!ok)
+    v->errors++;
+  return ok;
+}
+
+bool fzOpVerify(FzOp *op) {
+  Verifier v = {op->ctx, 0, 0};
+  return verify_op(&v, op);
+}
