@@ -98,7 +98,8 @@ static bool attr_eq(const void *ev, const void *kv) {
   case FZ_ATTR_DENSE:
     return e->u.dense.splat == k->u.dense.splat &&
            e->u.dense.nbytes == k->u.dense.nbytes &&
-           !memcmp(e->u.dense.data, k->u.dense.data, k->u.dense.nbytes);
+           (k->u.dense.nbytes == 0 ||
+            !memcmp(e->u.dense.data, k->u.dense.data, k->u.dense.nbytes));
   case FZ_ATTR_DENSE_ARRAY:
     return e->u.darray.elt == k->u.darray.elt &&
            e->u.darray.n == k->u.darray.n &&
@@ -153,7 +154,8 @@ static void *attr_make(FzContext *ctx, const void *kv) {
       return NULL;
     break;
   case FZ_ATTR_DENSE:
-    if (!(a->u.dense.data = fzArenaDup(ar, k->u.dense.data,
+    if (!(a->u.dense.data = fzArenaDup(ar, k->u.dense.data ? k->u.dense.data
+                                                           : (const void *)"",
                                        k->u.dense.nbytes)))
       return NULL;
     break;

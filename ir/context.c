@@ -70,6 +70,7 @@ FzContext *fzContextCreateWithAllocator(const FzAllocator *alloc) {
 void fzContextDestroy(FzContext *ctx) {
   if (!ctx)
     return;
+  fzContextDestroyExtensions(ctx);
   for (size_t i = 0; i < ctx->numSources; ++i)
     fzFree(ctx, ctx->sources[i].data);
   fzFree(ctx, ctx->sources);
@@ -174,17 +175,17 @@ FzStringRef fzIdentGetString(const FzIdent *ident) {
 
 static bool unique_grow(FzContext *ctx, FzUniqueTable *t) {
   size_t cap = t->cap ? t->cap * 2 : 256;
-  void **slots = fzCalloc(ctx, cap, sizeof *slots);
+  FzUniqueSlot *slots = fzCalloc(ctx, cap, sizeof *slots);
   if (!slots)
     return false;
   for (size_t i = 0; i < t->cap; ++i) {
-    void *o = t->slots[i];
-    if (!o)
+    FzUniqueSlot s = t->slots[i];
+    if (!s.obj)
       continue;
-    size_t j = fzUniqueHashOf(o) & (cap - 1);
-    while (slots[j])
+    size_t j = s.hash & (cap - 1);
+    while (slots[j].obj)
       j = (j + 1) & (cap - 1);
-    slots[j] = o;
+    slots[j] = s;
   }
   fzFree(ctx, t->slots);
   t->slots = slots;
@@ -194,23 +195,25 @@ static bool unique_grow(FzContext *ctx, FzUniqueTable *t) {
 
 void *fzUniqueGet(FzContext *ctx, FzUniqueTable *t, uint32_t hash,
                   const void *key, FzUniqueEqFn eq, FzUniqueMakeFn make) {
-  if ((t->count + 1) * 4 > t->cap * 3 && !unique_grow(ctx, t))
+  /* Load factor at most 1/2: probes stay short. */
+  if ((t->count + 1) * 2 > t->cap && !unique_grow(ctx, t))
     return NULL;
   size_t mask = t->cap - 1;
   size_t i = hash & mask;
   for (;;) {
-    void *o = t->slots[i];
-    if (!o)
+    FzUniqueSlot *s = &t->slots[i];
+    if (!s->obj)
       break;
-    if (fzUniqueHashOf(o) == hash && eq(o, key))
-      return o;
+    if (s->hash == hash && eq(s->obj, key))
+      return s->obj;
     i = (i + 1) & mask;
   }
   void *o = make(ctx, key);
   if (!o)
     return NULL;
   ((FzType *)o)->hash = hash;
-  t->slots[i] = o;
+  t->slots[i].hash = hash;
+  t->slots[i].obj = o;
   t->count++;
   return o;
 }

@@ -199,9 +199,16 @@ typedef struct FzSourceBuffer {
 } FzSourceBuffer;
 
 /* A uniquing table: open addressing over pointers to objects that carry
- * their own hash in their second field (FzType, FzAttr, FzLoc). */
+ * their own hash in their second field (FzType, FzAttr, FzLoc). The
+ * hashes are also kept beside the pointers so that a probe compares
+ * hashes without touching the objects (one cache miss per lookup instead
+ * of one per probe, which matters when every op has its own location). */
+typedef struct FzUniqueSlot {
+  uint32_t hash;
+  void *obj;
+} FzUniqueSlot;
 typedef struct FzUniqueTable {
-  void **slots;
+  FzUniqueSlot *slots;
   size_t count, cap;
 } FzUniqueTable;
 
@@ -236,6 +243,7 @@ struct FzContext {
   size_t numSources, capSources;
 
   FzDiagnostic oomDiag; /* used when a diagnostic cannot be allocated */
+  struct FzExtension *extensions; /* ir/extensions.c: keyed slots */
 };
 
 /* Uniquing helpers shared by types.c, attrs.c, locs.c. `eq` compares a
@@ -255,6 +263,10 @@ static inline uint32_t fzUniqueHashOf(const void *obj) {
 /* The source buffer registered under name, or NULL. */
 const FzSourceBuffer *fzContextFindSource(const FzContext *ctx,
                                           const FzIdent *name);
+
+/* Destroys every context extension (ir/extensions.c); called first by
+ * fzContextDestroy. */
+void fzContextDestroyExtensions(FzContext *ctx);
 
 /* Reorders ops' orderIndex in a block. */
 void fzBlockRecomputeOrder(FzBlock *block);

@@ -40,8 +40,8 @@ static bool loc_eq(const void *ev, const void *kv) {
   case FZ_LOC_FUSED:
     return e->u.fused.meta == k->u.fused.meta &&
            e->u.fused.n == k->u.fused.n &&
-           !memcmp(e->u.fused.locs, k->u.fused.locs,
-                   k->u.fused.n * sizeof(FzLoc *));
+           (k->u.fused.n == 0 || !memcmp(e->u.fused.locs, k->u.fused.locs,
+                   k->u.fused.n * sizeof(FzLoc *)));
   case FZ_LOC_UNKNOWN:
     return true;
   }
@@ -55,7 +55,7 @@ static void *loc_make(FzContext *ctx, const void *kv) {
     return NULL;
   *l = *k;
   l->ctx = ctx;
-  if (k->kind == FZ_LOC_FUSED &&
+  if (k->kind == FZ_LOC_FUSED && k->u.fused.n &&
       !(l->u.fused.locs = fzArenaDup(&ctx->arena, k->u.fused.locs,
                                      k->u.fused.n * sizeof(FzLoc *))))
     return NULL;

@@ -74,7 +74,8 @@ void fzOpStateAddOperands(FzOpState *st, size_t n, FzValue *const *values) {
   if (!grow(st, (void **)&st->operands, &st->capOperands,
             st->numOperands + n, sizeof(FzValue *)))
     return;
-  memcpy(st->operands + st->numOperands, values, n * sizeof(FzValue *));
+  if (n)
+    memcpy(st->operands + st->numOperands, values, n * sizeof(FzValue *));
   st->numOperands += n;
 }
 
@@ -82,7 +83,8 @@ void fzOpStateAddResults(FzOpState *st, size_t n, FzType *const *types) {
   if (!grow(st, (void **)&st->resultTypes, &st->capResults,
             st->numResults + n, sizeof(FzType *)))
     return;
-  memcpy(st->resultTypes + st->numResults, types, n * sizeof(FzType *));
+  if (n)
+    memcpy(st->resultTypes + st->numResults, types, n * sizeof(FzType *));
   st->numResults += n;
 }
 
@@ -208,16 +210,16 @@ static FzOp *op_alloc(FzContext *ctx, FzIdent *name, FzLoc *loc,
 
 static FzAttr *merge_dict(FzContext *ctx, FzAttr *base, size_t n,
                           const FzNamedAttr *extra, FzLoc *loc) {
-  if (!base && n == 0)
-    return ctx->emptyDict;
-  size_t nb = base ? base->u.dict.n : 0;
-  FzNamedAttr *all = fzCalloc(ctx, nb + n + 1, sizeof *all);
+  if (!base || base->u.dict.n == 0)
+    return fzDictAttrGet(ctx, n, extra, loc); /* sorts and uniques */
+  if (n == 0)
+    return base;
+  size_t nb = base->u.dict.n;
+  FzNamedAttr *all = fzCalloc(ctx, nb + n, sizeof *all);
   if (!all)
     return NULL;
-  if (nb)
-    memcpy(all, base->u.dict.entries, nb * sizeof *all);
-  if (n)
-    memcpy(all + nb, extra, n * sizeof *all);
+  memcpy(all, base->u.dict.entries, nb * sizeof *all);
+  memcpy(all + nb, extra, n * sizeof *all);
   FzAttr *d = fzDictAttrGet(ctx, nb + n, all, loc);
   fzFree(ctx, all);
   return d;
@@ -257,32 +259,41 @@ FzOp *fzOpCreate(FzOpState *st) {
     }
   }
   /* Split discardable attributes from inherent ones (which become
-   * properties for a registered op that declares them). */
-  size_t nAttr = 0, nProp = 0;
-  FzNamedAttr *attrs = NULL, *props = NULL;
-  size_t cap = st->numAttrs + st->numProps + 1;
-  attrs = fzCalloc(ctx, cap, sizeof *attrs);
-  props = fzCalloc(ctx, cap, sizeof *props);
-  if (!attrs || !props) {
-    fzFree(ctx, attrs);
-    fzFree(ctx, props);
-    goto done;
+   * properties for a registered op that declares them). Small lists use
+   * the stack; an op without attributes costs no work here at all. */
+  FzAttr *attrDict = ctx->emptyDict, *propDict = ctx->emptyDict;
+  if (st->numAttrs || st->numProps || st->propsDict) {
+    size_t cap = st->numAttrs + st->numProps + 1;
+    FzNamedAttr smallA[16], smallP[16];
+    FzNamedAttr *attrs = smallA, *props = smallP;
+    if (cap > 16) {
+      attrs = fzCalloc(ctx, cap, sizeof *attrs);
+      props = fzCalloc(ctx, cap, sizeof *props);
+    }
+    if (!attrs || !props) {
+      fzFree(ctx, attrs);
+      fzFree(ctx, props);
+      goto done;
+    }
+    size_t nAttr = 0, nProp = 0;
+    for (size_t i = 0; i < st->numAttrs; ++i) {
+      if (is_inherent(def, st->attrs[i].name))
+        props[nProp++] = st->attrs[i];
+      else
+        attrs[nAttr++] = st->attrs[i];
+    }
+    for (size_t i = 0; i < st->numProps; ++i)
+      props[nProp++] = st->props[i];
+    attrDict = merge_dict(ctx, NULL, nAttr, attrs, st->loc);
+    propDict =
+        attrDict ? merge_dict(ctx, st->propsDict, nProp, props, st->loc) : NULL;
+    if (attrs != smallA) {
+      fzFree(ctx, attrs);
+      fzFree(ctx, props);
+    }
+    if (!attrDict || !propDict)
+      goto done;
   }
-  for (size_t i = 0; i < st->numAttrs; ++i) {
-    if (is_inherent(def, st->attrs[i].name))
-      props[nProp++] = st->attrs[i];
-    else
-      attrs[nAttr++] = st->attrs[i];
-  }
-  for (size_t i = 0; i < st->numProps; ++i)
-    props[nProp++] = st->props[i];
-  FzAttr *attrDict = merge_dict(ctx, NULL, nAttr, attrs, st->loc);
-  FzAttr *propDict =
-      attrDict ? merge_dict(ctx, st->propsDict, nProp, props, st->loc) : NULL;
-  fzFree(ctx, attrs);
-  fzFree(ctx, props);
-  if (!attrDict || !propDict)
-    goto done;
   op = op_alloc(ctx, st->name, st->loc, st->numOperands, st->operands,
                 st->numResults, st->resultTypes, st->numRegions, attrDict,
                 propDict);

@@ -487,12 +487,44 @@ float fzHalfBitsToFloat(uint16_t h) {
   return bits_float(sign | ((exp + 112) << 23) | (mant << 13));
 }
 
+/* Rounds v once to a binary format with `mant` explicit mantissa bits,
+ * smallest normal exponent `emin` and largest finite value `maxFinite`,
+ * to nearest even (gradual underflow included). The result is exactly
+ * representable in float for the formats used here (f16, bf16). */
+static double round_to_format(double v, int mant, int emin,
+                              double maxFinite) {
+  if (v != v || v == 0 || v - v != 0) /* NaN, zero, infinity */
+    return v;
+  int e;
+  (void)frexp(v, &e); /* |v| in [2^(e-1), 2^e) */
+  int q = e - 1 - mant; /* exponent of the last kept bit */
+  if (q < emin - mant)
+    q = emin - mant; /* subnormal: a fixed quantum */
+  double r = ldexp(nearbyint(ldexp(v, -q)), q); /* both scalings exact */
+  if (fabs(r) > maxFinite)
+    return v < 0 ? -HUGE_VAL : HUGE_VAL;
+  return r;
+}
+
+uint16_t fzDoubleToHalfBits(double v) {
+  if (v != v)
+    return (uint16_t)(signbit(v) ? 0xfe00u : 0x7e00u);
+  return fzFloatToHalfBits((float)round_to_format(v, 10, -14, 65504.0));
+}
+
+uint16_t fzDoubleToBF16Bits(double v) {
+  if (v != v)
+    return (uint16_t)(signbit(v) ? 0xffc0u : 0x7fc0u);
+  return fzFloatToBF16Bits(
+      (float)round_to_format(v, 7, -126, ldexp(255.0 / 128.0, 127)));
+}
+
 double fzRoundToFloatType(const FzType *t, double v) {
   switch (t->kind) {
   case FZ_TYPE_F16:
-    return fzHalfBitsToFloat(fzFloatToHalfBits((float)v));
+    return fzHalfBitsToFloat(fzDoubleToHalfBits(v));
   case FZ_TYPE_BF16:
-    return fzBF16BitsToFloat(fzFloatToBF16Bits((float)v));
+    return fzBF16BitsToFloat(fzDoubleToBF16Bits(v));
   case FZ_TYPE_F32:
     return (float)v;
   default:

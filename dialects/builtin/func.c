@@ -99,15 +99,21 @@ static void func_print(FzOp *op, FzAsmPrinter *p) {
   for (size_t i = 0; i < nIn; ++i) {
     if (i)
       fzAsmPrint(p, ", ");
-    if (entry && i < fzBlockGetNumArguments(entry)) {
-      fzAsmPrintArgumentDecl(p, fzBlockGetArgument(entry, i));
-    } else {
-      fzAsmPrintType(p, fzFunctionTypeGetInput(ft, i));
+    /* MLIR's order: "%arg0: type {attrs} loc(...)". */
+    FzValue *arg = entry && i < fzBlockGetNumArguments(entry)
+                       ? fzBlockGetArgument(entry, i)
+                       : NULL;
+    if (arg) {
+      fzAsmPrintOperand(p, arg);
+      fzAsmPrint(p, ": ");
     }
+    fzAsmPrintType(p, fzFunctionTypeGetInput(ft, i));
     if (argAttrs && fzAttrGetKind(argAttrs) == FZ_ATTR_ARRAY &&
         i < fzArrayAttrGetSize(argAttrs))
       fzAsmPrintOptionalAttrDict(p, fzArrayAttrGetElement(argAttrs, i), NULL,
                                  false);
+    if (arg)
+      fzAsmPrintOptionalLoc(p, fzValueGetLoc(arg));
   }
   fzAsmPrint(p, ")");
   size_t nOut = ft ? fzFunctionTypeGetNumResults(ft) : 0;

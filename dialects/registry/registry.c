@@ -3,7 +3,9 @@
  * registration call here and nowhere else.
  */
 #include "fz/dialects.h"
+#include "fz/graph.h"
 
 bool fzRegisterAllDialects(FzContext *ctx) {
-  return fzRegisterBuiltinDialect(ctx) && fzRegisterFuncDialect(ctx);
+  return fzRegisterBuiltinDialect(ctx) && fzRegisterFuncDialect(ctx) &&
+         fzRegisterGraphDialect(ctx);
 }

@@ -338,6 +338,12 @@ float fzBF16BitsToFloat(uint16_t h);
 /* Rounds a double to the precision of float type t (f16/bf16/f32/f64). */
 double fzRoundToFloatType(const FzType *t, double v);
 
+/* Added by the graph-dialect work (ir/types.c): double -> half / bfloat
+ * bits rounding once, to nearest even, with no intermediate float (which
+ * would round twice). fzRoundToFloatType uses them. */
+uint16_t fzDoubleToHalfBits(double v);
+uint16_t fzDoubleToBF16Bits(double v);
+
 /*===------------------------------------------------------------------===*
  * Locations (uniqued, immortal)
  *===------------------------------------------------------------------===*/
@@ -638,6 +644,25 @@ FzOp *fzSymbolTableGetNearest(FzOp *op);
 FzSymbolTable *fzSymbolTableCreate(FzOp *tableOp);
 void fzSymbolTableDestroy(FzSymbolTable *t);
 FzOp *fzSymbolTableLookup(const FzSymbolTable *t, FzStringRef name);
+
+/*===------------------------------------------------------------------===*
+ * Context extensions (added by the pass-infrastructure work, ir/extensions.c)
+ *
+ * Keyed slots that let a subsystem hang state off a context without any
+ * global variable (the pass registry lives in one). A key is the address
+ * of a static object owned by the subsystem; values are destroyed, in
+ * reverse order of creation, when the context is destroyed.
+ *===------------------------------------------------------------------===*/
+
+typedef void (*FzExtensionDestroyFn)(FzContext *ctx, void *value);
+/* The value stored under key, or NULL. */
+void *fzContextGetExtension(const FzContext *ctx, const void *key);
+/* Stores value under key, replacing (and destroying) a previous value.
+ * destroy may be NULL. Returns false on allocation failure (value is then
+ * not stored and not destroyed). */
+FZ_MUST_CHECK bool fzContextSetExtension(FzContext *ctx, const void *key,
+                                         void *value,
+                                         FzExtensionDestroyFn destroy);
 
 /*===------------------------------------------------------------------===*
  * Textual format: parse, print, verify

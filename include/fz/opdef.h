@@ -215,7 +215,9 @@ FZ_MUST_CHECK bool fzAsmParseColonType(FzAsmParser *p, FzType **out);
  * parser (valid until the parse hook returns). */
 FZ_MUST_CHECK bool fzAsmParseTypeList(FzAsmParser *p, FzType ***out,
                                       size_t *n);
-/* "-> type" or "-> (type, ...)" / "-> ()", as function results. */
+/* Function results: "type", "(type, ...)" or "()", after an arrow. The
+ * "->" itself is consumed here when present; a caller that already
+ * consumed it with fzAsmParseOptionalPunct(p, "->") may call this too. */
 FZ_MUST_CHECK bool fzAsmParseArrowTypeList(FzAsmParser *p, FzType ***out,
                                            size_t *n);
 /* An attribute; when `type` is non-NULL it types a bare literal. */

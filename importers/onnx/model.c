@@ -1,0 +1,668 @@
+/* importers/onnx/model.c - the ONNX importer's driver: decodes a
+ * ModelProto with the generated protobuf-c code, checks the opset, builds
+ * builtin.module { func.func @main }, binds graph inputs to arguments,
+ * imports each node through the op table, returns the graph outputs, and
+ * verifies the result.
+ *
+ * Invariants. The value map holds, for every ONNX value name seen so far,
+ * its FzValue, or the poison marker when the node that defines it failed
+ * (its consumers are then skipped silently, so each bad node gets exactly
+ * one error). Initializers are materialized as graph.constant on first
+ * use. While a node is imported a diagnostic handler captures the first
+ * error the dialect reports (a shape mismatch, say) so that it can be
+ * re-reported in the node's words.
+ *
+ * Ownership. The decoded ModelProto is allocated through the context's
+ * allocator and freed before returning; the module is returned detached
+ * to the caller, or destroyed on error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "importers/onnx/onnx_internal.h"
+
+static char kPoison; /* the value-map marker of a failed value */
+#define POISON ((void *)&kPoison)
+
+/*===--- The op table ----------------------------------------------------===*/
+
+static const FzOnnxOpDef *const kTables[] = {
+    fzOnnxElementwiseOps, fzOnnxMiscOps,  fzOnnxNnOps,
+    fzOnnxReduceOps,      fzOnnxShapeOps, fzOnnxLossOps,
+    fzOnnxResizeOps,
+};
+
+const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {
+  for (size_t t = 0; t < sizeof kTables / sizeof kTables[0]; ++t)
+    for (const FzOnnxOpDef *row = kTables[t]; row->opType; ++row)
+      if (!strcmp(row->opType, opType))
+        return row;
+  return NULL;
+}
+
+/*===--- Errors ---------------------------------------------------------===*/
+
+bool fzOnnxError(FzOnnxImporter *im, const char *fmt, ...) {
+  if (im->node && im->nodeFailed)
+    return false;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  im->numErrors++;
+  if (!im->node)
+    return fzEmitError(im->ctx, im->errorLoc, "%s", msg);
+  im->nodeFailed = true;
+  im->reporting = true;
+  fzEmitError(im->ctx, im->errorLoc, "node '%s' (%s): %s", im->nodeName,
+              im->node->op_type, msg);
+  im->reporting = false;
+  return false;
+}
+
+bool fzOnnxModelError(FzOnnxImporter *im, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  im->numErrors++;
+  im->reporting = true;
+  fzEmitError(im->ctx, im->errorLoc, "%s", msg);
+  im->reporting = false;
+  return false;
+}
+
+bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what) {
+  const char *name = im->node && i < im->node->n_input
+                         ? im->node->input[i]
+                         : "";
+  return fzOnnxError(im, "unsupported non-constant %s (input #%zu '%s'): it "
+                         "must be computable at import time", what, i, name);
+}
+
+/* Captures the first error reported while a node is imported. */
+static bool capture_handler(const FzDiagnostic *diag, void *ud) {
+  FzOnnxImporter *im = ud;
+  if (im->reporting || fzDiagnosticGetSeverity(diag) != FZ_SEVERITY_ERROR)
+    return false;
+  if (!im->captured) {
+    FzStringRef m = fzDiagnosticGetMessage(diag);
+    snprintf(im->capturedError, sizeof im->capturedError, "%.*s",
+             (int)m.length, m.data);
+    im->captured = true;
+  }
+  return true;
+}
+
+/*===--- Values ---------------------------------------------------------===*/
+
+static FzIdent *ident(FzOnnxImporter *im, const char *name) {
+  return fzIdentGet(im->ctx, fzStringRefFromCString(name));
+}
+
+/* The value named `name`: NULL when unknown, POISON when failed. */
+static FzValue *lookup_value(FzOnnxImporter *im, const char *name) {
+  FzIdent *id = ident(im, name);
+  if (!id)
+    return NULL;
+  FzValue *v = fzPtrMapGet(&im->values, id);
+  if (v)
+    return v;
+  const Onnx__TensorProto *init = fzPtrMapGet(&im->initializers, id);
+  if (!init)
+    return NULL;
+  /* First use of an initializer: a constant at the current point. */
+  char what[300];
+  snprintf(what, sizeof what, "initializer '%s'", name);
+  const Onnx__NodeProto *node = im->node;
+  FzLoc *loc = im->nodeLoc;
+  im->node = NULL;
+  FzLoc *nameLoc = fzNameLocGet(im->ctx, fzStringRefFromCString(name),
+                                im->fileLoc);
+  FzAttr *meta = fzStringAttrGet(im->ctx, FZ_STR("Initializer"));
+  im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
+  FzAttr *a = fzOnnxTensorToAttr(im, init, what);
+  v = a ? fzOnnxConstAttr(im, a) : NULL;
+  im->node = node;
+  im->nodeLoc = loc;
+  if (!fzPtrMapPut(&im->values, id, v ? (void *)v : POISON))
+    return POISON;
+  return v ? v : POISON;
+}
+
+static bool define_value(FzOnnxImporter *im, const char *name, FzValue *v) {
+  FzIdent *id = ident(im, name);
+  return id && fzPtrMapPut(&im->values, id, v ? (void *)v : POISON);
+}
+
+/*===--- Types of graph inputs and outputs --------------------------------===*/
+
+/* The tensor type of a ValueInfoProto; NULL after an error. */
+static FzType *value_info_type(FzOnnxImporter *im,
+                               const Onnx__ValueInfoProto *vi,
+                               const char *what) {
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
+    const char *kind = !tp ? "no type"
+                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE
+                           ? "a sequence"
+                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE
+                           ? "a map"
+                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
+                           ? "an optional"
+                           : "a non-tensor type";
+    fzOnnxModelError(im, "%s '%s': unsupported type (%s)", what, vi->name,
+                     kind);
+    return NULL;
+  }
+  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
+  FzType *elt = fzOnnxElementType(im->ctx, tt->elem_type);
+  if (!elt) {
+    fzOnnxModelError(im, "%s '%s': unsupported dtype %s", what, vi->name,
+                     fzOnnxDataTypeName(tt->elem_type));
+    return NULL;
+  }
+  if (!tt->shape) {
+    fzOnnxModelError(im, "%s '%s': unsupported unranked tensor (no shape)",
+                     what, vi->name);
+    return NULL;
+  }
+  size_t rank = tt->shape->n_dim;
+  if (rank > FZ_GRAPH_MAX_RANK) {
+    fzOnnxModelError(im, "%s '%s': unsupported rank %zu", what, vi->name,
+                     rank);
+    return NULL;
+  }
+  int64_t shape[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < rank; ++i) {
+    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
+    bool known = d->value_case ==
+                 ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+    shape[i] = known && d->dim_value >= 0 ? d->dim_value : FZ_DYNAMIC;
+  }
+  return fzTensorTypeGet(im->ctx, rank, shape, elt, im->errorLoc);
+}
+
+/* Whether option entry (name, index) designates the graph input `name`
+ * at position `pos` (among the inputs that are not initializers). */
+static bool option_matches(const char *optName, size_t optIndex,
+                           const char *name, size_t pos) {
+  return optName ? !strcmp(optName, name) : optIndex == pos;
+}
+
+/* Binds the graph inputs that are not initializers: each becomes an
+ * argument of @main (its type from the model, or the options' shape), or
+ * a constant when the options give its value. Types are pushed to
+ * argTypes. False after an error. */
+static bool bind_inputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                        FzBlock *body, FzPtrVec *argTypes) {
+  const FzOnnxImportOptions *opts = im->options;
+  size_t numOpts = opts->numInputShapes + opts->numInputValues;
+  bool *used = fzOnnxAlloc(im, numOpts ? numOpts : 1);
+  if (!used)
+    return false;
+  memset(used, 0, numOpts ? numOpts : 1);
+  size_t pos = 0;
+  for (size_t i = 0; i < g->n_input; ++i, ++pos) {
+    const Onnx__ValueInfoProto *vi = g->input[i];
+    const char *name = vi->name ? vi->name : "";
+    FzIdent *id = ident(im, name);
+    if (!id || fzPtrMapContains(&im->initializers, id)) {
+      --pos;
+      continue;
+    }
+    FzType *t = value_info_type(im, vi, "graph input");
+    FzLoc *nameLoc = fzNameLocGet(im->ctx, fzStringRefFromCString(name),
+                                  im->fileLoc);
+    const FzTensor *value = NULL;
+    for (size_t k = 0; k < opts->numInputValues; ++k) {
+      const FzOnnxInputValue *o = &opts->inputValues[k];
+      if (option_matches(o->name, o->index, name, pos)) {
+        used[opts->numInputShapes + k] = true;
+        value = o->value;
+      }
+    }
+    for (size_t k = 0; t && k < opts->numInputShapes; ++k) {
+      const FzOnnxInputShape *o = &opts->inputShapes[k];
+      if (!option_matches(o->name, o->index, name, pos))
+        continue;
+      used[k] = true;
+      if (o->rank > FZ_GRAPH_MAX_RANK) {
+        fzOnnxModelError(im, "graph input '%s': unsupported rank %zu", name,
+                         o->rank);
+        t = NULL;
+      } else {
+        t = fzTensorTypeGet(im->ctx, o->rank, o->shape,
+                            fzShapedTypeGetElementType(t), im->errorLoc);
+      }
+    }
+    if (t && value) {
+      if (value->dtype != fzShapedTypeGetElementType(t)) {
+        fzOnnxModelError(im, "graph input '%s': the value given for it has "
+                             "another element type", name);
+        define_value(im, name, NULL);
+        continue;
+      }
+      FzAttr *meta = fzStringAttrGet(im->ctx, FZ_STR("Input"));
+      im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
+      define_value(im, name, fzOnnxConstTensor(im, value));
+      continue;
+    }
+    FzValue *arg = t ? fzBlockAddArgument(body, t, nameLoc) : NULL;
+    define_value(im, name, arg);
+    if (!fzPtrVecPush(argTypes, t))
+      return false;
+  }
+  for (size_t k = 0; k < numOpts; ++k) {
+    if (used[k])
+      continue;
+    bool isShape = k < opts->numInputShapes;
+    const char *optName =
+        isShape ? opts->inputShapes[k].name
+                : opts->inputValues[k - opts->numInputShapes].name;
+    size_t optIndex =
+        isShape ? opts->inputShapes[k].index
+                : opts->inputValues[k - opts->numInputShapes].index;
+    if (optName)
+      fzOnnxModelError(im, "no graph input named '%s' (given a %s)",
+                       optName, isShape ? "shape" : "value");
+    else
+      fzOnnxModelError(im, "no graph input #%zu (given a %s)", optIndex,
+                       isShape ? "shape" : "value");
+  }
+  return true;
+}
+
+/*===--- Nodes ----------------------------------------------------------===*/
+
+static bool attr_known(const char *list, const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = list; p && *p;) {
+    while (*p == ' ')
+      ++p;
+    const char *e = p;
+    while (*e && *e != ' ')
+      ++e;
+    if ((size_t)(e - p) == len && !strncmp(p, name, len))
+      return true;
+    p = e;
+  }
+  return false;
+}
+
+/* Checks the node against its row: domain, input/output counts and
+ * attribute names. */
+static bool check_node(FzOnnxImporter *im, const FzOnnxOpDef *row) {
+  const Onnx__NodeProto *n = im->node;
+  if (row->maxInputs >= 0 && n->n_input > (size_t)row->maxInputs) {
+    /* Trailing absent optional inputs are harmless. */
+    for (size_t i = (size_t)row->maxInputs; i < n->n_input; ++i)
+      if (n->input[i][0])
+        return fzOnnxError(im, "unsupported input #%zu ('%s'): %s takes at "
+                               "most %d inputs", i, n->input[i], n->op_type,
+                           row->maxInputs);
+  }
+  size_t present = 0;
+  for (size_t i = 0; i < n->n_input; ++i)
+    present = n->input[i][0] ? i + 1 : present;
+  if ((int)present < row->minInputs)
+    return fzOnnxError(im, "expects at least %d inputs, got %zu",
+                       row->minInputs, present);
+  for (size_t i = (size_t)row->maxOutputs; i < n->n_output; ++i)
+    if (n->output[i][0])
+      return fzOnnxError(im, "unsupported output #%zu ('%s')", i,
+                         n->output[i]);
+  for (size_t i = 0; i < n->n_attribute; ++i) {
+    const Onnx__AttributeProto *a = n->attribute[i];
+    if (a->ref_attr_name && *a->ref_attr_name)
+      return fzOnnxError(im, "unsupported attribute reference '%s'",
+                         a->name);
+    if (!attr_known(row->attrs, a->name))
+      return fzOnnxError(im, "unsupported attribute '%s'", a->name);
+  }
+  return true;
+}
+
+static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
+                        size_t index) {
+  char fallback[32];
+  im->node = n;
+  im->nodeFailed = false;
+  im->captured = false;
+  /* The node's name, else its first named output's, else its index. */
+  snprintf(fallback, sizeof fallback, "#%zu", index);
+  im->nodeName = fallback;
+  if (n->name && *n->name)
+    im->nodeName = n->name;
+  for (size_t i = n->n_output; !(n->name && *n->name) && i-- > 0;)
+    if (*n->output[i])
+      im->nodeName = n->output[i];
+  FzLoc *nameLoc = fzNameLocGet(
+      im->ctx, fzStringRefFromCString(im->nodeName), im->fileLoc);
+  FzAttr *meta = fzStringAttrGet(im->ctx,
+                                 fzStringRefFromCString(n->op_type));
+  im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
+
+  FzValue *small[8], **in = small, *smallOut[8], **out = smallOut;
+  if (n->n_input > 8)
+    in = fzOnnxAlloc(im, n->n_input * sizeof *in);
+  if (n->n_output > 8)
+    out = fzOnnxAlloc(im, n->n_output * sizeof *out);
+  bool ok = in && out;
+  bool poisoned = false;
+  for (size_t i = 0; ok && i < n->n_input; ++i) {
+    in[i] = NULL;
+    if (!n->input[i][0])
+      continue;
+    FzValue *v = lookup_value(im, n->input[i]);
+    if (v == POISON) {
+      poisoned = true;
+    } else if (!v) {
+      ok = fzOnnxError(im, "input '%s' is not defined before its use (the "
+                           "graph must be topologically sorted)",
+                       n->input[i]);
+    } else {
+      in[i] = v;
+    }
+  }
+  for (size_t i = 0; out && i < n->n_output; ++i)
+    out[i] = NULL;
+
+  const FzOnnxOpDef *row = NULL;
+  if (ok && !poisoned) {
+    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+      ok = fzOnnxError(im, "unsupported op domain '%s'", n->domain);
+    else if (im->opset < 0)
+      ok = fzOnnxError(im, "the model imports no opset of the default ONNX "
+                           "domain");
+    else if (!(row = fzOnnxLookupOp(n->op_type)))
+      ok = fzOnnxError(im, "unsupported op type '%s'", n->op_type);
+    else
+      ok = check_node(im, row);
+  }
+  im->row = row;
+  if (ok && !poisoned) {
+    fzBuilderSetInsertionPointToEnd(&im->b, im->b.block);
+    FzDiagHandlerId h =
+        fzContextPushDiagHandler(im->ctx, capture_handler, im);
+    ok = row->fn(im, in, n->n_input, out, n->n_output);
+    fzContextPopDiagHandler(im->ctx, h);
+    for (size_t i = 0; ok && i < n->n_output; ++i)
+      if (n->output[i][0] && !out[i])
+        ok = false;
+    if (!ok && !im->nodeFailed) {
+      if (im->captured)
+        fzOnnxError(im, "%s", im->capturedError);
+      else
+        fzOnnxError(im, "internal error: no value for an output");
+    }
+  }
+  for (size_t i = 0; out && i < n->n_output; ++i)
+    if (n->output[i][0])
+      define_value(im, n->output[i], ok && !poisoned ? out[i] : NULL);
+  im->node = NULL;
+}
+
+/*===--- The model -------------------------------------------------------===*/
+
+static void *pb_alloc(void *ud, size_t size) { return fzMalloc(ud, size); }
+static void pb_free(void *ud, void *p) {
+  if (p)
+    fzFree(ud, p);
+}
+
+/* The opset of the default domain; false after an error. */
+static bool read_opset(FzOnnxImporter *im, const Onnx__ModelProto *m) {
+  im->opset = -1;
+  for (size_t i = 0; i < m->n_opset_import; ++i) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    if ((!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) &&
+        o->has_version)
+      im->opset = o->version;
+  }
+  /* A model without the default domain may still use other domains'
+   * ops: each gets its "unsupported op domain" error. */
+  if (im->opset > FZ_ONNX_MAX_OPSET)
+    return fzOnnxModelError(im, "unsupported opset version %lld (the "
+                                "importer supports up to %d)",
+                            (long long)im->opset, FZ_ONNX_MAX_OPSET);
+  return true;
+}
+
+/* Erases the pure ops whose results are unused (constants left behind
+ * by folding, unused outputs of decompositions), last to first so that
+ * chains go in one sweep. */
+static void erase_dead_ops(FzBlock *body) {
+  FzOp *op = fzBlockGetLastOp(body);
+  while (op) {
+    FzOp *prev = fzOpGetPrevInBlock(op);
+    bool used = false;
+    for (size_t i = 0; i < fzOpGetNumResults(op) && !used; ++i)
+      used = fzValueHasUses(fzOpGetResult(op, i));
+    if (!used && fzOpGetNumResults(op) > 0 &&
+        fzOpHasTrait(op, FZ_TRAIT_PURE))
+      fzOpErase(op);
+    op = prev;
+  }
+}
+
+/* Builds @main's body from the graph; false after errors. */
+static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                         FzBlock *body, FzType **funcType) {
+  for (size_t i = 0; i < g->n_sparse_initializer; ++i)
+    fzOnnxModelError(im, "unsupported sparse initializer");
+  for (size_t i = 0; i < g->n_initializer; ++i) {
+    const Onnx__TensorProto *t = g->initializer[i];
+    FzIdent *id = t->name ? ident(im, t->name) : NULL;
+    if (!id || !fzPtrMapPut(&im->initializers, id, (void *)t))
+      return false;
+  }
+  FzPtrVec argTypes;
+  fzPtrVecInit(&argTypes, im->ctx);
+  if (!bind_inputs(im, g, body, &argTypes)) {
+    fzPtrVecFree(&argTypes);
+    return false;
+  }
+  for (size_t i = 0; i < g->n_node; ++i)
+    import_node(im, g->node[i], i);
+
+  /* Results. */
+  FzPtrVec results, resTypes;
+  fzPtrVecInit(&results, im->ctx);
+  fzPtrVecInit(&resTypes, im->ctx);
+  for (size_t i = 0; i < g->n_output; ++i) {
+    const Onnx__ValueInfoProto *vi = g->output[i];
+    FzValue *v = lookup_value(im, vi->name ? vi->name : "");
+    if (!v) {
+      fzOnnxModelError(im, "graph output '%s' is not defined by any node",
+                       vi->name);
+      continue;
+    }
+    if (v == POISON)
+      continue;
+    const Onnx__TypeProto *tp = vi->type;
+    if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+        tp->tensor_type->has_elem_type) {
+      FzType *want =
+          fzOnnxElementType(im->ctx, tp->tensor_type->elem_type);
+      if (want != fzOnnxElt(v))
+        fzOnnxModelError(im, "graph output '%s' is declared %s but its "
+                             "value has another element type", vi->name,
+                         fzOnnxDataTypeName(tp->tensor_type->elem_type));
+    }
+    fzPtrVecPush(&results, v);
+    fzPtrVecPush(&resTypes, fzValueGetType(v));
+  }
+  bool ok = im->numErrors == 0;
+  if (ok) {
+    FzOpState st;
+    fzOpStateInit(&st, im->ctx, FZ_STR("func.return"), im->fileLoc);
+    fzOpStateAddOperands(&st, results.len, (FzValue **)results.data);
+    fzBuilderSetInsertionPointToEnd(&im->b, body);
+    ok = fzBuilderCreate(&im->b, &st) != NULL;
+    if (ok)
+      erase_dead_ops(body);
+    *funcType = fzFunctionTypeGet(im->ctx, argTypes.len,
+                                  (FzType **)argTypes.data, resTypes.len,
+                                  (FzType **)resTypes.data);
+  }
+  fzPtrVecFree(&argTypes);
+  fzPtrVecFree(&results);
+  fzPtrVecFree(&resTypes);
+  return ok && *funcType;
+}
+
+/* builtin.module { func.func @main } around body's region; NULL after an
+ * error (the region is then destroyed). */
+static FzOp *make_module(FzOnnxImporter *im, FzRegion *funcBody,
+                         FzType *funcType) {
+  FzOpState st;
+  fzOpStateInit(&st, im->ctx, FZ_STR("func.func"), im->fileLoc);
+  fzOpStateAddProp(&st, FZ_STR("sym_name"),
+                   fzStringAttrGet(im->ctx, FZ_STR("main")));
+  fzOpStateAddProp(&st, FZ_STR("function_type"),
+                   fzTypeAttrGet(im->ctx, funcType));
+  fzOpStateAddRegionTaken(&st, funcBody);
+  FzOp *func = fzOpCreate(&st);
+  if (!func)
+    return NULL;
+  fzOpStateInit(&st, im->ctx, FZ_STR("builtin.module"), im->fileLoc);
+  FzRegion *r = fzOpStateAddRegion(&st);
+  FzBlock *blk = fzBlockCreate(im->ctx, 0, NULL, NULL);
+  if (r && blk)
+    fzRegionAppendBlock(r, blk);
+  else if (blk)
+    fzBlockDestroy(blk);
+  FzOp *module = r && blk ? fzOpCreate(&st) : NULL;
+  if (!r || !blk)
+    fzOpStateDispose(&st);
+  if (!module) {
+    fzOpDestroy(func);
+    return NULL;
+  }
+  fzBlockAppendOp(blk, func);
+  return module;
+}
+
+FzOp *fzImportOnnxBuffer(FzContext *ctx, const void *data, size_t size,
+                         const char *name, const char *baseDir) {
+  return fzImportOnnxBufferWithOptions(ctx, data, size, name, baseDir, NULL);
+}
+
+FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
+                                    size_t size, const char *name,
+                                    const char *baseDir,
+                                    const FzOnnxImportOptions *options) {
+  static const FzOnnxImportOptions kDefaults = {0, NULL, 0, NULL};
+  if (!fzRegisterBuiltinDialect(ctx) || !fzRegisterFuncDialect(ctx) ||
+      !fzRegisterGraphDialect(ctx))
+    return NULL;
+  FzOnnxImporter im;
+  memset(&im, 0, sizeof im);
+  im.ctx = ctx;
+  im.modelName = name ? name : "<onnx>";
+  im.baseDir = baseDir;
+  im.options = options ? options : &kDefaults;
+  im.errorLoc = fzNameLocGet(ctx, fzStringRefFromCString(im.modelName),
+                             NULL);
+  im.fileLoc = fzFileLineColLocGet(
+      ctx, fzStringRefFromCString(im.modelName), 0, 0);
+  if (!im.errorLoc || !im.fileLoc)
+    return NULL;
+  if (size == 0) {
+    fzOnnxModelError(&im, "not an ONNX model: the file is empty");
+    return NULL;
+  }
+  ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};
+  Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, data);
+  if (!m) {
+    fzOnnxModelError(&im, "not a valid ONNX model: the protobuf data is "
+                          "truncated or malformed");
+    return NULL;
+  }
+  FzOp *module = NULL;
+  if (!m->has_ir_version || !m->graph) {
+    fzOnnxModelError(&im, "not an ONNX model: no %s",
+                     m->has_ir_version ? "graph" : "ir_version");
+  } else if (read_opset(&im, m)) {
+    fzArenaInit(&im.arena, ctx);
+    fzPtrMapInit(&im.values, ctx);
+    fzPtrMapInit(&im.initializers, ctx);
+    fzBuilderInit(&im.b, ctx);
+    FzRegion *region = fzRegionCreate(ctx);
+    FzBlock *body = fzBlockCreate(ctx, 0, NULL, NULL);
+    FzType *funcType = NULL;
+    if (region && body) {
+      fzRegionAppendBlock(region, body);
+      fzBuilderSetInsertionPointToEnd(&im.b, body);
+      if (import_graph(&im, m->graph, body, &funcType)) {
+        module = make_module(&im, region, funcType);
+        region = NULL;
+      }
+    } else if (body) {
+      fzBlockDestroy(body);
+    }
+    if (region)
+      fzRegionDestroy(region);
+    fzPtrMapFree(&im.values);
+    fzPtrMapFree(&im.initializers);
+    fzArenaReset(&im.arena);
+    if (module && !fzOpVerify(module)) {
+      fzOpDestroy(module);
+      module = NULL;
+    }
+  }
+  onnx__model_proto__free_unpacked(m, &alloc);
+  return module;
+}
+
+FzOp *fzImportOnnxFile(FzContext *ctx, const char *path) {
+  return fzImportOnnxFileWithOptions(ctx, path, NULL);
+}
+
+FzOp *fzImportOnnxFileWithOptions(FzContext *ctx, const char *path,
+                                  const FzOnnxImportOptions *options) {
+  FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(path), NULL);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    fzEmitError(ctx, loc, "cannot open file: %s", strerror(errno));
+    return NULL;
+  }
+  FzBuf b;
+  fzBufInit(&b, ctx);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
+    fzBufAppend(&b, chunk, n);
+  bool readErr = ferror(f) != 0;
+  fclose(f);
+  FzOp *module = NULL;
+  if (readErr) {
+    fzEmitError(ctx, loc, "cannot read file");
+  } else if (!b.failed) {
+    /* External data lives beside the model. */
+    char *dir = fzMalloc(ctx, strlen(path) + 2);
+    if (dir) {
+      strcpy(dir, path);
+      char *slash = strrchr(dir, '/');
+      if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+      else
+        strcpy(dir, ".");
+      module = fzImportOnnxBufferWithOptions(ctx, b.data ? b.data : "",
+                                             b.len, path, dir, options);
+      fzFree(ctx, dir);
+    }
+  }
+  fzBufFree(&b);
+  return module;
+}
+
+bool fzOnnxIsModelPath(const char *path) {
+  size_t n = path ? strlen(path) : 0;
+  return n >= 5 && !strcasecmp(path + n - 5, ".onnx");
+}

@@ -1,0 +1,213 @@
+/* importers/onnx/onnx_internal.h - what the ONNX importer's files share:
+ * the importer state, the op table row, and the helpers that node
+ * handlers build graph ops with.
+ *
+ * The importer walks the graph's nodes in order (ONNX requires them to be
+ * topologically sorted). For each node it resolves the input names to
+ * FzValues, checks the attributes against the table row, and calls the
+ * row's handler, which appends graph ops at the builder's insertion point
+ * (the end of @main's body) and stores one FzValue per output.
+ *
+ * Invariants. Every op a handler emits goes through fzOnnxEmit, which
+ * infers the result type with the op definition's hook, creates the op at
+ * the node's location, and folds it to a graph.constant when all its
+ * operands are constants (this is how shape subgraphs disappear). A
+ * handler reports at most one error per node (fzOnnxError; further
+ * reports for the same node are dropped); errors raised by the dialect
+ * while a node is imported are captured and re-reported in the node's
+ * words. A node whose input failed is skipped without a new error.
+ *
+ * Ownership. Everything temporary lives in the importer's arena (freed
+ * at the end of the import); the protobuf messages are owned by the
+ * driver (model.c) and freed after the import.
+ */
+#ifndef FZ_ONNX_INTERNAL_H
+#define FZ_ONNX_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "fz/dialects.h"
+#include "fz/onnx.h"
+#include "ir/util.h"
+#include "onnx.pb-c.h"
+
+/* The newest opset of the default domain the importer knows. */
+#define FZ_ONNX_MAX_OPSET 17
+/* Constants folded at import are limited to this many elements. */
+#define FZ_ONNX_FOLD_LIMIT ((int64_t)1 << 22)
+
+typedef struct FzOnnxOpDef FzOnnxOpDef;
+
+typedef struct FzOnnxImporter {
+  FzContext *ctx;
+  const char *modelName; /* "model.onnx": in locations and messages */
+  const char *baseDir;   /* for external data; NULL: none allowed */
+  const FzOnnxImportOptions *options; /* never NULL */
+  FzLoc *errorLoc;       /* loc("model.onnx"): where errors are reported */
+  FzLoc *fileLoc;        /* loc("model.onnx":0:0) */
+  int64_t opset;         /* of the default domain */
+  FzArena arena;         /* temporaries of the whole import */
+  FzBuilder b;           /* at the end of @main's body */
+  FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
+  FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
+  size_t numErrors;
+
+  /* The node being imported. */
+  const Onnx__NodeProto *node;
+  const FzOnnxOpDef *row; /* its op table row */
+  const char *nodeName; /* its name, or its first output's */
+  FzLoc *nodeLoc;
+  bool nodeFailed;      /* an error was reported for it */
+  bool reporting;       /* fzOnnxError is reporting: not captured */
+  char capturedError[512]; /* the first dialect error while importing it */
+  bool captured;
+} FzOnnxImporter;
+
+/* A node handler: `in` holds one value per node input (NULL where the
+ * optional input is absent), `out` receives one value per node output
+ * (outputs with an empty name may be left NULL). Returns false after
+ * reporting an error. The node is im->node. */
+typedef bool (*FzOnnxHandler)(FzOnnxImporter *im, FzValue *const *in,
+                              size_t numIn, FzValue **out, size_t numOut);
+
+/* One row of the op table. */
+struct FzOnnxOpDef {
+  const char *opType;  /* "Conv" */
+  FzOnnxHandler fn;
+  const char *graphOp; /* for handlers shared by several rows; or NULL */
+  const char *attrs;   /* known attribute names, space-separated */
+  int minInputs, maxInputs;   /* maxInputs -1: variadic */
+  int maxOutputs;
+};
+
+/* The table parts (one per ops_*.c file), each ending with a row whose
+ * opType is NULL. */
+extern const FzOnnxOpDef fzOnnxElementwiseOps[];
+extern const FzOnnxOpDef fzOnnxMiscOps[];
+extern const FzOnnxOpDef fzOnnxNnOps[];
+extern const FzOnnxOpDef fzOnnxReduceOps[];
+extern const FzOnnxOpDef fzOnnxShapeOps[];
+extern const FzOnnxOpDef fzOnnxLossOps[];
+extern const FzOnnxOpDef fzOnnxResizeOps[];
+
+/* The row for an op type, or NULL. */
+const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
+
+/*===--- Errors --------------------------------------------------------===*/
+
+/* Reports "node 'name' (Type): message" once per node; returns false. */
+bool fzOnnxError(FzOnnxImporter *im, const char *fmt, ...) FZ_PRINTF(2, 3);
+/* An error not tied to a node: "message" at the model. */
+bool fzOnnxModelError(FzOnnxImporter *im, const char *fmt, ...)
+    FZ_PRINTF(2, 3);
+/* Reports that input `i` must be a constant (computable at import). */
+bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what);
+
+/*===--- Attributes of the current node --------------------------------===*/
+
+const Onnx__AttributeProto *fzOnnxAttr(FzOnnxImporter *im, const char *name);
+/* Each reads attribute `name` into *out (dflt when absent); an attribute
+ * of the wrong type is an error. */
+bool fzOnnxAttrInt(FzOnnxImporter *im, const char *name, int64_t dflt,
+                   int64_t *out);
+bool fzOnnxAttrFloat(FzOnnxImporter *im, const char *name, double dflt,
+                     double *out);
+/* The string, NUL-terminated, in the arena. */
+bool fzOnnxAttrString(FzOnnxImporter *im, const char *name,
+                      const char *dflt, const char **out);
+/* *vals in the arena (NULL, *n = 0 and *present false when absent). */
+bool fzOnnxAttrInts(FzOnnxImporter *im, const char *name, int64_t **vals,
+                    size_t *n, bool *present);
+bool fzOnnxAttrFloats(FzOnnxImporter *im, const char *name, double **vals,
+                      size_t *n, bool *present);
+/* A float attribute value: f32 when exact, else f64. */
+FzAttr *fzOnnxFloatAttr(FzOnnxImporter *im, double v);
+/* Reports "unsupported attribute 'name' value 'v'". */
+bool fzOnnxErrorAttrValue(FzOnnxImporter *im, const char *name,
+                          const char *value);
+
+/*===--- Types, tensors and constants (tensor.c) -----------------------===*/
+
+/* The element type of an ONNX TensorProto.DataType, or NULL when the
+ * importer does not support it (strings, unsigned, complex). */
+FzType *fzOnnxElementType(FzContext *ctx, int32_t dataType);
+/* "FLOAT", "UINT8", ... for messages. */
+const char *fzOnnxDataTypeName(int32_t dataType);
+/* A dense attribute of a TensorProto's contents; NULL after an error
+ * reported at loc (errorLoc-style) prefixed with `what`. */
+FzAttr *fzOnnxTensorToAttr(FzOnnxImporter *im, const Onnx__TensorProto *t,
+                           const char *what);
+
+/*===--- Building ------------------------------------------------------===*/
+
+/* Emits `opName`(operands) with the properties given as (const char
+ * *name, FzAttr *value) pairs ending with NULL. resultType NULL: inferred
+ * by the op definition. Folds the op to a constant when every operand is
+ * one. Returns the result, or NULL after an error (captured and reported
+ * as the node's). Any NULL operand gives NULL without a new error. */
+FzValue *fzOnnxEmit(FzOnnxImporter *im, const char *opName, size_t n,
+                    FzValue *const *operands, FzType *resultType, ...);
+FzValue *fzOnnxEmitV(FzOnnxImporter *im, const char *opName, size_t n,
+                     FzValue *const *operands, FzType *resultType,
+                     va_list ap);
+/* Shorthands. */
+FzValue *fzOnnxUnary(FzOnnxImporter *im, const char *opName, FzValue *x);
+FzValue *fzOnnxBinary(FzOnnxImporter *im, const char *opName, FzValue *a,
+                      FzValue *b);
+FzValue *fzOnnxCompare(FzOnnxImporter *im, const char *pred, FzValue *a,
+                       FzValue *b);
+FzValue *fzOnnxSelect(FzOnnxImporter *im, FzValue *c, FzValue *a,
+                      FzValue *b);
+FzValue *fzOnnxCast(FzOnnxImporter *im, FzValue *x, FzType *elt);
+FzValue *fzOnnxReshape(FzOnnxImporter *im, FzValue *x, size_t rank,
+                       const int64_t *shape);
+FzValue *fzOnnxBroadcastTo(FzOnnxImporter *im, FzValue *x, size_t rank,
+                           const int64_t *shape);
+FzValue *fzOnnxTranspose(FzOnnxImporter *im, FzValue *x, size_t rank,
+                         const int64_t *perm);
+/* reduce op over axes (NULL/0: every dim). */
+FzValue *fzOnnxReduce(FzOnnxImporter *im, const char *opName, FzValue *x,
+                      size_t numAxes, const int64_t *axes, bool keepdims);
+FzValue *fzOnnxSlice(FzOnnxImporter *im, FzValue *x, const int64_t *starts,
+                     const int64_t *limits, const int64_t *strides);
+
+/* Constants. */
+FzValue *fzOnnxConstAttr(FzOnnxImporter *im, FzAttr *dense);
+FzValue *fzOnnxConstScalar(FzOnnxImporter *im, FzType *elt, double v);
+FzValue *fzOnnxConstSplat(FzOnnxImporter *im, FzType *elt, size_t rank,
+                          const int64_t *shape, double v);
+FzValue *fzOnnxConstI64(FzOnnxImporter *im, size_t rank,
+                        const int64_t *shape, const int64_t *vals);
+FzValue *fzOnnxConstTensor(FzOnnxImporter *im, const FzTensor *t);
+
+/* The dense attribute of a value defined by graph.constant, or NULL. */
+FzAttr *fzOnnxGetConst(FzValue *v);
+/* Reads a constant integer tensor (any rank, flattened) into the arena.
+ * False (no error) when v is not a constant of an integer type. */
+bool fzOnnxGetConstInts(FzOnnxImporter *im, FzValue *v, int64_t **vals,
+                        size_t *n);
+bool fzOnnxGetConstFloats(FzOnnxImporter *im, FzValue *v, double **vals,
+                          size_t *n);
+
+/* Value shapes (every value is a ranked tensor). */
+FzType *fzOnnxElt(FzValue *v);
+size_t fzOnnxRank(FzValue *v);
+int64_t fzOnnxDim(FzValue *v, size_t i);
+const int64_t *fzOnnxShape(FzValue *v);
+/* True when static; else reports "unsupported dynamic shape" and false. */
+bool fzOnnxRequireStatic(FzOnnxImporter *im, FzValue *v, const char *what);
+/* Normalizes an axis into [0, rank); error otherwise. */
+bool fzOnnxNormAxis(FzOnnxImporter *im, int64_t axis, size_t rank,
+                    size_t *out);
+
+/* Arena helpers. */
+void *fzOnnxAlloc(FzOnnxImporter *im, size_t size);
+
+/* Pool/conv window from ONNX attributes (auto_pad, pads, strides,
+ * dilations, kernel_shape) for `spatial` spatial dims (1 or 2) of x and
+ * kernel dims k: pads come out as [begin..., end...]. */
+bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
+                      const int64_t *kernel, const int64_t *strides,
+                      const int64_t *dilations, int64_t *pads);
+
+#endif /* FZ_ONNX_INTERNAL_H */

@@ -1,0 +1,526 @@
+/* importers/onnx/ops_misc.c - ONNX ops that make constants or build an
+ * index structure: Constant, ConstantOfShape, Shape, Size, Range and
+ * EyeLike become graph.constant (their inputs must be known at import);
+ * Trilu selects through a constant mask; OneHot and GatherElements
+ * compare indices against an index constant and select (GatherElements
+ * then sums the one-hot selection along the gathered axis, O(indices x
+ * axis size) work, since the graph dialect has no gather-elements op);
+ * CumSum is a matmul with a constant triangular matrix along the axis;
+ * Einsum multiplies its operands aligned on a common label order and
+ * sums the contracted labels.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "importers/onnx/onnx_internal.h"
+
+#define AT(x) ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##x
+
+/*===--- Constants -------------------------------------------------------===*/
+
+static bool h_constant(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                       FzValue **out, size_t nOut) {
+  (void)in;
+  (void)nIn;
+  (void)nOut;
+  const Onnx__NodeProto *n = im->node;
+  if (n->n_attribute != 1)
+    return fzOnnxError(im, "requires exactly one value attribute");
+  const Onnx__AttributeProto *a = n->attribute[0];
+  FzContext *ctx = im->ctx;
+  if (!strcmp(a->name, "value")) {
+    if (!a->t)
+      return fzOnnxError(im, "attribute 'value' must be a tensor");
+    out[0] = fzOnnxConstAttr(im, fzOnnxTensorToAttr(im, a->t,
+                                                    "attribute 'value'"));
+  } else if (!strcmp(a->name, "value_float")) {
+    out[0] = fzOnnxConstScalar(im, fzF32TypeGet(ctx), a->f);
+  } else if (!strcmp(a->name, "value_int")) {
+    out[0] = fzOnnxConstI64(im, 0, NULL, &a->i);
+  } else if (!strcmp(a->name, "value_ints")) {
+    int64_t len = (int64_t)a->n_ints;
+    out[0] = fzOnnxConstI64(im, 1, &len, a->ints);
+  } else if (!strcmp(a->name, "value_floats")) {
+    int64_t len = (int64_t)a->n_floats;
+    FzType *t = fzTensorTypeGet(ctx, 1, &len, fzF32TypeGet(ctx), NULL);
+    out[0] = fzOnnxConstAttr(
+        im, t ? fzDenseAttrGet(ctx, t, a->floats, a->n_floats * 4) : NULL);
+  } else {
+    return fzOnnxError(im, "unsupported attribute '%s'", a->name);
+  }
+  return out[0] != NULL;
+}
+
+static bool h_constant_of_shape(FzOnnxImporter *im, FzValue *const *in,
+                                size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t *shape;
+  size_t n;
+  if (!fzOnnxGetConstInts(im, in[0], &shape, &n))
+    return fzOnnxErrorNotConstant(im, 0, "shape");
+  if (n > FZ_GRAPH_MAX_RANK)
+    return fzOnnxError(im, "unsupported rank %zu", n);
+  FzType *elt = fzF32TypeGet(im->ctx);
+  double v = 0;
+  const Onnx__AttributeProto *a = fzOnnxAttr(im, "value");
+  if (a) {
+    FzAttr *t = a->t ? fzOnnxTensorToAttr(im, a->t, "attribute 'value'")
+                     : NULL;
+    if (!t)
+      return a->t ? false
+                  : fzOnnxError(im, "attribute 'value' must be a tensor");
+    if (fzShapedTypeGetNumElements(fzAttrGetType(t)) != 1)
+      return fzOnnxError(im, "attribute 'value' must hold one element");
+    elt = fzShapedTypeGetElementType(fzAttrGetType(t));
+    v = fzTypeIsFloat(elt) ? fzDenseAttrGetFloat(t, 0)
+                           : (double)fzDenseAttrGetInt(t, 0);
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (shape[i] < 0)
+      return fzOnnxError(im, "shape entry %zu is negative", i);
+  out[0] = fzOnnxConstSplat(im, elt, n, shape, v);
+  return out[0] != NULL;
+}
+
+static bool h_shape(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                    FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzValue *x = in[0];
+  int64_t r = (int64_t)fzOnnxRank(x), start, end;
+  if (!fzOnnxAttrInt(im, "start", 0, &start) ||
+      !fzOnnxAttrInt(im, "end", r, &end))
+    return false;
+  if (start < 0)
+    start += r;
+  if (end < 0)
+    end += r;
+  start = start < 0 ? 0 : (start > r ? r : start);
+  end = end < 0 ? 0 : (end > r ? r : end);
+  if (end < start)
+    end = start;
+  int64_t dims[FZ_GRAPH_MAX_RANK], len = end - start;
+  for (int64_t i = start; i < end; ++i) {
+    dims[i - start] = fzOnnxDim(x, (size_t)i);
+    if (dims[i - start] == FZ_DYNAMIC)
+      return fzOnnxError(im, "unsupported dynamic dimension %lld",
+                         (long long)i);
+  }
+  out[0] = fzOnnxConstI64(im, 1, &len, dims);
+  return out[0] != NULL;
+}
+
+static bool h_size(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                   FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  if (!fzOnnxRequireStatic(im, in[0], "the input"))
+    return false;
+  int64_t n = fzShapedTypeGetNumElements(fzValueGetType(in[0]));
+  out[0] = fzOnnxConstI64(im, 0, NULL, &n);
+  return out[0] != NULL;
+}
+
+static bool h_range(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                    FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  double *v[3];
+  size_t n;
+  static const char *const names[3] = {"start", "limit", "delta"};
+  for (size_t i = 0; i < 3; ++i)
+    if (!fzOnnxGetConstFloats(im, in[i], &v[i], &n) || n != 1)
+      return fzOnnxErrorNotConstant(im, i, names[i]);
+  double start = v[0][0], limit = v[1][0], delta = v[2][0];
+  if (delta == 0)
+    return fzOnnxError(im, "delta is 0");
+  double count = ceil((limit - start) / delta);
+  if (!(count >= 0))
+    count = 0;
+  if (count > (double)FZ_ONNX_FOLD_LIMIT)
+    return fzOnnxError(im, "unsupported range of %.0f elements", count);
+  int64_t len = (int64_t)count;
+  FzType *elt = fzOnnxElt(in[0]);
+  FzTensor *t = fzTensorCreate(im->ctx, elt, 1, &len);
+  if (!t)
+    return false;
+  bool isInt = fzTypeIsInteger(elt);
+  for (int64_t i = 0; i < len; ++i) {
+    if (isInt)
+      fzTensorSetI64(t, i, (int64_t)start + i * (int64_t)delta);
+    else
+      fzTensorSetF64(t, i, start + (double)i * delta);
+  }
+  out[0] = fzOnnxConstTensor(im, t);
+  fzTensorDestroy(t);
+  return out[0] != NULL;
+}
+
+static bool h_eye_like(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                       FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t dtype, k;
+  if (!fzOnnxAttrInt(im, "dtype", -1, &dtype) ||
+      !fzOnnxAttrInt(im, "k", 0, &k))
+    return false;
+  FzValue *x = in[0];
+  FzType *elt = fzOnnxElt(x);
+  if (dtype >= 0 && !(elt = fzOnnxElementType(im->ctx, (int32_t)dtype)))
+    return fzOnnxError(im, "unsupported dtype %s",
+                       fzOnnxDataTypeName((int32_t)dtype));
+  if (fzOnnxRank(x) != 2 || !fzOnnxRequireStatic(im, x, "the input"))
+    return fzOnnxRank(x) == 2 ? false
+                              : fzOnnxError(im, "input must have rank 2");
+  FzTensor *t = fzTensorCreate(im->ctx, elt, 2, fzOnnxShape(x));
+  if (!t)
+    return false;
+  int64_t rows = fzOnnxDim(x, 0), cols = fzOnnxDim(x, 1);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols)
+      fzTensorSetF64(t, i * cols + i + k, 1.0);
+  out[0] = fzOnnxConstTensor(im, t);
+  fzTensorDestroy(t);
+  return out[0] != NULL;
+}
+
+static bool h_trilu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                    FzValue **out, size_t nOut) {
+  (void)nOut;
+  int64_t upper, k = 0;
+  if (!fzOnnxAttrInt(im, "upper", 1, &upper))
+    return false;
+  if (nIn > 1 && in[1]) {
+    int64_t *kv;
+    size_t n;
+    if (!fzOnnxGetConstInts(im, in[1], &kv, &n) || n != 1)
+      return fzOnnxErrorNotConstant(im, 1, "k");
+    k = kv[0];
+  }
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (r < 2)
+    return fzOnnxError(im, "input must have rank >= 2");
+  int64_t shape[2] = {fzOnnxDim(x, r - 2), fzOnnxDim(x, r - 1)};
+  if (shape[0] == FZ_DYNAMIC || shape[1] == FZ_DYNAMIC)
+    return fzOnnxError(im, "unsupported dynamic matrix dimensions");
+  FzTensor *m = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 1), 2,
+                               shape);
+  if (!m)
+    return false;
+  for (int64_t i = 0; i < shape[0]; ++i)
+    for (int64_t j = 0; j < shape[1]; ++j)
+      fzTensorSetI64(m, i * shape[1] + j, upper ? j - i >= k : j - i <= k);
+  FzValue *mask = fzOnnxConstTensor(im, m);
+  fzTensorDestroy(m);
+  out[0] = fzOnnxSelect(im, mask, x, fzOnnxConstScalar(im, fzOnnxElt(x), 0));
+  return out[0] != NULL;
+}
+
+/* HannWindow, HammingWindow, BlackmanWindow: constants of `size`
+ * elements, periodic (denominator N) or symmetric (N - 1). */
+static bool h_window(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t periodic, dtype, *sv;
+  size_t n;
+  if (!fzOnnxAttrInt(im, "periodic", 1, &periodic) ||
+      !fzOnnxAttrInt(im, "output_datatype", 1, &dtype))
+    return false;
+  if (!fzOnnxGetConstInts(im, in[0], &sv, &n) || n != 1)
+    return fzOnnxErrorNotConstant(im, 0, "size");
+  FzType *elt = fzOnnxElementType(im->ctx, (int32_t)dtype);
+  if (!elt)
+    return fzOnnxError(im, "unsupported dtype %s",
+                       fzOnnxDataTypeName((int32_t)dtype));
+  int64_t size = sv[0];
+  if (size < 0 || size > FZ_ONNX_FOLD_LIMIT)
+    return fzOnnxError(im, "unsupported window size %lld", (long long)size);
+  FzTensor *t = fzTensorCreate(im->ctx, elt, 1, &size);
+  if (!t)
+    return false;
+  const char *op = im->node->op_type;
+  double denom = (double)(periodic ? size : size - 1);
+  const double pi = 3.14159265358979323846;
+  for (int64_t i = 0; i < size; ++i) {
+    double x = denom > 0 ? 2 * pi * (double)i / denom : 0, v;
+    if (op[0] == 'H' && op[2] == 'n') /* Hann */
+      v = 0.5 - 0.5 * cos(x);
+    else if (op[0] == 'H') /* Hamming */
+      v = 25.0 / 46.0 - 21.0 / 46.0 * cos(x);
+    else /* Blackman */
+      v = 0.42 - 0.5 * cos(x) + 0.08 * cos(2 * x);
+    fzTensorSetF64(t, i, v);
+  }
+  out[0] = fzOnnxConstTensor(im, t);
+  fzTensorDestroy(t);
+  return out[0] != NULL;
+}
+
+/*===--- Index structures -------------------------------------------------===*/
+
+/* An i64 constant 0..d-1 along `axis` of a rank-r tensor. */
+static FzValue *iota_along(FzOnnxImporter *im, size_t r, size_t axis,
+                           int64_t d) {
+  int64_t *vals = fzOnnxAlloc(im, (size_t)(d ? d : 1) * sizeof *vals);
+  int64_t shape[FZ_GRAPH_MAX_RANK];
+  if (!vals)
+    return NULL;
+  for (int64_t i = 0; i < d; ++i)
+    vals[i] = i;
+  for (size_t i = 0; i < r; ++i)
+    shape[i] = i == axis ? d : 1;
+  return fzOnnxConstI64(im, r, shape, vals);
+}
+
+/* idx as i64 with negative entries wrapped by d. */
+static FzValue *wrap_indices(FzOnnxImporter *im, FzValue *idx, int64_t d) {
+  FzType *i64 = fzIntegerTypeGet(im->ctx, 64);
+  idx = fzOnnxCast(im, idx, i64);
+  FzValue *neg = fzOnnxCompare(im, "lt", idx, fzOnnxConstScalar(im, i64, 0));
+  return fzOnnxSelect(im, neg,
+                      fzOnnxBinary(im, "graph.add", idx,
+                                   fzOnnxConstScalar(im, i64, (double)d)),
+                      idx);
+}
+
+/* x with a unit dim inserted at position `at`. */
+static FzValue *insert_unit(FzOnnxImporter *im, FzValue *x, size_t at) {
+  if (!x)
+    return NULL;
+  int64_t shape[FZ_GRAPH_MAX_RANK];
+  size_t r = fzOnnxRank(x);
+  for (size_t i = 0, k = 0; i <= r; ++i)
+    shape[i] = i == at ? 1 : fzOnnxDim(x, k++);
+  return fzOnnxReshape(im, x, r + 1, shape);
+}
+
+static bool h_one_hot(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                      FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t axis;
+  double *dv;
+  size_t n;
+  if (!fzOnnxAttrInt(im, "axis", -1, &axis))
+    return false;
+  if (!fzOnnxGetConstFloats(im, in[1], &dv, &n) || n != 1)
+    return fzOnnxErrorNotConstant(im, 1, "depth");
+  int64_t depth = (int64_t)dv[0];
+  FzValue *idx = in[0], *values = in[2];
+  size_t r = fzOnnxRank(idx), ax;
+  if (r + 1 > FZ_GRAPH_MAX_RANK || !fzOnnxNormAxis(im, axis, r + 1, &ax))
+    return false;
+  if (fzOnnxRank(values) != 1 || fzOnnxDim(values, 0) != 2)
+    return fzOnnxError(im, "'values' must have shape [2]");
+  FzValue *wrapped = insert_unit(im, wrap_indices(im, idx, depth), ax);
+  FzValue *eq = fzOnnxCompare(im, "eq", wrapped,
+                              iota_along(im, r + 1, ax, depth));
+  int64_t s0 = 0, l0 = 1, s1 = 1, l1 = 2, st = 1;
+  FzValue *off = fzOnnxReshape(im, fzOnnxSlice(im, values, &s0, &l0, &st), 0,
+                               NULL);
+  FzValue *on = fzOnnxReshape(im, fzOnnxSlice(im, values, &s1, &l1, &st), 0,
+                              NULL);
+  out[0] = fzOnnxSelect(im, eq, on, off);
+  /* select broadcasts to eq's shape, which has depth along ax. */
+  return out[0] != NULL;
+}
+
+static bool h_gather_elements(FzOnnxImporter *im, FzValue *const *in,
+                              size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t axis;
+  if (!fzOnnxAttrInt(im, "axis", 0, &axis))
+    return false;
+  FzValue *data = in[0], *idx = in[1];
+  size_t r = fzOnnxRank(data), ax;
+  if (!fzOnnxNormAxis(im, axis, r, &ax))
+    return false;
+  if (fzOnnxRank(idx) != r || r + 1 > FZ_GRAPH_MAX_RANK)
+    return fzOnnxError(im, "indices must have the rank of data");
+  if (!fzOnnxRequireStatic(im, data, "data") ||
+      !fzOnnxRequireStatic(im, idx, "indices"))
+    return false;
+  int64_t d = fzOnnxDim(data, ax);
+  /* Crop data to the index shape off the axis. */
+  int64_t starts[FZ_GRAPH_MAX_RANK] = {0}, limits[FZ_GRAPH_MAX_RANK];
+  int64_t strides[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < r; ++i) {
+    limits[i] = i == ax ? d : fzOnnxDim(idx, i);
+    strides[i] = 1;
+    if (limits[i] > fzOnnxDim(data, i))
+      return fzOnnxError(im, "indices dimension %zu exceeds data's", i);
+  }
+  FzValue *cropped = fzOnnxSlice(im, data, starts, limits, strides);
+  /* out[.., j, ..] = sum_c (idx[.., j, ..] == c) * data[.., c, ..], with
+   * c a new dim right after the axis. */
+  FzValue *ie = insert_unit(im, wrap_indices(im, idx, d), ax + 1);
+  FzValue *de = insert_unit(im, cropped, ax);
+  FzValue *eq = fzOnnxCompare(im, "eq", ie, iota_along(im, r + 1, ax + 1, d));
+  FzValue *sel = fzOnnxSelect(im, eq, de,
+                              fzOnnxConstScalar(im, fzOnnxElt(data), 0));
+  int64_t sumAxis = (int64_t)ax + 1;
+  out[0] = fzOnnxReduce(im, "graph.reduce_sum", sel, 1, &sumAxis, false);
+  return out[0] != NULL;
+}
+
+static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t exclusive, reverse, *av;
+  size_t n;
+  if (!fzOnnxAttrInt(im, "exclusive", 0, &exclusive) ||
+      !fzOnnxAttrInt(im, "reverse", 0, &reverse))
+    return false;
+  if (!fzOnnxGetConstInts(im, in[1], &av, &n) || n != 1)
+    return fzOnnxErrorNotConstant(im, 1, "axis");
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x), ax;
+  if (!fzOnnxNormAxis(im, av[0], r, &ax))
+    return false;
+  int64_t d = fzOnnxDim(x, ax);
+  if (d == FZ_DYNAMIC)
+    return fzOnnxError(im, "unsupported dynamic dimension along the axis");
+  /* y[j] = sum_i x[i] * T[i][j] along the axis. */
+  int64_t shape[2] = {d, d};
+  FzTensor *t = fzTensorCreate(im->ctx, fzOnnxElt(x), 2, shape);
+  if (!t)
+    return false;
+  for (int64_t i = 0; i < d; ++i)
+    for (int64_t j = 0; j < d; ++j) {
+      bool on = reverse ? (exclusive ? i > j : i >= j)
+                        : (exclusive ? i < j : i <= j);
+      fzTensorSetF64(t, i * d + j, on ? 1.0 : 0.0);
+    }
+  FzValue *tri = fzOnnxConstTensor(im, t);
+  fzTensorDestroy(t);
+  int64_t perm[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < r; ++i)
+    perm[i] = (int64_t)i;
+  perm[ax] = (int64_t)r - 1;
+  perm[r - 1] = (int64_t)ax;
+  FzValue *y = fzOnnxTranspose(im, x, r, perm);
+  y = fzOnnxBinary(im, "graph.matmul", y, tri);
+  out[0] = fzOnnxTranspose(im, y, r, perm);
+  return out[0] != NULL;
+}
+
+/* Einsum without ellipses or repeated labels within an operand: every
+ * operand is transposed and reshaped into one common label order
+ * (output labels first, then the summed ones), the operands multiplied
+ * with broadcasting, and the summed labels reduced. */
+static bool h_einsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nOut;
+  const char *eq;
+  if (!fzOnnxAttrString(im, "equation", "", &eq))
+    return false;
+  char labels[FZ_GRAPH_MAX_RANK + 1] = "", outLabels[FZ_GRAPH_MAX_RANK + 1];
+  char terms[8][FZ_GRAPH_MAX_RANK + 1] = {{0}};
+  size_t nt = 0, len = 0, counts[128] = {0};
+  const char *arrow = strstr(eq, "->");
+  for (const char *p = eq; *p && p != arrow; ++p) {
+    if (*p == ' ')
+      continue;
+    if (*p == ',' || nt == 0) {
+      if (nt == 8)
+        return fzOnnxError(im, "unsupported einsum with over 8 operands");
+      if (nt++ > 0)
+        terms[nt - 2][len] = '\0';
+      len = 0;
+      if (*p == ',')
+        continue;
+    }
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) ||
+        len == FZ_GRAPH_MAX_RANK)
+      return fzOnnxError(im, "unsupported einsum equation '%s' (ellipses "
+                             "are not supported)", eq);
+    if (memchr(terms[nt - 1], *p, len))
+      return fzOnnxError(im, "unsupported einsum equation '%s' (a label "
+                             "repeated within an operand)", eq);
+    terms[nt - 1][len++] = *p;
+    counts[(unsigned char)*p]++;
+  }
+  if (nt)
+    terms[nt - 1][len] = '\0';
+  if (nt != nIn)
+    return fzOnnxError(im, "the equation has %zu operands, the node %zu",
+                       nt, nIn);
+  size_t no = 0;
+  if (arrow) {
+    for (const char *p = arrow + 2; *p; ++p)
+      if (*p != ' ') {
+        if (no == FZ_GRAPH_MAX_RANK || !counts[(unsigned char)*p])
+          return fzOnnxError(im, "unsupported einsum output '%s'",
+                             arrow + 2);
+        outLabels[no++] = *p;
+      }
+  } else {
+    for (int c = 0; c < 128; ++c)
+      if (counts[c] == 1)
+        outLabels[no++] = (char)c;
+  }
+  outLabels[no] = '\0';
+  size_t nl = no;
+  memcpy(labels, outLabels, no);
+  for (size_t t = 0; t < nt; ++t)
+    for (const char *p = terms[t]; *p; ++p)
+      if (!memchr(labels, *p, nl)) {
+        if (nl == FZ_GRAPH_MAX_RANK)
+          return fzOnnxError(im, "unsupported einsum with too many labels");
+        labels[nl++] = *p;
+      }
+  FzValue *acc = NULL;
+  for (size_t t = 0; t < nt; ++t) {
+    FzValue *x = in[t];
+    size_t r = strlen(terms[t]);
+    if (fzOnnxRank(x) != r)
+      return fzOnnxError(im, "operand #%zu has rank %zu, its term '%s' %zu "
+                             "labels", t, fzOnnxRank(x), terms[t], r);
+    int64_t perm[FZ_GRAPH_MAX_RANK], shape[FZ_GRAPH_MAX_RANK];
+    size_t k = 0;
+    for (size_t l = 0; l < nl; ++l) {
+      const char *at = memchr(terms[t], labels[l], r);
+      if (at)
+        perm[k++] = at - terms[t];
+      shape[l] = at ? fzOnnxDim(x, (size_t)(at - terms[t])) : 1;
+    }
+    x = fzOnnxReshape(im, fzOnnxTranspose(im, x, r, perm), nl, shape);
+    acc = acc ? fzOnnxBinary(im, "graph.mul", acc, x) : x;
+  }
+  if (acc && nl > no) {
+    int64_t axes[FZ_GRAPH_MAX_RANK];
+    for (size_t l = no; l < nl; ++l)
+      axes[l - no] = (int64_t)l;
+    acc = fzOnnxReduce(im, "graph.reduce_sum", acc, nl - no, axes, false);
+  }
+  out[0] = acc;
+  return acc != NULL;
+}
+
+/*===--- The table -------------------------------------------------------===*/
+
+const FzOnnxOpDef fzOnnxMiscOps[] = {
+    {"Constant", h_constant, NULL,
+     "value value_float value_floats value_int value_ints value_string "
+     "value_strings sparse_value",
+     0, 0, 1},
+    {"ConstantOfShape", h_constant_of_shape, NULL, "value", 1, 1, 1},
+    {"Shape", h_shape, NULL, "start end", 1, 1, 1},
+    {"Size", h_size, NULL, "", 1, 1, 1},
+    {"Range", h_range, NULL, "", 3, 3, 1},
+    {"EyeLike", h_eye_like, NULL, "dtype k", 1, 1, 1},
+    {"Trilu", h_trilu, NULL, "upper", 1, 2, 1},
+    {"OneHot", h_one_hot, NULL, "axis", 3, 3, 1},
+    {"GatherElements", h_gather_elements, NULL, "axis", 2, 2, 1},
+    {"CumSum", h_cumsum, NULL, "exclusive reverse", 2, 2, 1},
+    {"Einsum", h_einsum, NULL, "equation", 1, 8, 1},
+    {"HannWindow", h_window, NULL, "output_datatype periodic", 1, 1, 1},
+    {"HammingWindow", h_window, NULL, "output_datatype periodic", 1, 1, 1},
+    {"BlackmanWindow", h_window, NULL, "output_datatype periodic", 1, 1, 1},
+    {NULL, NULL, NULL, NULL, 0, 0, 0},
+};

@@ -1,0 +1,696 @@
+/* importers/onnx/ops_nn.c - ONNX neural-network ops: MatMul, Gemm, Conv,
+ * the pools, the normalizations (BatchNormalization in inference form,
+ * InstanceNormalization, LayerNormalization, MeanVarianceNormalization,
+ * LRN), Softmax and LogSoftmax, and Dropout (inference: the identity).
+ *
+ * Windows. graph.conv2d and the 2-D pools take NCHW and explicit pads
+ * [top, left, bottom, right] (ONNX's order: begins, then ends). 1-D
+ * convolutions and pools are imported as 2-D ones over a unit height
+ * (reshapes around them); 3-D ones are unsupported. auto_pad SAME_UPPER
+ * and SAME_LOWER are resolved to explicit pads from the static input
+ * size, as ONNX defines them.
+ *
+ * BatchNormalization in training mode (opset 14+) normalizes with the
+ * batch's statistics and returns the updated running statistics.
+ *
+ * Decompositions: Gemm is matmul (with transpose flags), a scale by
+ * alpha, and a bias (scaled by beta) added; InstanceNormalization is
+ * layer_norm over the spatial dims then the per-channel scale and bias;
+ * LayerNormalization's optional Mean and InvStdDev outputs, MVN and LRN
+ * go through reductions; opset < 13 Softmax flattens to 2-D around
+ * `axis`, as those opsets define it.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "importers/onnx/onnx_internal.h"
+
+static FzAttr *i64_array(FzOnnxImporter *im, size_t n, const int64_t *v) {
+  return fzDenseArrayAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), n, v);
+}
+
+static FzValue *scalar_like(FzOnnxImporter *im, FzValue *x, double v) {
+  return x ? fzOnnxConstScalar(im, fzOnnxElt(x), v) : NULL;
+}
+
+/*===--- MatMul and Gemm -------------------------------------------------===*/
+
+static bool h_matmul(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  out[0] = fzOnnxBinary(im, "graph.matmul", in[0], in[1]);
+  return out[0] != NULL;
+}
+
+static bool h_gemm(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                   FzValue **out, size_t nOut) {
+  (void)nOut;
+  double alpha, beta;
+  int64_t ta, tb;
+  if (!fzOnnxAttrFloat(im, "alpha", 1.0, &alpha) ||
+      !fzOnnxAttrFloat(im, "beta", 1.0, &beta) ||
+      !fzOnnxAttrInt(im, "transA", 0, &ta) ||
+      !fzOnnxAttrInt(im, "transB", 0, &tb))
+    return false;
+  if (fzOnnxRank(in[0]) != 2 || fzOnnxRank(in[1]) != 2)
+    return fzOnnxError(im, "inputs A and B must have rank 2");
+  FzValue *ops[2] = {in[0], in[1]};
+  FzValue *y = fzOnnxEmit(im, "graph.matmul", 2, ops, NULL, "transpose_a",
+                          fzBoolAttrGet(im->ctx, ta != 0), "transpose_b",
+                          fzBoolAttrGet(im->ctx, tb != 0), NULL);
+  if (alpha != 1)
+    y = fzOnnxBinary(im, "graph.mul", y, scalar_like(im, y, alpha));
+  FzValue *c = nIn > 2 ? in[2] : NULL;
+  if (c && beta != 0) {
+    if (beta != 1)
+      c = fzOnnxBinary(im, "graph.mul", c, scalar_like(im, c, beta));
+    y = fzOnnxBinary(im, "graph.add", y, c);
+  }
+  out[0] = y;
+  return y != NULL;
+}
+
+/*===--- Windows ---------------------------------------------------------===*/
+
+bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
+                      const int64_t *kernel, const int64_t *strides,
+                      const int64_t *dilations, int64_t *pads) {
+  const char *autoPad;
+  int64_t *p;
+  size_t np;
+  bool present;
+  if (!fzOnnxAttrString(im, "auto_pad", "NOTSET", &autoPad) ||
+      !fzOnnxAttrInts(im, "pads", &p, &np, &present))
+    return false;
+  for (size_t i = 0; i < 2 * spatial; ++i)
+    pads[i] = 0;
+  if (!strcmp(autoPad, "NOTSET")) {
+    if (present && np != 2 * spatial)
+      return fzOnnxError(im, "attribute 'pads' needs %zu entries, has %zu",
+                         2 * spatial, np);
+    for (size_t i = 0; present && i < np; ++i)
+      pads[i] = p[i];
+    return true;
+  }
+  if (!strcmp(autoPad, "VALID"))
+    return true;
+  bool upper = !strcmp(autoPad, "SAME_UPPER");
+  if (!upper && strcmp(autoPad, "SAME_LOWER"))
+    return fzOnnxErrorAttrValue(im, "auto_pad", autoPad);
+  size_t r = fzOnnxRank(x);
+  for (size_t i = 0; i < spatial; ++i) {
+    int64_t in = fzOnnxDim(x, r - spatial + i);
+    if (in == FZ_DYNAMIC)
+      return fzOnnxError(im, "unsupported auto_pad '%s' with a dynamic "
+                             "spatial dimension", autoPad);
+    int64_t outSize = (in + strides[i] - 1) / strides[i];
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t total = (outSize - 1) * strides[i] + span - in;
+    if (total < 0)
+      total = 0;
+    int64_t small = total / 2, big = total - small;
+    pads[i] = upper ? small : big;
+    pads[spatial + i] = upper ? big : small;
+  }
+  return true;
+}
+
+/* Reads a per-spatial-dim int list attribute (default dflt). */
+static bool read_spatial(FzOnnxImporter *im, const char *name, size_t n,
+                         int64_t dflt, int64_t *out) {
+  int64_t *v;
+  size_t k;
+  bool present;
+  if (!fzOnnxAttrInts(im, name, &v, &k, &present))
+    return false;
+  if (present && k != n)
+    return fzOnnxError(im, "attribute '%s' needs %zu entries, has %zu", name,
+                       n, k);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = present ? v[i] : dflt;
+  return true;
+}
+
+/* The spatial rank of x for a 1-D or 2-D window op; 0 after an error. */
+static size_t spatial_rank(FzOnnxImporter *im, FzValue *x) {
+  size_t r = fzOnnxRank(x);
+  if (r == 3 || r == 4)
+    return r - 2;
+  fzOnnxError(im, "unsupported %zu-D input: only 1-D and 2-D windows are "
+                  "supported", r >= 2 ? r - 2 : 0);
+  return 0;
+}
+
+/* [N, C, L] -> [N, C, 1, L]. */
+static FzValue *to_2d(FzOnnxImporter *im, FzValue *x) {
+  if (!x || fzOnnxRank(x) != 3)
+    return x;
+  int64_t s[4] = {fzOnnxDim(x, 0), fzOnnxDim(x, 1), 1, fzOnnxDim(x, 2)};
+  return fzOnnxReshape(im, x, 4, s);
+}
+
+static FzValue *from_2d(FzOnnxImporter *im, FzValue *y, size_t spatial) {
+  if (!y || spatial != 1)
+    return y;
+  int64_t s[3] = {fzOnnxDim(y, 0), fzOnnxDim(y, 1), fzOnnxDim(y, 3)};
+  return fzOnnxReshape(im, y, 3, s);
+}
+
+/* Window attributes widened to 2-D. */
+typedef struct Window {
+  int64_t kernel[2], strides[2], dilations[2], pads[4];
+} Window;
+
+static bool read_window(FzOnnxImporter *im, FzValue *x, size_t sp,
+                        const int64_t *kernelIn, Window *w) {
+  int64_t k[2] = {1, 1}, s[2] = {1, 1}, d[2] = {1, 1}, p[4] = {0};
+  if (!read_spatial(im, "strides", sp, 1, s) ||
+      !read_spatial(im, "dilations", sp, 1, d))
+    return false;
+  for (size_t i = 0; i < sp; ++i)
+    k[i] = kernelIn[i];
+  if (!fzOnnxWindowPads(im, x, sp, k, s, d, p))
+    return false;
+  if (sp == 1) {
+    w->kernel[0] = 1, w->kernel[1] = k[0];
+    w->strides[0] = 1, w->strides[1] = s[0];
+    w->dilations[0] = 1, w->dilations[1] = d[0];
+    w->pads[0] = 0, w->pads[1] = p[0], w->pads[2] = 0, w->pads[3] = p[1];
+  } else {
+    memcpy(w->kernel, k, sizeof k);
+    memcpy(w->strides, s, sizeof s);
+    memcpy(w->dilations, d, sizeof d);
+    memcpy(w->pads, p, sizeof p);
+  }
+  return true;
+}
+
+static bool h_conv(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                   FzValue **out, size_t nOut) {
+  (void)nOut;
+  FzValue *x = in[0], *w = in[1], *b = nIn > 2 ? in[2] : NULL;
+  size_t sp = spatial_rank(im, x);
+  if (!sp)
+    return false;
+  if (fzOnnxRank(w) != sp + 2)
+    return fzOnnxError(im, "weight must have rank %zu", sp + 2);
+  int64_t group, kernel[2];
+  if (!fzOnnxAttrInt(im, "group", 1, &group))
+    return false;
+  for (size_t i = 0; i < sp; ++i)
+    kernel[i] = fzOnnxDim(w, 2 + i);
+  int64_t *ks;
+  size_t nk;
+  bool present;
+  if (!fzOnnxAttrInts(im, "kernel_shape", &ks, &nk, &present))
+    return false;
+  for (size_t i = 0; present && i < sp; ++i)
+    if (nk != sp || (kernel[i] != FZ_DYNAMIC && ks[i] != kernel[i]))
+      return fzOnnxError(im, "attribute 'kernel_shape' does not match the "
+                             "weight's shape");
+  Window win;
+  if (!read_window(im, x, sp, kernel, &win))
+    return false;
+  FzValue *ops[3] = {to_2d(im, x), to_2d(im, w), b};
+  FzValue *y = fzOnnxEmit(im, "graph.conv2d", b ? 3 : 2, ops, NULL,
+                          "strides", i64_array(im, 2, win.strides), "pads",
+                          i64_array(im, 4, win.pads), "dilations",
+                          i64_array(im, 2, win.dilations), "groups",
+                          fzIntegerAttrGet(im->ctx,
+                                           fzIntegerTypeGet(im->ctx, 64),
+                                           group),
+                          NULL);
+  out[0] = from_2d(im, y, sp);
+  return out[0] != NULL;
+}
+
+/* MaxPool and AveragePool. */
+static bool h_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                   FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  bool isMax = !strcmp(im->node->op_type, "MaxPool");
+  FzValue *x = in[0];
+  size_t sp = spatial_rank(im, x);
+  if (!sp)
+    return false;
+  int64_t kernel[2], ceilMode, countPad, storage;
+  if (!fzOnnxAttr(im, "kernel_shape"))
+    return fzOnnxError(im, "requires attribute 'kernel_shape'");
+  if (!read_spatial(im, "kernel_shape", sp, 1, kernel) ||
+      !fzOnnxAttrInt(im, "ceil_mode", 0, &ceilMode) ||
+      !fzOnnxAttrInt(im, "count_include_pad", 0, &countPad) ||
+      !fzOnnxAttrInt(im, "storage_order", 0, &storage))
+    return false;
+  Window win;
+  if (!read_window(im, x, sp, kernel, &win))
+    return false;
+  FzValue *x2 = to_2d(im, x);
+  FzValue *y = fzOnnxEmit(
+      im, isMax ? "graph.max_pool" : "graph.avg_pool", 1, &x2, NULL,
+      "kernel", i64_array(im, 2, win.kernel), "strides",
+      i64_array(im, 2, win.strides), "pads", i64_array(im, 4, win.pads),
+      "dilations", i64_array(im, 2, win.dilations), "ceil_mode",
+      fzBoolAttrGet(im->ctx, ceilMode != 0), "count_include_pad",
+      fzBoolAttrGet(im->ctx, countPad != 0), NULL);
+  out[0] = from_2d(im, y, sp);
+  return out[0] != NULL;
+}
+
+static bool h_global_pool(FzOnnxImporter *im, FzValue *const *in,
+                          size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  out[0] = fzOnnxUnary(im, im->row->graphOp, in[0]);
+  return out[0] != NULL;
+}
+
+/* ConvTranspose as a convolution: the input dilated by the strides
+ * (zeros between elements), padded by (k_eff - 1 - pad) on each side
+ * (plus output_padding at the end; a negative amount crops), convolved
+ * with stride 1 by the weight with in/out channels swapped per group and
+ * its window flipped. */
+static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
+                             size_t nIn, FzValue **out, size_t nOut) {
+  (void)nOut;
+  FzValue *x = in[0], *w = in[1], *b = nIn > 2 ? in[2] : NULL;
+  size_t sp = spatial_rank(im, x);
+  if (!sp)
+    return false;
+  if (fzOnnxRank(w) != sp + 2 || !fzOnnxRequireStatic(im, x, "the input") ||
+      !fzOnnxRequireStatic(im, w, "the weight"))
+    return fzOnnxRank(w) == sp + 2 ? false
+                                   : fzOnnxError(im, "weight must have rank "
+                                                     "%zu", sp + 2);
+  int64_t group, s[2], d[2], op[2], k[2], pads[4], outShape[2];
+  const char *autoPad;
+  int64_t *os, *p;
+  size_t nos, np;
+  bool hasOut, hasPads;
+  if (!fzOnnxAttrInt(im, "group", 1, &group) ||
+      !read_spatial(im, "strides", sp, 1, s) ||
+      !read_spatial(im, "dilations", sp, 1, d) ||
+      !read_spatial(im, "output_padding", sp, 0, op) ||
+      !fzOnnxAttrString(im, "auto_pad", "NOTSET", &autoPad) ||
+      !fzOnnxAttrInts(im, "output_shape", &os, &nos, &hasOut) ||
+      !fzOnnxAttrInts(im, "pads", &p, &np, &hasPads))
+    return false;
+  bool upper = !strcmp(autoPad, "SAME_UPPER");
+  if (!upper && strcmp(autoPad, "SAME_LOWER") && strcmp(autoPad, "NOTSET") &&
+      strcmp(autoPad, "VALID"))
+    return fzOnnxErrorAttrValue(im, "auto_pad", autoPad);
+  if ((hasOut && nos != sp) || (hasPads && np != 2 * sp))
+    return fzOnnxError(im, "'output_shape' or 'pads' has the wrong length");
+  size_t r = fzOnnxRank(x);
+  int64_t cin = fzOnnxDim(x, 1), mg = fzOnnxDim(w, 1);
+  if (group < 1 || cin % group || fzOnnxDim(w, 0) != cin)
+    return fzOnnxError(im, "weight dimension 0 must be the input channels, "
+                           "a multiple of 'group'");
+  for (size_t i = 0; i < sp; ++i) {
+    int64_t inSize = fzOnnxDim(x, r - sp + i);
+    k[i] = fzOnnxDim(w, 2 + i);
+    int64_t keff = (k[i] - 1) * d[i] + 1;
+    int64_t full = s[i] * (inSize - 1) + op[i] + keff;
+    bool same = upper || !strcmp(autoPad, "SAME_LOWER");
+    if (hasOut || same) {
+      outShape[i] = hasOut ? os[i] : inSize * s[i];
+      int64_t total = full - outShape[i];
+      if (total < 0) { /* the extra goes to the end, as output padding */
+        pads[i] = 0;
+        pads[sp + i] = total;
+      } else if (upper) {
+        pads[i] = total / 2;
+        pads[sp + i] = total - total / 2;
+      } else {
+        pads[i] = total - total / 2;
+        pads[sp + i] = total / 2;
+      }
+    } else {
+      pads[i] = hasPads ? p[i] : 0;
+      pads[sp + i] = hasPads ? p[sp + i] : 0;
+    }
+  }
+  /* Work in 2-D. */
+  FzValue *x2 = to_2d(im, x), *w2 = to_2d(im, w);
+  int64_t S[2] = {1, s[0]}, D[2] = {1, d[0]}, K[2] = {1, k[0]},
+          OP[2] = {0, op[0]}, P[4] = {0, pads[0], 0, pads[1]};
+  if (sp == 2) {
+    memcpy(S, s, sizeof S), memcpy(D, d, sizeof D), memcpy(K, k, sizeof K);
+    memcpy(OP, op, sizeof OP), memcpy(P, pads, sizeof P);
+  }
+  int64_t n = fzOnnxDim(x2, 0), h = fzOnnxDim(x2, 2), wd = fzOnnxDim(x2, 3);
+  /* Dilate: [N,C,H,W] -> [N,C,H,1,W,1] -> pad to [N,C,H,sh,W,sw] ->
+   * [N,C,H*sh,W*sw] -> crop to (H-1)*sh+1, (W-1)*sw+1. */
+  if (S[0] > 1 || S[1] > 1) {
+    int64_t s6[6] = {n, cin, h, 1, wd, 1};
+    int64_t pad6[12] = {0};
+    pad6[6 + 3] = S[0] - 1;
+    pad6[6 + 5] = S[1] - 1;
+    x2 = fzOnnxReshape(im, x2, 6, s6);
+    x2 = fzOnnxEmit(im, "graph.pad", 1, &x2, NULL, "pads",
+                    i64_array(im, 12, pad6), NULL);
+    int64_t s4[4] = {n, cin, h * S[0], wd * S[1]};
+    x2 = fzOnnxReshape(im, x2, 4, s4);
+    int64_t st[4] = {0, 0, 0, 0}, lim[4] = {n, cin, (h - 1) * S[0] + 1,
+                                            (wd - 1) * S[1] + 1};
+    int64_t one[4] = {1, 1, 1, 1};
+    x2 = fzOnnxSlice(im, x2, st, lim, one);
+  }
+  int64_t pad4[8] = {0};
+  for (int i = 0; i < 2; ++i) {
+    int64_t keff = (K[i] - 1) * D[i] + 1;
+    pad4[2 + i] = keff - 1 - P[i];
+    pad4[4 + 2 + i] = keff - 1 - P[2 + i] + OP[i];
+  }
+  x2 = fzOnnxEmit(im, "graph.pad", 1, &x2, NULL, "pads",
+                  i64_array(im, 8, pad4), NULL);
+  /* Weight [C, M/g, kh, kw] -> [g, C/g, M/g, kh, kw] -> [g, M/g, C/g, ..]
+   * -> [M, C/g, kh, kw], flipped along kh and kw. */
+  int64_t cg = cin / group;
+  int64_t w5[5] = {group, cg, mg, K[0], K[1]}, perm[5] = {0, 2, 1, 3, 4};
+  int64_t w4[4] = {group * mg, cg, K[0], K[1]};
+  w2 = fzOnnxReshape(im, w2, 5, w5);
+  w2 = fzOnnxTranspose(im, w2, 5, perm);
+  w2 = fzOnnxReshape(im, w2, 4, w4);
+  int64_t fs[4] = {0, 0, K[0] - 1, K[1] - 1}, fl[4] = {group * mg, cg, -1, -1};
+  int64_t fst[4] = {1, 1, -1, -1};
+  w2 = fzOnnxSlice(im, w2, fs, fl, fst);
+  FzValue *ops[3] = {x2, w2, b};
+  int64_t ones[2] = {1, 1}, zeros[4] = {0, 0, 0, 0};
+  FzValue *y = fzOnnxEmit(
+      im, "graph.conv2d", b ? 3 : 2, ops, NULL, "strides",
+      i64_array(im, 2, ones), "pads", i64_array(im, 4, zeros), "dilations",
+      i64_array(im, 2, D), "groups",
+      fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), group), NULL);
+  out[0] = from_2d(im, y, sp);
+  return out[0] != NULL;
+}
+
+/*===--- Normalizations --------------------------------------------------===*/
+
+static bool h_batch_norm(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                         FzValue **out, size_t nOut) {
+  (void)nIn;
+  double eps, momentum;
+  int64_t training, spatial;
+  if (!fzOnnxAttrFloat(im, "epsilon", 1e-5, &eps) ||
+      !fzOnnxAttrFloat(im, "momentum", 0.9, &momentum) ||
+      !fzOnnxAttrInt(im, "training_mode", 0, &training) ||
+      !fzOnnxAttrInt(im, "spatial", 1, &spatial))
+    return false;
+  if (!spatial)
+    return fzOnnxErrorAttrValue(im, "spatial", "0");
+  for (size_t i = 1; i < 5; ++i)
+    if (!in[i])
+      return fzOnnxError(im, "input #%zu is required", i);
+  bool wantStats = nOut > 1 && im->node->output[1][0];
+  if (wantStats && !training)
+    return fzOnnxError(im, "unsupported output #1 outside training mode");
+  if (!training) {
+    out[0] = fzOnnxEmit(im, "graph.batch_norm", 5, in, NULL, "epsilon",
+                        fzOnnxFloatAttr(im, eps), NULL);
+    return out[0] != NULL;
+  }
+  /* Training mode: normalize with the batch's statistics (population
+   * variance over every dim but the channels) and update the running
+   * ones: running = running * momentum + batch * (1 - momentum). */
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (r < 2)
+    return fzOnnxError(im, "input must have rank >= 2");
+  int64_t axes[FZ_GRAPH_MAX_RANK];
+  size_t na = 0;
+  for (size_t i = 0; i < r; ++i)
+    if (i != 1)
+      axes[na++] = (int64_t)i;
+  FzValue *meanK = fzOnnxReduce(im, "graph.reduce_mean", x, na, axes, true);
+  FzValue *d = fzOnnxBinary(im, "graph.sub", x, meanK);
+  FzValue *var = fzOnnxReduce(im, "graph.reduce_mean",
+                              fzOnnxBinary(im, "graph.mul", d, d), na, axes,
+                              false);
+  FzValue *mean = fzOnnxReduce(im, "graph.reduce_mean", x, na, axes, false);
+  FzValue *ops[5] = {x, in[1], in[2], mean, var};
+  out[0] = fzOnnxEmit(im, "graph.batch_norm", 5, ops, NULL, "epsilon",
+                      fzOnnxFloatAttr(im, eps), NULL);
+  for (size_t k = 1; k < 3 && k < nOut; ++k) {
+    if (!im->node->output[k][0])
+      continue;
+    FzValue *run = in[k + 2], *batch = k == 1 ? mean : var;
+    out[k] = fzOnnxBinary(
+        im, "graph.add",
+        fzOnnxBinary(im, "graph.mul", run, scalar_like(im, run, momentum)),
+        fzOnnxBinary(im, "graph.mul", batch,
+                     scalar_like(im, batch, 1 - momentum)));
+  }
+  return out[0] != NULL;
+}
+
+/* [C] -> [C, 1, ..., 1] with `trailing` ones. */
+static FzValue *per_channel(FzOnnxImporter *im, FzValue *v,
+                            size_t trailing) {
+  int64_t s[FZ_GRAPH_MAX_RANK];
+  if (!v || fzOnnxRank(v) != 1 || trailing + 1 > FZ_GRAPH_MAX_RANK)
+    return v;
+  s[0] = fzOnnxDim(v, 0);
+  for (size_t i = 0; i < trailing; ++i)
+    s[1 + i] = 1;
+  return fzOnnxReshape(im, v, 1 + trailing, s);
+}
+
+static bool h_instance_norm(FzOnnxImporter *im, FzValue *const *in,
+                            size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  double eps;
+  if (!fzOnnxAttrFloat(im, "epsilon", 1e-5, &eps))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (r < 3)
+    return fzOnnxError(im, "input must have rank >= 3");
+  FzValue *y = fzOnnxEmit(im, "graph.layer_norm", 1, &x, NULL, "axis",
+                          fzIntegerAttrGet(im->ctx,
+                                           fzIntegerTypeGet(im->ctx, 64), 2),
+                          "epsilon", fzOnnxFloatAttr(im, eps), NULL);
+  y = fzOnnxBinary(im, "graph.mul", y, per_channel(im, in[1], r - 2));
+  out[0] = fzOnnxBinary(im, "graph.add", y, per_channel(im, in[2], r - 2));
+  return out[0] != NULL;
+}
+
+static bool h_layer_norm(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                         FzValue **out, size_t nOut) {
+  double eps;
+  int64_t axis, stash;
+  if (!fzOnnxAttrFloat(im, "epsilon", 1e-5, &eps) ||
+      !fzOnnxAttrInt(im, "axis", -1, &axis) ||
+      !fzOnnxAttrInt(im, "stash_type", 1, &stash))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x), ax;
+  if (!fzOnnxNormAxis(im, axis, r, &ax))
+    return false;
+  FzValue *ops[3] = {x, in[1], nIn > 2 ? in[2] : NULL};
+  FzAttr *axisAttr =
+      fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), (int64_t)ax);
+  out[0] = fzOnnxEmit(im, "graph.layer_norm", ops[2] ? 3 : 2, ops, NULL,
+                      "axis", axisAttr, "epsilon", fzOnnxFloatAttr(im, eps),
+                      NULL);
+  bool wantMean = nOut > 1 && im->node->output[1][0];
+  bool wantInv = nOut > 2 && im->node->output[2][0];
+  if (wantMean || wantInv) {
+    int64_t axes[FZ_GRAPH_MAX_RANK];
+    for (size_t i = ax; i < r; ++i)
+      axes[i - ax] = (int64_t)i;
+    FzValue *mean = fzOnnxReduce(im, "graph.reduce_mean", x, r - ax, axes,
+                                 true);
+    FzValue *d = fzOnnxBinary(im, "graph.sub", x, mean);
+    FzValue *var = fzOnnxReduce(im, "graph.reduce_mean",
+                                fzOnnxBinary(im, "graph.mul", d, d), r - ax,
+                                axes, true);
+    FzValue *inv = fzOnnxUnary(
+        im, "graph.rsqrt",
+        fzOnnxBinary(im, "graph.add", var, scalar_like(im, var, eps)));
+    if (wantMean)
+      out[1] = mean;
+    if (wantInv)
+      out[2] = inv;
+  }
+  return out[0] != NULL;
+}
+
+static bool h_mvn(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                  FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t *axes, dflt[3] = {0, 2, 3};
+  size_t n;
+  bool present;
+  if (!fzOnnxAttrInts(im, "axes", &axes, &n, &present))
+    return false;
+  if (!present)
+    axes = dflt, n = 3;
+  FzValue *x = in[0];
+  FzValue *mean = fzOnnxReduce(im, "graph.reduce_mean", x, n, axes, true);
+  FzValue *meanSq = fzOnnxReduce(im, "graph.reduce_mean",
+                                 fzOnnxBinary(im, "graph.mul", x, x), n, axes,
+                                 true);
+  FzValue *var = fzOnnxBinary(im, "graph.sub", meanSq,
+                              fzOnnxBinary(im, "graph.mul", mean, mean));
+  FzValue *sd = fzOnnxBinary(im, "graph.add", fzOnnxUnary(im, "graph.sqrt", var),
+                             scalar_like(im, x, 1e-9));
+  out[0] = fzOnnxBinary(im, "graph.div", fzOnnxBinary(im, "graph.sub", x, mean),
+                        sd);
+  return out[0] != NULL;
+}
+
+/* LRN: x / (bias + alpha / size * sum of squares over a channel window)
+ * ^ beta, the window sum built from shifted slices of a padded square. */
+static bool h_lrn(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                  FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  double alpha, beta, bias;
+  int64_t size;
+  if (!fzOnnxAttrFloat(im, "alpha", 1e-4, &alpha) ||
+      !fzOnnxAttrFloat(im, "beta", 0.75, &beta) ||
+      !fzOnnxAttrFloat(im, "bias", 1.0, &bias) ||
+      !fzOnnxAttrInt(im, "size", 0, &size))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (size < 1)
+    return fzOnnxError(im, "requires attribute 'size' >= 1");
+  if (r < 2 || !fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  int64_t pads[2 * FZ_GRAPH_MAX_RANK] = {0};
+  pads[1] = lo;
+  pads[r + 1] = hi;
+  FzValue *sq = fzOnnxBinary(im, "graph.mul", x, x);
+  FzValue *padded = fzOnnxEmit(im, "graph.pad", 1, &sq, NULL, "pads",
+                               i64_array(im, 2 * r, pads), NULL);
+  int64_t starts[FZ_GRAPH_MAX_RANK] = {0}, limits[FZ_GRAPH_MAX_RANK];
+  int64_t strides[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < r; ++i)
+    limits[i] = fzOnnxDim(x, i), strides[i] = 1;
+  FzValue *sum = NULL;
+  for (int64_t j = 0; j < size; ++j) {
+    starts[1] = j;
+    limits[1] = j + fzOnnxDim(x, 1);
+    FzValue *s = fzOnnxSlice(im, padded, starts, limits, strides);
+    sum = sum ? fzOnnxBinary(im, "graph.add", sum, s) : s;
+  }
+  FzValue *d = fzOnnxBinary(
+      im, "graph.add", scalar_like(im, x, bias),
+      fzOnnxBinary(im, "graph.mul", sum,
+                   scalar_like(im, x, alpha / (double)size)));
+  d = fzOnnxBinary(im, "graph.pow", d, scalar_like(im, x, beta));
+  out[0] = fzOnnxBinary(im, "graph.div", x, d);
+  return out[0] != NULL;
+}
+
+/*===--- Softmax ---------------------------------------------------------===*/
+
+static bool h_softmax(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                      FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  bool old = im->opset < 13;
+  int64_t axis;
+  if (!fzOnnxAttrInt(im, "axis", old ? 1 : -1, &axis))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x), ax;
+  if (!fzOnnxNormAxis(im, axis, r, &ax))
+    return false;
+  FzAttr *last =
+      fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), -1);
+  if (!old || ax == r - 1) {
+    FzAttr *a = fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64),
+                                 (int64_t)ax);
+    out[0] = fzOnnxEmit(im, im->row->graphOp, 1, &x, NULL, "axis", a, NULL);
+    return out[0] != NULL;
+  }
+  /* Opsets < 13: softmax over the flattened dims [axis, rank). */
+  if (!fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  int64_t s[2] = {1, 1};
+  for (size_t i = 0; i < r; ++i)
+    s[i < ax ? 0 : 1] *= fzOnnxDim(x, i);
+  FzValue *flat = fzOnnxReshape(im, x, 2, s);
+  FzValue *y = fzOnnxEmit(im, im->row->graphOp, 1, &flat, NULL, "axis",
+                          last, NULL);
+  out[0] = fzOnnxReshape(im, y, r, fzOnnxShape(x));
+  return out[0] != NULL;
+}
+
+/*===--- Dropout ---------------------------------------------------------===*/
+
+static bool h_dropout(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                      FzValue **out, size_t nOut) {
+  int64_t seed, isTest;
+  double ratio;
+  if (!fzOnnxAttrInt(im, "seed", 0, &seed) ||
+      !fzOnnxAttrInt(im, "is_test", 1, &isTest) ||
+      !fzOnnxAttrFloat(im, "ratio", 0.5, &ratio))
+    return false;
+  bool training = !isTest;
+  if (nIn > 2 && in[2]) {
+    int64_t *t;
+    size_t n;
+    if (!fzOnnxGetConstInts(im, in[2], &t, &n) || n != 1)
+      return fzOnnxErrorNotConstant(im, 2, "training_mode");
+    training = t[0] != 0;
+  }
+  if (training && nIn > 1 && in[1]) {
+    double *rv;
+    size_t n;
+    if (!fzOnnxGetConstFloats(im, in[1], &rv, &n) || n != 1)
+      return fzOnnxErrorNotConstant(im, 1, "ratio");
+    ratio = rv[0];
+  }
+  if (training && ratio != 0)
+    return fzOnnxError(im, "unsupported training-mode dropout (random)");
+  out[0] = in[0];
+  if (nOut > 1 && im->node->output[1][0]) {
+    if (!fzOnnxRequireStatic(im, in[0], "the input"))
+      return false;
+    out[1] = fzOnnxConstSplat(im, fzIntegerTypeGet(im->ctx, 1),
+                              fzOnnxRank(in[0]), fzOnnxShape(in[0]), 1);
+  }
+  return true;
+}
+
+/*===--- The table -------------------------------------------------------===*/
+
+const FzOnnxOpDef fzOnnxNnOps[] = {
+    {"MatMul", h_matmul, NULL, "", 2, 2, 1},
+    {"Gemm", h_gemm, NULL, "alpha beta transA transB", 2, 3, 1},
+    {"Conv", h_conv, NULL,
+     "auto_pad dilations group kernel_shape pads strides", 2, 3, 1},
+    {"ConvTranspose", h_conv_transpose, NULL,
+     "auto_pad dilations group kernel_shape output_padding output_shape pads "
+     "strides",
+     2, 3, 1},
+    {"MaxPool", h_pool, NULL,
+     "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
+     1, 1, 1},
+    {"AveragePool", h_pool, NULL,
+     "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 1, 1,
+     1},
+    {"GlobalAveragePool", h_global_pool, "graph.global_avg_pool", "", 1, 1,
+     1},
+    {"GlobalMaxPool", h_global_pool, "graph.global_max_pool", "", 1, 1, 1},
+    {"BatchNormalization", h_batch_norm, NULL,
+     "epsilon momentum training_mode spatial", 5, 5, 3},
+    {"InstanceNormalization", h_instance_norm, NULL, "epsilon", 3, 3, 1},
+    {"LayerNormalization", h_layer_norm, NULL, "axis epsilon stash_type", 2,
+     3, 3},
+    {"MeanVarianceNormalization", h_mvn, NULL, "axes", 1, 1, 1},
+    {"LRN", h_lrn, NULL, "alpha beta bias size", 1, 1, 1},
+    {"Softmax", h_softmax, "graph.softmax", "axis", 1, 1, 1},
+    {"LogSoftmax", h_softmax, "graph.log_softmax", "axis", 1, 1, 1},
+    {"Dropout", h_dropout, NULL, "ratio seed is_test", 1, 3, 2},
+    {NULL, NULL, NULL, NULL, 0, 0, 0},
+};

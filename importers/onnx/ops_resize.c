@@ -1,0 +1,300 @@
+/* importers/onnx/ops_resize.c - ONNX Resize (opsets 10 to 13) and
+ * Upsample, decomposed axis by axis, since the graph dialect has no
+ * resize op:
+ *
+ *   nearest        graph.gather along the axis with constant indices;
+ *   linear, cubic  a matmul along the axis with a constant [in, out]
+ *                  interpolation matrix (each output column holds the 2
+ *                  or 4 weights of its neighbours; neighbours beyond the
+ *                  edge take the edge value, as ONNX's reference pads).
+ *
+ * The coordinate transformation modes (half_pixel, pytorch_half_pixel,
+ * align_corners, asymmetric, tf_half_pixel_for_nn, tf_crop_and_resize),
+ * nearest modes, cubic_coeff_a and exclude_outside follow the ONNX
+ * specification and its reference implementation. tf_crop_and_resize
+ * outputs that fall outside the input take extrapolation_value through a
+ * constant mask. Scales, sizes and roi must be constants.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "importers/onnx/onnx_internal.h"
+
+typedef struct ResizeMode {
+  int kind;             /* 0 nearest, 1 linear, 2 cubic */
+  const char *coord;    /* coordinate_transformation_mode */
+  const char *nearest;  /* nearest_mode */
+  double cubicA;
+  bool excludeOutside;
+} ResizeMode;
+
+/* The input coordinate of output coordinate x along one axis. As in
+ * ONNX's reference, the output width is in * scale, which need not be an
+ * integer (it is the output size when sizes are given). */
+static double source_coord(const ResizeMode *m, double x, int64_t in,
+                           double scale, const double *roi) {
+  const char *c = m->coord;
+  double out = (double)in * scale;
+  if (!strcmp(c, "align_corners"))
+    return out == 1 ? 0.0 : x * (double)(in - 1) / (out - 1);
+  if (!strcmp(c, "asymmetric"))
+    return x / scale;
+  if (!strcmp(c, "tf_crop_and_resize")) {
+    double span = (roi[1] - roi[0]) * (double)(in - 1);
+    double v = out == 1 ? span / 2 : x * span / (out - 1);
+    return v + roi[0] * (double)(in - 1);
+  }
+  if (!strcmp(c, "pytorch_half_pixel"))
+    return out == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+  if (!strcmp(c, "tf_half_pixel_for_nn"))
+    return (x + 0.5) / scale;
+  return (x + 0.5) / scale - 0.5; /* half_pixel */
+}
+
+static int64_t clamp_index(int64_t i, int64_t in) {
+  return i < 0 ? 0 : (i >= in ? in - 1 : i);
+}
+
+/* The nearest input index of coordinate v. */
+static int64_t nearest_index(const ResizeMode *m, double v, int64_t in) {
+  double fl = floor(v), ratio = v - fl;
+  int64_t base = (int64_t)fl;
+  bool up;
+  if (ratio == 0)
+    up = false;
+  else if (!strcmp(m->nearest, "round_prefer_ceil"))
+    up = ratio >= 0.5;
+  else if (!strcmp(m->nearest, "floor"))
+    up = false;
+  else if (!strcmp(m->nearest, "ceil"))
+    up = true;
+  else /* round_prefer_floor */
+    up = ratio > 0.5;
+  return clamp_index(base + (up ? 1 : 0), in);
+}
+
+static void cubic_coeffs(double t, double a, double *c) {
+  c[0] = ((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a;
+  c[1] = ((a + 2) * t - (a + 3)) * t * t + 1;
+  c[2] = ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1;
+  c[3] = ((a * (2 - t) - 5 * a) * (2 - t) + 8 * a) * (2 - t) - 4 * a;
+}
+
+/* Fills column j of the [in, out] matrix mat (row-major) with the
+ * weights of output j. */
+static void interp_column(const ResizeMode *m, double v, int64_t in,
+                          int64_t out, int64_t j, double *mat) {
+  double fl = floor(v), t = v - fl, c[4];
+  int64_t base = (int64_t)fl, n;
+  if (m->kind == 1) {
+    c[0] = 1 - t;
+    c[1] = t;
+    n = 2;
+  } else {
+    cubic_coeffs(t, m->cubicA, c);
+    base -= 1;
+    n = 4;
+  }
+  if (m->excludeOutside) {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (base + k < 0 || base + k >= in)
+        c[k] = 0;
+      sum += c[k];
+    }
+    for (int64_t k = 0; k < n && sum != 0; ++k)
+      c[k] /= sum;
+  }
+  for (int64_t k = 0; k < n; ++k)
+    mat[clamp_index(base + k, in) * out + j] += c[k];
+}
+
+/* Resizes x along axis from its size to `out`. valid[j] is cleared for
+ * outputs outside the input (tf_crop_and_resize). */
+static FzValue *resize_axis(FzOnnxImporter *im, FzValue *x, size_t axis,
+                            int64_t out, double scale, const double *roi,
+                            const ResizeMode *m, bool *valid) {
+  int64_t in = fzOnnxDim(x, axis);
+  size_t r = fzOnnxRank(x);
+  bool crop = !strcmp(m->coord, "tf_crop_and_resize");
+  for (int64_t j = 0; j < out; ++j) {
+    double v = source_coord(m, (double)j, in, scale, roi);
+    valid[j] = !crop || (v >= 0 && v <= (double)(in - 1));
+  }
+  if (m->kind == 0) {
+    int64_t *idx = fzOnnxAlloc(im, (size_t)(out ? out : 1) * sizeof *idx);
+    if (!idx)
+      return NULL;
+    for (int64_t j = 0; j < out; ++j)
+      idx[j] = nearest_index(
+          m, source_coord(m, (double)j, in, scale, roi), in);
+    FzValue *ops[2] = {x, fzOnnxConstI64(im, 1, &out, idx)};
+    return fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                      fzIntegerAttrGet(im->ctx,
+                                       fzIntegerTypeGet(im->ctx, 64),
+                                       (int64_t)axis),
+                      NULL);
+  }
+  int64_t shape[2] = {in, out};
+  FzTensor *t = fzTensorCreate(im->ctx, fzOnnxElt(x), 2, shape);
+  size_t cells = (size_t)(in * out);
+  double *mat = fzOnnxAlloc(im, (cells ? cells : 1) * sizeof *mat);
+  if (!t || !mat) {
+    fzTensorDestroy(t);
+    return NULL;
+  }
+  memset(mat, 0, cells * sizeof *mat);
+  for (int64_t j = 0; j < out; ++j)
+    interp_column(m, source_coord(m, (double)j, in, scale, roi), in,
+                  out, j, mat);
+  for (int64_t i = 0; i < in * out; ++i)
+    fzTensorSetF64(t, i, mat[i]);
+  FzValue *w = fzOnnxConstTensor(im, t);
+  fzTensorDestroy(t);
+  int64_t perm[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < r; ++i)
+    perm[i] = (int64_t)i;
+  perm[axis] = (int64_t)r - 1;
+  perm[r - 1] = (int64_t)axis;
+  FzValue *y = fzOnnxTranspose(im, x, r, perm);
+  y = fzOnnxBinary(im, "graph.matmul", y, w);
+  return fzOnnxTranspose(im, y, r, perm);
+}
+
+static bool h_resize(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nOut;
+  bool upsample = !strcmp(im->node->op_type, "Upsample");
+  bool legacy = upsample || im->opset < 11;
+  const char *mode;
+  double extrap, cubicA;
+  int64_t exclude;
+  ResizeMode m;
+  if (!fzOnnxAttrString(im, "mode", "nearest", &mode) ||
+      !fzOnnxAttrString(im, "coordinate_transformation_mode",
+                        legacy ? "asymmetric" : "half_pixel", &m.coord) ||
+      !fzOnnxAttrString(im, "nearest_mode",
+                        legacy ? "floor" : "round_prefer_floor",
+                        &m.nearest) ||
+      !fzOnnxAttrFloat(im, "cubic_coeff_a", -0.75, &cubicA) ||
+      !fzOnnxAttrInt(im, "exclude_outside", 0, &exclude) ||
+      !fzOnnxAttrFloat(im, "extrapolation_value", 0.0, &extrap))
+    return false;
+  m.cubicA = cubicA;
+  m.excludeOutside = exclude != 0;
+  if (!strcmp(mode, "nearest"))
+    m.kind = 0;
+  else if (!strcmp(mode, "linear") || !strcmp(mode, "bilinear"))
+    m.kind = 1;
+  else if (!strcmp(mode, "cubic") && !legacy)
+    m.kind = 2;
+  else
+    return fzOnnxErrorAttrValue(im, "mode", mode);
+  static const char *const coords[] = {
+      "half_pixel",         "pytorch_half_pixel", "align_corners",
+      "asymmetric",         "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  bool known = false;
+  for (size_t i = 0; i < sizeof coords / sizeof coords[0]; ++i)
+    known = known || !strcmp(m.coord, coords[i]);
+  if (!known)
+    return fzOnnxErrorAttrValue(im, "coordinate_transformation_mode",
+                                m.coord);
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (!fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  /* Scales, sizes and roi. */
+  size_t scalesAt = legacy ? 1 : 2, n;
+  double *scales = NULL, *roi = NULL;
+  int64_t *sizes = NULL;
+  if (upsample && im->opset < 9) {
+    bool present;
+    if (!fzOnnxAttrFloats(im, "scales", &scales, &n, &present))
+      return false;
+    if (!present || n != r)
+      return fzOnnxError(im, "requires attribute 'scales' with %zu "
+                             "entries", r);
+  } else if (scalesAt < nIn && in[scalesAt] &&
+             fzShapedTypeGetNumElements(fzValueGetType(in[scalesAt])) > 0) {
+    if (!fzOnnxGetConstFloats(im, in[scalesAt], &scales, &n))
+      return fzOnnxErrorNotConstant(im, scalesAt, "scales");
+    if (n != r)
+      return fzOnnxError(im, "'scales' needs %zu entries", r);
+  }
+  if (!legacy && nIn > 3 && in[3]) {
+    if (!fzOnnxGetConstInts(im, in[3], &sizes, &n))
+      return fzOnnxErrorNotConstant(im, 3, "sizes");
+    if (n != r)
+      return fzOnnxError(im, "'sizes' needs %zu entries", r);
+  }
+  if (!scales && !sizes)
+    return fzOnnxError(im, "requires 'scales' or 'sizes'");
+  if (!strcmp(m.coord, "tf_crop_and_resize")) {
+    if (nIn < 2 || !in[1] || !fzOnnxGetConstFloats(im, in[1], &roi, &n))
+      return fzOnnxErrorNotConstant(im, 1, "roi");
+    if (n != 2 * r)
+      return fzOnnxError(im, "'roi' needs %zu entries", 2 * r);
+  }
+  int64_t outShape[FZ_GRAPH_MAX_RANK];
+  bool *valid[FZ_GRAPH_MAX_RANK];
+  bool anyInvalid = false;
+  FzValue *y = x;
+  for (size_t a = 0; y && a < r; ++a) {
+    int64_t inSize = fzOnnxDim(x, a);
+    double scale;
+    if (sizes) {
+      outShape[a] = sizes[a];
+      scale = inSize ? (double)sizes[a] / (double)inSize : 1.0;
+    } else {
+      scale = scales[a];
+      outShape[a] = (int64_t)floor((double)inSize * scale);
+    }
+    if (outShape[a] < 0 || !(scale > 0))
+      return fzOnnxError(im, "invalid scale or size for dimension %zu", a);
+    valid[a] = fzOnnxAlloc(im, (size_t)(outShape[a] ? outShape[a] : 1));
+    if (!valid[a])
+      return false;
+    double axisRoi[2] = {0, 1};
+    if (roi) {
+      axisRoi[0] = roi[a];
+      axisRoi[1] = roi[r + a];
+    }
+    bool identity = !roi && outShape[a] == inSize && scale == 1.0;
+    if (identity) {
+      memset(valid[a], 1, (size_t)outShape[a]);
+      continue;
+    }
+    y = resize_axis(im, y, a, outShape[a], scale, axisRoi, &m, valid[a]);
+    for (int64_t j = 0; j < outShape[a]; ++j)
+      anyInvalid = anyInvalid || !valid[a][j];
+  }
+  if (y && anyInvalid) {
+    FzTensor *mask = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 1), r,
+                                    outShape);
+    if (!mask)
+      return false;
+    for (int64_t i = 0; i < mask->numElements; ++i) {
+      int64_t rest = i;
+      bool ok = true;
+      for (size_t a = r; a-- > 0;) {
+        ok = ok && valid[a][rest % outShape[a]];
+        rest /= outShape[a];
+      }
+      fzTensorSetI64(mask, i, ok);
+    }
+    FzValue *mv = fzOnnxConstTensor(im, mask);
+    fzTensorDestroy(mask);
+    y = fzOnnxSelect(im, mv, y, fzOnnxConstScalar(im, fzOnnxElt(x), extrap));
+  }
+  out[0] = y;
+  return y != NULL;
+}
+
+const FzOnnxOpDef fzOnnxResizeOps[] = {
+    {"Resize", h_resize, NULL,
+     "coordinate_transformation_mode cubic_coeff_a exclude_outside "
+     "extrapolation_value mode nearest_mode",
+     1, 4, 1},
+    {"Upsample", h_resize, NULL, "mode scales", 1, 2, 1},
+    {NULL, NULL, NULL, NULL, 0, 0, 0},
+};

@@ -1,0 +1,113 @@
+/* fz/onnx.h - importing ONNX models into the graph dialect.
+ *
+ * An ONNX model (a ModelProto, decoded with the protobuf-c code generated
+ * from the onnx.proto that ONNX ships) becomes a builtin.module holding
+ * one func.func @main: one argument per graph input that is not an
+ * initializer, one result per graph output. Initializers and Constant
+ * nodes become graph.constant; every supported node becomes one or more
+ * graph ops; shape computations on static shapes (Shape, Gather, Slice,
+ * Concat, ConstantOfShape, Unsqueeze, Range, ...) are folded to constants
+ * as they are imported. docs/onnx.md lists the supported op types.
+ *
+ * Locations. Every op made from node N carries
+ *   loc(fused<"OpType">["node_name"("model.onnx":0:0)])
+ * (ONNX has no line numbers: line and column are 0). A node without a
+ * name is named after its first named output (else "#index").
+ *
+ * Errors. Each offending node gets one error, reported through the
+ * context's diagnostic handlers at the location `"model.onnx"` (a name
+ * location, which prints as `model.onnx: error: ...`), worded
+ *   node 'conv1' (Conv): unsupported attribute 'auto_pad' value 'FOO'
+ * Errors about unsupported op types, attributes, dtypes and dynamic
+ * shapes contain the word "unsupported"; other errors (a malformed
+ * model) do not. The import goes on after an error to report the other
+ * nodes, then returns NULL.
+ *
+ * Ownership: the returned module is detached and owned by the caller
+ * (fzOpDestroy). Tensors returned are owned by the caller
+ * (fzTensorDestroy).
+ */
+#ifndef FZ_ONNX_H
+#define FZ_ONNX_H
+
+#include "fz/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Options name a graph input by its name, or (name NULL) by its position
+ * among the graph inputs that are not initializers: the order in which
+ * the model expects data (input_0.pb, input_1.pb, ... in ONNX tests). */
+
+/* Replaces the declared shape of one graph input (for symbolic batch
+ * dims, or a model whose declared shapes are wrong). */
+typedef struct FzOnnxInputShape {
+  const char *name;     /* the graph input's name; NULL: use index */
+  size_t index;
+  size_t rank;
+  const int64_t *shape; /* rank dims, >= 0 (or FZ_DYNAMIC) */
+} FzOnnxInputShape;
+
+/* Binds one graph input to a value: the input becomes a constant (and no
+ * argument of @main), so that ops needing it at import time (a reshape's
+ * shape, a reduction's axes) see it: the model is specialized to it. */
+typedef struct FzOnnxInputValue {
+  const char *name; /* the graph input's name; NULL: use index */
+  size_t index;
+  const FzTensor *value; /* its dtype must be the input's; borrowed */
+} FzOnnxInputValue;
+
+typedef struct FzOnnxImportOptions {
+  size_t numInputShapes;
+  const FzOnnxInputShape *inputShapes;
+  size_t numInputValues;
+  const FzOnnxInputValue *inputValues;
+} FzOnnxImportOptions;
+
+/* Reads and imports the .onnx file at path. External tensor data is
+ * looked up relative to the file's folder. The graph, builtin and func
+ * dialects are registered into ctx. Returns a verified module, or NULL
+ * after reporting every error found. */
+FzOp *fzImportOnnxFile(FzContext *ctx, const char *path);
+
+/* Imports a model held in memory. `name` names the model in locations
+ * and diagnostics (e.g. "model.onnx"); `baseDir` is the folder external
+ * data is looked up in (NULL: external data is an error). */
+FzOp *fzImportOnnxBuffer(FzContext *ctx, const void *data, size_t size,
+                         const char *name, const char *baseDir);
+
+/* As above, with options (NULL: the defaults). An input shape naming no
+ * graph input is an error. */
+FzOp *fzImportOnnxFileWithOptions(FzContext *ctx, const char *path,
+                                  const FzOnnxImportOptions *options);
+FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
+                                    size_t size, const char *name,
+                                    const char *baseDir,
+                                    const FzOnnxImportOptions *options);
+
+/* Reads a serialized TensorProto (a file such as the input_0.pb of the
+ * ONNX backend tests) into a new host tensor. NULL after an error
+ * (malformed file, unsupported dtype such as strings or unsigned
+ * integers: the message then contains "unsupported"). */
+FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path);
+FzTensor *fzOnnxReadTensorBuffer(FzContext *ctx, const void *data,
+                                 size_t size, const char *name);
+/* As above, checking that the tensor has element type `dtype` (NULL: any).
+ * With dtype f16 or bf16, UINT16 data is read as that type's bits: the
+ * ONNX 1.12 backend tests store bfloat16 data that way. */
+FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
+                                 FzType *dtype);
+FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
+                                   size_t size, const char *name,
+                                   FzType *dtype);
+
+/* True when path names an ONNX model by its extension (".onnx", any
+ * case). */
+bool fzOnnxIsModelPath(const char *path);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FZ_ONNX_H */

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Builds fuse and runs every test: the Check unit tests (through ctest)
+# and the lit suite (tests/lit), first in a Release build (build/), then,
+# when FZ_TEST_SANITIZE=1 or CI=true (and FZ_TEST_SANITIZE is not 0), in
+# an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/).
+#
+# Ends with one line `fuse tests: N passed, N failed` (summed over the
+# builds) and exits non-zero when anything failed, a build included.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+
+bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+
+jobs=$(nproc 2>/dev/null || echo 2)
+lit_py=/usr/lib/llvm-19/build/utils/lit/lit.py
+total_passed=0
+total_failed=0
+summaries=()
+
+# Counts from verbose ctest output (ctest -V): every Check executable
+# prints "NN%: Checks: C, Failures: F, Errors: E", so the unit tests are
+# counted one Check test case at a time. A ctest test without such a line
+# (another kind of test) counts as one; so does a failed ctest test that
+# reported no failed case (it crashed, timed out or did not build).
+ctest_counts() {
+  awk '
+    /Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+/ {
+      num = $1; sub(/:$/, "", num)
+      match($0, /Checks: [0-9]+, Failures: [0-9]+, Errors: [0-9]+/)
+      split(substr($0, RSTART, RLENGTH), f, /[^0-9]+/)
+      passed += f[2] - f[3] - f[4]; failed += f[3] + f[4]
+      checks[num] = 1
+      if (f[3] + f[4] > 0) reported[num] = 1
+    }
+    /Test +#[0-9]+: / && (/ Passed / || /\*\*\*/) {
+      match($0, /Test +#[0-9]+:/)
+      n = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", n)
+      result[n] = ($0 ~ / Passed /) ? "pass" : "fail"
+    }
+    END {
+      for (n in result) {
+        if (result[n] == "pass" && !(n in checks)) passed += 1
+        if (result[n] == "fail" && !(n in reported)) failed += 1
+      }
+      printf "%d %d\n", passed, failed
+    }
+  ' "$1"
+}
+
+# Counts from lit's summary ("  Passed: N (..%)", "  Failed: N", ...).
+lit_counts() {
+  local p=0 f=0 line in_summary=0
+  local re='^ *(Passed|Failed|Unresolved|Timed Out|Expectedly Failed|Unexpectedly Passed) *: *([0-9]+)'
+  while IFS= read -r line; do
+    if [[ "$line" == "Total Discovered Tests:"* ]]; then in_summary=1; fi
+    [[ $in_summary -eq 1 && "$line" =~ $re ]] || continue
+    case "${BASH_REMATCH[1]}" in
+      Passed|"Expectedly Failed") p=$((p + BASH_REMATCH[2])) ;;
+      *) f=$((f + BASH_REMATCH[2])) ;;
+    esac
+  done <"$1"
+  echo "$p $f"
+}
+
+# run_build NAME DIR CMAKE_ARGS...: configure, build, run both suites.
+run_build() {
+  local name=$1 dir=$2
+  shift 2
+  local log="$dir/test-logs"
+  echo "==== [$name] configure and build in $dir"
+  mkdir -p "$log"
+  if ! cmake -S "$root" -B "$dir" -G "Unix Makefiles" -DFZ_WERROR=ON "$@" >"$log/cmake.log" 2>&1; then
+    cat "$log/cmake.log"
+    echo "==== [$name] configure FAILED"
+    total_failed=$((total_failed + 1))
+    summaries+=("$name: configure failed")
+    return
+  fi
+  # -k: build all that can be built, so the tests still say what works.
+  local build_note=""
+  if ! make -C "$dir" -j"$jobs" -k --no-print-directory; then
+    echo "==== [$name] build FAILED (running the tests that built anyway)"
+    total_failed=$((total_failed + 1))
+    build_note=" (build FAILED: counted as 1 failure)"
+  fi
+
+  echo "==== [$name] unit tests (ctest)"
+  # The full output goes to the log; the console gets the per-suite lines
+  # and, for a failure, everything its test printed.
+  ctest --test-dir "$dir/tests" -V --output-on-failure -j"$jobs" >"$log/ctest.log" 2>&1
+  local ctest_rc=$?
+  grep -E '(Test +#[0-9]+:|Checks: [0-9]+|tests passed|FAILED|\*\*\*|:[0-9]+:[EF]:|^[[:space:]]+[0-9]+ - )' \
+    "$log/ctest.log" || true
+  read -r cp cf < <(ctest_counts "$log/ctest.log")
+  if [[ $ctest_rc -ne 0 && $cf -eq 0 ]]; then cf=1; fi
+
+  echo "==== [$name] lit tests"
+  FZ_BUILD_DIR="$dir" python3 "$lit_py" -sv "$root/tests/lit" 2>&1 | tee "$log/lit.log"
+  local lit_rc=${PIPESTATUS[0]}
+  read -r lp lf < <(lit_counts "$log/lit.log")
+  # lit failing without reporting a failed test (a config error) counts.
+  if [[ $lit_rc -ne 0 && $lf -eq 0 ]]; then lf=1; fi
+
+  total_passed=$((total_passed + cp + lp))
+  total_failed=$((total_failed + cf + lf))
+  summaries+=("$name: unit $cp passed, $cf failed; lit $lp passed, $lf failed$build_note")
+
+  # ONNX backend node tests: any FAIL fails the run (skips are fine).
+  echo "==== [$name] ONNX conformance (tests/conformance/run.sh)"
+  bash "$root/tests/conformance/run.sh" "$dir" | tee "$log/conformance-summary.log"
+  if [[ ${PIPESTATUS[0]} -ne 0 ]]; then total_failed=$((total_failed + 1)); fi
+  summaries+=("$name: ONNX conformance: $(tail -n 1 "$log/conformance-summary.log")")
+}
+
+run_build release "$root/build" -DCMAKE_BUILD_TYPE=Release
+
+sanitize=${FZ_TEST_SANITIZE:-}
+if [[ -z "$sanitize" && "${CI:-}" == "true" ]]; then sanitize=1; fi
+if [[ "$sanitize" == "1" ]]; then
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:strict_string_checks=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  FZ_SANITIZE=1 run_build asan "$root/build-asan" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFZ_SANITIZE=ON
+fi
+
+echo "==== summary"
+for s in "${summaries[@]}"; do echo "  $s"; done
+echo "fuse tests: $total_passed passed, $total_failed failed"
+[[ $total_failed -eq 0 ]]

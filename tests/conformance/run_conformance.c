@@ -1,0 +1,478 @@
+/* tests/conformance/run_conformance.c - runs the ONNX backend node tests
+ * (Debian's libonnx-testdata) through fuse's ONNX importer and the graph
+ * interpreter.
+ *
+ *   run_conformance [--data DIR] [--filter SUBSTRING] [--quiet] [TEST...]
+ *
+ * DIR defaults to /usr/share/libonnx-testdata/data/node; each test is a
+ * folder test_NAME holding model.onnx and test_data_set_N/ with input_K.pb
+ * and output_K.pb (serialized TensorProtos). For each test: import the
+ * model (a fresh context per test), run @main on every data set's inputs
+ * with the interpreter, and compare every output with the expected one
+ * using ONNX's tolerances: |actual - expected| <= atol + rtol * |expected|
+ * with rtol 1e-3 and atol 1e-7 (NaN matches NaN; integers and booleans
+ * must be equal; dtypes and shapes must match exactly).
+ *
+ * Tensors may also be .npy files (input_K.npy, output_K.npy), the layout
+ * of examples/models (PyTorch exports: run with --data examples/models).
+ *
+ * Each test prints one line: `PASS name`, `FAIL name: reason` or
+ * `SKIP name: reason`. A test is skipped, never passed, when the
+ * importer reports something unsupported (an op type, an attribute, a
+ * dtype: its errors say "unsupported"); any other import error, a run
+ * error or a mismatch is a failure. The last line is exactly
+ * `N passed, N failed, N skipped`. The exit status is 1 when a test
+ * failed, 2 on bad usage, 0 otherwise.
+ */
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fz/dialects.h"
+#include "fz/graph.h"
+#include "fz/onnx.h"
+
+#define RTOL 1e-3
+#define ATOL 1e-7
+#define DEFAULT_DATA "/usr/share/libonnx-testdata/data/node"
+
+/* The diagnostics of one test, kept for its status line. */
+typedef struct Capture {
+  char first[1024];       /* the first error */
+  char unsupported[1024]; /* the first error saying "unsupported" */
+  bool any;
+} Capture;
+
+static bool capture(const FzDiagnostic *d, void *ud) {
+  Capture *c = ud;
+  if (fzDiagnosticGetSeverity(d) != FZ_SEVERITY_ERROR)
+    return true;
+  FzStringRef m = fzDiagnosticGetMessage(d);
+  char msg[1024];
+  snprintf(msg, sizeof msg, "%.*s", (int)m.length, m.data);
+  for (char *p = msg; *p; ++p)
+    if (*p == '\n')
+      *p = ' ';
+  if (!c->any)
+    snprintf(c->first, sizeof c->first, "%s", msg);
+  c->any = true;
+  if (!c->unsupported[0] && strstr(msg, "unsupported"))
+    snprintf(c->unsupported, sizeof c->unsupported, "%s", msg);
+  return true;
+}
+
+static bool exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of the entries of dir starting with prefix. */
+static char **list_dir(const char *dir, const char *prefix, size_t *n) {
+  DIR *d = opendir(dir);
+  *n = 0;
+  if (!d)
+    return NULL;
+  size_t cap = 64;
+  char **names = malloc(cap * sizeof *names);
+  struct dirent *e;
+  while (names && (e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, strlen(prefix)))
+      continue;
+    if (*n == cap) {
+      char **grown = realloc(names, 2 * cap * sizeof *names);
+      if (!grown)
+        break;
+      names = grown;
+      cap *= 2;
+    }
+    names[(*n)++] = strdup(e->d_name);
+  }
+  closedir(d);
+  if (names)
+    qsort(names, *n, sizeof *names, cmp_names);
+  return names;
+}
+
+static void free_list(char **names, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    free(names[i]);
+  free(names);
+}
+
+/* Compares one output; writes a reason and returns false on mismatch. */
+static bool compare(const FzTensor *got, const FzTensor *want, size_t k,
+                    char *why, size_t cap) {
+  if (got->dtype != want->dtype) {
+    snprintf(why, cap, "output #%zu has the wrong dtype", k);
+    return false;
+  }
+  bool sameShape = got->rank == want->rank;
+  for (size_t i = 0; sameShape && i < got->rank; ++i)
+    sameShape = got->shape[i] == want->shape[i];
+  if (!sameShape) {
+    snprintf(why, cap, "output #%zu has the wrong shape", k);
+    return false;
+  }
+  bool isFloat = fzTypeIsFloat(got->dtype);
+  for (int64_t i = 0; i < got->numElements; ++i) {
+    if (isFloat) {
+      double a = fzTensorGetF64(got, i), e = fzTensorGetF64(want, i);
+      if (isnan(a) && isnan(e))
+        continue;
+      if (a == e || fabs(a - e) <= ATOL + RTOL * fabs(e))
+        continue;
+      snprintf(why, cap, "output #%zu element %lld: got %.9g, expected %.9g",
+               k, (long long)i, a, e);
+      return false;
+    }
+    int64_t a = fzTensorGetI64(got, i), e = fzTensorGetI64(want, i);
+    if (a != e) {
+      snprintf(why, cap, "output #%zu element %lld: got %lld, expected %lld",
+               k, (long long)i, (long long)a, (long long)e);
+      return false;
+    }
+  }
+  return true;
+}
+
+typedef enum Status { PASSED, FAILED, SKIPPED } Status;
+
+/* Tests whose reference data contradicts the operator's specification;
+ * skipped with the reason (never counted as passed). */
+static const struct {
+  const char *test, *reason;
+} kKnownBadData[] = {
+#define BF16_TRUNCATION                                                      \
+  "reference data defect: ONNX 1.12's generator truncates float to "         \
+  "bfloat16; fuse rounds to nearest even (IEEE, as later ONNX releases do)"
+    {"test_cast_FLOAT_to_BFLOAT16", BF16_TRUNCATION},
+    {"test_castlike_FLOAT_to_BFLOAT16", BF16_TRUNCATION},
+    {"test_castlike_FLOAT_to_BFLOAT16_expanded", BF16_TRUNCATION},
+};
+
+/* The element type of the function type's input (or result) k, or NULL. */
+static FzType *signature_dtype(FzOp *func, bool result, size_t k) {
+  FzAttr *a = func ? fzOpGetInherentAttr(func, FZ_STR("function_type"))
+                   : NULL;
+  FzType *ft = a ? fzTypeAttrGetValue(a) : NULL;
+  if (!ft)
+    return NULL;
+  size_t n = result ? fzFunctionTypeGetNumResults(ft)
+                    : fzFunctionTypeGetNumInputs(ft);
+  if (k >= n)
+    return NULL;
+  FzType *t = result ? fzFunctionTypeGetResult(ft, k)
+                     : fzFunctionTypeGetInput(ft, k);
+  return fzShapedTypeGetElementType(t);
+}
+
+/* Reads dir/prefixK.pb for K = 0, 1, ... into a new array, each with the
+ * dtype the function's signature gives it. */
+static FzTensor **read_tensors(FzContext *ctx, FzOp *func, const char *dir,
+                               const char *prefix, size_t *n, bool *ok) {
+  bool result = !strcmp(prefix, "output_");
+  char path[4096];
+  size_t cap = 8;
+  FzTensor **ts = malloc(cap * sizeof *ts);
+  *n = 0;
+  *ok = ts != NULL;
+  for (size_t k = 0; *ok; ++k) {
+    bool npy = false;
+    snprintf(path, sizeof path, "%s/%s%zu.pb", dir, prefix, k);
+    if (!exists(path)) {
+      snprintf(path, sizeof path, "%s/%s%zu.npy", dir, prefix, k);
+      if (!(npy = exists(path)))
+        break;
+    }
+    if (*n == cap) {
+      FzTensor **g = realloc(ts, 2 * cap * sizeof *ts);
+      if (!g) {
+        *ok = false;
+        break;
+      }
+      ts = g;
+      cap *= 2;
+    }
+    ts[*n] = npy ? fzNpyReadFile(ctx, path)
+                 : fzOnnxReadTensorFileAs(ctx, path,
+                                          signature_dtype(func, result, k));
+    if (!ts[*n])
+      *ok = false;
+    else
+      (*n)++;
+  }
+  return ts;
+}
+
+static void free_tensors(FzTensor **ts, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    fzTensorDestroy(ts[i]);
+  free(ts);
+}
+
+/* True when every input matches the static shape of its argument. */
+static bool shapes_match(FzOp *func, FzTensor **inputs, size_t n) {
+  FzAttr *a = fzOpGetInherentAttr(func, FZ_STR("function_type"));
+  FzType *ft = a ? fzTypeAttrGetValue(a) : NULL;
+  if (!ft || fzFunctionTypeGetNumInputs(ft) != n)
+    return true; /* the interpreter reports the count */
+  for (size_t i = 0; i < n; ++i) {
+    FzType *t = fzFunctionTypeGetInput(ft, i);
+    if (fzShapedTypeGetRank(t) != inputs[i]->rank)
+      return false;
+    for (size_t k = 0; k < inputs[i]->rank; ++k)
+      if (fzShapedTypeGetDim(t, k) != inputs[i]->shape[k])
+        return false;
+  }
+  return true;
+}
+
+/* The first func.func of a module. */
+static FzOp *main_func(FzOp *module) {
+  return fzBlockGetFirstOp(fzRegionGetFirstBlock(fzOpGetRegion(module, 0)));
+}
+
+/* Imports the model specialized on one data set: every input but the
+ * first bound as a constant (the importer must know axes, shapes,
+ * bounds, scales, depths at import time), and with bindFirst the first
+ * too when it is an integer, a boolean or a scalar; inputs not bound
+ * stay arguments with the data's shapes. *kept receives the
+ * positions of the inputs that stay arguments. NULL after errors. */
+static FzOp *import_specialized(FzContext *ctx, const char *model,
+                                FzTensor **inputs, size_t n, bool bindFirst,
+                                size_t *kept, size_t *numKept, char *bound,
+                                size_t cap) {
+  FzOnnxInputValue *values = calloc(n ? n : 1, sizeof *values);
+  FzOnnxInputShape *shapes = calloc(n ? n : 1, sizeof *shapes);
+  FzOp *module = NULL;
+  size_t nv = 0, ns = 0;
+  *numKept = 0;
+  bound[0] = '\0';
+  if (values && shapes) {
+    for (size_t i = 0; i < n; ++i) {
+      FzType *t = inputs[i]->dtype;
+      if (i > 0 ||
+          (bindFirst && (fzTypeIsInteger(t) || inputs[i]->numElements <= 1))) {
+        values[nv].index = i;
+        values[nv++].value = inputs[i];
+        size_t len = strlen(bound);
+        snprintf(bound + len, cap - len, "%s#%zu", len ? ", " : "", i);
+      } else {
+        shapes[ns].index = i;
+        shapes[ns].rank = inputs[i]->rank;
+        shapes[ns++].shape = inputs[i]->shape;
+        kept[(*numKept)++] = i;
+      }
+    }
+    FzOnnxImportOptions opts = {ns, shapes, nv, values};
+    module = fzImportOnnxFileWithOptions(ctx, model, &opts);
+  }
+  free(values);
+  free(shapes);
+  return module;
+}
+
+/* Runs one data set; false with a reason on failure (*skip set when the
+ * reason is something unsupported). When the inputs' shapes differ from
+ * the declared ones (symbolic dims, or a model declaring wrong shapes),
+ * the model is imported again with the inputs' shapes. With specialize,
+ * the model is imported for this data set by import_specialized (and
+ * *module is replaced). */
+static bool run_data_set(FzContext *ctx, FzOp **module, bool specialize,
+                         const char *model, const char *dir, Capture *cap,
+                         bool *skip, char *why, size_t whyCap, char *note,
+                         size_t noteCap) {
+  size_t nIn = 0, nWant = 0;
+  bool okIn, okOut = false;
+  FzOp *func = *module ? main_func(*module) : NULL;
+  FzTensor **inputs = read_tensors(ctx, func, dir, "input_", &nIn, &okIn);
+  FzTensor **args = calloc(nIn ? nIn : 1, sizeof *args);
+  size_t *kept = calloc(nIn ? nIn : 1, sizeof *kept), numArgs = nIn;
+  bool ok = okIn && args && kept;
+  if (!ok)
+    snprintf(why, whyCap, "cannot read the test inputs: %s", cap->first);
+  for (size_t i = 0; ok && i < nIn; ++i)
+    args[i] = inputs[i];
+  FzOp *again = NULL;
+  if (ok && specialize) {
+    char bound[256];
+    /* First keep input #0 an argument; bind it too only if needed. */
+    again = import_specialized(ctx, model, inputs, nIn, false, kept,
+                               &numArgs, bound, sizeof bound);
+    if (!again && strstr(cap->unsupported, "non-constant")) {
+      memset(cap, 0, sizeof *cap);
+      again = import_specialized(ctx, model, inputs, nIn, true, kept,
+                                 &numArgs, bound, sizeof bound);
+    }
+    for (size_t i = 0; i < numArgs; ++i)
+      args[i] = inputs[kept[i]];
+    snprintf(note, noteCap, " (specialized: inputs %s bound as constants)",
+             bound);
+  } else if (ok && !shapes_match(func, inputs, nIn)) {
+    FzOnnxInputShape *shapes = calloc(nIn ? nIn : 1, sizeof *shapes);
+    for (size_t i = 0; shapes && i < nIn; ++i) {
+      shapes[i].index = i;
+      shapes[i].rank = inputs[i]->rank;
+      shapes[i].shape = inputs[i]->shape;
+    }
+    FzOnnxImportOptions opts = {shapes ? nIn : 0, shapes, 0, NULL};
+    again = fzImportOnnxFileWithOptions(ctx, model, &opts);
+    free(shapes);
+  }
+  if (ok && (specialize || again != NULL || !func)) {
+    if (!again) {
+      *skip = cap->unsupported[0] != 0;
+      snprintf(why, whyCap, "%s",
+               cap->unsupported[0] ? cap->unsupported : cap->first);
+      ok = false;
+    } else {
+      if (*module)
+        fzOpDestroy(*module);
+      *module = again;
+      func = main_func(again);
+    }
+  }
+  FzTensor **want = ok ? read_tensors(ctx, func, dir, "output_", &nWant,
+                                      &okOut)
+                       : NULL;
+  if (ok && !okOut) {
+    snprintf(why, whyCap, "cannot read the expected outputs: %s",
+             cap->first);
+    ok = false;
+  }
+  size_t nGot = 0;
+  FzTensor **got = NULL;
+  if (ok && !fzInterpretFunction(func, numArgs, args, NULL, &nGot, &got)) {
+    snprintf(why, whyCap, "interpreter: %s", cap->first);
+    ok = false;
+  }
+  if (ok && nGot != nWant) {
+    snprintf(why, whyCap, "%zu outputs, expected %zu", nGot, nWant);
+    ok = false;
+  }
+  for (size_t k = 0; ok && k < nGot; ++k)
+    ok = compare(got[k], want[k], k, why, whyCap);
+  if (got)
+    fzTensorArrayDestroy(ctx, nGot, got);
+  free_tensors(inputs, nIn);
+  free(args);
+  free(kept);
+  if (want)
+    free_tensors(want, nWant);
+  return ok;
+}
+
+static Status run_test(const char *root, const char *name, char *why,
+                       size_t whyCap, char *note, size_t noteCap) {
+  char dir[4096], model[4200];
+  snprintf(dir, sizeof dir, "%s/%s", root, name);
+  snprintf(model, sizeof model, "%s/model.onnx", dir);
+  for (size_t i = 0; i < sizeof kKnownBadData / sizeof kKnownBadData[0];
+       ++i)
+    if (!strcmp(kKnownBadData[i].test, name)) {
+      snprintf(why, whyCap, "%s", kKnownBadData[i].reason);
+      return SKIPPED;
+    }
+  FzContext *ctx = fzContextCreate();
+  if (!ctx) {
+    snprintf(why, whyCap, "cannot create a context");
+    return FAILED;
+  }
+  Capture cap;
+  memset(&cap, 0, sizeof cap);
+  fzContextPushDiagHandler(ctx, capture, &cap);
+  Status status = PASSED;
+  FzOp *module = fzImportOnnxFile(ctx, model);
+  /* An input the importer needs as a constant: specialize on the data. */
+  bool specialize = !module && strstr(cap.unsupported, "non-constant");
+  if (!module && !specialize) {
+    status = cap.unsupported[0] ? SKIPPED : FAILED;
+    snprintf(why, whyCap, "%s",
+             cap.unsupported[0] ? cap.unsupported : cap.first);
+  } else {
+    size_t nSets;
+    char **sets = list_dir(dir, "test_data_set_", &nSets);
+    if (nSets == 0) {
+      status = FAILED;
+      snprintf(why, whyCap, "no test_data_set_* folder");
+    }
+    for (size_t i = 0; status == PASSED && i < nSets; ++i) {
+      char setDir[8400];
+      bool skip = false;
+      snprintf(setDir, sizeof setDir, "%s/%s", dir, sets[i]);
+      memset(&cap, 0, sizeof cap);
+      if (!run_data_set(ctx, &module, specialize, model, setDir, &cap,
+                        &skip, why, whyCap, note, noteCap))
+        status = skip ? SKIPPED : FAILED;
+    }
+    free_list(sets, nSets);
+    if (module)
+      fzOpDestroy(module);
+  }
+  fzContextDestroy(ctx);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  const char *root = DEFAULT_DATA, *filter = NULL;
+  bool quiet = false;
+  char **only = calloc((size_t)argc, sizeof *only);
+  size_t numOnly = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--data") && i + 1 < argc) {
+      root = argv[++i];
+    } else if (!strcmp(argv[i], "--filter") && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (!strcmp(argv[i], "--quiet")) {
+      quiet = true;
+    } else if (argv[i][0] == '-') {
+      fprintf(stderr, "usage: run_conformance [--data DIR] [--filter "
+                      "SUBSTRING] [--quiet] [TEST...]\n");
+      free(only);
+      return 2;
+    } else {
+      only[numOnly++] = argv[i];
+    }
+  }
+  size_t n;
+  char **tests = list_dir(root, "", &n);
+  if (!tests || n == 0) {
+    fprintf(stderr, "run_conformance: no tests found in '%s' (install "
+                    "Debian's libonnx-testdata)\n", root);
+    free_list(tests, n);
+    free(only);
+    return 2;
+  }
+  size_t counts[3] = {0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    char model[4200];
+    snprintf(model, sizeof model, "%s/%s/model.onnx", root, tests[i]);
+    if ((filter && !strstr(tests[i], filter)) || !exists(model))
+      continue;
+    bool wanted = numOnly == 0;
+    for (size_t k = 0; k < numOnly && !wanted; ++k)
+      wanted = !strcmp(only[k], tests[i]);
+    if (!wanted)
+      continue;
+    char why[2048] = "", note[512] = "";
+    Status s = run_test(root, tests[i], why, sizeof why, note, sizeof note);
+    counts[s]++;
+    if (s == PASSED && (!quiet || note[0]))
+      printf("PASS %s%s\n", tests[i], note);
+    else if (s != PASSED)
+      printf("%s %s: %s\n", s == FAILED ? "FAIL" : "SKIP", tests[i], why);
+    fflush(stdout);
+  }
+  printf("%zu passed, %zu failed, %zu skipped\n", counts[PASSED],
+         counts[FAILED], counts[SKIPPED]);
+  free_list(tests, n);
+  free(only);
+  return counts[FAILED] ? 1 : 0;
+}

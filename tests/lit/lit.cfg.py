@@ -1,0 +1,60 @@
+# -*- Python -*-
+# lit configuration of fuse's tool tests.
+#
+# Run from the repository root, after a build:
+#   FZ_BUILD_DIR=build python3 /usr/lib/llvm-19/build/utils/lit/lit.py -sv tests/lit
+# (FZ_BUILD_DIR defaults to <repo>/build; the check-lit target sets it.)
+#
+# The tools come from $FZ_BUILD_DIR/bin, FileCheck, not and count from
+# Debian's llvm-19-tools, all found through PATH. The feature `mlir-opt`
+# is available when Debian's mlir-19-tools is installed, so a test can say
+# `REQUIRES: mlir-opt`.
+
+import os
+
+import lit.formats
+import lit.util
+
+config.name = "fuse"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".fuse", ".mlir"]
+
+config.test_source_root = os.path.dirname(os.path.abspath(__file__))
+repo_root = os.path.dirname(os.path.dirname(config.test_source_root))
+build_dir = os.path.abspath(
+    os.environ.get("FZ_BUILD_DIR", os.path.join(repo_root, "build")))
+config.fz_build_dir = build_dir
+config.fz_tools_dir = os.path.join(build_dir, "bin")
+# Keep Output/ folders out of the source tree.
+config.test_exec_root = os.path.join(build_dir, "tests", "lit")
+
+# Inputs/ holds files that other tests read; *.py are generators.
+config.excludes = ["Inputs", "Output", "lit.cfg.py", "lit.site.cfg.py"]
+
+llvm_bin = "/usr/lib/llvm-19/bin"
+if not os.path.isfile(os.path.join(config.fz_tools_dir, "fuse-opt")):
+    lit_config.warning(
+        "fuse-opt not found in %s: build first or set FZ_BUILD_DIR"
+        % config.fz_tools_dir)
+for tool in ("FileCheck", "not", "count"):
+    if not os.path.isfile(os.path.join(llvm_bin, tool)):
+        lit_config.fatal("%s not found in %s: install llvm-19-tools"
+                         % (tool, llvm_bin))
+
+config.environment["PATH"] = os.pathsep.join(
+    [config.fz_tools_dir, llvm_bin, os.environ.get("PATH", "")])
+
+# Sanitizer builds: pass their settings through to the tools.
+for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
+config.environment.setdefault(
+    "UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+
+config.substitutions.append(("%fuse_src_root", repo_root))
+config.substitutions.append(("%fuse_tools_dir", config.fz_tools_dir))
+
+if os.path.isfile(os.path.join(llvm_bin, "mlir-opt")):
+    config.available_features.add("mlir-opt")
+if os.environ.get("FZ_SANITIZE", "") not in ("", "0", "OFF"):
+    config.available_features.add("sanitize")

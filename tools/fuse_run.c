@@ -1,0 +1,310 @@
+/* tools/fuse_run.c - fuse-run: execute a function of a .fuse file.
+ *
+ *   fuse-run FILE [--entry NAME] [--device interp]
+ *            [--input a.npy [b.npy ...]] [--random-inputs SEED]
+ *            [--output-dir DIR] [--save-inputs]
+ *            [--compare DIR] [--rtol R] [--atol A] [--print-limit N]
+ *
+ * Inputs bind to the entry function's arguments in order, from .npy
+ * files (--input takes every following argument up to the next option,
+ * and may be repeated) or from seeded random data. The outputs are
+ * written to DIR/output_0.npy, output_1.npy, ... (with --save-inputs,
+ * the inputs to DIR/input_N.npy too), all or nothing; without
+ * --output-dir and --compare they are printed. --compare DIR checks each
+ * output against DIR/output_N.npy with numpy.allclose's rule and prints
+ * the largest absolute and relative errors.
+ *
+ * The entry is --entry NAME, else @main, else the only function with a
+ * body. Devices: `interp` (the reference interpreter; also what `auto`,
+ * the default, means until the code generators land).
+ *
+ * Exit status: 0 success, 1 an error (input, evaluation, I/O) or a
+ * mismatch, 2 bad usage. No output file is left behind after an error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/dialects.h"
+#include "fz/graph.h"
+#include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
+#include "tools/fuse_run_internal.h"
+
+#define EXIT_USAGE 2
+
+typedef struct RunOptions {
+  const char *file;
+  const char *entry;
+  const char *device;
+  const char **inputs;
+  size_t numInputs;
+  bool haveSeed;
+  unsigned long long seed;
+  const char *outputDir;
+  bool saveInputs;
+  const char *compareDir;
+  double rtol, atol;
+  long long printLimit;
+} RunOptions;
+
+static const char kUsage[] =
+    "usage: fuse-run FILE [options]\n"
+    "\n"
+    "Runs a function of FILE (.fuse) on the reference interpreter.\n"
+    "\n"
+    "  --entry NAME          function to run (default: @main, or the only\n"
+    "                        function with a body)\n"
+    "  --device DEV          interp (default; 'auto' means interp for now)\n"
+    "  --input A.npy ...     inputs, one per argument, in order\n"
+    "  --random-inputs SEED  seeded random inputs instead\n"
+    "  --output-dir DIR      write DIR/output_N.npy\n"
+    "  --save-inputs         also write the inputs as DIR/input_N.npy\n"
+    "  --compare DIR         compare with DIR/output_N.npy\n"
+    "  --rtol R, --atol A    comparison tolerances (default 1e-5, 1e-8)\n"
+    "  --print-limit N       print at most N elements per output (default\n"
+    "                        256; -1: all)\n"
+    "  --help                this text\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+  fprintf(stderr, "fuse-run: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'fuse-run --help' for usage)\n");
+  return EXIT_USAGE;
+}
+
+static bool parse_double(const char *s, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(s, &end);
+  return *s && !*end && errno == 0 && *out >= 0;
+}
+
+/* Fills o from argv; 0, or the exit status of a usage error. */
+static int parse_args(int argc, char **argv, RunOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->rtol = 1e-5;
+  o->atol = 1e-8;
+  o->printLimit = 256;
+  o->device = "auto";
+  o->inputs = calloc((size_t)argc, sizeof *o->inputs);
+  if (!o->inputs)
+    return usage_error("%s", "out of memory");
+  bool inInputs = false;
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == '\0') {
+      if (inInputs)
+        o->inputs[o->numInputs++] = a;
+      else if (!o->file)
+        o->file = a;
+      else
+        return usage_error("unexpected argument '%s'", a);
+      continue;
+    }
+    inInputs = false;
+    const char *name = a + (a[1] == '-' ? 2 : 1);
+    const char *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    const char *value = eq ? eq + 1 : NULL;
+#define IS(s) (len == strlen(s) && strncmp(name, s, len) == 0)
+#define VALUE()                                                                \
+  do {                                                                         \
+    if (!value) {                                                              \
+      if (i + 1 >= argc)                                                       \
+        return usage_error("option '%s' requires a value", a);                 \
+      value = argv[++i];                                                       \
+    }                                                                          \
+  } while (0)
+    if (IS("help") || IS("h")) {
+      fputs(kUsage, stdout);
+      exit(0);
+    } else if (IS("entry")) {
+      VALUE();
+      o->entry = value;
+    } else if (IS("device")) {
+      VALUE();
+      o->device = value;
+    } else if (IS("input")) {
+      if (value)
+        o->inputs[o->numInputs++] = value;
+      inInputs = true;
+    } else if (IS("random-inputs")) {
+      VALUE();
+      char *end;
+      errno = 0;
+      o->seed = strtoull(value, &end, 10);
+      if (!*value || *end || errno)
+        return usage_error("--random-inputs expects a non-negative integer "
+                           "seed, got '%s'",
+                           value);
+      o->haveSeed = true;
+    } else if (IS("output-dir")) {
+      VALUE();
+      o->outputDir = value;
+    } else if (IS("save-inputs")) {
+      o->saveInputs = true;
+    } else if (IS("compare")) {
+      VALUE();
+      o->compareDir = value;
+    } else if (IS("rtol") || IS("atol")) {
+      bool rt = IS("rtol");
+      VALUE();
+      if (!parse_double(value, rt ? &o->rtol : &o->atol))
+        return usage_error("expected a non-negative number, got '%s'", value);
+    } else if (IS("print-limit")) {
+      VALUE();
+      char *end;
+      o->printLimit = strtoll(value, &end, 10);
+      if (!*value || *end)
+        return usage_error("--print-limit expects an integer, got '%s'", value);
+    } else {
+      return usage_error("unknown option '%s'", a);
+    }
+#undef IS
+#undef VALUE
+  }
+  if (!o->file)
+    return usage_error("%s", "no input file");
+  if (strcmp(o->device, "interp") != 0 && strcmp(o->device, "auto") != 0)
+    return usage_error("device '%s' is not available: this build runs "
+                       "'interp' (the reference interpreter) only",
+                       o->device);
+  if (o->haveSeed && o->numInputs)
+    return usage_error("%s", "give either --input or --random-inputs, not "
+                             "both");
+  if (o->saveInputs && !o->outputDir)
+    return usage_error("%s", "--save-inputs needs --output-dir");
+  return 0;
+}
+
+/* The entry function of module, or NULL after printing why. */
+static FzOp *find_entry(FzOp *module, const char *want) {
+  FzBlock *body = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
+  if (want) {
+    FzOp *f = fzSymbolTableLookupIn(module, fzStringRefFromCString(want));
+    if (!f || !fzOpGetDef(f) || strcmp(fzOpGetDef(f)->name, "func.func")) {
+      fprintf(stderr, "fuse-run: error: no function @%s in the input\n", want);
+      return NULL;
+    }
+    return f;
+  }
+  FzOp *main = fzSymbolTableLookupIn(module, FZ_STR("main"));
+  if (main && fzOpGetDef(main) &&
+      strcmp(fzOpGetDef(main)->name, "func.func") == 0)
+    return main;
+  FzOp *only = NULL;
+  size_t count = 0;
+  for (FzOp *op = body ? fzBlockGetFirstOp(body) : NULL; op;
+       op = fzOpGetNextInBlock(op)) {
+    const FzOpDef *d = fzOpGetDef(op);
+    if (d && strcmp(d->name, "func.func") == 0 &&
+        fzRegionGetFirstBlock(fzOpGetRegion(op, 0))) {
+      only = op;
+      count++;
+    }
+  }
+  if (count == 1)
+    return only;
+  fprintf(stderr, "fuse-run: error: %s; choose one with --entry NAME\n",
+          count ? "the input has several functions and no @main"
+                : "the input has no function with a body");
+  return NULL;
+}
+
+static FzType *function_type(FzOp *func) {
+  FzAttr *a = fzOpGetInherentAttr(func, FZ_STR("function_type"));
+  return a && fzAttrGetKind(a) == FZ_ATTR_TYPE ? fzTypeAttrGetValue(a) : NULL;
+}
+
+static int run(const RunOptions *o, FzContext *ctx) {
+  FzOp *module = fzParseOrImportFile(ctx, o->file);
+  if (!module)
+    return 1;
+  int status = 1;
+  FzTensor **inputs = NULL, **outputs = NULL;
+  size_t nIn = 0, nOut = 0;
+  FzOp *func = NULL;
+  FzType *ft = NULL;
+  if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
+      !(ft = function_type(func)))
+    goto done;
+  if (o->haveSeed) {
+    if (!fuseRunRandomInputs(ctx, ft, o->seed, &inputs, &nIn))
+      goto done;
+  } else {
+    size_t want = fzFunctionTypeGetNumInputs(ft);
+    FzStringRef fname = fzSymbolGetName(func);
+    if (o->numInputs != want) {
+      fprintf(stderr,
+              "fuse-run: error: function @%.*s takes %zu argument%s "
+              "but %zu input%s given%s\n",
+              (int)fname.length, fname.data, want, want == 1 ? "" : "s",
+              o->numInputs, o->numInputs == 1 ? " was" : "s were",
+              o->numInputs ? "" : " (use --input or --random-inputs)");
+      goto done;
+    }
+    inputs = calloc(want ? want : 1, sizeof *inputs);
+    if (!inputs)
+      goto done;
+    for (nIn = 0; nIn < want; ++nIn)
+      if (!(inputs[nIn] = fzNpyReadFile(ctx, o->inputs[nIn]))) {
+        fprintf(stderr,
+                "fuse-run: error: cannot read the input of argument "
+                "#%zu (%%arg%zu)\n",
+                nIn, nIn);
+        goto done;
+      }
+  }
+  if (!fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
+    goto done;
+  status = 0;
+  if (o->outputDir) {
+    if (o->saveInputs &&
+        !fuseRunWriteAll(ctx, o->outputDir, "input", nIn, inputs))
+      status = 1;
+    if (status == 0 &&
+        !fuseRunWriteAll(ctx, o->outputDir, "output", nOut, outputs))
+      status = 1;
+  }
+  if (status == 0 && o->compareDir)
+    status = fuseRunCompare(ctx, stdout, o->compareDir, nOut, outputs, o->rtol,
+                            o->atol);
+  if (status == 0 && !o->outputDir && !o->compareDir)
+    for (size_t i = 0; i < nOut; ++i) {
+      char name[32];
+      snprintf(name, sizeof name, "output_%zu", i);
+      fuseRunPrintTensor(stdout, name, outputs[i], o->printLimit);
+    }
+done:
+  for (size_t i = 0; inputs && i < nIn; ++i)
+    fzTensorDestroy(inputs[i]);
+  free(inputs);
+  fzTensorArrayDestroy(ctx, nOut, outputs);
+  fzOpDestroy(module);
+  if (fflush(stdout) != 0) {
+    fprintf(stderr, "fuse-run: error: cannot write to stdout\n");
+    status = 1;
+  }
+  return status;
+}
+
+int main(int argc, char **argv) {
+  RunOptions o;
+  int status = parse_args(argc, argv, &o);
+  if (status != 0) {
+    free(o.inputs);
+    return status;
+  }
+  FzContext *ctx = fzContextCreate();
+  if (!ctx || !fzRegisterAllDialects(ctx)) {
+    fprintf(stderr, "fuse-run: error: cannot create a context\n");
+    fzContextDestroy(ctx);
+    free(o.inputs);
+    return 1;
+  }
+  status = run(&o, ctx);
+  fzContextDestroy(ctx);
+  free(o.inputs);
+  return status;
+}

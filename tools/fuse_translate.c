@@ -1,0 +1,343 @@
+/* tools/fuse_translate.c - fuse-translate: translations between fuse IR
+ * and other formats, in the manner of mlir-translate.
+ *
+ *   fuse-translate --import-onnx model.onnx [-o out.fuse]
+ *                  [--onnx-input-shape NAME=2x3x224x224 ...]
+ *
+ * Each translation is one row of kTranslations (a flag, a help line and
+ * a function); exactly one must be chosen. --import-onnx reads an ONNX
+ * model (a file, or "-" for stdin) and prints the graph-dialect module
+ * the importer builds; --onnx-input-shape (repeatable) replaces the
+ * declared shape of a graph input, e.g. to fix a symbolic batch dim.
+ *
+ * Invariants. Nothing reaches stdout unless the translation succeeded;
+ * errors go to stderr as diagnostics. Output to `-o FILE` is written to
+ * FILE.tmp and renamed over FILE only on success. Exit status: 0
+ * success, 1 an error in the input (or I/O), 2 bad usage.
+ *
+ * Ownership: main owns the context, the input buffer and the module.
+ */
+#include <sys/stat.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/dialects.h"
+#include "fz/ir.h"
+#include "fz/onnx.h"
+
+#define EXIT_USAGE 2
+#define MAX_INPUT_SHAPES 64
+
+typedef struct TranslateOptions {
+  const char *input;
+  const char *output;
+  const char *translation; /* the chosen row's flag */
+  bool printGeneric, printDebugInfo, printLocalScope;
+  bool help, version;
+  /* --onnx-input-shape NAME=DIMS, parsed into inputShapes/dims. */
+  size_t numInputShapes;
+  FzOnnxInputShape inputShapes[MAX_INPUT_SHAPES];
+  int64_t dims[MAX_INPUT_SHAPES][FZ_GRAPH_MAX_RANK];
+} TranslateOptions;
+
+/*===--- Translations ----------------------------------------------------===*/
+
+/* Reads path ("-": stdin) into a malloc'ed buffer; false after printing
+ * an error. */
+static bool read_all(const char *path, char **data, size_t *len) {
+  bool isStdin = !strcmp(path, "-");
+  FILE *f = isStdin ? stdin : fopen(path, "rb");
+  if (!f) {
+    fprintf(stderr, "fuse-translate: error: cannot open input file '%s': "
+                    "%s\n", path, strerror(errno));
+    return false;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  bool ok = buf != NULL;
+  while (ok) {
+    if (n == cap) {
+      char *b = realloc(buf, cap * 2);
+      if (!(ok = b != NULL))
+        break;
+      buf = b;
+      cap *= 2;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  if (ok && ferror(f)) {
+    fprintf(stderr, "fuse-translate: error: cannot read '%s': %s\n", path,
+            strerror(errno));
+    ok = false;
+  } else if (!ok) {
+    fprintf(stderr, "fuse-translate: error: out of memory reading '%s'\n",
+            path);
+  }
+  if (!isStdin)
+    fclose(f);
+  if (!ok) {
+    free(buf);
+    return false;
+  }
+  *data = buf;
+  *len = n;
+  return true;
+}
+
+/* --import-onnx: the module, or NULL after errors. */
+static FzOp *import_onnx(FzContext *ctx, const TranslateOptions *opts) {
+  FzOnnxImportOptions io = {opts->numInputShapes, opts->inputShapes, 0,
+                            NULL};
+  if (strcmp(opts->input, "-"))
+    return fzImportOnnxFileWithOptions(ctx, opts->input, &io);
+  char *data;
+  size_t len;
+  if (!read_all("-", &data, &len))
+    return NULL;
+  FzOp *module =
+      fzImportOnnxBufferWithOptions(ctx, data, len, "<stdin>", NULL, &io);
+  free(data);
+  return module;
+}
+
+typedef struct Translation {
+  const char *flag; /* without dashes */
+  const char *help;
+  FzOp *(*run)(FzContext *ctx, const TranslateOptions *opts);
+} Translation;
+
+static const Translation kTranslations[] = {
+    {"import-onnx", "Import an ONNX model (.onnx) into the graph dialect",
+     import_onnx},
+};
+#define NUM_TRANSLATIONS (sizeof kTranslations / sizeof kTranslations[0])
+
+/*===--- Command line ----------------------------------------------------===*/
+
+static void print_help(FILE *out) {
+  fprintf(out,
+          "OVERVIEW: fuse-translate - translate between fuse IR and other "
+          "formats\n\n"
+          "USAGE: fuse-translate <translation> [options] [input-file|-]\n\n"
+          "TRANSLATIONS (choose one):\n");
+  for (size_t i = 0; i < NUM_TRANSLATIONS; ++i)
+    fprintf(out, "  --%-30s %s\n", kTranslations[i].flag,
+            kTranslations[i].help);
+  fprintf(out,
+          "\nOPTIONS:\n"
+          "  -o FILE                          Write the output to FILE "
+          "(atomically; '-' is stdout)\n"
+          "  --onnx-input-shape NAME=DIMS     Give graph input NAME the "
+          "shape DIMS\n"
+          "                                   (e.g. x=1x3x224x224; "
+          "repeatable)\n"
+          "  --print-op-generic               Print every operation in the "
+          "generic form\n"
+          "  --print-debuginfo                Print locations (loc(...))\n"
+          "  --print-local-scope              Print with local scope\n"
+          "  --help                           Print this help and exit\n"
+          "  --version                        Print the version and exit\n");
+}
+
+static int usage_error(const char *fmt, const char *arg) {
+  fputs("fuse-translate: error: ", stderr);
+  fprintf(stderr, fmt, arg);
+  fputs("\nfuse-translate: note: run 'fuse-translate --help' for the list "
+        "of options\n", stderr);
+  return EXIT_USAGE;
+}
+
+/* Accepts "--name" and "-name" (and the mlir- prefixed print flags). */
+static bool is_flag(const char *arg, const char *name) {
+  const char *body = arg + (arg[1] == '-' ? 2 : 1);
+  if (!strncmp(body, "mlir-print-", 11) && !strncmp(name, "print-", 6))
+    body += 5;
+  return !strcmp(body, name);
+}
+
+/* "NAME=2x3x4" (or "NAME=" for a scalar) into the next input shape. */
+static int add_input_shape(TranslateOptions *o, char *spec) {
+  char *eq = strrchr(spec, '=');
+  if (!eq || eq == spec)
+    return usage_error("--onnx-input-shape expects NAME=DIMS, got '%s'",
+                       spec);
+  if (o->numInputShapes == MAX_INPUT_SHAPES)
+    return usage_error("too many --onnx-input-shape options%s", "");
+  size_t k = o->numInputShapes;
+  FzOnnxInputShape *s = &o->inputShapes[k];
+  *eq = '\0';
+  s->name = spec;
+  s->shape = o->dims[k];
+  s->rank = 0;
+  for (char *p = eq + 1; *p;) {
+    char *end;
+    long long d = strtoll(p, &end, 10);
+    if (end == p || d < 0 || s->rank == FZ_GRAPH_MAX_RANK ||
+        (*end && *end != 'x'))
+      return usage_error("bad dimensions in --onnx-input-shape for '%s'",
+                         spec);
+    o->dims[k][s->rank++] = d;
+    p = *end ? end + 1 : end;
+  }
+  o->numInputShapes++;
+  return 0;
+}
+
+static int parse_command_line(int argc, char **argv, TranslateOptions *o) {
+  for (int i = 1; i < argc; ++i) {
+    const char *a = argv[i];
+    if (a[0] != '-' || a[1] == '\0') {
+      if (o->input)
+        return usage_error("too many input files (extra: '%s')", a);
+      o->input = a;
+    } else if (!strcmp(a, "-o")) {
+      if (i + 1 >= argc)
+        return usage_error("option '%s' requires a value", a);
+      o->output = argv[++i];
+    } else if (!strncmp(a, "-o", 2) && a[2] != '-') {
+      o->output = a + 2;
+    } else if (!strncmp(a, "--o=", 4)) {
+      o->output = a + 4;
+    } else if (is_flag(a, "onnx-input-shape") ||
+               !strncmp(a, "--onnx-input-shape=", 19)) {
+      char *spec = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
+      if (!spec && i + 1 >= argc)
+        return usage_error("option '%s' requires a value", a);
+      int st = add_input_shape(o, spec ? spec : argv[++i]);
+      if (st)
+        return st;
+    } else if (is_flag(a, "print-op-generic")) {
+      o->printGeneric = true;
+    } else if (is_flag(a, "print-debuginfo")) {
+      o->printDebugInfo = true;
+    } else if (is_flag(a, "print-local-scope")) {
+      o->printLocalScope = true;
+    } else if (is_flag(a, "help") || is_flag(a, "h")) {
+      o->help = true;
+    } else if (is_flag(a, "version")) {
+      o->version = true;
+    } else {
+      bool found = false;
+      for (size_t k = 0; k < NUM_TRANSLATIONS && !found; ++k)
+        if (is_flag(a, kTranslations[k].flag)) {
+          if (o->translation)
+            return usage_error("only one translation may be chosen (extra: "
+                               "'%s')", a);
+          o->translation = kTranslations[k].flag;
+          found = true;
+        }
+      if (!found)
+        return usage_error("unknown option '%s'", a);
+    }
+  }
+  if (!o->input)
+    o->input = "-";
+  if (!o->output)
+    o->output = "-";
+  return 0;
+}
+
+/*===--- Output ----------------------------------------------------------===*/
+
+static void write_chunk(FzStringRef text, void *userData) {
+  fwrite(text.data, 1, text.length, (FILE *)userData);
+}
+
+/* Prints module to path ("-": stdout), atomically for a file. */
+static bool write_module(FzOp *module, unsigned flags, const char *path) {
+  if (!strcmp(path, "-")) {
+    fzOpPrint(module, flags, write_chunk, stdout);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+      fprintf(stderr, "fuse-translate: error: cannot write to stdout: %s\n",
+              strerror(errno));
+      return false;
+    }
+    return true;
+  }
+  /* A device or FIFO (e.g. /dev/null) is written in place: renaming a
+   * temporary over it would replace the device node itself. */
+  struct stat sb;
+  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+    FILE *d = fopen(path, "wb");
+    if (!d) {
+      fprintf(stderr, "fuse-translate: error: cannot open output file "
+                      "'%s': %s\n", path, strerror(errno));
+      return false;
+    }
+    fzOpPrint(module, flags, write_chunk, d);
+    bool dok = !ferror(d);
+    return fclose(d) == 0 && dok;
+  }
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 5);
+  if (!tmp)
+    return false;
+  memcpy(tmp, path, n);
+  memcpy(tmp + n, ".tmp", 5);
+  FILE *f = fopen(tmp, "wb");
+  bool ok = f != NULL;
+  if (!ok) {
+    fprintf(stderr, "fuse-translate: error: cannot open output file '%s': "
+                    "%s\n", tmp, strerror(errno));
+  } else {
+    fzOpPrint(module, flags, write_chunk, f);
+    ok = !ferror(f);
+    ok = fclose(f) == 0 && ok;
+    if (ok && rename(tmp, path) != 0)
+      ok = false;
+    if (!ok) {
+      fprintf(stderr, "fuse-translate: error: cannot write output file "
+                      "'%s': %s\n", path, strerror(errno));
+      remove(tmp);
+    }
+  }
+  free(tmp);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  TranslateOptions opts;
+  memset(&opts, 0, sizeof opts);
+  int status = parse_command_line(argc, argv, &opts);
+  if (status)
+    return status;
+  if (opts.help) {
+    print_help(stdout);
+    return 0;
+  }
+  if (opts.version) {
+    printf("fuse-translate version %s\n", fzGetVersionString());
+    return 0;
+  }
+  if (!opts.translation)
+    return usage_error("no translation chosen%s (e.g. --import-onnx)", "");
+  const Translation *t = NULL;
+  for (size_t k = 0; k < NUM_TRANSLATIONS; ++k)
+    if (!strcmp(kTranslations[k].flag, opts.translation))
+      t = &kTranslations[k];
+
+  FzContext *ctx = fzContextCreate();
+  if (!ctx) {
+    fprintf(stderr, "fuse-translate: error: cannot create a context\n");
+    return 1;
+  }
+  bool ok = fzRegisterAllDialects(ctx);
+  FzOp *module = ok ? t->run(ctx, &opts) : NULL;
+  ok = module && fzContextGetNumErrors(ctx) == 0 &&
+       !fzContextHadAllocationFailure(ctx);
+  if (ok) {
+    unsigned flags = (opts.printGeneric ? FZ_PRINT_GENERIC : 0u) |
+                     (opts.printDebugInfo ? FZ_PRINT_DEBUGINFO : 0u) |
+                     (opts.printLocalScope ? FZ_PRINT_LOCAL_SCOPE : 0u);
+    ok = write_module(module, flags, opts.output);
+  }
+  if (module)
+    fzOpDestroy(module);
+  fzContextDestroy(ctx);
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,14 @@
+/* transforms/passes.h - the definitions of the built-in generic passes
+ * (registered by fzRegisterAllPasses in transforms/register.c). Private to
+ * the library; embedders reach them through the registry by name. */
+#ifndef FZ_TRANSFORMS_PASSES_H
+#define FZ_TRANSFORMS_PASSES_H
+
+#include "fz/pass.h"
+
+extern const FzPassDef fzCanonicalizePass; /* canonicalize */
+extern const FzPassDef fzCSEPass;          /* cse */
+extern const FzPassDef fzDCEPass;          /* dce */
+extern const FzPassDef fzSymbolDCEPass;    /* symbol-dce */
+
+#endif /* FZ_TRANSFORMS_PASSES_H */
