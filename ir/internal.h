@@ -268,6 +268,16 @@ const FzSourceBuffer *fzContextFindSource(const FzContext *ctx,
  * fzContextDestroy. */
 void fzContextDestroyExtensions(FzContext *ctx);
 
+/* Appends already-interned attributes to st (no re-interning: the
+ * parser's fast path). Entries must have non-NULL names and values. */
+void fzOpStateAddNamedAttrs(FzOpState *st, size_t n,
+                            const FzNamedAttr *entries);
+
+/* fzFileLineColLocGet with the file already interned (hot in the
+ * parser: one location per op). */
+FzLoc *fzFileLineColLocGetIdent(FzContext *ctx, FzIdent *file,
+                                unsigned line, unsigned col);
+
 /* Reorders ops' orderIndex in a block. */
 void fzBlockRecomputeOrder(FzBlock *block);
 

@@ -80,13 +80,20 @@ FzLoc *fzUnknownLocGet(FzContext *ctx) {
   return loc_get(ctx, &k);
 }
 
-FzLoc *fzFileLineColLocGet(FzContext *ctx, FzStringRef file, unsigned line,
-                           unsigned col) {
+FzLoc *fzFileLineColLocGetIdent(FzContext *ctx, FzIdent *file,
+                                unsigned line, unsigned col) {
+  if (!file)
+    return NULL;
   FzLoc k = loc_key(FZ_LOC_FILE_LINE_COL);
-  k.u.flc.file = fzIdentGet(ctx, file);
+  k.u.flc.file = file;
   k.u.flc.line = line;
   k.u.flc.col = col;
-  return k.u.flc.file ? loc_get(ctx, &k) : NULL;
+  return loc_get(ctx, &k);
+}
+
+FzLoc *fzFileLineColLocGet(FzContext *ctx, FzStringRef file, unsigned line,
+                           unsigned col) {
+  return fzFileLineColLocGetIdent(ctx, fzIdentGet(ctx, file), line, col);
 }
 
 FzLoc *fzNameLocGet(FzContext *ctx, FzStringRef name, FzLoc *child) {

@@ -90,8 +90,17 @@ void fzOpStateAddResults(FzOpState *st, size_t n, FzType *const *types) {
 
 static void add_named(FzOpState *st, FzNamedAttr **arr, size_t *num,
                       size_t *cap, FzStringRef name, FzAttr *value) {
+  if (!value) {
+    /* A caller error, not an allocation failure: report it as such. */
+    if (!st->invalid)
+      fzEmitError(st->ctx, st->loc, "attribute '%.*s' of '%s' has no value",
+                  (int)name.length, name.data,
+                  st->name ? st->name->str : "?");
+    st->invalid = true;
+    return;
+  }
   FzIdent *id = fzIdentGet(st->ctx, name);
-  if (!id || !value) {
+  if (!id) {
     st->failed = true;
     return;
   }
@@ -100,6 +109,15 @@ static void add_named(FzOpState *st, FzNamedAttr **arr, size_t *num,
   (*arr)[*num].name = id;
   (*arr)[*num].value = value;
   (*num)++;
+}
+
+void fzOpStateAddNamedAttrs(FzOpState *st, size_t n,
+                            const FzNamedAttr *entries) {
+  if (!n || !grow(st, (void **)&st->attrs, &st->capAttrs, st->numAttrs + n,
+                  sizeof(FzNamedAttr)))
+    return;
+  memcpy(st->attrs + st->numAttrs, entries, n * sizeof(FzNamedAttr));
+  st->numAttrs += n;
 }
 
 void fzOpStateAddAttr(FzOpState *st, FzStringRef name, FzAttr *value) {
@@ -232,6 +250,8 @@ FzOp *fzOpCreate(FzOpState *st) {
     fzNoteAllocationFailure(ctx);
     goto done;
   }
+  if (st->invalid)
+    goto done; /* already reported */
   for (size_t i = 0; i < st->numResults; ++i)
     if (!st->resultTypes[i]) {
       fzEmitError(ctx, st->loc, "result #%zu of '%s' has no type", i,
@@ -636,11 +656,31 @@ static bool clone_region(FzRegion *dst, FzRegion *src, FzIRMapping *m) {
   return true;
 }
 
+/* Operands that named a value cloned only later (a use before its
+ * definition, legal in graph regions) still point at the original;
+ * redirect them now that the mapping is complete. */
+static FzWalkResult remap_late(FzOp *o, void *ud) {
+  FzIRMapping *m = ud;
+  for (uint32_t i = 0; i < o->numOperands; ++i) {
+    FzValue *v = o->operands[i].value;
+    FzValue *mapped = v ? fzIRMappingLookup(m, v) : NULL;
+    if (mapped && mapped != v)
+      fzOpSetOperand(o, i, mapped);
+  }
+  return FZ_WALK_ADVANCE;
+}
+
 FzOp *fzOpClone(FzOp *op, FzIRMapping *mapping) {
   FzIRMapping *m = mapping ? mapping : fzIRMappingCreate(op->ctx);
   if (!m)
     return NULL;
   FzOp *c = clone_op(op, m);
+  if (c) {
+    for (uint32_t i = 0; i < c->numRegions; ++i)
+      for (FzBlock *b = c->regions[i].first; b; b = b->next)
+        for (FzOp *o = b->first; o; o = o->next)
+          fzOpWalk(o, FZ_WALK_PRE_ORDER, remap_late, m);
+  }
   if (!mapping)
     fzIRMappingDestroy(m);
   return c;

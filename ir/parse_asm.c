@@ -235,11 +235,7 @@ bool fzAsmParseOptionalAttrDictWithKeyword(FzAsmParser *p, FzAttr **out) {
 void fzOpStateAddAttrDict(FzOpState *st, const FzAttr *dict) {
   if (!dict)
     return;
-  size_t n = fzDictAttrGetSize(dict);
-  for (size_t i = 0; i < n; ++i) {
-    FzNamedAttr e = fzDictAttrGetEntry(dict, i);
-    fzOpStateAddAttr(st, fzIdentGetString(e.name), e.value);
-  }
+  fzOpStateAddNamedAttrs(st, dict->u.dict.n, dict->u.dict.entries);
 }
 
 /*===--- Operands ---------------------------------------------------------===*/

@@ -135,8 +135,7 @@ static bool parse_attr_dict_into(FzAsmParser *p, FzOpState *st) {
   if (!fzpParseDictEntries(p, &base, &n))
     return false;
   const FzNamedAttr *e = FZP_AT(const FzNamedAttr, p->namedStack.data, base);
-  for (size_t i = 0; i < n; ++i)
-    fzOpStateAddAttr(st, fzIdentGetString(e[i].name), e[i].value);
+  fzOpStateAddNamedAttrs(st, n, e);
   p->namedStack.len = base * sizeof(FzNamedAttr);
   return true;
 }

@@ -103,6 +103,7 @@ void fzpInit(FzAsmParser *p, FzContext *ctx, FzStringRef fileName,
   memset(p, 0, sizeof *p);
   p->ctx = ctx;
   p->fileName = fileName;
+  p->fileIdent = fzIdentGet(ctx, fileName); /* NULL on OOM: unknown locs */
   p->lineOffset = lineOffset;
   fzArenaInit(&p->arena, ctx);
   p->errorsAtStart = fzContextGetNumErrors(ctx);
@@ -185,7 +186,8 @@ bool fzpIsKeyword(const FzAsmParser *p, const char *kw) {
 
 FzLoc *fzpLocAt(FzAsmParser *p, uint32_t line, uint32_t col) {
   FzLoc *loc =
-      fzFileLineColLocGet(p->ctx, p->fileName, line + p->lineOffset, col);
+      fzFileLineColLocGetIdent(p->ctx, p->fileIdent, line + p->lineOffset,
+                               col);
   return loc ? loc : fzUnknownLocGet(p->ctx);
 }
 

@@ -121,6 +121,7 @@ struct FzAsmParser {
   FzToken tok;        /* current token */
   FzToken prev;       /* last consumed token (kind EOF before the first) */
   FzStringRef fileName;
+  FzIdent *fileIdent; /* fileName interned once, for op locations */
   unsigned lineOffset;
   FzArena arena;      /* parse-lifetime scratch */
 

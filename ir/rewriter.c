@@ -82,9 +82,53 @@ static void add_op_canonicalizations(const FzOpDef *def, void *ud) {
     def->getCanonicalizationPatterns(c->set, c->ctx);
 }
 
+/* The providers registered in a context (a context extension). */
+typedef struct CanonProviders {
+  FzCanonicalizationProvider *fns;
+  size_t n, cap;
+} CanonProviders;
+static const char kCanonProvidersKey;
+
+static void canon_providers_destroy(FzContext *ctx, void *value) {
+  CanonProviders *cp = value;
+  fzFree(ctx, cp->fns);
+  fzFree(ctx, cp);
+}
+
+bool fzContextAddCanonicalizationProvider(FzContext *ctx,
+                                          FzCanonicalizationProvider fn) {
+  CanonProviders *cp = fzContextGetExtension(ctx, &kCanonProvidersKey);
+  if (!cp) {
+    cp = fzCalloc(ctx, 1, sizeof *cp);
+    if (!cp)
+      return false;
+    if (!fzContextSetExtension(ctx, &kCanonProvidersKey, cp,
+                               canon_providers_destroy)) {
+      fzFree(ctx, cp);
+      return false;
+    }
+  }
+  for (size_t i = 0; i < cp->n; ++i)
+    if (cp->fns[i] == fn)
+      return true;
+  if (cp->n == cp->cap) {
+    size_t c = cp->cap ? cp->cap * 2 : 4;
+    FzCanonicalizationProvider *f = fzRealloc(ctx, cp->fns, c * sizeof *f);
+    if (!f)
+      return false;
+    cp->fns = f;
+    cp->cap = c;
+  }
+  cp->fns[cp->n++] = fn;
+  return true;
+}
+
 bool fzPatternSetAddCanonicalizationPatterns(FzPatternSet *set) {
   CanonCollect c = {set, set->ctx};
   fzContextForEachOpDef(set->ctx, add_op_canonicalizations, &c);
+  CanonProviders *cp = fzContextGetExtension(set->ctx, &kCanonProvidersKey);
+  for (size_t i = 0; cp && i < cp->n; ++i)
+    cp->fns[i](set, set->ctx);
   return !set->failed;
 }
 

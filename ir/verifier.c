@@ -54,11 +54,14 @@ static bool check_operand(FzOp *op, size_t i, FzValue *val) {
   FzOp *anc = op;
   while (anc && (!anc->block || anc->block->parent != defRegion)) {
     FzOp *parent = fzOpGetParentOp(anc);
-    if (parent && parent != op && fzOpHasTrait(parent,
-                                               FZ_TRAIT_ISOLATED_FROM_ABOVE)) {
-      /* The value comes from outside an isolated region (unless it is
-       * defined inside that region, handled by reaching defRegion
-       * first). */
+    if (parent && fzOpHasTrait(parent, FZ_TRAIT_ISOLATED_FROM_ABOVE)) {
+      /* A value defined elsewhere inside the isolated op (a sibling or
+       * deeper region) is a dominance error, not an isolation one. */
+      if (defRegion && defRegion->parentOp &&
+          fzOpIsAncestor(parent, defRegion->parentOp)) {
+        dominance_error(op, i, val, "does not dominate this use");
+        return false;
+      }
       FzDiagnostic *d = fzOpDiagBegin(op, FZ_SEVERITY_ERROR,
                                       "using value defined outside the "
                                       "region");
@@ -144,6 +147,37 @@ static bool verify_block(Verifier *v, FzBlock *b, FzOp *parent) {
   return ok;
 }
 
+/* Symbols directly inside a symbol table must have distinct names. */
+static bool verify_unique_symbols(FzOp *table) {
+  FzBlock *b = table->numRegions ? table->regions[0].first : NULL;
+  if (!b)
+    return true;
+  FzPtrMap seen;
+  fzPtrMapInit(&seen, table->ctx);
+  bool ok = true;
+  for (FzOp *o = b->first; o; o = o->next) {
+    FzStringRef name = fzSymbolGetName(o);
+    if (!name.data)
+      continue;
+    FzIdent *id = fzIdentGet(table->ctx, name);
+    if (!id)
+      break;
+    FzOp *prev = fzPtrMapGet(&seen, id);
+    if (prev) {
+      FzDiagnostic *d = fzDiagBegin(table->ctx, FZ_SEVERITY_ERROR, o->loc,
+                                    "redefinition of symbol named '%s'",
+                                    id->str);
+      fzDiagAttachNote(d, prev->loc, "see existing symbol definition here");
+      fzDiagReport(d);
+      ok = false;
+    } else if (!fzPtrMapPut(&seen, id, o)) {
+      break;
+    }
+  }
+  fzPtrMapFree(&seen);
+  return ok;
+}
+
 static bool verify_op(Verifier *v, FzOp *op) {
   size_t errorsBefore = v->ctx->numErrors;
   bool ok = true;
@@ -200,6 +234,9 @@ static bool verify_op(Verifier *v, FzOp *op) {
       }
     v->depth--;
   }
+  if (ok && (op->def && (op->def->traits & FZ_TRAIT_SYMBOL_TABLE)) &&
+      !verify_unique_symbols(op))
+    ok = false;
   /* The op's own rules, only when its structure is sound. */
   if (ok && countsOk && def && def->verify && !def->verify(op))
     ok = false;

@@ -15,8 +15,11 @@
  * the largest absolute and relative errors.
  *
  * The entry is --entry NAME, else @main, else the only function with a
- * body. Devices: `interp` (the reference interpreter; also what `auto`,
- * the default, means until the code generators land).
+ * body. Devices: `interp` (the reference interpreter), `loop-interp`,
+ * `cpu` (native code through LLVM, tools/fuse_run_cpu.c: --threads,
+ * --bench, --check-interp, ...), and `auto`, the default: cpu when the
+ * module compiles to native code, else the interpreter (with a note on
+ * stderr saying why).
  *
  * Exit status: 0 success, 1 an error (input, evaluation, I/O) or a
  * mismatch, 2 bad usage. No output file is left behind after an error.
@@ -28,7 +31,9 @@
 
 #include "fz/dialects.h"
 #include "fz/graph.h"
+#include "fz/loop.h" /* --device loop-interp */
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
+#include "tools/fuse_run_cpu.h" /* --device cpu */
 #include "tools/fuse_run_internal.h"
 
 #define EXIT_USAGE 2
@@ -46,16 +51,22 @@ typedef struct RunOptions {
   const char *compareDir;
   double rtol, atol;
   long long printLimit;
+  FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
 static const char kUsage[] =
     "usage: fuse-run FILE [options]\n"
     "\n"
-    "Runs a function of FILE (.fuse) on the reference interpreter.\n"
+    "Runs a function of FILE (.fuse or .onnx) as native code or on an\n"
+    "interpreter.\n"
     "\n"
     "  --entry NAME          function to run (default: @main, or the only\n"
     "                        function with a body)\n"
-    "  --device DEV          interp (default; 'auto' means interp for now)\n"
+    "  --device DEV          auto (default: cpu when the module compiles to\n"
+    "                        native code, else interp, saying why), cpu\n"
+    "                        (LLVM, this machine), interp (the reference\n"
+    "                        interpreter), or loop-interp (fuse, lower to\n"
+    "                        loops, run the loop interpreter)\n"
     "  --input A.npy ...     inputs, one per argument, in order\n"
     "  --random-inputs SEED  seeded random inputs instead\n"
     "  --output-dir DIR      write DIR/output_N.npy\n"
@@ -91,6 +102,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   if (!o->inputs)
     return usage_error("%s", "out of memory");
   bool inInputs = false;
+  int cpuArg;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
     if (a[0] != '-' || a[1] == '\0') {
@@ -118,6 +130,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   } while (0)
     if (IS("help") || IS("h")) {
       fputs(kUsage, stdout);
+      fputs(fuseRunCpuUsage, stdout);
       exit(0);
     } else if (IS("entry")) {
       VALUE();
@@ -158,6 +171,9 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
       o->printLimit = strtoll(value, &end, 10);
       if (!*value || *end)
         return usage_error("--print-limit expects an integer, got '%s'", value);
+    } else if ((cpuArg = fuseRunCpuParseArg(&o->cpu, argc, argv, &i))) {
+      if (cpuArg == 2)
+        return EXIT_USAGE;
     } else {
       return usage_error("unknown option '%s'", a);
     }
@@ -166,10 +182,13 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   }
   if (!o->file)
     return usage_error("%s", "no input file");
-  if (strcmp(o->device, "interp") != 0 && strcmp(o->device, "auto") != 0)
+  if (strcmp(o->device, "interp") != 0 && strcmp(o->device, "auto") != 0 &&
+      strcmp(o->device, "loop-interp") != 0 && strcmp(o->device, "cpu") != 0)
     return usage_error("device '%s' is not available: this build runs "
-                       "'interp' (the reference interpreter) only",
+                       "'auto', 'cpu', 'interp' and 'loop-interp'",
                        o->device);
+  o->cpu.rtol = o->rtol;
+  o->cpu.atol = o->atol;
   if (o->haveSeed && o->numInputs)
     return usage_error("%s", "give either --input or --random-inputs, not "
                              "both");
@@ -226,6 +245,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
   size_t nIn = 0, nOut = 0;
   FzOp *func = NULL;
   FzType *ft = NULL;
+  FuseRunCpu *cpu = NULL;
+  int cpuStatus = 0;
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
       !(ft = function_type(func)))
     goto done;
@@ -234,6 +255,10 @@ static int run(const RunOptions *o, FzContext *ctx) {
       goto done;
   } else {
     size_t want = fzFunctionTypeGetNumInputs(ft);
+    FzAttr *nOuts = fzOpGetAttr(func, FZ_STR("loop.num_outputs"));
+    if (nOuts && fzAttrGetKind(nOuts) == FZ_ATTR_INTEGER &&
+        (size_t)fzIntegerAttrGetValue(nOuts) <= want)
+      want -= (size_t)fzIntegerAttrGetValue(nOuts); /* lowered: outputs */
     FzStringRef fname = fzSymbolGetName(func);
     if (o->numInputs != want) {
       fprintf(stderr,
@@ -256,9 +281,23 @@ static int run(const RunOptions *o, FzContext *ctx) {
         goto done;
       }
   }
-  if (!fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
+  if (!strcmp(o->device, "cpu")) {
+    if (!(cpu = fuseRunCpuCreate(ctx, module, &o->cpu, false, NULL, 0)))
+      goto done;
+  } else if (!strcmp(o->device, "auto")) {
+    char why[256] = "";
+    if (!(cpu = fuseRunCpuCreate(ctx, module, &o->cpu, true, why,
+                                 sizeof why)))
+      fprintf(stderr, "fuse-run: note: --device auto runs the interpreter: "
+                      "no native code (%s)\n", why);
+  }
+  if (cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
+                               stdout, &cpuStatus)
+      : strcmp(o->device, "loop-interp") == 0
+          ? !fzLoopRunFunction(func, nIn, inputs, NULL, NULL, &nOut, &outputs)
+          : !fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
     goto done;
-  status = 0;
+  status = cpuStatus;
   if (o->outputDir) {
     if (o->saveInputs &&
         !fuseRunWriteAll(ctx, o->outputDir, "input", nIn, inputs))
@@ -281,6 +320,7 @@ done:
     fzTensorDestroy(inputs[i]);
   free(inputs);
   fzTensorArrayDestroy(ctx, nOut, outputs);
+  fuseRunCpuDestroy(cpu);
   fzOpDestroy(module);
   if (fflush(stdout) != 0) {
     fprintf(stderr, "fuse-run: error: cannot write to stdout\n");

@@ -3,12 +3,17 @@
  *
  *   fuse-translate --import-onnx model.onnx [-o out.fuse]
  *                  [--onnx-input-shape NAME=2x3x224x224 ...]
+ *   fuse-translate --emit=llvm|asm|obj [-O3] [--fast-math] [...] in.fuse
+ *                  (or model.onnx, or with --import-onnx) [-o out]
  *
  * Each translation is one row of kTranslations (a flag, a help line and
  * a function); exactly one must be chosen. --import-onnx reads an ONNX
  * model (a file, or "-" for stdin) and prints the graph-dialect module
  * the importer builds; --onnx-input-shape (repeatable) replaces the
  * declared shape of a graph input, e.g. to fix a symbolic batch dim.
+ * --emit=KIND compiles the module (the input file, or what the chosen
+ * translation produced) to LLVM IR, assembly or an object file through
+ * fz/lowering.h (tools/fuse_translate_emit.c).
  *
  * Invariants. Nothing reaches stdout unless the translation succeeded;
  * errors go to stderr as diagnostics. Output to `-o FILE` is written to
@@ -26,6 +31,8 @@
 #include "fz/dialects.h"
 #include "fz/ir.h"
 #include "fz/onnx.h"
+#include "tools/common_input.h"
+#include "tools/fuse_translate_emit.h"
 
 #define EXIT_USAGE 2
 #define MAX_INPUT_SHAPES 64
@@ -40,6 +47,7 @@ typedef struct TranslateOptions {
   size_t numInputShapes;
   FzOnnxInputShape inputShapes[MAX_INPUT_SHAPES];
   int64_t dims[MAX_INPUT_SHAPES][FZ_GRAPH_MAX_RANK];
+  FuseEmitOptions emit; /* --emit=... and the code generation options */
 } TranslateOptions;
 
 /*===--- Translations ----------------------------------------------------===*/
@@ -140,8 +148,10 @@ static void print_help(FILE *out) {
           "generic form\n"
           "  --print-debuginfo                Print locations (loc(...))\n"
           "  --print-local-scope              Print with local scope\n"
+          "%s"
           "  --help                           Print this help and exit\n"
-          "  --version                        Print the version and exit\n");
+          "  --version                        Print the version and exit\n",
+          fuseEmitHelp);
 }
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -222,6 +232,11 @@ static int parse_command_line(int argc, char **argv, TranslateOptions *o) {
     } else if (is_flag(a, "version")) {
       o->version = true;
     } else {
+      int emitted = fuseEmitParseArg(&o->emit, a);
+      if (emitted < 0)
+        return EXIT_USAGE;
+      if (emitted > 0)
+        continue;
       bool found = false;
       for (size_t k = 0; k < NUM_TRANSLATIONS && !found; ++k)
         if (is_flag(a, kTranslations[k].flag)) {
@@ -303,6 +318,7 @@ static bool write_module(FzOp *module, unsigned flags, const char *path) {
 int main(int argc, char **argv) {
   TranslateOptions opts;
   memset(&opts, 0, sizeof opts);
+  fuseEmitOptionsInit(&opts.emit);
   int status = parse_command_line(argc, argv, &opts);
   if (status)
     return status;
@@ -314,10 +330,10 @@ int main(int argc, char **argv) {
     printf("fuse-translate version %s\n", fzGetVersionString());
     return 0;
   }
-  if (!opts.translation)
+  if (!opts.translation && !opts.emit.kind)
     return usage_error("no translation chosen%s (e.g. --import-onnx)", "");
   const Translation *t = NULL;
-  for (size_t k = 0; k < NUM_TRANSLATIONS; ++k)
+  for (size_t k = 0; opts.translation && k < NUM_TRANSLATIONS; ++k)
     if (!strcmp(kTranslations[k].flag, opts.translation))
       t = &kTranslations[k];
 
@@ -327,10 +343,15 @@ int main(int argc, char **argv) {
     return 1;
   }
   bool ok = fzRegisterAllDialects(ctx);
-  FzOp *module = ok ? t->run(ctx, &opts) : NULL;
+  FzOp *module = !ok ? NULL
+                 : t  ? t->run(ctx, &opts)
+                      : fzParseOrImportFile(ctx, opts.input);
   ok = module && fzContextGetNumErrors(ctx) == 0 &&
        !fzContextHadAllocationFailure(ctx);
-  if (ok) {
+  if (ok && opts.emit.kind) {
+    ok = fzOpVerify(module) && fuseEmitModule(module, &opts.emit,
+                                              opts.output);
+  } else if (ok) {
     unsigned flags = (opts.printGeneric ? FZ_PRINT_GENERIC : 0u) |
                      (opts.printDebugInfo ? FZ_PRINT_DEBUGINFO : 0u) |
                      (opts.printLocalScope ? FZ_PRINT_LOCAL_SCOPE : 0u);

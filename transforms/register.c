@@ -7,7 +7,9 @@
  */
 #include "fz/fusion.h"
 #include "fz/graph.h"
+#include "fz/loop.h"
 #include "fz/pass.h"
+#include "transforms/graph/graph_opt.h" /* graph optimizations */
 #include "transforms/passes.h"
 
 static const FzPassDef *const kPasses[] = {
@@ -15,6 +17,11 @@ static const FzPassDef *const kPasses[] = {
     &fzCSEPass,
     &fzDCEPass,
     &fzSymbolDCEPass,
+    &fzFoldBatchNormPass,       /* transforms/graph */
+    &fzFoldTransposePass,       /* transforms/graph */
+    &fzSimplifyReshapesPass,    /* transforms/graph */
+    &fzSimplifyAlgebraPass,     /* transforms/graph */
+    &fzRecognizeCompositesPass, /* transforms/graph */
 };
 
 static const struct {
@@ -26,6 +33,11 @@ static const struct {
     {"module-cleanup", "cleanup on every function, then erase unused "
                        "private functions (runs on builtin.module)",
      "func.func(cleanup),symbol-dce"},
+    {"graph-optimize", "Graph simplifications, composite recognition and "
+                       "fusion (runs on builtin.module; docs/passes.md)",
+     "canonicalize,cse,recognize-composites,simplify-algebra,"
+     "simplify-reshapes,fold-transpose,fold-batchnorm,canonicalize,"
+     "func.func(fuse)"},
 };
 
 bool fzRegisterAllPasses(FzContext *ctx) {
@@ -35,6 +47,11 @@ bool fzRegisterAllPasses(FzContext *ctx) {
   if (!fzRegisterFusionPass(ctx)) /* fuse (transforms/fusion) */
     return false;
   if (!fzRegisterFoldConstantsPass(ctx)) /* fold-constants (graph) */
+    return false;
+  /* Exact graph rewrites of transforms/graph that canonicalize runs too. */
+  if (!fzContextAddCanonicalizationProvider(ctx, fzGraphAddProfitablePatterns))
+    return false;
+  if (!fzRegisterLoopPasses(ctx)) /* lower-graph-to-loop, plan-memory */
     return false;
   for (size_t i = 0; i < sizeof kPipelines / sizeof kPipelines[0]; ++i)
     if (!fzContextRegisterPassPipeline(ctx, kPipelines[i].name,

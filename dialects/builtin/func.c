@@ -56,9 +56,11 @@ static bool func_verify(FzOp *op) {
   FzRegion *body = fzOpGetRegion(op, 0);
   FzBlock *entry = fzRegionGetFirstBlock(body);
   if (!entry) {
-    bool isPrivate = vis && fzStringRefEqual(fzStringAttrGetValue(vis),
-                                             FZ_STR("private"));
-    if (!isPrivate)
+    /* Declarations may be private or nested, never public (the
+     * default), as in MLIR. */
+    bool isPublic = !vis || fzStringRefEqual(fzStringAttrGetValue(vis),
+                                             FZ_STR("public"));
+    if (isPublic)
       return fzOpEmitError(op, "symbol declaration cannot have public "
                                "visibility");
     return true;

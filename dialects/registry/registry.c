@@ -4,8 +4,10 @@
  */
 #include "fz/dialects.h"
 #include "fz/graph.h"
+#include "fz/loop.h"
 
 bool fzRegisterAllDialects(FzContext *ctx) {
   return fzRegisterBuiltinDialect(ctx) && fzRegisterFuncDialect(ctx) &&
-         fzRegisterGraphDialect(ctx);
+         fzRegisterGraphDialect(ctx) &&
+         fzRegisterLoopDialect(ctx); /* dialects/loop */
 }

@@ -104,7 +104,7 @@ typedef enum FzFusionGroupKind {
   FZ_FUSION_GROUP_OPAQUE,      /* one op the pass does not understand */
 } FzFusionGroupKind;
 
-/* "loop", "reduction", "contraction", "opaque". */
+/* "loop", "reduction", "contraction", "opaque" (static strings). */
 const char *fzFusionGroupKindName(FzFusionGroupKind kind);
 
 /* A summary of one candidate kernel: what the cost model sees. */
@@ -136,6 +136,11 @@ typedef struct FzFusionEstimate {
   int64_t sharedBytes; /* per block */
 } FzFusionEstimate;
 
+/* A cost model: a name (for remarks and reports), a callback and its
+ * userData. fzContextSetFusionCostModel copies the struct; what userData
+ * points to stays the caller's and must outlive the context (or the next
+ * replacement). estimate runs on the thread running the fuse pass, with
+ * no lock: keep per-context state behind userData. */
 typedef struct FzFusionCostModel FzFusionCostModel;
 struct FzFusionCostModel {
   const char *name;
@@ -194,8 +199,8 @@ typedef struct FzFusionOptions {
   /* Where the report goes (NULL: stderr). */
   FzPrintCallback reportOut;
   void *reportUserData;
-  /* Groups a reachability search may visit before the merge it guards is
-   * refused (keeps the pass near-linear); 0: 4096. */
+  /* Edges a cycle check may examine before the merge it guards is
+   * refused (keeps the pass near-linear); 0: 1024. */
   size_t searchBudget;
 } FzFusionOptions;
 

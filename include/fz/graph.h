@@ -52,6 +52,7 @@ FZ_MUST_CHECK bool fzRegisterFoldConstantsPass(FzContext *ctx);
  * error. */
 FzOp *fzGraphCreateConstant(FzBuilder *b, FzAttr *value, FzLoc *loc);
 
+
 /*===------------------------------------------------------------------===*
  * Host tensors
  *===------------------------------------------------------------------===*/
@@ -93,8 +94,8 @@ FzType *fzTensorGetType(const FzTensor *t);
 /* Size of the data in bytes. */
 size_t fzTensorGetNumBytes(const FzTensor *t);
 
-/* Element i (row-major linear index) as a double / an int64 (floats are
- * truncated toward zero; NaN gives 0). */
+/* Element i (row-major linear index, 0 <= i < numElements) as a double /
+ * an int64 (floats are truncated toward zero; NaN gives 0). */
 double fzTensorGetF64(const FzTensor *t, int64_t i);
 int64_t fzTensorGetI64(const FzTensor *t, int64_t i);
 /* Stores element i. Floats round to nearest even; integers take the
@@ -190,6 +191,8 @@ typedef struct FzGraphKernel {
   FzGraphKernelFn fn;
 } FzGraphKernel;
 
+/* For kernels: the context of the interpretation (valid during the kernel
+ * call, like interp itself). */
 FzContext *fzGraphInterpGetContext(const FzGraphInterp *interp);
 /* A zero-filled tensor for a result of op, within the element limit;
  * NULL after an error reported at op. */

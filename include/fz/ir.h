@@ -10,6 +10,23 @@
  * destroy it. Values belong to the operation or block that defines them.
  * No getter allocates. Every handle is NULL-able only where its contract
  * says so.
+ *
+ * Preconditions and results. Unless a contract says "may be NULL", every
+ * handle argument must be non-NULL and of the kind the function's name
+ * says (fzShapedType* on a shaped type, fzIntegerAttr* on an integer
+ * attribute, fzLocGetLine on a file:line:col location), and every index
+ * in range. Breaking that is a programming error that release builds do
+ * not check; it is never turned into a diagnostic. Constructors of
+ * uniqued objects (fz*TypeGet, fz*AttrGet, fz*LocGet, fzIdentGet) return
+ * NULL for arguments they do not accept, as documented per function, and
+ * after an allocation failure (reported; see
+ * fzContextHadAllocationFailure). Functions that can fail on input the
+ * caller does not control (text, files) report every problem as a
+ * diagnostic and return false or NULL; check those results.
+ *
+ * Threads. There is no mutable global state: distinct contexts may be used
+ * concurrently from different threads; one context and everything made in
+ * it is used by one thread at a time (docs/api.md, "Threads").
  */
 #ifndef FZ_IR_H
 #define FZ_IR_H
@@ -65,6 +82,7 @@ void fzContextDestroy(FzContext *ctx);
 /* True once any allocation has failed in this context (sticky). The
  * failure was also reported as an error diagnostic. */
 bool fzContextHadAllocationFailure(const FzContext *ctx);
+/* Resets that flag, e.g. after freeing memory, to detect the next one. */
 void fzContextClearAllocationFailure(FzContext *ctx);
 
 /* Whether ops of unregistered dialects are accepted (default false). */
@@ -107,16 +125,27 @@ typedef enum FzSeverity {
 typedef bool (*FzDiagHandler)(const FzDiagnostic *diag, void *userData);
 typedef uint64_t FzDiagHandlerId;
 
-/* Pushes a handler on top of the context's stack; returns its id. With no
- * handler claiming it, a diagnostic goes to the default printer (stderr). */
+/* Pushes a handler on top of the context's stack; returns its id (never 0),
+ * or 0 when the handler could not be added (allocation failure: it is then
+ * not installed). With no handler claiming it, a diagnostic goes to the
+ * default printer (stderr). The handler runs on the thread that reports,
+ * i.e. the one using the context; a diagnostic it reports into the same
+ * context goes through the whole stack again (itself included), so avoid
+ * that. userData is passed back unchanged. */
 FzDiagHandlerId fzContextPushDiagHandler(FzContext *ctx, FzDiagHandler fn,
                                          void *userData);
-/* Removes the handler with that id (wherever it is in the stack). */
+/* Removes the handler with that id (wherever it is in the stack); an
+ * unknown id (or 0) is ignored. */
 void fzContextPopDiagHandler(FzContext *ctx, FzDiagHandlerId id);
 
 /* Number of errors reported in this context so far. */
 size_t fzContextGetNumErrors(const FzContext *ctx);
 
+/* What a handler reads from a diagnostic (valid only during the handler
+ * call, as is everything returned here). The location is never NULL (an
+ * unknown location when none was given); the message is never empty data
+ * (a placeholder when its text was lost to an allocation failure). Notes
+ * are numbered from 0 in the order attached. */
 FzSeverity fzDiagnosticGetSeverity(const FzDiagnostic *diag);
 FzLoc *fzDiagnosticGetLoc(const FzDiagnostic *diag);
 FzStringRef fzDiagnosticGetMessage(const FzDiagnostic *diag);
@@ -143,7 +172,9 @@ void fzDiagAttachNote(FzDiagnostic *diag, FzLoc *loc, const char *fmt, ...)
 void fzDiagReport(FzDiagnostic *diag);
 
 /* One-shot reporting. The error forms return false so that
- * `return fzEmitError(...)` works in functions returning success. */
+ * `return fzEmitError(...)` works in functions returning success. loc may
+ * be NULL (unknown). fzOpEmitError reports at op's location with the
+ * message prefixed by "'opname' op ". None of them can fail. */
 bool fzEmitError(FzContext *ctx, FzLoc *loc, const char *fmt, ...)
     FZ_PRINTF(3, 4);
 void fzEmitWarning(FzContext *ctx, FzLoc *loc, const char *fmt, ...)
@@ -182,6 +213,9 @@ typedef enum FzTypeKind {
 #define FZ_MAX_DIM ((int64_t)1 << 40)
 #define FZ_MAX_ELEMENTS ((int64_t)1 << 48)
 
+/* The scalar types. fzIntegerTypeGet returns NULL, without a
+ * diagnostic, for a width outside 1..64. All return NULL on allocation
+ * failure. */
 FzType *fzIntegerTypeGet(FzContext *ctx, unsigned width);
 FzType *fzIndexTypeGet(FzContext *ctx);
 FzType *fzF16TypeGet(FzContext *ctx);
@@ -197,10 +231,14 @@ FzType *fzTensorTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
                         FzType *elementType, FzLoc *loc);
 FzType *fzVectorTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
                         FzType *elementType, FzLoc *loc);
-/* strides NULL means the identity (row-major contiguous) layout. */
+/* As fzTensorTypeGet (static or dynamic dims; no unranked buffers).
+ * strides NULL means the identity (row-major contiguous) layout; else
+ * `rank` strides, in elements. */
 FzType *fzBufferTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
                         FzType *elementType, const int64_t *strides,
                         unsigned memorySpace, FzLoc *loc);
+/* (inputs) -> (results); the arrays (no NULL entries) are copied and may
+ * be NULL when their count is 0. */
 FzType *fzFunctionTypeGet(FzContext *ctx, size_t numInputs,
                           FzType *const *inputs, size_t numResults,
                           FzType *const *results);
@@ -208,6 +246,7 @@ FzType *fzFunctionTypeGet(FzContext *ctx, size_t numInputs,
 FzType *fzOpaqueTypeGet(FzContext *ctx, FzStringRef dialect,
                         FzStringRef body);
 
+/* Queries on any type. */
 FzTypeKind fzTypeGetKind(const FzType *t);
 FzContext *fzTypeGetContext(const FzType *t);
 bool fzTypeIsFloat(const FzType *t);   /* f16 bf16 f32 f64 */
@@ -217,7 +256,9 @@ bool fzTypeIsShaped(const FzType *t);  /* tensor, vector, buffer */
 /* Bit width of an integer or float type; 64 for index; 0 otherwise. */
 unsigned fzTypeGetBitWidth(const FzType *t);
 
-/* Shaped types. Rank is FZ_UNRANKED for tensor<*x..>. */
+/* Shaped types (tensor, vector, buffer). Rank is FZ_UNRANKED for
+ * tensor<*x..>; dims are >= 0 or FZ_DYNAMIC. The shape array belongs to
+ * the type (immortal); it is NULL for rank 0 and unranked tensors. */
 FzType *fzShapedTypeGetElementType(const FzType *t);
 size_t fzShapedTypeGetRank(const FzType *t);
 int64_t fzShapedTypeGetDim(const FzType *t, size_t i);
@@ -229,11 +270,13 @@ int64_t fzShapedTypeGetNumElements(const FzType *t);
 const int64_t *fzBufferTypeGetStrides(const FzType *t);
 unsigned fzBufferTypeGetMemorySpace(const FzType *t);
 
+/* Function types: inputs and results by index. */
 size_t fzFunctionTypeGetNumInputs(const FzType *t);
 FzType *fzFunctionTypeGetInput(const FzType *t, size_t i);
 size_t fzFunctionTypeGetNumResults(const FzType *t);
 FzType *fzFunctionTypeGetResult(const FzType *t, size_t i);
 
+/* Opaque types: the dialect name and the body text (owned by ctx). */
 FzStringRef fzOpaqueTypeGetDialect(const FzType *t);
 FzStringRef fzOpaqueTypeGetBody(const FzType *t);
 
@@ -293,6 +336,12 @@ FzAttr *fzDenseArrayAttrGet(FzContext *ctx, FzType *elementType, size_t n,
 FzAttr *fzOpaqueAttrGet(FzContext *ctx, FzStringRef dialect,
                         FzStringRef body);
 
+/* Constructors above return NULL, without a diagnostic, for arguments they
+ * do not accept (a NULL type or element, a type of the wrong kind, dense
+ * data of the wrong size), and on allocation failure. The accessors below
+ * require an attribute of the kind they name (see the preconditions at
+ * the top of this file); strings and arrays they return belong to the
+ * context. */
 FzAttrKind fzAttrGetKind(const FzAttr *a);
 FzContext *fzAttrGetContext(const FzAttr *a);
 /* The attribute's type: integer/float/dense give theirs; others NULL. */
@@ -327,7 +376,8 @@ double fzDenseArrayAttrGetFloat(const FzAttr *a, size_t i);
 FzStringRef fzOpaqueAttrGetDialect(const FzAttr *a);
 FzStringRef fzOpaqueAttrGetBody(const FzAttr *a);
 
-/* Storage size in bytes of one element of type t in dense data. */
+/* Storage size in bytes of one element of type t in dense data (iN
+ * rounded up to 1, 2, 4 or 8 bytes; index 8); 0 for non-scalar types. */
 size_t fzTypeGetStorageSize(const FzType *t);
 
 /* float <-> half/bfloat bit conversions, round-to-nearest-even. */
@@ -355,6 +405,8 @@ typedef enum FzLocKind {
   FZ_LOC_FUSED,         /* loc(fused["a":1:2, "b":3:4]) or fused<meta>[..] */
 } FzLocKind;
 
+/* Location constructors; NULL only on allocation failure (fzUnknownLocGet
+ * never fails). File names and names are copied into the context. */
 FzLoc *fzUnknownLocGet(FzContext *ctx);
 FzLoc *fzFileLineColLocGet(FzContext *ctx, FzStringRef file, unsigned line,
                            unsigned col);
@@ -366,6 +418,7 @@ FzLoc *fzNameLocGet(FzContext *ctx, FzStringRef name, FzLoc *child);
 FzLoc *fzFusedLocGet(FzContext *ctx, size_t n, FzLoc *const *locs,
                      FzAttr *metadata);
 
+/* Accessors; each requires the kind given in its comment. */
 FzLocKind fzLocGetKind(const FzLoc *loc);
 FzStringRef fzLocGetFile(const FzLoc *loc); /* FILE_LINE_COL */
 unsigned fzLocGetLine(const FzLoc *loc);
@@ -383,6 +436,7 @@ FzLoc *fzLocFindFileLineCol(FzLoc *loc);
  * Printing of types, attributes and locations
  *===------------------------------------------------------------------===*/
 
+/* Prints in the textual format through cb (no trailing newline). */
 void fzTypePrint(const FzType *t, FzPrintCallback cb, void *userData);
 void fzAttrPrint(const FzAttr *a, FzPrintCallback cb, void *userData);
 void fzLocPrint(const FzLoc *loc, FzPrintCallback cb, void *userData);
@@ -418,8 +472,14 @@ typedef struct FzOpState {
   size_t numRegions, capRegions;
   FzRegion **regions;      /* owned by the state until fzOpCreate */
   bool failed;             /* an Add ran out of memory */
+  bool invalid;            /* an Add got an invalid argument (reported) */
 } FzOpState;
 
+/* Starts a state for op `name` (copied; "dialect.op") at loc (NULL:
+ * unknown). The Add functions copy their arrays; values, types and
+ * attributes must be non-NULL. They never fail visibly: an allocation
+ * failure marks the state, and fzOpCreate then reports it and returns
+ * NULL. Adding a name twice is reported by fzOpCreate. */
 void fzOpStateInit(FzOpState *st, FzContext *ctx, FzStringRef name,
                    FzLoc *loc);
 void fzOpStateAddOperands(FzOpState *st, size_t n, FzValue *const *values);
@@ -442,9 +502,13 @@ FZ_MUST_CHECK FzOp *fzOpCreate(FzOpState *st);
 /* Destroys a detached op (not in a block) and its regions. Its results
  * must have no uses left outside the op itself. */
 void fzOpDestroy(FzOp *op);
-/* Removes op from its block (if any) and destroys it. */
+/* Removes op from its block (if any) and destroys it. Its results must
+ * have no uses left. */
 void fzOpErase(FzOp *op);
 
+/* Basic queries. The name is interned: compare names by pointer with an
+ * FzIdent from fzIdentGet. fzOpSetLoc with NULL sets the unknown
+ * location; fzOpGetLoc never returns NULL. */
 FzContext *fzOpGetContext(const FzOp *op);
 FzIdent *fzOpGetName(const FzOp *op);
 /* NULL for an unregistered op. */
@@ -455,6 +519,9 @@ void fzOpSetLoc(FzOp *op, FzLoc *loc);
  * (FZ_TRAIT_*); false for unregistered ops. */
 bool fzOpHasTrait(const FzOp *op, uint64_t traitMask);
 
+/* Operands, results and regions by index (i below the count). Setting an
+ * operand keeps both use lists exact; it does not check types, which the
+ * verifier does. */
 size_t fzOpGetNumOperands(const FzOp *op);
 FzValue *fzOpGetOperand(const FzOp *op, size_t i);
 FzOpOperand *fzOpGetOpOperand(FzOp *op, size_t i);
@@ -470,7 +537,10 @@ FzRegion *fzOpGetRegion(const FzOp *op, size_t i);
  * dictionary when there are none). */
 FzAttr *fzOpGetAttrDict(const FzOp *op);
 FzAttr *fzOpGetAttr(const FzOp *op, FzStringRef name);
-/* Sets (or with value NULL removes) a discardable attribute. */
+/* Sets (or with value NULL removes) a discardable attribute. False after
+ * an allocation failure (reported), the op unchanged. fzOpSetAttrDict
+ * replaces them all with a dictionary attribute (NULL: none). The Prop
+ * functions below do the same for properties. */
 FZ_MUST_CHECK bool fzOpSetAttr(FzOp *op, FzStringRef name, FzAttr *value);
 void fzOpSetAttrDict(FzOp *op, FzAttr *dict);
 /* Properties (inherent attributes), as a dictionary attribute. */
@@ -481,6 +551,8 @@ void fzOpSetPropDict(FzOp *op, FzAttr *dict);
 /* A property if present, else the discardable attribute of that name. */
 FzAttr *fzOpGetInherentAttr(const FzOp *op, FzStringRef name);
 
+/* Position of an op: each returns NULL when there is none (a detached
+ * op, a top-level op, the first or last op of its block). */
 FzBlock *fzOpGetBlock(const FzOp *op);
 FzRegion *fzOpGetParentRegion(const FzOp *op);
 FzOp *fzOpGetParentOp(const FzOp *op);
@@ -493,7 +565,8 @@ bool fzOpIsBeforeInBlock(const FzOp *a, const FzOp *b);
 
 /* Unlinks op from its block; the caller then owns it. */
 void fzOpRemoveFromBlock(FzOp *op);
-/* Moves op (detached or not) right before/after `anchor`. */
+/* Moves op (detached or not) right before/after `anchor`, which must be
+ * in a block. */
 void fzOpMoveBefore(FzOp *op, FzOp *anchor);
 void fzOpMoveAfter(FzOp *op, FzOp *anchor);
 
@@ -520,6 +593,8 @@ FzWalkResult fzOpWalk(FzOp *op, FzWalkOrder order, FzWalkFn fn,
  * Values and uses
  *===------------------------------------------------------------------===*/
 
+/* Values are op results or block arguments. fzValueSetType changes the
+ * type in place (no check: the caller keeps users consistent). */
 FzType *fzValueGetType(const FzValue *v);
 void fzValueSetType(FzValue *v, FzType *type);
 bool fzValueIsBlockArgument(const FzValue *v);
@@ -534,6 +609,9 @@ FzLoc *fzValueGetLoc(const FzValue *v);
 void fzValueSetLoc(FzValue *v, FzLoc *loc); /* block arguments only */
 FzContext *fzValueGetContext(const FzValue *v);
 
+/* The use list: iterate with GetFirstUse / GetNextUse until NULL, in no
+ * particular order. Do not change the list (fzOpOperandSet, erasing the
+ * user) while iterating without fetching the next use first. */
 FzOpOperand *fzValueGetFirstUse(const FzValue *v);
 FzOpOperand *fzOpOperandGetNextUse(const FzOpOperand *use);
 FzOp *fzOpOperandGetOwner(const FzOpOperand *use);
@@ -550,7 +628,9 @@ void fzValueReplaceAllUsesWith(FzValue *from, FzValue *to);
  * Blocks and regions
  *===------------------------------------------------------------------===*/
 
-/* A detached block with n arguments; locs may be NULL (unknown). */
+/* A detached block with n arguments (types non-NULL); locs may be NULL
+ * (unknown). The caller owns it until it is added to a region. NULL on
+ * allocation failure. */
 FzBlock *fzBlockCreate(FzContext *ctx, size_t n, FzType *const *types,
                        FzLoc *const *locs);
 /* Destroys a detached block and its ops (their results must be unused
@@ -559,6 +639,7 @@ void fzBlockDestroy(FzBlock *block);
 FzContext *fzBlockGetContext(const FzBlock *block);
 size_t fzBlockGetNumArguments(const FzBlock *block);
 FzValue *fzBlockGetArgument(const FzBlock *block, size_t i);
+/* Appends an argument; NULL on allocation failure. */
 FzValue *fzBlockAddArgument(FzBlock *block, FzType *type, FzLoc *loc);
 /* Erases argument i, which must have no uses. */
 void fzBlockEraseArgument(FzBlock *block, size_t i);
@@ -567,6 +648,7 @@ FzOp *fzBlockGetLastOp(const FzBlock *block);
 size_t fzBlockGetNumOps(const FzBlock *block);
 /* The last op when it is a terminator (or unregistered), else NULL. */
 FzOp *fzBlockGetTerminator(const FzBlock *block);
+/* Insertion takes a detached op; the block then owns it. */
 void fzBlockAppendOp(FzBlock *block, FzOp *op);
 void fzBlockPrependOp(FzBlock *block, FzOp *op);
 /* Inserts op before `before`, or at the end when before is NULL. */
@@ -578,6 +660,8 @@ FzBlock *fzBlockGetPrev(const FzBlock *block);
 /* Unlinks the block from its region; the caller then owns it. */
 void fzBlockRemoveFromRegion(FzBlock *block);
 
+/* Regions: an ordered list of blocks owned by the region. Append and
+ * insert take detached blocks (the region then owns them). */
 FzContext *fzRegionGetContext(const FzRegion *region);
 FzOp *fzRegionGetParentOp(const FzRegion *region);
 size_t fzRegionGetIndex(const FzRegion *region);
@@ -607,6 +691,9 @@ typedef struct FzBuilder {
   FzOp *before;   /* insert before this op; NULL: at the end of block */
 } FzBuilder;
 
+/* A builder with no insertion point. The struct is the caller's (on the
+ * stack); it owns nothing and needs no cleanup. Change the insertion point
+ * only through these functions. */
 void fzBuilderInit(FzBuilder *b, FzContext *ctx);
 void fzBuilderSetInsertionPointToEnd(FzBuilder *b, FzBlock *block);
 void fzBuilderSetInsertionPointToStart(FzBuilder *b, FzBlock *block);
@@ -621,6 +708,8 @@ FZ_MUST_CHECK FzOp *fzBuilderCreate(FzBuilder *b, FzOpState *st);
  * Value mapping (for clone)
  *===------------------------------------------------------------------===*/
 
+/* A value -> value map; Create returns NULL on allocation failure;
+ * Destroy frees it (NULL is ignored). Map replaces an existing entry. */
 FzIRMapping *fzIRMappingCreate(FzContext *ctx);
 void fzIRMappingDestroy(FzIRMapping *m);
 void fzIRMappingMap(FzIRMapping *m, FzValue *from, FzValue *to);
@@ -640,7 +729,8 @@ FzOp *fzSymbolTableLookupIn(FzOp *tableOp, FzStringRef name);
 /* The closest ancestor (or op itself) with the symbol-table trait. */
 FzOp *fzSymbolTableGetNearest(FzOp *op);
 /* A hashed table over one symbol-table op, for repeated lookups. Stays
- * valid while no symbol is added, removed or renamed behind its back. */
+ * valid while no symbol is added, removed or renamed behind its back.
+ * NULL on allocation failure; the caller destroys it (NULL ignored). */
 FzSymbolTable *fzSymbolTableCreate(FzOp *tableOp);
 void fzSymbolTableDestroy(FzSymbolTable *t);
 FzOp *fzSymbolTableLookup(const FzSymbolTable *t, FzStringRef name);
@@ -677,12 +767,16 @@ FZ_MUST_CHECK bool fzContextSetExtension(FzContext *ctx, const void *key,
  * The result is not verified. */
 FzOp *fzParseSource(FzContext *ctx, FzStringRef contents,
                     FzStringRef fileName, unsigned lineOffset);
-/* Reads and parses a file ("-" is stdin). NULL after an error. */
+/* Reads and parses a file ("-" is stdin). NULL after an error (which
+ * includes a file that cannot be read). Same ownership as fzParseSource. */
 FzOp *fzParseFile(FzContext *ctx, const char *path);
 
 enum {
   FZ_PRINT_GENERIC = 1u << 0,   /* every op in MLIR's generic form */
   FZ_PRINT_DEBUGINFO = 1u << 1, /* print loc(...) on ops and arguments */
+  /* number values as if printing started at the nearest isolated-from-
+   * above ancestor (or the op itself), so that a nested op prints with
+   * the names it has in its function's dump */
   FZ_PRINT_LOCAL_SCOPE = 1u << 2,
 };
 

@@ -12,6 +12,13 @@
  * (with the enclosing op's default dialect prefix elided) before calling
  * the print hook, and parses them before calling the parse hook; the
  * location is handled by the framework as well.
+ *
+ * Ownership: FzOpDef and FzDialectDef tables (and every string and array
+ * they point to) belong to the embedder and must outlive every context
+ * they are registered in; static const tables are the intended use, and
+ * one table may be registered in many contexts on many threads. Hooks are
+ * plain functions called on the thread using the context. FzAsmPrinter
+ * and FzAsmParser are valid only during the hook call they are passed to.
  */
 #ifndef FZ_OPDEF_H
 #define FZ_OPDEF_H
@@ -100,15 +107,18 @@ struct FzOpDef {
   bool (*parse)(FzAsmParser *p, FzOpState *st);
   /* Adds this op's canonicalization patterns. */
   void (*getCanonicalizationPatterns)(FzPatternSet *set, FzContext *ctx);
-  /* Dialect-specific behaviour, e.g. the graph interpreter's kernel. */
+  /* Dialect-specific behaviour, e.g. the graph interpreter's kernel
+   * (a const FzGraphKernel *, fz/graph.h; the graph interpreter only
+   * looks at it for graph.* ops). NULL: none. */
   const void *interpret;
+  /* Anything else the op's dialect wants to attach; fuse ignores it. */
   const void *extra;
 };
 
 typedef struct FzDialectDef {
   const char *name; /* "graph" */
   const char *summary;
-  const FzOpDef *const *ops;
+  const FzOpDef *const *ops; /* numOps definitions, none NULL */
   size_t numOps;
   /* Creates a constant op holding `value` of `type` at the builder's
    * insertion point, for folding; NULL if the dialect cannot. */
@@ -121,6 +131,7 @@ typedef struct FzDialectDef {
  * or an op name outside the dialect's namespace, is an error. */
 FZ_MUST_CHECK bool fzContextRegisterDialect(FzContext *ctx,
                                             const FzDialectDef *def);
+/* The dialect registered under name, or NULL. */
 const FzDialectDef *fzContextLookupDialect(const FzContext *ctx,
                                            FzStringRef name);
 /* The definition of a registered op, or NULL. */
@@ -133,6 +144,7 @@ void fzContextForEachOpDef(const FzContext *ctx,
  * FzAsmPrinter: used by print hooks
  *===------------------------------------------------------------------===*/
 
+/* Text as is (NUL-terminated / printf format / sized). */
 void fzAsmPrint(FzAsmPrinter *p, const char *text);
 void fzAsmPrintf(FzAsmPrinter *p, const char *fmt, ...) FZ_PRINTF(2, 3);
 void fzAsmPrintString(FzAsmPrinter *p, FzStringRef text);
@@ -140,6 +152,7 @@ void fzAsmPrintString(FzAsmPrinter *p, FzStringRef text);
 void fzAsmPrintOperand(FzAsmPrinter *p, FzValue *v);
 /* Operands of op, comma-separated. */
 void fzAsmPrintOperands(FzAsmPrinter *p, FzOp *op);
+/* A type or an attribute in the textual format. */
 void fzAsmPrintType(FzAsmPrinter *p, const FzType *t);
 /* Types separated by ", " (no parentheses). */
 void fzAsmPrintTypes(FzAsmPrinter *p, size_t n, FzType *const *types);
@@ -160,6 +173,8 @@ void fzAsmPrintOptionalLoc(FzAsmPrinter *p, FzLoc *loc);
  * custom form printed them, as func.func does). */
 void fzAsmPrintRegion(FzAsmPrinter *p, FzRegion *region,
                       bool printEntryArgs);
+/* The context of the op being printed, and the FZ_PRINT_* flags of this
+ * print (a hook may print differently with FZ_PRINT_DEBUGINFO). */
 FzContext *fzAsmPrinterGetContext(const FzAsmPrinter *p);
 unsigned fzAsmPrinterGetFlags(const FzAsmPrinter *p);
 
@@ -185,6 +200,10 @@ typedef struct FzAsmArgument {
   FzLoc *loc;    /* from an explicit loc(...), else the name's location */
 } FzAsmArgument;
 
+/* Errors reported through these are at a location in the source (the
+ * current token, or loc); both return false for `return fzAsmEmitError(...)`.
+ * After a parse hook returns false the parser discards st (and reports a
+ * generic "failed to parse custom op" when the hook reported nothing). */
 FzContext *fzAsmParserGetContext(const FzAsmParser *p);
 /* Location of the current token. */
 FzLoc *fzAsmParserGetCurrentLoc(const FzAsmParser *p);
@@ -200,6 +219,9 @@ FZ_MUST_CHECK bool fzAsmParseKeyword(FzAsmParser *p, const char *kw);
 bool fzAsmParseOptionalKeyword(FzAsmParser *p, const char *kw);
 /* Any bare identifier; the string points into the source buffer. */
 bool fzAsmParseOptionalIdentifier(FzAsmParser *p, FzStringRef *out);
+/* An integer literal, optionally negative. The Optional form
+ * sets *present and returns false only for a malformed or out-of-range
+ * literal (reported). */
 FZ_MUST_CHECK bool fzAsmParseInteger(FzAsmParser *p, int64_t *out);
 bool fzAsmParseOptionalInteger(FzAsmParser *p, int64_t *out, bool *present);
 /* A string literal, unescaped into storage owned by the parser. */
@@ -208,6 +230,7 @@ FZ_MUST_CHECK bool fzAsmParseStringLiteral(FzAsmParser *p, FzStringRef *out);
 FZ_MUST_CHECK bool fzAsmParseSymbolName(FzAsmParser *p, FzStringRef *out);
 bool fzAsmParseOptionalSymbolName(FzAsmParser *p, FzStringRef *out);
 
+/* Types and attributes are uniqued in the parser's context. */
 FZ_MUST_CHECK bool fzAsmParseType(FzAsmParser *p, FzType **out);
 /* ": type" */
 FZ_MUST_CHECK bool fzAsmParseColonType(FzAsmParser *p, FzType **out);
@@ -230,6 +253,8 @@ FZ_MUST_CHECK bool fzAsmParseOptionalAttrDictWithKeyword(FzAsmParser *p,
 /* Adds every entry of dict (may be NULL) to st's attributes. */
 void fzOpStateAddAttrDict(FzOpState *st, const FzAttr *dict);
 
+/* "%name" or "%name#N" (not yet resolved: see fzAsmResolveOperand). The
+ * name points into the source buffer. */
 FZ_MUST_CHECK bool fzAsmParseOperand(FzAsmParser *p, FzUnresolvedOperand *out);
 bool fzAsmParseOptionalOperand(FzAsmParser *p, FzUnresolvedOperand *out,
                                bool *present);

@@ -20,7 +20,13 @@
  * Ownership: pattern sets, rewriters and pass managers are created and
  * destroyed by the caller; a pass added to a pass manager belongs to it.
  * Definitions (FzPassDef, option tables, strings in FzPattern) are static
- * tables that must outlive the context they are used with.
+ * tables that must outlive the context they are used with. Every Destroy
+ * function here ignores NULL.
+ *
+ * Callbacks (patterns, listeners, pass hooks, instrumentation, print
+ * callbacks) run on the thread that drives the pass manager or driver,
+ * i.e. the one using the context; they may use that context freely but
+ * must not destroy the pass manager or pattern set that called them.
  */
 #ifndef FZ_PASS_H
 #define FZ_PASS_H
@@ -55,7 +61,8 @@ typedef struct FzPattern {
   const char *debugName; /* for diagnostics and debugging; may be NULL */
 } FzPattern;
 
-/* An empty set of patterns. NULL on allocation failure. */
+/* An empty set of patterns. NULL on allocation failure. The caller owns
+ * it (fzPatternSetDestroy); drivers and passes only borrow it. */
 FzPatternSet *fzPatternSetCreate(FzContext *ctx);
 void fzPatternSetDestroy(FzPatternSet *set);
 FzContext *fzPatternSetGetContext(const FzPatternSet *set);
@@ -66,8 +73,20 @@ FzContext *fzPatternSetGetContext(const FzPatternSet *set);
 bool fzPatternSetAdd(FzPatternSet *set, const FzPattern *pattern);
 size_t fzPatternSetGetNumPatterns(const FzPatternSet *set);
 /* Adds the canonicalization patterns of every op registered in the
- * set's context (their getCanonicalizationPatterns hooks). */
+ * set's context (their getCanonicalizationPatterns hooks). False when the
+ * set has failed (an Add ran out of memory), now or before. */
 bool fzPatternSetAddCanonicalizationPatterns(FzPatternSet *set);
+
+/* Extra canonicalization patterns that belong to no op definition, e.g.
+ * graph rewrites that live in transforms/ (a dialect may not depend on
+ * transforms). Every provider registered in a context is called by
+ * fzPatternSetAddCanonicalizationPatterns after the ops' own hooks.
+ * Registering the same function twice is a no-op; false on allocation
+ * failure (reported). */
+typedef void (*FzCanonicalizationProvider)(FzPatternSet *set,
+                                           FzContext *ctx);
+FZ_MUST_CHECK bool fzContextAddCanonicalizationProvider(
+    FzContext *ctx, FzCanonicalizationProvider fn);
 
 /*===------------------------------------------------------------------===*
  * Rewriter
@@ -93,6 +112,7 @@ typedef struct FzRewriteListener {
  * NULL on allocation failure. */
 FzRewriter *fzRewriterCreate(FzContext *ctx,
                              const FzRewriteListener *listener);
+/* Frees the rewriter (not the IR it changed). */
 void fzRewriterDestroy(FzRewriter *rw);
 FzContext *fzRewriterGetContext(const FzRewriter *rw);
 
@@ -395,9 +415,12 @@ FZ_MUST_CHECK bool fzPassManagerParsePipeline(FzPassManager *pm,
 void fzPassManagerPrintPipeline(const FzPassManager *pm, FzPrintCallback cb,
                                 void *userData);
 
-/* Runs the pipeline on op (which must be named as pm's anchor). Returns
- * false after the first failing pass (or verification) has reported its
- * errors. Reports are not printed by Run (see the Print functions). */
+/* Runs the pipeline on op (which must be named as pm's anchor: else an
+ * error at op). Returns false after the first failing pass (or
+ * verification) has reported its errors; op may then be partly
+ * transformed, but stays structurally valid unless a pass broke it (the
+ * verifier's errors say how). Reports are not printed by Run (see the
+ * Print functions). pm may be run again, on the same or another op. */
 FZ_MUST_CHECK bool fzPassManagerRun(FzPassManager *pm, FzOp *op);
 
 /*===------------------------------------------------------------------===*
@@ -427,7 +450,8 @@ typedef struct FzIRPrintingConfig {
   void *outUserData;
 } FzIRPrintingConfig;
 
-/* Copies the config (and its strings). Returns false on OOM. */
+/* Copies the config (and its strings; the out callback's userData is
+ * kept as a pointer). Returns false on OOM (reported). */
 bool fzPassManagerEnableIRPrinting(FzPassManager *pm,
                                    const FzIRPrintingConfig *config);
 

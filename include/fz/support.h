@@ -16,11 +16,17 @@
 extern "C" {
 #endif
 
+/* The version of these headers (compile time). fzGetVersionString gives
+ * the version of the library actually linked; docs/api.md states what a
+ * change of each component promises. */
 #define FZ_VERSION_MAJOR 0
 #define FZ_VERSION_MINOR 1
 #define FZ_VERSION_PATCH 0
 #define FZ_VERSION_STRING "0.1.0"
 
+/* FZ_MUST_CHECK marks a result the caller must test (a warning when it is
+ * ignored, with GCC and Clang). FZ_PRINTF marks printf-style arguments
+ * for format checking. */
 #if defined(__GNUC__) || defined(__clang__)
 #define FZ_MUST_CHECK __attribute__((warn_unused_result))
 #define FZ_PRINTF(fmtIndex, firstArg) \
@@ -40,7 +46,8 @@ typedef struct FzStringRef {
   size_t length;
 } FzStringRef;
 
-/* A string literal as an FzStringRef. */
+/* A string literal as an FzStringRef (a compound literal: C only; `lit`
+ * must be a literal, not a pointer). */
 #define FZ_STR(lit) ((FzStringRef){(lit), sizeof(lit) - 1})
 
 /* A NUL-terminated string as an FzStringRef (NULL gives the empty string). */
@@ -49,7 +56,10 @@ FzStringRef fzStringRefFromCString(const char *s);
 /* Byte-wise equality of two sized strings. */
 bool fzStringRefEqual(FzStringRef a, FzStringRef b);
 
-/* Receives printed text in chunks; `chunk` is valid only during the call. */
+/* Receives printed text in chunks; `chunk` is valid only during the call
+ * (copy what must outlive it) and is not NUL-terminated. A printer may
+ * call it any number of times, also with empty chunks. userData is the
+ * pointer given next to the callback. */
 typedef void (*FzPrintCallback)(FzStringRef chunk, void *userData);
 
 #ifdef __cplusplus

@@ -2,7 +2,8 @@
  * (Debian's libonnx-testdata) through fuse's ONNX importer and the graph
  * interpreter.
  *
- *   run_conformance [--data DIR] [--filter SUBSTRING] [--quiet] [TEST...]
+ *   run_conformance [--data DIR] [--filter SUBSTRING] [--quiet]
+ *                   [--pipeline=PIPELINE] [TEST...]
  *
  * DIR defaults to /usr/share/libonnx-testdata/data/node; each test is a
  * folder test_NAME holding model.onnx and test_data_set_N/ with input_K.pb
@@ -23,6 +24,11 @@
  * error or a mismatch is a failure. The last line is exactly
  * `N passed, N failed, N skipped`. The exit status is 1 when a test
  * failed, 2 on bad usage, 0 otherwise.
+ *
+ * With --pipeline, every imported module goes through that pass pipeline
+ * (anchored on builtin.module, e.g. 'builtin.module(graph-optimize)')
+ * before it runs, so the tests check that the passes keep results within
+ * the tolerances; a pipeline that fails is a test failure.
  */
 #include <dirent.h>
 #include <math.h>
@@ -34,10 +40,15 @@
 #include "fz/dialects.h"
 #include "fz/graph.h"
 #include "fz/onnx.h"
+#include "fz/pass.h"
 
 #define RTOL 1e-3
 #define ATOL 1e-7
 #define DEFAULT_DATA "/usr/share/libonnx-testdata/data/node"
+
+/* --pipeline: the passes every imported module runs through (NULL: none).
+ * Set once by main before any test runs. */
+static const char *gPipeline;
 
 /* The diagnostics of one test, kept for its status line. */
 typedef struct Capture {
@@ -234,6 +245,23 @@ static bool shapes_match(FzOp *func, FzTensor **inputs, size_t n) {
   return true;
 }
 
+/* Runs gPipeline on a freshly imported module; NULL (the module
+ * destroyed) after the pipeline failed, with its errors captured. */
+static FzOp *optimize(FzContext *ctx, FzOp *module) {
+  if (!module || !gPipeline)
+    return module;
+  FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
+  bool ok = pm && fzRegisterAllPasses(ctx) &&
+            fzPassManagerParsePipeline(pm, fzStringRefFromCString(gPipeline)) &&
+            fzPassManagerRun(pm, module);
+  fzPassManagerDestroy(pm);
+  if (!ok) {
+    fzOpDestroy(module);
+    return NULL;
+  }
+  return module;
+}
+
 /* The first func.func of a module. */
 static FzOp *main_func(FzOp *module) {
   return fzBlockGetFirstOp(fzRegionGetFirstBlock(fzOpGetRegion(module, 0)));
@@ -272,7 +300,7 @@ static FzOp *import_specialized(FzContext *ctx, const char *model,
       }
     }
     FzOnnxImportOptions opts = {ns, shapes, nv, values};
-    module = fzImportOnnxFileWithOptions(ctx, model, &opts);
+    module = optimize(ctx, fzImportOnnxFileWithOptions(ctx, model, &opts));
   }
   free(values);
   free(shapes);
@@ -323,7 +351,7 @@ static bool run_data_set(FzContext *ctx, FzOp **module, bool specialize,
       shapes[i].shape = inputs[i]->shape;
     }
     FzOnnxImportOptions opts = {shapes ? nIn : 0, shapes, 0, NULL};
-    again = fzImportOnnxFileWithOptions(ctx, model, &opts);
+    again = optimize(ctx, fzImportOnnxFileWithOptions(ctx, model, &opts));
     free(shapes);
   }
   if (ok && (specialize || again != NULL || !func)) {
@@ -389,7 +417,7 @@ static Status run_test(const char *root, const char *name, char *why,
   memset(&cap, 0, sizeof cap);
   fzContextPushDiagHandler(ctx, capture, &cap);
   Status status = PASSED;
-  FzOp *module = fzImportOnnxFile(ctx, model);
+  FzOp *module = optimize(ctx, fzImportOnnxFile(ctx, model));
   /* An input the importer needs as a constant: specialize on the data. */
   bool specialize = !module && strstr(cap.unsupported, "non-constant");
   if (!module && !specialize) {
@@ -432,9 +460,14 @@ int main(int argc, char **argv) {
       filter = argv[++i];
     } else if (!strcmp(argv[i], "--quiet")) {
       quiet = true;
+    } else if (!strncmp(argv[i], "--pipeline=", 11)) {
+      gPipeline = argv[i] + 11;
+    } else if (!strcmp(argv[i], "--pipeline") && i + 1 < argc) {
+      gPipeline = argv[++i];
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "usage: run_conformance [--data DIR] [--filter "
-                      "SUBSTRING] [--quiet] [TEST...]\n");
+                      "SUBSTRING] [--quiet] [--pipeline=PIPELINE] "
+                      "[TEST...]\n");
       free(only);
       return 2;
     } else {

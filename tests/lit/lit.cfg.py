@@ -48,8 +48,12 @@ config.environment["PATH"] = os.pathsep.join(
 for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TMPDIR"):
     if var in os.environ:
         config.environment[var] = os.environ[var]
+# A sanitizer report must be a crash (abort), never a plain exit status 1:
+# otherwise `not fuse-opt` on a malformed input would count a memory error
+# as the expected failure.
 config.environment.setdefault(
-    "UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1")
+    "UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:abort_on_error=1")
+config.environment.setdefault("ASAN_OPTIONS", "abort_on_error=1")
 
 config.substitutions.append(("%fuse_src_root", repo_root))
 config.substitutions.append(("%fuse_tools_dir", config.fz_tools_dir))

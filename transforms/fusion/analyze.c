@@ -135,6 +135,34 @@ static bool relaid_level(const Shape *s, const Shape *S, uint32_t axes,
   return false;
 }
 
+/* Elements per row of s reduced over axes, when the reduced dims are the
+ * trailing ones (each row contiguous in memory); 0 otherwise. */
+static double trailing_row_length(const Shape *s, uint32_t axes) {
+  size_t k0 = s->rank;
+  while (k0 > 0 && (axes & (1u << (k0 - 1))))
+    k0--;
+  for (size_t i = 0; i < k0; ++i)
+    if (axes & (1u << i))
+      return 0;
+  double n = 1;
+  for (size_t i = k0; i < s->rank; ++i)
+    n *= (double)s->dims[i];
+  return n;
+}
+
+/* Two reductions over the same rows seen through a reshape (ONNX's
+ * expanded layer norm reduces a [2,60] view of a [2,3,4,5] tensor that
+ * layer_norm reduces over [1,2,3]): static shapes, same number of
+ * elements, contiguous rows of the same length. */
+static bool same_rows_relaid(const Shape *a, uint32_t axesA, const Shape *b,
+                             uint32_t axesB) {
+  if (!static_shape(a) || !static_shape(b) ||
+      shape_numel(a) != shape_numel(b))
+    return false;
+  double la = trailing_row_length(a, axesA);
+  return la > 0 && la == trailing_row_length(b, axesB);
+}
+
 static const char *shape_str(const Shape *s, char *buf, size_t cap) {
   if (s->rank == 0) {
     snprintf(buf, cap, "scalar");
@@ -171,6 +199,11 @@ static FzType *result_type(const FNode *n) {
 static const char *op_name(const FNode *n) {
   FzStringRef s = fzIdentGetString(fzOpGetName(n->op));
   return s.data;
+}
+
+/* "a contraction" (matmul, conv) or "a window op" (pooling). */
+static const char *root_word(const FNode *n) {
+  return n->kind == FZ_FUSION_CONTRACTION ? "a contraction" : "a window op";
 }
 
 /* The reduced input shape S and the axes of a reduction node. */
@@ -212,20 +245,52 @@ static void refuse_limit(FAnalysis *a, const char *limit, double value,
   a->why.max = max;
 }
 
-/* Scratch for one analysis. */
+/* One analysis: views on F->an, the scratch arrays kept between calls. */
 typedef struct Cand {
   FFuser *F;
   uint32_t epoch, virt;
   uint32_t *m;        /* members, canonical order */
   size_t nm;
   FzValue **in;       /* inputs */
-  uint32_t *inFirst, *inLast;
-  size_t nin, capIn;
+  uint32_t *inFirst, *inLast, *inNode; /* inNode: producer or NO_NODE */
+  size_t nin;
   bool *isOut;
   uint32_t *last;     /* last in-group use of member i's value */
   uint32_t *depth;    /* reductions upstream of member i */
   int64_t *delta;
 } Cand;
+
+static bool grow_array(FzContext *ctx, void **p, size_t n, size_t elt) {
+  void *q = fzRealloc(ctx, *p, n * elt);
+  if (!q)
+    return false;
+  *p = q;
+  return true;
+}
+
+/* Room for `total` members and an index over every node. */
+static bool reserve(FFuser *F, size_t total) {
+  FzContext *ctx = F->ctx;
+  if (total + 1 > F->an.cap) {
+    size_t cap = F->an.cap ? F->an.cap : 64;
+    while (cap < total + 1)
+      cap *= 2;
+    if (!grow_array(ctx, (void **)&F->an.m, cap, sizeof *F->an.m) ||
+        !grow_array(ctx, (void **)&F->an.last, cap, sizeof *F->an.last) ||
+        !grow_array(ctx, (void **)&F->an.depth, cap, sizeof *F->an.depth) ||
+        !grow_array(ctx, (void **)&F->an.isOut, cap, sizeof *F->an.isOut) ||
+        !grow_array(ctx, (void **)&F->an.delta, cap, sizeof *F->an.delta))
+      return !(F->failed = true);
+    F->an.cap = cap;
+  }
+  if (F->n > F->an.capIndex) {
+    size_t cap = F->cap > F->n ? F->cap : F->n;
+    if (!grow_array(ctx, (void **)&F->an.index, cap, sizeof *F->an.index))
+      return !(F->failed = true);
+    F->an.capIndex = cap;
+  }
+  return true;
+}
 
 static bool in_set(const Cand *c, uint32_t node) {
   if (node == c->virt)
@@ -234,44 +299,31 @@ static bool in_set(const Cand *c, uint32_t node) {
   return F->stamp[ffFind(F, node)] == c->epoch;
 }
 
-static size_t member_index(const Cand *c, uint32_t node) {
-  /* Binary search by canonical position. */
-  const FNode *nodes = c->F->nodes;
-  size_t lo = 0, hi = c->nm;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    const FNode *x = &nodes[c->m[mid]], *y = &nodes[node];
-    if (x->pos < y->pos || (x->pos == y->pos && x->sub < y->sub))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-static bool add_input(Cand *c, FzValue *v, uint32_t user) {
+static bool add_input(Cand *c, FzValue *v, uint32_t producer, uint32_t user) {
   for (size_t i = 0; i < c->nin; ++i)
     if (c->in[i] == v) {
       c->inLast[i] = user;
       return true;
     }
-  if (c->nin == c->capIn) {
-    size_t cap = c->capIn ? c->capIn * 2 : 16;
-    FzContext *ctx = c->F->ctx;
-    FzValue **in = fzRealloc(ctx, c->in, cap * sizeof *in);
-    uint32_t *f = in ? fzRealloc(ctx, c->inFirst, cap * sizeof *f) : NULL;
-    uint32_t *l = f ? fzRealloc(ctx, c->inLast, cap * sizeof *l) : NULL;
-    if (in)
-      c->in = in;
-    if (f)
-      c->inFirst = f;
-    if (l)
-      c->inLast = l;
-    if (!l)
-      return !(c->F->failed = true);
-    c->capIn = cap;
+  FFuser *F = c->F;
+  if (c->nin == F->an.capIn) {
+    size_t cap = F->an.capIn ? F->an.capIn * 2 : 16;
+    if (!grow_array(F->ctx, (void **)&F->an.in, cap, sizeof *F->an.in) ||
+        !grow_array(F->ctx, (void **)&F->an.inFirst, cap,
+                    sizeof *F->an.inFirst) ||
+        !grow_array(F->ctx, (void **)&F->an.inLast, cap,
+                    sizeof *F->an.inLast) ||
+        !grow_array(F->ctx, (void **)&F->an.inNode, cap,
+                    sizeof *F->an.inNode))
+      return !(F->failed = true);
+    F->an.capIn = cap;
+    c->in = F->an.in;
+    c->inFirst = F->an.inFirst;
+    c->inLast = F->an.inLast;
+    c->inNode = F->an.inNode;
   }
   c->in[c->nin] = v;
+  c->inNode[c->nin] = producer;
   c->inFirst[c->nin] = c->inLast[c->nin] = user;
   c->nin++;
   return true;
@@ -291,29 +343,22 @@ static bool is_output(const Cand *c, uint32_t node) {
   return false;
 }
 
-static void cand_free(Cand *c) {
-  FzContext *ctx = c->F->ctx;
-  fzFree(ctx, c->m);
-  fzFree(ctx, c->in);
-  fzFree(ctx, c->inFirst);
-  fzFree(ctx, c->inLast);
-  fzFree(ctx, c->isOut);
-  fzFree(ctx, c->last);
-  fzFree(ctx, c->depth);
-  fzFree(ctx, c->delta);
-}
-
 /* Members, inputs, outputs, liveness and reduction depth. */
 static bool gather(Cand *c, const uint32_t *roots, size_t n, size_t total) {
   FFuser *F = c->F;
-  FzContext *ctx = F->ctx;
-  c->m = fzMalloc(ctx, total * sizeof *c->m);
-  c->isOut = fzCalloc(ctx, total, sizeof *c->isOut);
-  c->last = fzMalloc(ctx, total * sizeof *c->last);
-  c->depth = fzCalloc(ctx, total, sizeof *c->depth);
-  c->delta = fzCalloc(ctx, total + 1, sizeof *c->delta);
-  if (!c->m || !c->isOut || !c->last || !c->depth || !c->delta)
-    return !(F->failed = true);
+  if (!reserve(F, total))
+    return false;
+  c->m = F->an.m;
+  c->isOut = F->an.isOut;
+  c->last = F->an.last;
+  c->depth = F->an.depth;
+  c->delta = F->an.delta;
+  c->in = F->an.in;
+  c->inFirst = F->an.inFirst;
+  c->inLast = F->an.inLast;
+  c->inNode = F->an.inNode;
+  memset(c->depth, 0, total * sizeof *c->depth);
+  memset(c->delta, 0, (total + 1) * sizeof *c->delta);
   for (size_t r = 0; r < n; ++r)
     for (uint32_t x = F->groups[roots[r]].head; x != NO_NODE;
          x = F->nodes[x].next)
@@ -321,6 +366,8 @@ static bool gather(Cand *c, const uint32_t *roots, size_t n, size_t total) {
   if (c->virt != NO_NODE)
     c->m[c->nm++] = c->virt;
   ffSortByPos(F, c->m, c->nm);
+  for (size_t i = 0; i < c->nm; ++i)
+    F->an.index[c->m[i]] = (uint32_t)i;
   for (size_t i = 0; i < c->nm; ++i) {
     const FNode *nd = &F->nodes[c->m[i]];
     c->last[i] = (uint32_t)i;
@@ -331,7 +378,7 @@ static bool gather(Cand *c, const uint32_t *roots, size_t n, size_t total) {
       uint32_t dn = k < nd->npred ? nd->pred[k] : NO_NODE;
       FzValue *v = fzOpGetOperand(nd->op, k);
       if (dn != NO_NODE && in_set(c, dn)) {
-        size_t j = member_index(c, dn);
+        size_t j = F->an.index[dn];
         if (j < c->nm && c->m[j] == dn) {
           c->last[j] = (uint32_t)i;
           uint32_t dd = c->depth[j] +
@@ -344,7 +391,7 @@ static bool gather(Cand *c, const uint32_t *roots, size_t n, size_t total) {
       if (dn != NO_NODE && F->nodes[dn].role == ROLE_FREE &&
           F->nodes[dn].smallConst)
         continue; /* copied into the group */
-      if (!add_input(c, v, (uint32_t)i))
+      if (!add_input(c, v, dn, (uint32_t)i))
         return false;
     }
   }
@@ -373,11 +420,12 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
   bool multi = c->nm > 1;
   const unsigned disable = F->resolved.disable;
   if (numContr > 1)
-    return refuse(a, R_KIND, "it would hold two contractions ('%s' and "
-                             "another)", op_name(&F->nodes[contraction]));
+    return refuse(a, R_KIND, "a kernel holds one contraction or window op; "
+                             "'%s' would meet another",
+                  op_name(&F->nodes[contraction]));
   if (numContr && d->numReductions)
-    return refuse(a, R_KIND, "a contraction ('%s') and a reduction cannot "
-                             "share a kernel",
+    return refuse(a, R_KIND, "%s ('%s') and a reduction cannot share a "
+                             "kernel", root_word(&F->nodes[contraction]),
                   op_name(&F->nodes[contraction]));
   if (multi && numContr && (disable & FZ_FUSION_DISABLE_EPILOGUE))
     return refuse(a, R_DISABLED, "epilogue fusion is disabled");
@@ -394,18 +442,18 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
     for (size_t k = 0; k < fzOpGetNumOperands(cn->op) && k < cn->npred; ++k) {
       uint32_t dn = cn->pred[k];
       if (dn != NO_NODE && in_set(c, dn))
-        return refuse(a, R_KIND, "'%s' feeds '%s' (no prologue fusion into a "
-                                 "contraction)", op_name(&F->nodes[dn]),
-                      op_name(cn));
+        return refuse(a, R_KIND, "'%s' feeds '%s' (no prologue fusion into "
+                                 "%s)", op_name(&F->nodes[dn]), op_name(cn),
+                      root_word(cn));
     }
     for (size_t i = 0; i < c->nm; ++i) {
       const FNode *n = &F->nodes[c->m[i]];
       if (c->m[i] == contraction)
         continue;
       if (n->kind != FZ_FUSION_ELEMENTWISE && n->kind != FZ_FUSION_BROADCAST)
-        return refuse(a, R_KIND, "'%s' is not elementwise: a contraction's "
-                                 "epilogue holds elementwise ops only",
-                      op_name(n));
+        return refuse(a, R_KIND, "'%s' is not elementwise: the epilogue of "
+                                 "'%s' holds elementwise ops only",
+                      op_name(n), op_name(cn));
       shape_of(result_type(n), &s);
       if (!shape_eq(&s, &o) && (c->isOut[i] || !broadcasts_to(&s, &o)))
         return refuse(a, R_KIND, "'%s' has shape %s, not the shape %s of "
@@ -429,7 +477,9 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
       const FNode *n = &F->nodes[c->m[i]];
       if (n->kind == FZ_FUSION_REDUCTION) {
         reduction_sig(n, &s);
-        if (!shape_eq(&s, &S) || n->reduceAxes != rn->reduceAxes)
+        bool same = (shape_eq(&s, &S) && n->reduceAxes == rn->reduceAxes) ||
+                    same_rows_relaid(&S, rn->reduceAxes, &s, n->reduceAxes);
+        if (!same)
           return refuse(a, R_KIND, "reductions over different rows: %s "
                                    "reducing %s vs %s reducing %s",
                         shape_str(&S, b1, sizeof b1),
@@ -470,7 +520,7 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
   Shape s, t;
   for (size_t i = 0; i < c->nm; ++i) {
     const FNode *n = &F->nodes[c->m[i]];
-    double nn = ffNumElements(result_type(n));
+    double nn = n->numel;
     maxN = nn > maxN ? nn : maxN;
     sumFlops += n->flopsPerElement;
     if (!c->isOut[i])
@@ -511,7 +561,6 @@ void ffAnalyze(FFuser *F, const uint32_t *roots, size_t n, uint32_t virt,
   c.virt = virt;
   c.epoch = ffMarkSet(F, roots, n);
   if (!gather(&c, roots, n, total)) {
-    cand_free(&c);
     refuse(a, R_NO_ESTIMATE, "out of memory");
     return;
   }
@@ -522,14 +571,20 @@ void ffAnalyze(FFuser *F, const uint32_t *roots, size_t n, uint32_t virt,
   d->phases = 1;
   size_t eb = 0;
   for (size_t i = 0; i < c.nm; ++i) {
-    FzType *t = result_type(&F->nodes[c.m[i]]);
-    eb = elt_bytes(t) > eb ? elt_bytes(t) : eb;
+    const FNode *nd = &F->nodes[c.m[i]];
+    eb = nd->eltBytes > eb ? nd->eltBytes : eb;
     if (c.isOut[i]) {
       d->numOutputs++;
-      d->bytesWritten += ffTypeBytes(t);
+      d->bytesWritten += nd->bytes;
     }
   }
   for (size_t i = 0; i < c.nin; ++i) {
+    uint32_t dn = c.inNode[i];
+    if (dn != NO_NODE && fzValueGetIndex(c.in[i]) == 0) {
+      eb = F->nodes[dn].eltBytes > eb ? F->nodes[dn].eltBytes : eb;
+      d->bytesRead += F->nodes[dn].bytes;
+      continue;
+    }
     FzType *t = fzValueGetType(c.in[i]);
     eb = elt_bytes(t) > eb ? elt_bytes(t) : eb;
     d->bytesRead += ffTypeBytes(t);
@@ -575,7 +630,6 @@ void ffAnalyze(FFuser *F, const uint32_t *roots, size_t n, uint32_t virt,
                    (double)o->maxSharedBytes);
     }
   }
-  cand_free(&c);
 }
 
 FzFusionGroupKind ffGroupKind(FFuser *F, uint32_t root) {
@@ -621,6 +675,7 @@ bool ffGroupEstimate(FFuser *F, uint32_t root, FzFusionEstimate *est,
     bool ok;
     if (g->size == 1 && F->nodes[root].role != ROLE_FUSABLE) {
       ok = opaque_estimate(F, root, &g->est);
+      g->outputs = fzOpGetNumResults(F->nodes[root].op);
       g->points = ffNumElements(
           fzOpGetNumResults(F->nodes[root].op)
               ? fzValueGetType(fzOpGetResult(F->nodes[root].op, 0))
@@ -631,6 +686,7 @@ bool ffGroupEstimate(FFuser *F, uint32_t root, FzFusionEstimate *est,
       ok = a.hasEstimate;
       g->est = a.est;
       g->points = a.desc.points;
+      g->outputs = a.desc.numOutputs;
     }
     if (!ok)
       return false;

@@ -47,7 +47,8 @@ void ffFormatRefusal(FFuser *F, const FRefusal *w, const uint32_t *ids,
     fzBufPuts(b, "opaque to fusion");
     return;
   case R_NO_CONSUMER:
-    fzBufPuts(b, "no fusable consumer");
+    fzBufPuts(b, w->value == 1 ? "its result is unused"
+                               : "no fusable consumer");
     return;
   case R_KIND:
   case R_DISABLED:
@@ -68,8 +69,8 @@ void ffFormatRefusal(FFuser *F, const FRefusal *w, const uint32_t *ids,
     return;
   }
   case R_BUDGET:
-    fzBufPrintf(b, "joining %s: the cycle check gave up after %zu groups "
-                   "(search budget)", gs, F->resolved.searchBudget);
+    fzBufPrintf(b, "joining %s: the cycle check went over search-budget "
+                   "(%zu edges)", gs, F->resolved.searchBudget);
     return;
   case R_COST:
     fzBufPrintf(b, "joining %s is slower: unfused %.0f bytes, %.2f us vs "
@@ -112,7 +113,15 @@ static void remark_for(FFuser *F, uint32_t i, const uint32_t *ids,
     return;
   }
   fzBufPuts(b, "not fused: ");
-  ffFormatRefusal(F, &F->why[i], ids, b);
+  if (!F->why[i]) {
+    fzBufPuts(b, "no reason recorded");
+    return;
+  }
+  for (const FWhy *w = F->why[i]; w; w = w->next) {
+    if (w != F->why[i])
+      fzBufPuts(b, "; ");
+    ffFormatRefusal(F, &w->r, ids, b);
+  }
 }
 
 void ffEmitRemarks(FFuser *F, const uint32_t *ids) {

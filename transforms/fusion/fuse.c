@@ -20,15 +20,28 @@
  * canonical order, is kept). Everything is visited in canonical order,
  * which makes the result independent of the input's op order.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transforms/fusion/fusion_internal.h"
 
 void ffRecord(FFuser *F, uint32_t node, const FRefusal *why) {
-  if (!F->why || node == NO_NODE || F->why[node].code != R_NONE)
+  if (!F->why || node == NO_NODE)
     return;
-  F->why[node] = *why;
+  FWhy **tail = &F->why[node];
+  int n = 0;
+  for (; *tail; tail = &(*tail)->next)
+    if (++n == 3)
+      return;
+  FWhy *w = fzArenaAlloc(&F->arena, sizeof *w);
+  if (!w) {
+    F->failed = true;
+    return;
+  }
+  w->r = *why;
+  w->next = NULL;
+  *tail = w;
 }
 
 static void record_simple(FFuser *F, uint32_t node, FReasonCode code) {
@@ -51,7 +64,10 @@ static int cmp_key(const void *a, const void *b) {
   return x->root < y->root ? -1 : x->root > y->root;
 }
 
-/* Sorts group roots by their first member's canonical position. */
+/* Sorts group roots nearest first: by their place in the current
+ * topological order of groups (deterministic, like everything the pass
+ * computes from the canonical order). Nearer groups have smaller windows
+ * to search for cycles; a search over budget stops the candidate list. */
 static bool sort_groups(FFuser *F, uint32_t *roots, size_t n) {
   if (n < 2)
     return true;
@@ -59,8 +75,7 @@ static bool sort_groups(FFuser *F, uint32_t *roots, size_t n) {
   if (!k)
     return !(F->failed = true);
   for (size_t i = 0; i < n; ++i) {
-    const FGroup *g = &F->groups[roots[i]];
-    k[i].key = ((uint64_t)g->minPos << 32) | g->minSub;
+    k[i].key = F->ord[roots[i]];
     k[i].root = roots[i];
   }
   qsort(k, n, sizeof *k, cmp_key);
@@ -228,7 +243,13 @@ static void vertical_one(FFuser *F, uint32_t p) {
   if (!cons)
     return;
   if (k == 0) {
-    record_simple(F, p, R_NO_CONSUMER);
+    FRefusal why;
+    memset(&why, 0, sizeof why);
+    why.code = R_NO_CONSUMER;
+    why.witness = why.other = NO_NODE;
+    /* value = 1 marks a value nobody uses (for the remark's wording). */
+    why.value = pn->nsucc == 0 && !pn->usedOutside ? 1 : 0;
+    ffRecord(F, p, &why);
     fzFree(F->ctx, cons);
     return;
   }
@@ -244,6 +265,17 @@ static void vertical_one(FFuser *F, uint32_t p) {
   FzFusionEstimate cur, ec;
   memset(&cur, 0, sizeof cur);
   bool haveCur = !cost || ffGroupEstimate(F, set[0], &cur, NULL);
+  if (!haveCur) {
+    FRefusal why;
+    memset(&why, 0, sizeof why);
+    why.code = R_NO_ESTIMATE;
+    why.other = cons[0];
+    why.witness = NO_NODE;
+    snprintf(why.detail, sizeof why.detail,
+             "the cost model '%s' gave no estimate",
+             F->model->name ? F->model->name : "?");
+    ffRecord(F, p, &why);
+  }
   double restSeconds = 0; /* consumer groups left out (cost mode) */
   for (size_t i = 0; i < k && haveCur; ++i) {
     FRefusal why;
@@ -261,6 +293,8 @@ static void vertical_one(FFuser *F, uint32_t p) {
       continue;
     } else {
       ffRecord(F, p, &why);
+      if (why.code == R_BUDGET)
+        break; /* farther groups have larger windows still */
     }
     if (cost && ffGroupEstimate(F, cons[i], &ec, NULL))
       restSeconds += ec.seconds;
@@ -297,7 +331,8 @@ static void horizontal_one(FFuser *F, const uint32_t *users, uint32_t nu,
   for (size_t i = 0; i < k && m < 16; ++i) {
     FzFusionEstimate e;
     double points;
-    if (ffGroupEstimate(F, cons[i], &e, &points) && elements >= points)
+    if (ffGroupEstimate(F, cons[i], &e, &points) && elements >= points &&
+        F->groups[cons[i]].outputs > 0)
       cons[m++] = cons[i];
   }
   uint32_t *set = m >= 2 ? fzMalloc(F->ctx, m * sizeof *set) : NULL;
@@ -314,8 +349,13 @@ static void horizontal_one(FFuser *F, const uint32_t *users, uint32_t nu,
     for (size_t i = seed + 1; i < m; ++i) {
       FRefusal why;
       FzFusionEstimate fused;
-      if (used[i] || !try_grow(F, set, n, cons[i], &cur, &fused, &why))
+      if (used[i])
         continue;
+      if (!try_grow(F, set, n, cons[i], &cur, &fused, &why)) {
+        if (why.code == R_BUDGET)
+          break;
+        continue;
+      }
       set[n++] = cons[i];
       used[i] = true;
       cur = fused;

@@ -3,8 +3,10 @@
  * dynamic topological order, candidate analysis, refusals for remarks.
  *
  * Files (docs/fusion.md tells the algorithm):
- *   graph.c        nodes, edges, canonical order, groups, the acyclicity
- *                  search and order maintenance (Pearce-Kelly) of merges
+ *   graph.c        nodes, edges, what the pass knows about each op
+ *   canonical.c    the canonical order (independent of the input's order)
+ *   merge.c        groups: the acyclicity search and the maintenance of a
+ *                  topological order of groups (Pearce-Kelly) on merges
  *   analyze.c      what a candidate group would be: kind, legality, limits,
  *                  the kernel summary the cost model sees
  *   cost_model.c   targets and the default (replaceable) cost model
@@ -57,6 +59,13 @@ typedef struct FRefusal {
   char detail[160];    /* R_KIND, R_DISABLED */
 } FRefusal;
 
+/* The refusals recorded at a node (at most 3, in the order they
+ * happened), allocated from F->arena. */
+typedef struct FWhy {
+  FRefusal r;
+  struct FWhy *next;
+} FWhy;
+
 typedef struct FNode {
   FzOp *op;
   uint32_t pos;     /* canonical position (a clone shares its original's) */
@@ -71,7 +80,9 @@ typedef struct FNode {
   int8_t reduceOperand;
   uint32_t reduceAxes;
   float flopsPerElement;
+  uint8_t eltBytes; /* result 0: element size */
   double flops;     /* total, when the describer gave one */
+  double numel, bytes; /* result 0: elements ('?' counts 1) and bytes */
   uint32_t *succ, *pred; /* users / producers (with multiplicity) */
   uint32_t nsucc, npred, capSucc, capPred;
 } FNode;
@@ -84,7 +95,8 @@ typedef struct FGroup {
   bool hasContraction;
   bool estValid;
   FzFusionEstimate est;
-  double points; /* iteration points, with est */
+  double points;  /* iteration points, with est */
+  size_t outputs; /* values written, with est */
 } FGroup;
 
 typedef struct FFuser {
@@ -109,6 +121,8 @@ typedef struct FFuser {
   FzPtrMap opIndex;    /* FzOp* -> node id + 1 */
   FzArena arena;       /* adjacency arrays */
   uint32_t epoch, visitEpoch;
+  uint64_t mergeSerial; /* commits so far */
+  uint64_t dryKey;      /* the set whose dry run F->list holds; 0: none */
   uint32_t cloneSerial;
   /* Function arguments' users, for horizontal fusion. */
   uint32_t numArgs;
@@ -118,12 +132,22 @@ typedef struct FFuser {
   FzPtrVec stack, list, list2;
   uint64_t *heap; /* search frontier: (priority << 32 | group) */
   size_t heapLen, heapCap;
-  FRefusal *why;       /* per node when remarks are on, else NULL */
+  /* Candidate analysis (analyze.c): arrays per member and per input,
+   * grown as needed and kept between analyses; index[node] is a member's
+   * position in the current candidate. */
+  struct {
+    uint32_t *m, *last, *depth, *inFirst, *inLast, *inNode, *index;
+    bool *isOut;
+    int64_t *delta;
+    FzValue **in;
+    size_t cap, capIn, capIndex;
+  } an;
+  FWhy **why;          /* per node when remarks are on, else NULL */
   uint32_t *duplicatedInto; /* per node: groups it was copied into */
   bool failed;         /* allocation failure */
 } FFuser;
 
-/*===--- graph.c --------------------------------------------------------===*/
+/*===--- graph.c, canonical.c, merge.c ---------------------------------===*/
 
 bool ffBuild(FFuser *F, FzOp *func);
 void ffFree(FFuser *F);
@@ -148,6 +172,8 @@ bool ffCopyPreds(FFuser *F, uint32_t from, uint32_t to);
 /* Moves the edges from -> x (x in group `root`) to newFrom -> x. */
 bool ffRedirectEdges(FFuser *F, uint32_t from, uint32_t root,
                      uint32_t newFrom);
+/* Computes pos of every node and F->order (canonical.c). */
+bool ffCanonicalOrder(FFuser *F);
 /* Sorts node ids by canonical position (pos, then sub). */
 void ffSortByPos(FFuser *F, uint32_t *ids, size_t n);
 /* Marks every root in roots[] with a new set epoch; returns it. */

@@ -1,25 +1,14 @@
 /* transforms/fusion/graph.c - the node graph the fusion pass works on:
- * one node per top-level op of a function body, edges from producers to
- * users, a canonical order, and groups as union-find sets whose condensed
- * graph is kept acyclic with a dynamic topological order.
+ * one node per top-level op of a function body, what the pass knows about
+ * each op (role, fusion kind, sizes), edges from producers to users, and
+ * groups initialized as singletons.
  *
- * Canonical order. Positions come from a post-order depth-first walk from
- * the terminator's operands (in operand order), visiting each op's
- * producers in operand order. It depends only on the graph, never on the
- * order of independent ops in the input, and it follows the order a
- * program is naturally written in. Ops that the terminator does not reach
- * (dead ones, side effects) are walked from their sinks, taken in the
- * order of a structural hash of their ancestry. Every decision of the pass
- * visits candidates by position, which makes its groups order-independent.
- *
- * Groups. Each group has an `ord`; every edge between two groups goes from
- * a lower ord to a higher one. Merging a set of groups is legal when no
- * path leaves the set and comes back; only groups with ord below the
- * set's highest can lie on such a path, so the forward search is bounded
- * by that window (and by a budget, which keeps the pass near-linear). On
- * commit, the window is reordered as in Pearce and Kelly's dynamic
- * topological sort: the groups that reach the set go first, then the
- * merged group, then those it reaches, reusing the window's ord values.
+ * Pred lists are aligned with operands (pred[k] produces operand k,
+ * NO_NODE for a function argument), so the analysis never looks values up
+ * in a hash table; succ lists hold each use once and are sorted by
+ * canonical position. Ops with side effects get an extra edge from the
+ * previous such op, which keeps their relative order. Adjacency arrays
+ * live in F->arena. canonical.c orders the nodes, merge.c merges groups.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -100,7 +89,7 @@ static bool grow(FFuser *F, uint32_t need) {
     *hot[k] = a;
   }
   if (F->why) {
-    FRefusal *why = fzRealloc(F->ctx, F->why, (size_t)cap * sizeof *why);
+    FWhy **why = fzRealloc(F->ctx, F->why, (size_t)cap * sizeof *why);
     if (!why)
       return !(F->failed = true);
     memset(why + F->cap, 0, (size_t)(cap - F->cap) * sizeof *why);
@@ -138,6 +127,12 @@ static void classify(FFuser *F, uint32_t i) {
   n->reduceAxes = info.reduceAxes;
   n->flopsPerElement = (float)info.flopsPerElement;
   n->flops = info.flops;
+  if (fzOpGetNumResults(op) >= 1) {
+    FzType *rt = fzValueGetType(fzOpGetResult(op, 0));
+    n->numel = ffNumElements(rt);
+    n->bytes = ffTypeBytes(rt);
+    n->eltBytes = (uint8_t)(n->numel > 0 ? n->bytes / n->numel : 4);
+  }
   n->contraction = info.kind == FZ_FUSION_CONTRACTION ||
                    (info.kind == FZ_FUSION_REDUCTION && info.reduceOperand < 0);
   if (fzOpHasTrait(op, FZ_TRAIT_CONSTANT_LIKE) && fzOpGetNumResults(op) == 1) {
@@ -222,266 +217,6 @@ static FzWalkResult nested_operands(FzOp *op, void *ud) {
   return FZ_WALK_ADVANCE;
 }
 
-/*===--- Canonical order ------------------------------------------------===*/
-
-static uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 31;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 29);
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *data, size_t n) {
-  const unsigned char *p = data;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ p[i]) * 0x100000001b3ULL;
-  return mix(h, n);
-}
-
-static uint64_t hash_str(uint64_t h, FzStringRef s) {
-  return hash_bytes(h, s.data, s.length);
-}
-
-static uint64_t hash_type(uint64_t h, const FzType *t) {
-  if (!t)
-    return mix(h, 0);
-  FzTypeKind k = fzTypeGetKind(t);
-  h = mix(h, (uint64_t)k + 1);
-  switch (k) {
-  case FZ_TYPE_INTEGER:
-    return mix(h, fzTypeGetBitWidth(t));
-  case FZ_TYPE_TENSOR:
-  case FZ_TYPE_VECTOR:
-  case FZ_TYPE_BUFFER: {
-    size_t r = fzShapedTypeGetRank(t);
-    h = mix(hash_type(h, fzShapedTypeGetElementType(t)), (uint64_t)r);
-    for (size_t i = 0; r != FZ_UNRANKED && i < r; ++i)
-      h = mix(h, (uint64_t)fzShapedTypeGetDim(t, i));
-    return h;
-  }
-  case FZ_TYPE_FUNCTION:
-    for (size_t i = 0; i < fzFunctionTypeGetNumInputs(t); ++i)
-      h = hash_type(h, fzFunctionTypeGetInput(t, i));
-    for (size_t i = 0; i < fzFunctionTypeGetNumResults(t); ++i)
-      h = hash_type(mix(h, 7), fzFunctionTypeGetResult(t, i));
-    return h;
-  case FZ_TYPE_OPAQUE:
-    return hash_str(hash_str(h, fzOpaqueTypeGetDialect(t)),
-                    fzOpaqueTypeGetBody(t));
-  default:
-    return h;
-  }
-}
-
-static uint64_t hash_attr(uint64_t h, const FzAttr *a) {
-  if (!a)
-    return mix(h, 0);
-  FzAttrKind k = fzAttrGetKind(a);
-  h = mix(h, (uint64_t)k + 1);
-  switch (k) {
-  case FZ_ATTR_INTEGER:
-    return hash_type(mix(h, (uint64_t)fzIntegerAttrGetValue(a)),
-                     fzAttrGetType(a));
-  case FZ_ATTR_FLOAT: {
-    double d = fzFloatAttrGetValue(a);
-    return hash_type(hash_bytes(h, &d, sizeof d), fzAttrGetType(a));
-  }
-  case FZ_ATTR_BOOL:
-    return mix(h, fzBoolAttrGetValue(a));
-  case FZ_ATTR_STRING:
-    return hash_str(h, fzStringAttrGetValue(a));
-  case FZ_ATTR_TYPE:
-    return hash_type(h, fzTypeAttrGetValue(a));
-  case FZ_ATTR_ARRAY:
-    for (size_t i = 0; i < fzArrayAttrGetSize(a); ++i)
-      h = hash_attr(h, fzArrayAttrGetElement(a, i));
-    return h;
-  case FZ_ATTR_DICT:
-    for (size_t i = 0; i < fzDictAttrGetSize(a); ++i) {
-      FzNamedAttr e = fzDictAttrGetEntry(a, i);
-      h = hash_attr(hash_str(h, fzIdentGetString(e.name)), e.value);
-    }
-    return h;
-  case FZ_ATTR_SYMBOL_REF:
-    h = hash_str(h, fzSymbolRefAttrGetRoot(a));
-    for (size_t i = 0; i < fzSymbolRefAttrGetNumNested(a); ++i)
-      h = hash_str(h, fzSymbolRefAttrGetNested(a, i));
-    return h;
-  case FZ_ATTR_DENSE:
-    return hash_bytes(hash_type(h, fzAttrGetType(a)), fzDenseAttrGetData(a),
-                      fzDenseAttrGetNumBytes(a));
-  case FZ_ATTR_DENSE_ARRAY:
-    for (size_t i = 0; i < fzDenseArrayAttrGetSize(a); ++i)
-      h = mix(h, (uint64_t)fzDenseArrayAttrGetInt(a, i));
-    return h;
-  case FZ_ATTR_OPAQUE:
-    return hash_str(hash_str(h, fzOpaqueAttrGetDialect(a)),
-                    fzOpaqueAttrGetBody(a));
-  default:
-    return h;
-  }
-}
-
-/* Structural hashes of every node's ancestry, in block order (which is a
- * topological order of the body). */
-static uint64_t *ancestry_hashes(FFuser *F) {
-  uint64_t *h = fzCalloc(F->ctx, F->n ? F->n : 1, sizeof *h);
-  if (!h)
-    return NULL;
-  for (uint32_t i = 0; i < F->n; ++i) {
-    FzOp *op = F->nodes[i].op;
-    uint64_t x = hash_str(1, fzIdentGetString(fzOpGetName(op)));
-    x = hash_attr(hash_attr(x, fzOpGetPropDict(op)), fzOpGetAttrDict(op));
-    for (size_t r = 0; r < fzOpGetNumResults(op); ++r)
-      x = hash_type(x, fzValueGetType(fzOpGetResult(op, r)));
-    for (size_t k = 0; k < fzOpGetNumOperands(op); ++k) {
-      FzValue *v = fzOpGetOperand(op, k);
-      FzOp *d = fzValueGetDefiningOp(v);
-      uint32_t dn = d ? ffNodeOf(F, d) : NO_NODE;
-      if (dn != NO_NODE)
-        x = mix(mix(x, h[dn]), fzValueGetIndex(v));
-      else
-        x = mix(mix(x, 0x5151), fzValueGetIndex(v));
-    }
-    h[i] = x;
-  }
-  return h;
-}
-
-typedef struct Frame {
-  uint32_t node, next;
-} Frame;
-
-/* Post-order from root over producers; appends to F->order. */
-static bool dfs_from(FFuser *F, uint32_t root, bool *seen, Frame **stack,
-                     size_t *cap) {
-  if (seen[root])
-    return true;
-  size_t sp = 0;
-  seen[root] = true;
-  (*stack)[sp++] = (Frame){root, 0};
-  while (sp) {
-    Frame *f = &(*stack)[sp - 1];
-    FNode *n = &F->nodes[f->node];
-    if (f->next < n->npred) {
-      uint32_t p = n->pred[f->next++];
-      if (p == NO_NODE || seen[p])
-        continue;
-      seen[p] = true;
-      if (sp == *cap) {
-        size_t nc = *cap * 2;
-        Frame *s = fzRealloc(F->ctx, *stack, nc * sizeof *s);
-        if (!s)
-          return !(F->failed = true);
-        *stack = s;
-        *cap = nc;
-      }
-      (*stack)[sp++] = (Frame){p, 0};
-      continue;
-    }
-    F->nodes[f->node].pos = F->numOrdered;
-    F->order[F->numOrdered++] = f->node;
-    --sp;
-  }
-  return true;
-}
-
-static int cmp_sink(const void *a, const void *b) {
-  const uint64_t *x = a, *y = b; /* {hash, index} pairs */
-  if (x[0] != y[0])
-    return x[0] < y[0] ? -1 : 1;
-  return x[1] < y[1] ? -1 : x[1] > y[1];
-}
-
-static bool canonical_order(FFuser *F) {
-  bool *seen = fzCalloc(F->ctx, F->n ? F->n : 1, sizeof *seen);
-  size_t cap = 256;
-  Frame *stack = fzMalloc(F->ctx, cap * sizeof *stack);
-  bool ok = seen && stack;
-  F->numOrdered = 0;
-  if (ok && F->terminator)
-    for (size_t k = 0; ok && k < fzOpGetNumOperands(F->terminator); ++k) {
-      FzOp *d = fzValueGetDefiningOp(fzOpGetOperand(F->terminator, k));
-      uint32_t dn = d ? ffNodeOf(F, d) : NO_NODE;
-      if (dn != NO_NODE)
-        ok = dfs_from(F, dn, seen, &stack, &cap);
-    }
-  if (ok && F->numOrdered < F->n) {
-    /* Sinks the terminator does not reach, by ancestry hash. */
-    uint64_t *h = ancestry_hashes(F);
-    uint64_t *sinks = fzMalloc(F->ctx, 2 * sizeof *sinks * F->n);
-    size_t ns = 0;
-    ok = h && sinks;
-    for (uint32_t i = 0; ok && i < F->n; ++i)
-      if (!seen[i] && F->nodes[i].nsucc == 0) {
-        sinks[2 * ns] = h[i];
-        sinks[2 * ns + 1] = i;
-        ns++;
-      }
-    if (ok)
-      qsort(sinks, ns, 2 * sizeof *sinks, cmp_sink);
-    for (size_t s = 0; ok && s < ns; ++s)
-      ok = dfs_from(F, (uint32_t)sinks[2 * s + 1], seen, &stack, &cap);
-    /* Anything left (impossible in a DAG) in block order. */
-    for (uint32_t i = 0; ok && i < F->n; ++i)
-      ok = dfs_from(F, i, seen, &stack, &cap);
-    fzFree(F->ctx, h);
-    fzFree(F->ctx, sinks);
-  }
-  fzFree(F->ctx, seen);
-  fzFree(F->ctx, stack);
-  return ok && !F->failed;
-}
-
-/* Sorts ids by canonical position: insertion sort for short lists, merge
- * sort otherwise (C11's qsort takes no context pointer, and the pass keeps
- * no global state). */
-static void sort_ids_rec(FFuser *F, uint32_t *a, uint32_t *tmp, size_t n) {
-  if (n <= 16) {
-    for (size_t i = 1; i < n; ++i) {
-      uint32_t v = a[i];
-      size_t j = i;
-      while (j > 0) {
-        const FNode *p = &F->nodes[a[j - 1]], *q = &F->nodes[v];
-        if (p->pos < q->pos || (p->pos == q->pos && p->sub <= q->sub))
-          break;
-        a[j] = a[j - 1];
-        --j;
-      }
-      a[j] = v;
-    }
-    return;
-  }
-  size_t h = n / 2;
-  sort_ids_rec(F, a, tmp, h);
-  sort_ids_rec(F, a + h, tmp, n - h);
-  size_t i = 0, j = h, k = 0;
-  while (i < h && j < n) {
-    const FNode *p = &F->nodes[a[i]], *q = &F->nodes[a[j]];
-    bool le = p->pos < q->pos || (p->pos == q->pos && p->sub <= q->sub);
-    tmp[k++] = le ? a[i++] : a[j++];
-  }
-  while (i < h)
-    tmp[k++] = a[i++];
-  while (j < n)
-    tmp[k++] = a[j++];
-  memcpy(a, tmp, n * sizeof *a);
-}
-
-void ffSortByPos(FFuser *F, uint32_t *ids, size_t n) {
-  if (n <= 16) {
-    sort_ids_rec(F, ids, NULL, n);
-    return;
-  }
-  uint32_t *tmp = fzMalloc(F->ctx, n * sizeof *tmp);
-  if (!tmp) {
-    F->failed = true;
-    return;
-  }
-  sort_ids_rec(F, ids, tmp, n);
-  fzFree(F->ctx, tmp);
-}
-
 /*===--- Building -------------------------------------------------------===*/
 
 bool ffBuild(FFuser *F, FzOp *func) {
@@ -542,7 +277,7 @@ bool ffBuild(FFuser *F, FzOp *func) {
       if (dn != NO_NODE)
         F->nodes[dn].usedOutside = true;
     }
-  if (!canonical_order(F))
+  if (!ffCanonicalOrder(F))
     return false;
   for (uint32_t i = 0; i < F->n; ++i) {
     init_group(F, i);
@@ -561,6 +296,7 @@ uint32_t ffAddClone(FFuser *F, uint32_t p, FzOp *cloneOp) {
   *n = F->nodes[p];
   n->op = cloneOp;
   n->sub = ++F->cloneSerial;
+  F->mergeSerial++;
   n->origin = p;
   n->usedOutside = false;
   n->succ = n->pred = NULL;
@@ -570,7 +306,7 @@ uint32_t ffAddClone(FFuser *F, uint32_t p, FzOp *cloneOp) {
     return NO_NODE;
   }
   if (F->why)
-    memset(&F->why[c], 0, sizeof F->why[c]);
+    F->why[c] = NULL;
   init_group(F, c);
   /* A clone sits right after its original in the order. */
   F->ord[c] = F->ord[ffFind(F, p)];
@@ -591,245 +327,18 @@ void ffFree(FFuser *F) {
   fzFree(F->ctx, F->duplicatedInto);
   fzPtrMapFree(&F->opIndex);
   fzFree(F->ctx, F->heap);
+  fzFree(F->ctx, F->an.m);
+  fzFree(F->ctx, F->an.last);
+  fzFree(F->ctx, F->an.depth);
+  fzFree(F->ctx, F->an.inFirst);
+  fzFree(F->ctx, F->an.inLast);
+  fzFree(F->ctx, F->an.inNode);
+  fzFree(F->ctx, F->an.index);
+  fzFree(F->ctx, F->an.isOut);
+  fzFree(F->ctx, F->an.delta);
+  fzFree(F->ctx, F->an.in);
   fzPtrVecFree(&F->stack);
   fzPtrVecFree(&F->list);
   fzPtrVecFree(&F->list2);
   fzArenaReset(&F->arena);
-}
-
-/*===--- Merging --------------------------------------------------------===*/
-
-uint32_t ffMarkSet(FFuser *F, const uint32_t *roots, size_t n) {
-  uint32_t e = ++F->epoch;
-  for (size_t i = 0; i < n; ++i)
-    F->stamp[roots[i]] = e;
-  return e;
-}
-
-typedef struct Search {
-  uint32_t setEpoch, visit, bound;
-  bool forward;
-  uint32_t witness;
-} Search;
-
-/* The frontier is a binary max-heap: the forward search expands the group
- * of highest ord first (the one closest to the set's last group), which
- * finds a path back into the set, when there is one, after few visits. */
-static bool heap_push(FFuser *F, uint64_t key) {
-  if (F->heapLen == F->heapCap) {
-    size_t cap = F->heapCap ? F->heapCap * 2 : 256;
-    uint64_t *h = fzRealloc(F->ctx, F->heap, cap * sizeof *h);
-    if (!h)
-      return !(F->failed = true);
-    F->heap = h;
-    F->heapCap = cap;
-  }
-  size_t i = F->heapLen++;
-  while (i > 0 && F->heap[(i - 1) / 2] < key) {
-    F->heap[i] = F->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  F->heap[i] = key;
-  return true;
-}
-
-static uint64_t heap_pop(FFuser *F) {
-  uint64_t top = F->heap[0], key = F->heap[--F->heapLen];
-  size_t i = 0, n = F->heapLen;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= n)
-      break;
-    if (c + 1 < n && F->heap[c + 1] > F->heap[c])
-      c++;
-    if (F->heap[c] <= key)
-      break;
-    F->heap[i] = F->heap[c];
-    i = c;
-  }
-  if (n)
-    F->heap[i] = key;
-  return top;
-}
-
-/* Follows the edges of group g's members; queues unvisited groups in the
- * window. Edges into the set are a cycle unless g is in the set. */
-static FMergeResult visit_group(FFuser *F, uint32_t g, bool inSet,
-                                Search *s) {
-  for (uint32_t m = F->groups[g].head; m != NO_NODE; m = F->nodes[m].next) {
-    const FNode *nm = &F->nodes[m];
-    uint32_t cnt = s->forward ? nm->nsucc : nm->npred;
-    const uint32_t *adj = s->forward ? nm->succ : nm->pred;
-    for (uint32_t k = 0; k < cnt; ++k) {
-      if (adj[k] == NO_NODE)
-        continue;
-      uint32_t h = ffFind(F, adj[k]);
-      if (F->stamp[h] == s->setEpoch) {
-        if (!inSet) {
-          s->witness = m;
-          return MERGE_CYCLE;
-        }
-        continue;
-      }
-      uint32_t o = F->ord[h];
-      bool inWindow = s->forward ? o < s->bound : o > s->bound;
-      if (!inWindow || F->visit[h] == s->visit)
-        continue;
-      F->visit[h] = s->visit;
-      if (F->list.len >= F->resolved.searchBudget)
-        return MERGE_BUDGET;
-      uint32_t prio = s->forward ? o : UINT32_MAX - o;
-      if (!fzPtrVecPush(&F->list, (void *)(uintptr_t)h) ||
-          !heap_push(F, ((uint64_t)prio << 32) | h)) {
-        F->failed = true;
-        return MERGE_BUDGET;
-      }
-    }
-  }
-  return MERGE_OK;
-}
-
-/* Collects in F->list the groups outside the set that the set reaches
- * (forward; ord < bound) or that reach it (backward; ord > bound). */
-static FMergeResult search(FFuser *F, const uint32_t *roots, size_t n,
-                           Search *s) {
-  s->visit = ++F->visitEpoch;
-  F->heapLen = 0;
-  F->list.len = 0;
-  for (size_t i = 0; i < n; ++i) {
-    /* The set's last group (first, backward) has every outside edge
-     * beyond the window: nothing to seed from it. */
-    if (F->ord[roots[i]] == s->bound)
-      continue;
-    FMergeResult r = visit_group(F, roots[i], true, s);
-    if (r != MERGE_OK)
-      return r;
-  }
-  while (F->heapLen) {
-    uint32_t g = (uint32_t)heap_pop(F);
-    FMergeResult r = visit_group(F, g, false, s);
-    if (r != MERGE_OK)
-      return r;
-  }
-  return MERGE_OK;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* (ord << 32 | id) keys of the groups in F->list, sorted. */
-static uint64_t *sorted_keys(FFuser *F, size_t *n) {
-  *n = F->list.len;
-  uint64_t *k = fzMalloc(F->ctx, (*n ? *n : 1) * sizeof *k);
-  if (!k) {
-    F->failed = true;
-    return NULL;
-  }
-  for (size_t i = 0; i < *n; ++i) {
-    uint32_t g = (uint32_t)(uintptr_t)F->list.data[i];
-    k[i] = ((uint64_t)F->ord[g] << 32) | g;
-  }
-  qsort(k, *n, sizeof *k, cmp_u64);
-  return k;
-}
-
-/* Reassigns ords in the window: the groups reaching the set (bwd), the
- * merged group, the groups it reaches (fwd), over the pool of their old
- * ords. Returns the merged group's new ord. */
-static uint32_t reorder(FFuser *F, const uint64_t *fwd, size_t nf,
-                        const uint64_t *bwd, size_t nb, const uint32_t *roots,
-                        size_t n) {
-  size_t np = nf + nb + n;
-  uint32_t *pool = fzMalloc(F->ctx, np * sizeof *pool);
-  if (!pool) {
-    F->failed = true;
-    return F->ord[roots[0]];
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < nf; ++i)
-    pool[k++] = (uint32_t)(fwd[i] >> 32);
-  for (size_t i = 0; i < nb; ++i)
-    pool[k++] = (uint32_t)(bwd[i] >> 32);
-  for (size_t i = 0; i < n; ++i)
-    pool[k++] = F->ord[roots[i]];
-  for (size_t i = 1; i < np; ++i) { /* sort the pool (short) */
-    uint32_t x = pool[i];
-    size_t j = i;
-    while (j > 0 && pool[j - 1] > x) {
-      pool[j] = pool[j - 1];
-      --j;
-    }
-    pool[j] = x;
-  }
-  for (size_t i = 0; i < nb; ++i)
-    F->ord[(uint32_t)bwd[i]] = pool[i];
-  uint32_t merged = pool[nb];
-  for (size_t i = 0; i < nf; ++i)
-    F->ord[(uint32_t)fwd[i]] = pool[np - nf + i];
-  fzFree(F->ctx, pool);
-  return merged;
-}
-
-FMergeResult ffMerge(FFuser *F, const uint32_t *roots, size_t n, bool commit,
-                     uint32_t *witness, uint32_t *root) {
-  uint32_t lo = UINT32_MAX, hi = 0;
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t o = F->ord[roots[i]];
-    lo = o < lo ? o : lo;
-    hi = o > hi ? o : hi;
-  }
-  Search s = {ffMarkSet(F, roots, n), 0, hi, true, NO_NODE};
-  FMergeResult r = search(F, roots, n, &s);
-  *witness = s.witness;
-  if (r != MERGE_OK || !commit)
-    return r;
-  uint32_t newOrd = hi;
-  if (F->list.len) {
-    size_t nf, nb;
-    uint64_t *fwd = sorted_keys(F, &nf);
-    if (!fwd)
-      return MERGE_BUDGET;
-    Search b = {s.setEpoch, 0, lo, false, NO_NODE};
-    r = search(F, roots, n, &b);
-    if (r != MERGE_OK) {
-      fzFree(F->ctx, fwd);
-      return r;
-    }
-    if (F->list.len == 0) {
-      newOrd = lo;
-    } else {
-      uint64_t *bwd = sorted_keys(F, &nb);
-      newOrd = bwd ? reorder(F, fwd, nf, bwd, nb, roots, n) : lo;
-      fzFree(F->ctx, bwd);
-    }
-    fzFree(F->ctx, fwd);
-  }
-  /* Union: the largest group's root stays the root. */
-  uint32_t R = roots[0];
-  for (size_t i = 1; i < n; ++i)
-    if (F->groups[roots[i]].size > F->groups[R].size)
-      R = roots[i];
-  FGroup *gr = &F->groups[R];
-  for (size_t i = 0; i < n; ++i) {
-    uint32_t x = roots[i];
-    if (x == R)
-      continue;
-    FGroup *gx = &F->groups[x];
-    F->parent[x] = R;
-    F->nodes[gr->tail].next = gx->head;
-    gr->tail = gx->tail;
-    gr->size += gx->size;
-    if (gx->minPos < gr->minPos ||
-        (gx->minPos == gr->minPos && gx->minSub < gr->minSub)) {
-      gr->minPos = gx->minPos;
-      gr->minSub = gx->minSub;
-    }
-    gr->hasContraction |= gx->hasContraction;
-  }
-  F->ord[R] = newOrd;
-  gr->estValid = false;
-  *root = R;
-  return MERGE_OK;
 }

@@ -190,7 +190,13 @@ static bool build_fusion(FFuser *F, uint32_t root, FzFusionStats *stats) {
     if (ok && out)
       ok = vec_push(F, &outs, r);
   }
-  FzOp *fusion = NULL;
+  /* Every allocation comes first: the op, its kind, copies of small
+   * constants, the yield (reading the members' values from outside for a
+   * moment). The IR changes only once they all succeeded, so a failure
+   * leaves the body as it was and the caller places the members alone. */
+  FzOp *fusion = NULL, *yield = NULL;
+  FzBlock *body = NULL;
+  FzValue **constVals = NULL;
   if (ok) {
     FzLoc *loc = fzFusedLocGet(ctx, nm, locs, NULL);
     FzType **rt = fzMalloc(ctx, (outs.n ? outs.n : 1) * sizeof *rt);
@@ -213,8 +219,12 @@ static bool build_fusion(FFuser *F, uint32_t root, FzFusionStats *stats) {
     fzFree(ctx, rt);
     fzFree(ctx, argLocs);
   }
-  FzBlock *body = ok ? fzGraphFusionGetBody(fusion) : NULL;
-  FzValue **constVals = NULL;
+  if (ok) {
+    const char *kind = fzFusionGroupKindName(ffGroupKind(F, root));
+    body = fzGraphFusionGetBody(fusion);
+    ok = fzOpSetAttr(fusion, FZ_STR("kind"),
+                     fzStringAttrGet(ctx, fzStringRefFromCString(kind)));
+  }
   if (ok && consts.n) {
     constVals = fzMalloc(ctx, consts.n * sizeof *constVals);
     ok = constVals != NULL;
@@ -227,10 +237,16 @@ static bool build_fusion(FFuser *F, uint32_t root, FzFusionStats *stats) {
       }
     }
   }
+  if (ok)
+    ok = (yield = fzGraphYieldCreate(ctx, body, fzOpGetLoc(fusion), outs.n,
+                                     outs.v)) != NULL;
+  if (!ok && fusion)
+    fzOpErase(fusion);
+  /* No allocation from here on. */
   for (size_t i = 0; ok && i < nm; ++i) {
     FzOp *op = F->nodes[m[i]].op;
     fzOpRemoveFromBlock(op);
-    fzBlockAppendOp(body, op);
+    fzBlockInsertOpBefore(body, yield, op);
     for (size_t k = 0; k < fzOpGetNumOperands(op); ++k) {
       FzValue *v = fzOpGetOperand(op, k);
       long j = vec_find(&ins, v);
@@ -243,9 +259,6 @@ static bool build_fusion(FFuser *F, uint32_t root, FzFusionStats *stats) {
         fzOpSetOperand(op, k, constVals[j]);
     }
   }
-  if (ok)
-    ok = fzGraphYieldCreate(ctx, body, fzOpGetLoc(fusion), outs.n, outs.v) !=
-         NULL;
   for (size_t i = 0; ok && i < outs.n; ++i) {
     FzValue *res = fzOpGetResult(fusion, i);
     FzOpOperand *u = fzValueGetFirstUse(outs.v[i]);
@@ -256,17 +269,10 @@ static bool build_fusion(FFuser *F, uint32_t root, FzFusionStats *stats) {
       u = next;
     }
   }
-  if (ok) {
-    const char *kind = fzFusionGroupKindName(ffGroupKind(F, root));
-    ok = fzOpSetAttr(fusion, FZ_STR("kind"),
-                     fzStringAttrGet(ctx, fzStringRefFromCString(kind)));
-  }
   if (ok && stats) {
     stats->groups++;
     stats->fusedOps += nm;
   }
-  if (!ok)
-    F->failed = true;
   fzFree(ctx, constVals);
   fzFree(ctx, ins.v);
   fzFree(ctx, outs.v);
@@ -276,12 +282,34 @@ static bool build_fusion(FFuser *F, uint32_t root, FzFusionStats *stats) {
   return ok;
 }
 
+/* Insertion sort by canonical position; allocates nothing (for the
+ * out-of-memory path). */
+static void sort_no_alloc(FFuser *F, uint32_t *a, size_t n) {
+  for (size_t i = 1; i < n; ++i) {
+    uint32_t v = a[i];
+    size_t j = i;
+    while (j > 0) {
+      const FNode *p = &F->nodes[a[j - 1]], *q = &F->nodes[v];
+      if (p->pos < q->pos || (p->pos == q->pos && p->sub <= q->sub))
+        break;
+      a[j] = a[j - 1];
+      --j;
+    }
+    a[j] = v;
+  }
+}
+
 bool ffMaterialize(FFuser *F, FzFusionStats *stats) {
   FzContext *ctx = F->ctx;
+  uint32_t biggest = 1;
+  for (uint32_t i = 0; i < F->n; ++i)
+    if (ffFind(F, i) == i && F->groups[i].size > biggest)
+      biggest = F->groups[i].size;
+  uint32_t *scratch = fzMalloc(ctx, biggest * sizeof *scratch);
   uint32_t *indeg = fzCalloc(ctx, F->n ? F->n : 1, sizeof *indeg);
   Heap h = {fzMalloc(ctx, (F->n ? F->n : 1) * sizeof *h.k),
             fzMalloc(ctx, (F->n ? F->n : 1) * sizeof *h.v), 0};
-  bool ok = indeg && h.k && h.v;
+  bool ok = indeg && h.k && h.v && scratch;
   for (uint32_t i = 0; ok && i < F->n; ++i) {
     if (!live_node(F, i))
       continue;
@@ -319,14 +347,26 @@ bool ffMaterialize(FFuser *F, FzFusionStats *stats) {
     const FNode *n = &F->nodes[g];
     bool wrap = gr->size > 1 ||
                 (F->resolved.wrapSingle && n->role == ROLE_FUSABLE);
-    if (wrap)
-      ok = build_fusion(F, g, stats);
-    else
-      place(F, n->op);
+    if (wrap && build_fusion(F, g, stats))
+      continue;
+    if (wrap) {
+      /* Out of memory: the members go alone, in canonical order, which
+       * keeps the body valid; the pass still fails. */
+      F->failed = true;
+      size_t k = 0;
+      for (uint32_t x = gr->head; x != NO_NODE; x = F->nodes[x].next)
+        scratch[k++] = x;
+      sort_no_alloc(F, scratch, k);
+      for (size_t i = 0; i < k; ++i)
+        place(F, F->nodes[scratch[i]].op);
+      continue;
+    }
+    place(F, n->op);
   }
   fzFree(ctx, indeg);
   fzFree(ctx, h.k);
   fzFree(ctx, h.v);
+  fzFree(ctx, scratch);
   if (ok) {
     size_t groups = 0;
     for (uint32_t i = 0; i < F->n; ++i)

@@ -199,7 +199,7 @@ void fzFusionOptionsInit(FzFusionOptions *o) {
   o->maxInputs = 64;
   o->maxOutputs = 16;
   o->allowRecompute = true;
-  o->searchBudget = 4096;
+  o->searchBudget = 1024;
 }
 
 static void resolve(FFuser *F, const FzFusionOptions *o) {
@@ -218,7 +218,7 @@ static void resolve(FFuser *F, const FzFusionOptions *o) {
   if (!r->maxSharedBytes)
     r->maxSharedBytes = F->target->maxSharedBytes;
   if (!r->searchBudget)
-    r->searchBudget = 4096;
+    r->searchBudget = 1024;
 }
 
 /* Totals of the estimates of every current group (constants excluded). */
@@ -290,16 +290,19 @@ bool fzFuseFunction(FzOp *func, const FzFusionOptions *options,
     totals(&F, &stats->bytesAfter, &stats->secondsAfter);
   uint32_t *ids = ok ? fzMalloc(ctx, (F.n ? F.n : 1) * sizeof *ids) : NULL;
   uint32_t numKernels = 0;
+  bool materialized = false;
   if (ok && ids) {
     numKernels = ffNumberGroups(&F, ids);
-    ok = !F.failed && ffMaterialize(&F, stats);
+    materialized = !F.failed && ffMaterialize(&F, stats);
+    ok = materialized && !F.failed;
   } else {
     ok = false;
   }
   if (ok && options->remarks)
     ffEmitRemarks(&F, ids);
+  if (materialized)
+    ffEraseDead(&F); /* unused copies' originals: always safe */
   if (ok) {
-    ffEraseDead(&F);
     stats->kernelsAfter = numKernels;
     stats->duplicated = F.n - F.numOrdered;
   }
@@ -349,8 +352,8 @@ static const FzPassOptionDef kOptions[] = {
      0},
     {"wrap-single", FZ_PASS_OPTION_BOOL, "false",
      "put lone ops in graph.fusion too (one region per kernel)", NULL, 0, 0},
-    {"search-budget", FZ_PASS_OPTION_INT, "4096",
-     "groups a cycle check may visit before it refuses the merge", NULL, 1,
+    {"search-budget", FZ_PASS_OPTION_INT, "1024",
+     "edges a cycle check may examine before it refuses the merge", NULL, 1,
      1 << 30},
 };
 

@@ -1,0 +1,83 @@
+#!/usr/bin/python3
+# Fits the polynomial coefficients of fuse's inline f32 erf (lowering/llvm/
+# math.c) and prints them, with the relative error of an f32 evaluation.
+#   |x| <  XS: erf(x) = x * P(x*x)                      (P: degree DP)
+#   |x| >= XS: erf(x) = 1 - exp(-x*x) * Q(1/(1 + |x|/2) - TS)
+#              (Q: degree DQ; |x| clamped to XL). The same Q gives
+#              1 + erf(x) = erfc(-x) = exp(-x*x) Q(...) for x <= -XS with
+#              full relative accuracy (gelu's tail: emit-llvm computes
+#              `1 + erf(z)` that way).
+# Least squares on Chebyshev nodes in double (Python's math.erf as the
+# reference); run: /usr/bin/python3 bench/cpu/fit_erf.py
+import math
+import numpy as np
+
+XS, XL, TS = 0.875, 10.0, 0.43
+DP, DQ = 7, 9
+
+
+def cheb_nodes(lo, hi, n):
+    return np.cos(np.linspace(0, np.pi, n)) * (hi - lo) / 2 + (hi + lo) / 2
+
+
+def fit_power(x, y, deg):
+    # Least squares in the power basis of x (well conditioned here:
+    # |x| < 1), solved in double through the scaled Vandermonde matrix.
+    v = np.vander(x, deg + 1, increasing=True)
+    c, *_ = np.linalg.lstsq(v, y, rcond=None)
+    return c
+
+
+xs = cheb_nodes(0, XS, 4000)
+p = fit_power(xs * xs, np.array([math.erf(x) / x if x else 2 / math.sqrt(math.pi) for x in xs]), DP)
+xl = cheb_nodes(XS, XL, 4000)
+q = fit_power(1 / (1 + 0.5 * xl) - TS,
+              np.array([math.erfc(x) * math.exp(x * x) for x in xl]), DQ)
+
+
+def horner32(c, t):
+    r = np.float32(c[-1])
+    for k in c[-2::-1]:
+        r = np.float32(r * t + np.float32(k))
+    return r
+
+
+def erf32(x):
+    x = np.float32(x)
+    a = np.float32(min(abs(x), XL))
+    if a < XS:
+        r = float(np.float32(x * horner32(p, np.float32(x * x))))
+        return r, r + 1
+    t = np.float32(np.float32(1) / np.float32(1 + np.float32(0.5) * a)) - np.float32(TS)
+    # x*x as hi + lo (lo = fma(a, a, -hi), exact), exp(-hi) * (1 - lo)
+    hi = np.float32(a * a)
+    lo = np.float32(float(a) * float(a) - float(hi))
+    e = np.float32(np.float32(math.exp(-float(hi))) * np.float32(1 - lo))
+    tail = np.float32(e * horner32(q, t))
+    if x < 0:
+        return -float(np.float32(1) - tail), float(tail)
+    return float(np.float32(1) - tail), float(2 - tail)
+
+
+def one_plus_erf32(x):
+    x = np.float32(x)
+    if abs(x) < XS:
+        return float(np.float32(1) + np.float32(x * horner32(p, np.float32(x * x))))
+    return erf32(x)[1]
+
+
+worst_rel = worst_abs = worst_c = 0
+for x in np.linspace(-12, 12, 400001):
+    x32 = float(np.float32(x))
+    exact = math.erf(x32)
+    got = erf32(x32)[0]
+    worst_abs = max(worst_abs, abs(got - exact))
+    if exact:
+        worst_rel = max(worst_rel, abs(got - exact) / abs(exact))
+    ce = math.erfc(-x32)
+    if ce > 1e-37:
+        worst_c = max(worst_c, abs(one_plus_erf32(x32) - ce) / ce)
+print("P =", ", ".join("%.9e" % c for c in p))
+print("Q =", ", ".join("%.9e" % c for c in q))
+print("f32 evaluation on [-12, 12]: erf max abs error %.3g, max rel error "
+      "%.3g; 1 + erf max rel error %.3g" % (worst_abs, worst_rel, worst_c))

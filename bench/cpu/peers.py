@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""numpy and PyTorch (CPU) on the CPU benchmark's workloads.
+
+  peers.py NAME ELEMENTS COLUMNS RUNS THREADS
+
+prints one line per peer: `peer NAME median_ms` (or `peer NAME n/a why`).
+The workloads are those of workloads.py, written as a user of each library
+would: numpy evaluates op by op (a temporary per op; it has no erf, so gelu
+uses the Abramowitz-Stegun 7.1.26 rational erf, five more ops); PyTorch
+calls torch.relu / F.gelu / torch.softmax / F.layer_norm with
+torch.set_num_threads(THREADS). Inputs are uniform in +-[0.125, 2]; two
+warm-up calls, then the median of RUNS timed calls (outputs allocated by
+the library, as in normal use).
+"""
+import statistics
+import sys
+import time
+
+
+def timeit(fn, runs):
+    fn()
+    fn()
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def inputs(np, name, r, c, seed=1):
+    rng = np.random.default_rng(seed)
+
+    def full(*shape):
+        a = rng.uniform(0.125, 2.0, size=shape).astype(np.float32)
+        return a * np.where(rng.integers(0, 2, size=shape) == 1, 1, -1).astype(np.float32)
+
+    return {"relu": lambda: (full(r, c), full(c), full(c)),
+            "gelu": lambda: (full(r, c), full(c)),
+            "softmax": lambda: (full(r, c),),
+            "layernorm": lambda: (full(r, c), full(r, c), full(c), full(c))}[name]()
+
+
+def numpy_fn(np, name, args):
+    if name == "relu":
+        x, s, b = args
+        return lambda: np.maximum(x * s + b, 0)
+    if name == "gelu":
+        x, b = args
+
+        def erf(z):
+            # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
+            a = np.abs(z)
+            t = 1.0 / (1.0 + 0.3275911 * a)
+            y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t
+                        - 0.284496736) * t + 0.254829592) * t * np.exp(-a * a)
+            return np.copysign(y, z)
+
+        def gelu():
+            h = x + b
+            return 0.5 * h * (1.0 + erf(h * np.float32(0.7071067811865476)))
+        return gelu
+    if name == "softmax":
+        (x,) = args
+
+        def softmax():
+            e = np.exp(x - x.max(axis=1, keepdims=True))
+            return e / e.sum(axis=1, keepdims=True)
+        return softmax
+    (x, r, g, b) = args
+
+    def layernorm():
+        h = x + r
+        mu = h.mean(axis=1, keepdims=True)
+        d = h - mu
+        var = (d * d).mean(axis=1, keepdims=True)
+        return d / np.sqrt(var + np.float32(1e-5)) * g + b
+    return layernorm
+
+
+def torch_fn(torch, name, args):
+    F = torch.nn.functional
+    t = [torch.from_numpy(a) for a in args]
+    if name == "relu":
+        x, s, b = t
+        return lambda: torch.relu(x * s + b)
+    if name == "gelu":
+        x, b = t
+        return lambda: F.gelu(x + b)
+    if name == "softmax":
+        (x,) = t
+        return lambda: torch.softmax(x, dim=1)
+    x, r, g, b = t
+    return lambda: F.layer_norm(x + r, (x.shape[1],), g, b, 1e-5)
+
+
+def main():
+    if len(sys.argv) != 6:
+        raise SystemExit(__doc__)
+    name, n, c, runs, threads = sys.argv[1], *map(int, sys.argv[2:])
+    try:
+        import numpy as np
+    except ImportError as e:
+        print("peer numpy n/a", e)
+        print("peer torch n/a", e)
+        return
+    args = inputs(np, name, n // c, c)
+    print("peer numpy %.4f" % timeit(numpy_fn(np, name, args), runs), flush=True)
+    try:
+        import torch
+        torch.set_num_threads(threads)
+        with torch.no_grad():
+            print("peer torch %.4f" % timeit(torch_fn(torch, name, args), runs))
+    except Exception as e:  # not installed, or failed to load
+        print("peer torch n/a", str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# bench/cpu/run.sh [BIN_DIR]: the CPU benchmark of issue 8.
+#
+# For each workload of workloads.py (relu(x*s+b), gelu(x+b), softmax rows,
+# layer_norm(x+r)) and each size in SIZES (elements of x, rows of COLS):
+#   - fuse, fused:    fuse-run --device cpu --bench RUNS (one loop nest)
+#   - fuse, unfused:  the same with --no-fuse (every op its own loop nest,
+#                     intermediates in memory)
+#   - numpy and PyTorch CPU (peers.py, /usr/bin/python3 by default)
+#   - memcpy of the same number of bytes, measured inside the fuse-run of
+#     the fused kernel (one thread, and THREADS threads)
+# and prints one table: median milliseconds, effective GB/s of the fused
+# kernel (inputs read once + outputs written once), its share of the
+# multi-threaded memcpy bandwidth, and how many times faster it is than
+# each peer. Before timing, each workload is checked against the
+# reference interpreter at a small size (f32: rtol 1e-5; atol 1e-5 for
+# layer_norm, whose outputs are O(1) and whose f32 mean loses ~1e-6).
+#
+# BIN_DIR holds fuse-run (default: build/bin). Environment:
+#   SIZES="16777216 33554432 67108864"  COLS=4096  RUNS=20
+#   THREADS=$(nproc)  PY=/usr/bin/python3  OUT=bench/cpu/last_output.txt
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+bin=${1:-$root/build/bin}
+fuse_run=$bin/fuse-run
+SIZES=${SIZES:-"16777216 33554432 67108864"}
+COLS=${COLS:-4096}
+RUNS=${RUNS:-20}
+THREADS=${THREADS:-$(nproc)}
+PY=${PY:-/usr/bin/python3}
+OUT=${OUT:-$here/last_output.txt}
+[[ -x $fuse_run ]] || { echo "run.sh: no fuse-run in $bin" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+{
+echo "fuse CPU benchmark: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo); threads: $THREADS; runs: $RUNS (median)"
+echo "fuse-run: $fuse_run"
+echo
+
+echo "correctness (65536 elements, --check-interp):"
+for w in relu gelu softmax layernorm; do
+  "$PY" "$here/workloads.py" $w 65536 1024 >"$tmp/check_$w.fuse"
+  atol=1e-8
+  [[ $w == layernorm ]] && atol=1e-5
+  for mode in "" "--no-fuse"; do
+    res=$("$fuse_run" "$tmp/check_$w.fuse" --device cpu --random-inputs 7 \
+      --check-interp --rtol 1e-5 --atol $atol --print-limit 0 $mode |
+      grep '^check-interp')
+    echo "  $w ${mode:-(fused)}: ${res#check-interp: }"
+  done
+done
+echo
+
+printf '%-10s %10s | %9s %7s %6s | %9s %5s | %9s %5s | %9s %5s | %8s %8s\n' \
+  workload elements "fused ms" "GB/s" "%cpy" "unfus ms" "x" "numpy ms" "x" \
+  "torch ms" "x" "cpy1 GB/s" "cpyN GB/s"
+for w in relu gelu softmax layernorm; do
+  for n in $SIZES; do
+    "$PY" "$here/workloads.py" $w "$n" "$COLS" >"$tmp/$w.fuse"
+    f=$("$fuse_run" "$tmp/$w.fuse" --device cpu --random-inputs 1 \
+      --bench "$RUNS" --threads "$THREADS" --print-limit 0)
+    u=$("$fuse_run" "$tmp/$w.fuse" --device cpu --random-inputs 1 \
+      --bench "$RUNS" --threads "$THREADS" --print-limit 0 --no-fuse)
+    p=$("$PY" "$here/peers.py" $w "$n" "$COLS" "$RUNS" "$THREADS")
+    fms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$f" | head -1)
+    fgb=$(sed -n 's/.*: \([0-9.]*\) GB\/s effective.*/\1/p' <<<"$f" | head -1)
+    c1=$(sed -n 's/.*: \([0-9.]*\) GB\/s on 1 thread.*/\1/p' <<<"$f")
+    cn=$(sed -n 's/.*, \([0-9.]*\) GB\/s on [0-9]* threads.*/\1/p' <<<"$f")
+    ums=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$u" | head -1)
+    nms=$(awk '$2 == "numpy" && $3 != "n/a" {print $3}' <<<"$p")
+    tms=$(awk '$2 == "torch" && $3 != "n/a" {print $3}' <<<"$p")
+    ratio() { [[ -n ${1:-} && -n ${2:-} ]] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo "-"; }
+    pct=$(awk -v a="$fgb" -v b="${cn:-0}" 'BEGIN {if (b > 0) printf "%.0f%%", 100 * a / b; else print "-"}')
+    printf '%-10s %10s | %9s %7s %6s | %9s %5s | %9s %5s | %9s %5s | %8s %8s\n' \
+      $w "$n" "$fms" "$fgb" "$pct" "$ums" "$(ratio "$ums" "$fms")" \
+      "${nms:--}" "$(ratio "$nms" "$fms")" "${tms:--}" "$(ratio "$tms" "$fms")" \
+      "$c1" "$cn"
+  done
+done
+echo
+echo "x: how many times longer the peer takes than fuse's fused kernel."
+echo "%cpy: fused GB/s / memcpy GB/s on $THREADS threads (same run)."
+grep -h '^peer .* n/a' <<<"${p:-}" || true
+} | tee "$OUT"

@@ -1,0 +1,81 @@
+#!/usr/bin/python3
+"""The CPU benchmark's workloads as fuse graph functions.
+
+  workloads.py NAME ELEMENTS [COLUMNS]   prints the .fuse text of NAME on a
+                                         [ELEMENTS/COLUMNS, COLUMNS] f32 input
+
+NAME is one of (x: [R, C]; s, b, g: [C]; r: [R, C]):
+  relu      relu(x * s + b)
+  gelu      gelu(x + b)                       (exact: erf)
+  softmax   softmax(x) over rows (reduce_max, sub, exp, reduce_sum, div)
+  layernorm layer_norm(x + r) * g + b over rows (epsilon 1e-5; add,
+            reduce_mean, sub, mul, reduce_mean, add, sqrt, div, mul, add)
+Bytes counted (ideal: every input read once, every output written once)
+are printed by `workloads.py --bytes NAME ELEMENTS [COLUMNS]`.
+"""
+import sys
+
+WORKLOADS = ("relu", "gelu", "softmax", "layernorm")
+
+
+def text(name, n, c):
+    r = n // c
+    t = f"tensor<{r}x{c}xf32>"
+    v = f"tensor<{c}xf32>"
+    if name == "relu":
+        return (f"func.func @main(%x: {t}, %s: {v}, %b: {v}) -> {t} {{\n"
+                f"  %0 = graph.mul %x, %s : {t}, {v} -> {t}\n"
+                f"  %1 = graph.add %0, %b : {t}, {v} -> {t}\n"
+                f"  %2 = graph.relu %1 : {t}\n"
+                f"  return %2 : {t}\n}}\n")
+    if name == "gelu":
+        return (f"func.func @main(%x: {t}, %b: {v}) -> {t} {{\n"
+                f"  %0 = graph.add %x, %b : {t}, {v} -> {t}\n"
+                f"  %1 = graph.gelu %0 : {t}\n"
+                f"  return %1 : {t}\n}}\n")
+    # softmax and layer_norm are spelled in primitive ops, as exporters
+    # write them: fused, fuse's pipeline makes one kernel of each; with
+    # --no-fuse every op is its own loop nest.
+    k = f"tensor<{r}x1xf32>"
+    red = "{axes = array<i64: 1>, keepdims = true}"
+    if name == "softmax":
+        return (f"func.func @main(%x: {t}) -> {t} {{\n"
+                f"  %m = graph.reduce_max %x {red} : {t} -> {k}\n"
+                f"  %d = graph.sub %x, %m : {t}, {k} -> {t}\n"
+                f"  %e = graph.exp %d : {t}\n"
+                f"  %s = graph.reduce_sum %e {red} : {t} -> {k}\n"
+                f"  %y = graph.div %e, %s : {t}, {k} -> {t}\n"
+                f"  return %y : {t}\n}}\n")
+    if name == "layernorm":
+        return (f"func.func @main(%x: {t}, %r: {t}, %g: {v}, %b: {v}) -> {t} {{\n"
+                f"  %eps = graph.constant dense<1.000000e-05> : tensor<f32>\n"
+                f"  %h = graph.add %x, %r : {t}, {t} -> {t}\n"
+                f"  %mu = graph.reduce_mean %h {red} : {t} -> {k}\n"
+                f"  %d = graph.sub %h, %mu : {t}, {k} -> {t}\n"
+                f"  %sq = graph.mul %d, %d : {t}, {t} -> {t}\n"
+                f"  %var = graph.reduce_mean %sq {red} : {t} -> {k}\n"
+                f"  %ve = graph.add %var, %eps : {k}, tensor<f32> -> {k}\n"
+                f"  %sd = graph.sqrt %ve : {k}\n"
+                f"  %n = graph.div %d, %sd : {t}, {k} -> {t}\n"
+                f"  %y = graph.mul %n, %g : {t}, {v} -> {t}\n"
+                f"  %z = graph.add %y, %b : {t}, {v} -> {t}\n"
+                f"  return %z : {t}\n}}\n")
+    raise SystemExit(f"workloads.py: unknown workload '{name}'")
+
+
+def nbytes(name, n, c):
+    full, vec = 4 * n, 4 * c
+    return {"relu": 2 * full + 2 * vec, "gelu": 2 * full + vec,
+            "softmax": 2 * full, "layernorm": 3 * full + 2 * vec}[name]
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    want_bytes = args and args[0] == "--bytes"
+    if want_bytes:
+        args = args[1:]
+    if len(args) not in (2, 3):
+        raise SystemExit(__doc__)
+    name, n = args[0], int(args[1])
+    c = int(args[2]) if len(args) == 3 else 4096
+    print(nbytes(name, n, c) if want_bytes else text(name, n, c), end="" if not want_bytes else "\n")

@@ -1,0 +1,305 @@
+/* fz/loop.h - the loop dialect (buffers, loop nests, scalar and vector
+ * arithmetic), its reference interpreter, and the passes that produce and
+ * tidy it: lower-graph-to-loop and plan-memory.
+ *
+ * The loop level sits between the graph dialect (tensors, value
+ * semantics) and code generation. Every op, its syntax and semantics is
+ * documented in docs/dialects/loop.md; the summary below is the contract
+ * that code generators (emit-llvm, loop->kernel) rely on.
+ *
+ * Values.
+ *  - Scalars: i1 i8 i16 i32 i64 index f16 bf16 f32 f64. Arithmetic ops
+ *    also accept vector<NxT> of those (lane-wise), with every operand and
+ *    the result of the same type (cmp: i1 lanes; select: an i1 or
+ *    vector<Nxi1> condition).
+ *  - Buffers: buffer<d0x...xT, strides [s0, ...], space>. A buffer value
+ *    designates the address of its element (0, ..., 0); element
+ *    (i0, ..., in) lives at that address + sum(ik * sk) elements. Without
+ *    explicit strides the layout is row-major contiguous. Shapes are
+ *    static in everything lower-graph-to-loop produces; a `?` dim is
+ *    allowed in the dialect (loop.alloc takes its size, loop.dim reads
+ *    it) but code generators may reject it.
+ *
+ * Control flow is structured: loop.for (sequential, with loop-carried
+ * iteration arguments) and loop.parallel (iterations independent, in any
+ * order or concurrently). Both end in loop.yield. loop.barrier separates
+ * the phases of one loop.parallel iteration (see the op's contract); it
+ * has no effect on sequential execution.
+ *
+ * Functions stay func.func. After lower-graph-to-loop a function has the
+ * calling convention documented at fzLowerGraphToLoop below.
+ */
+#ifndef FZ_LOOP_H
+#define FZ_LOOP_H
+
+#include "fz/graph.h" /* FzTensor: host buffers for the interpreter */
+#include "fz/opdef.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===------------------------------------------------------------------===*
+ * The op list
+ *
+ * X(ID, NAME) for every op of the dialect, once. FzLoopOpcode numbers
+ * them; fzLoopGetOpcode maps an op to its entry, so code generators can
+ * switch over the dialect without comparing names.
+ *
+ * Operand conventions (T: a scalar or vector type; idx: index):
+ *   alloc       (dyn dim sizes: idx...) -> buffer
+ *   dealloc     (buffer)
+ *   view        (buffer [, offset: idx]) -> buffer   new shape/strides,
+ *               element (i...) at src address + offset + sum(ik*sk')
+ *   dim         (buffer) -> idx                      property `index`
+ *   constant_buffer () -> buffer                     property `value`
+ *                                                    (dense, read-only)
+ *   for         (lb, ub, step: idx, inits...) -> (iter results...)
+ *               body ^bb(iv: idx, iters...), ends in yield(iters...)
+ *   parallel    (lbs..., ubs..., steps...: idx)  N dims, 3N operands,
+ *               body ^bb(ivs: idx...), ends in yield()
+ *   yield       (values...)                      terminator of for/parallel
+ *   barrier     ()                               see docs
+ *   load        (buffer, indices: idx...) -> elt
+ *   store       (value: elt, buffer, indices: idx...)
+ *   vector_load (buffer, indices...) -> vector<NxElt>  N consecutive
+ *               elements along the last dim (whose stride must be 1)
+ *   vector_store(value: vector<NxElt>, buffer, indices...)
+ *   splat       (scalar) -> vector<NxT>
+ *   constant    () -> T          property `value` (integer/float attr;
+ *                                a splat dense attr for a vector)
+ *   binary      (T, T) -> T      addf..powf, addi..shrsi
+ *   unary       (T) -> T         negf..cos
+ *   fma         (a, b, c: T) -> T  a*b+c, one rounding
+ *   cmpf/cmpi   (T, T) -> i1-of-T  property `predicate` (string)
+ *   select      (cond, a: T, b: T) -> T
+ *   casts       (A) -> B
+ *===------------------------------------------------------------------===*/
+
+/* clang-format off */
+#define FZ_LOOP_OPS(X)                                                        \
+  /* buffers */                                                               \
+  X(ALLOC, "loop.alloc") X(DEALLOC, "loop.dealloc") X(VIEW, "loop.view")      \
+  X(DIM, "loop.dim") X(CONSTANT_BUFFER, "loop.constant_buffer")               \
+  /* structure */                                                             \
+  X(FOR, "loop.for") X(PARALLEL, "loop.parallel") X(YIELD, "loop.yield")      \
+  X(BARRIER, "loop.barrier")                                                  \
+  /* memory */                                                                \
+  X(LOAD, "loop.load") X(STORE, "loop.store")                                 \
+  X(VECTOR_LOAD, "loop.vector_load") X(VECTOR_STORE, "loop.vector_store")     \
+  X(SPLAT, "loop.splat")                                                      \
+  /* constants and selection */                                               \
+  X(CONSTANT, "loop.constant") X(SELECT, "loop.select")                       \
+  X(CMPF, "loop.cmpf") X(CMPI, "loop.cmpi")                                   \
+  /* float binary: maxf/minf propagate NaN; remf is C fmod */                 \
+  X(ADDF, "loop.addf") X(SUBF, "loop.subf") X(MULF, "loop.mulf")              \
+  X(DIVF, "loop.divf") X(REMF, "loop.remf") X(MAXF, "loop.maxf")              \
+  X(MINF, "loop.minf") X(POWF, "loop.powf")                                   \
+  /* integer binary (two's complement, wrapping; iN and index) */             \
+  X(ADDI, "loop.addi") X(SUBI, "loop.subi") X(MULI, "loop.muli")              \
+  X(DIVSI, "loop.divsi") X(REMSI, "loop.remsi") X(MAXSI, "loop.maxsi")        \
+  X(MINSI, "loop.minsi") X(ANDI, "loop.andi") X(ORI, "loop.ori")              \
+  X(XORI, "loop.xori") X(SHLI, "loop.shli") X(SHRSI, "loop.shrsi")            \
+  /* ternary */                                                               \
+  X(FMA, "loop.fma")                                                          \
+  /* float unary */                                                           \
+  X(NEGF, "loop.negf") X(ABSF, "loop.absf") X(EXP, "loop.exp")                \
+  X(LOG, "loop.log") X(LOG1P, "loop.log1p") X(TANH, "loop.tanh")              \
+  X(ERF, "loop.erf") X(SQRT, "loop.sqrt") X(RSQRT, "loop.rsqrt")              \
+  X(FLOOR, "loop.floor") X(CEIL, "loop.ceil") X(ROUNDEVEN, "loop.roundeven")  \
+  X(SIN, "loop.sin") X(COS, "loop.cos")                                       \
+  /* casts */                                                                 \
+  X(EXTF, "loop.extf") X(TRUNCF, "loop.truncf") X(SITOFP, "loop.sitofp")      \
+  X(UITOFP, "loop.uitofp") X(FPTOSI, "loop.fptosi") X(EXTSI, "loop.extsi")    \
+  X(EXTUI, "loop.extui") X(TRUNCI, "loop.trunci")                             \
+  X(INDEX_CAST, "loop.index_cast") X(BITCAST, "loop.bitcast")
+/* clang-format on */
+
+typedef enum FzLoopOpcode {
+#define FZ_LOOP_ENUM_ENTRY(id, name) FZ_LOOP_OP_##id,
+  FZ_LOOP_OPS(FZ_LOOP_ENUM_ENTRY)
+#undef FZ_LOOP_ENUM_ENTRY
+  FZ_LOOP_NUM_OPS,
+  FZ_LOOP_OP_UNKNOWN = FZ_LOOP_NUM_OPS /* not a loop-dialect op */
+} FzLoopOpcode;
+
+/* The opcode of a loop-dialect op; FZ_LOOP_OP_UNKNOWN for any other op
+ * (or an unregistered one). O(1). */
+FzLoopOpcode fzLoopGetOpcode(const FzOp *op);
+/* "loop.addf" etc.; NULL for FZ_LOOP_OP_UNKNOWN. */
+const char *fzLoopOpcodeGetName(FzLoopOpcode opcode);
+
+/* Comparison predicates: the `predicate` property of cmpf / cmpi, a
+ * string of the spelling given. Float: o* are false when an operand is
+ * NaN, u* are true then; ord / uno test for NaN. Integer: s* signed,
+ * u* unsigned. */
+typedef enum FzLoopCmpFPredicate {
+  FZ_LOOP_CMPF_OEQ, FZ_LOOP_CMPF_ONE, FZ_LOOP_CMPF_OLT, FZ_LOOP_CMPF_OLE,
+  FZ_LOOP_CMPF_OGT, FZ_LOOP_CMPF_OGE, FZ_LOOP_CMPF_UEQ, FZ_LOOP_CMPF_UNE,
+  FZ_LOOP_CMPF_ULT, FZ_LOOP_CMPF_ULE, FZ_LOOP_CMPF_UGT, FZ_LOOP_CMPF_UGE,
+  FZ_LOOP_CMPF_ORD, FZ_LOOP_CMPF_UNO,
+  FZ_LOOP_CMPF_NUM
+} FzLoopCmpFPredicate;
+typedef enum FzLoopCmpIPredicate {
+  FZ_LOOP_CMPI_EQ, FZ_LOOP_CMPI_NE, FZ_LOOP_CMPI_SLT, FZ_LOOP_CMPI_SLE,
+  FZ_LOOP_CMPI_SGT, FZ_LOOP_CMPI_SGE, FZ_LOOP_CMPI_ULT, FZ_LOOP_CMPI_ULE,
+  FZ_LOOP_CMPI_UGT, FZ_LOOP_CMPI_UGE,
+  FZ_LOOP_CMPI_NUM
+} FzLoopCmpIPredicate;
+
+/* The predicate of a (verified) cmpf / cmpi op as its enum's value; -1
+ * for any other op or an unknown spelling. */
+int fzLoopCmpGetPredicate(const FzOp *op);
+/* "olt", "sge"... for cmpf (isFloat) or cmpi; NULL when out of range. */
+const char *fzLoopCmpPredicateName(bool isFloat, int pred);
+
+/* Registers the loop dialect into ctx (twice is harmless). */
+FZ_MUST_CHECK bool fzRegisterLoopDialect(FzContext *ctx);
+/* The dialect's definition (static). */
+const FzDialectDef *fzLoopDialectGet(void);
+
+/*===------------------------------------------------------------------===*
+ * Accessors for code generators
+ *===------------------------------------------------------------------===*/
+
+/* loop.parallel: the number of dimensions (operands / 3). */
+size_t fzLoopParallelGetNumDims(const FzOp *op);
+/* loop.for / loop.parallel: the body block (NULL if malformed). */
+FzBlock *fzLoopGetBody(const FzOp *op);
+/* loop.load/store/vector_load/vector_store: the operand index of the
+ * buffer (0 for loads, 1 for stores); the indices follow it. */
+size_t fzLoopMemGetBufferOperand(const FzOp *op);
+
+/* Builders (insert at b's insertion point; NULL after an error). */
+FzValue *fzLoopCreateIndexConstant(FzBuilder *b, FzLoc *loc, int64_t v);
+/* A float or integer constant of scalar type t. */
+FzValue *fzLoopCreateConstant(FzBuilder *b, FzLoc *loc, FzType *t, double v);
+
+/*===------------------------------------------------------------------===*
+ * The loop interpreter
+ *
+ * Evaluates a loop-level func.func on host memory, op by op, in program
+ * order (loop.parallel iterations run in row-major order). Each argument
+ * is bound to a caller-owned FzTensor whose data the function reads and
+ * writes in place: the tensor's dtype and shape must equal the buffer
+ * argument's element type and shape, and the argument's layout must be
+ * the identity. Scalars are computed in double (int64 for integers and
+ * index) and rounded to their type after every op, exactly as the
+ * hardware would for f32/f64 (f16/bf16 arithmetic rounds per op too).
+ * loop.alloc'd memory is zero-filled (the generated code does not
+ * promise that: reading it before writing is a bug the interpreter's
+ * `poison` option can catch by filling it with NaN / 0x5a bytes).
+ *
+ * Errors are reported at the failing op: an index out of bounds (with
+ * the buffer, the dimension and the index), integer division by zero,
+ * an allocation above the limit, a step that is not positive.
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzLoopInterpOptions {
+  /* Largest loop.alloc in bytes; 0 means the default, 2^32. */
+  int64_t maxAllocBytes;
+  /* Fill loop.alloc'd memory with NaN (floats) / 0x5a bytes (integers)
+   * instead of zeros, to expose reads of uninitialized memory. */
+  bool poison;
+  /* Report nothing: failures only return false, with the first error's
+   * text copied into errorMessage (errorMessageSize bytes). */
+  bool quiet;
+  char *errorMessage;
+  size_t errorMessageSize;
+} FzLoopInterpOptions;
+
+/* Runs `func` (a func.func with a body, loop-level: buffer arguments, no
+ * results) with argument i bound to args[i]. Output arguments are
+ * written in place. options may be NULL. False after reporting an
+ * error (then outputs hold whatever was written before it). */
+FZ_MUST_CHECK bool fzLoopInterpretFunction(FzOp *func, size_t numArgs,
+                                           FzTensor *const *args,
+                                           const FzLoopInterpOptions *options);
+
+/* Runs a function through the loop level, for fuse-run's
+ * `--device loop-interp` and for tests. When func is still at the graph
+ * level (no `loop.num_outputs`), `pipeline` (textual, on builtin.module;
+ * NULL: the named pipeline "graph-to-loop") first runs on func's module,
+ * in place (func stays valid). Then the loop interpreter runs func with
+ * inputs[0..numInputs) bound to the input buffers and new zeroed tensors
+ * for the outputs, which it returns in *outputs (an array of *numOutputs
+ * tensors allocated through the context; release it with
+ * fzTensorArrayDestroy). options may be NULL. False after reporting an
+ * error. (lowering/graph_to_loop_run.c) */
+FZ_MUST_CHECK bool fzLoopRunFunction(FzOp *func, size_t numInputs,
+                                     FzTensor *const *inputs,
+                                     const char *pipeline,
+                                     const FzLoopInterpOptions *options,
+                                     size_t *numOutputs, FzTensor ***outputs);
+
+/*===------------------------------------------------------------------===*
+ * lower-graph-to-loop
+ *
+ * Calling convention of a lowered function (what emit-llvm and the
+ * runtimes implement). A graph function
+ *   func.func @f(%x0: tensor<A>, ..., %xm: tensor<B>) -> (tensor<R0>, ...)
+ * becomes
+ *   func.func @f(%x0: buffer<A>, ..., %xm: buffer<B>,
+ *                %out0: buffer<R0>, ...) attributes {loop.num_outputs = K}
+ * returning nothing:
+ *  - arguments keep their order; each tensor<S x T> becomes buffer<S x T>
+ *    with the identity (row-major, contiguous) layout and memory space 0;
+ *    a rank-0 tensor becomes buffer<T> (one element);
+ *  - then one output buffer per result, in result order; the function
+ *    writes every element of every output and never reads one before
+ *    writing it;
+ *  - the function attribute `loop.num_outputs` (i64) gives K, the number
+ *    of trailing output arguments, so the inputs are the first
+ *    (numArgs - K);
+ *  - inputs are never written (they may be marked readonly); the caller
+ *    passes distinct, non-overlapping output buffers that do not overlap
+ *    any input (they may be marked noalias); buffers are the caller's,
+ *    who allocates and frees them (align 16 recommended);
+ *  - at the machine level a buffer argument is a single pointer to its
+ *    element (0, ..., 0): shapes and strides are in the type.
+ * Temporaries inside the function are loop.alloc / loop.dealloc pairs
+ * (plan-memory may share or remove them); constants the body needs as
+ * memory are loop.constant_buffer (read-only data).
+ *
+ * Structure of the lowered body: each graph.fusion group becomes one
+ * loop nest (docs/dialects/loop.md, "Lowering"); every graph op outside a
+ * group becomes its own nest. Unsupported ops (and dynamic shapes) are
+ * errors at the op's location.
+ *===------------------------------------------------------------------===*/
+
+/* Lowers every func.func in module (a builtin.module) in place. Returns
+ * false after reporting errors; the module may then be partly lowered. */
+FZ_MUST_CHECK bool fzLowerGraphToLoop(FzOp *module);
+
+/*===------------------------------------------------------------------===*
+ * plan-memory
+ *
+ * On a lowered function: removes loop.alloc temporaries that are never
+ * read, reuses a dead temporary's memory for a later one of the same
+ * size class (liveness by program order over the function's top-level
+ * ops), and computes an elementwise nest in place when one of its input
+ * temporaries dies at it. `--memory-report` (pass option `report`)
+ * prints, per function, the peak bytes of live temporaries before and
+ * after.
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzMemoryPlanStats {
+  int64_t peakBytesBefore; /* most temporary bytes live at once */
+  int64_t peakBytesAfter;
+  size_t allocsBefore, allocsAfter;
+  size_t reused;  /* allocs that took over a dead buffer's memory */
+  size_t inPlace; /* nests that now write into an input's buffer */
+} FzMemoryPlanStats;
+
+/* Plans the temporaries of one lowered func.func. stats may be NULL. */
+FZ_MUST_CHECK bool fzPlanMemory(FzOp *func, FzMemoryPlanStats *stats);
+
+/* Registers lower-graph-to-loop (on builtin.module) and plan-memory (on
+ * func.func). Twice is harmless. */
+FZ_MUST_CHECK bool fzRegisterLoopPasses(FzContext *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FZ_LOOP_H */

@@ -1,0 +1,189 @@
+/* fz/lowering.h - code generation from the loop level: LLVM IR, assembly
+ * and object files through the LLVM C API (LLVM 19), and native code
+ * loaded into this process (an ORC LLJIT).
+ *
+ * Input. A builtin.module whose func.func bodies are at the loop level
+ * (fz/loop.h: buffer arguments, the calling convention documented at
+ * fzLowerGraphToLoop, loop-dialect ops only). fzLowerModuleForCpu runs
+ * the graph -> loop pipeline first for a module still at the graph level.
+ *
+ * What a lowered function @f becomes (the machine ABI; docs/codegen.md):
+ *
+ *   void f(T0 *in0, ..., T1 *out0, ..., const FzParallelRuntime *rt);
+ *       every buffer argument in order, as a pointer to its element
+ *       (0, ..., 0); inputs `noalias readonly`, outputs `noalias`, each
+ *       `align` options.alignment and `dereferenceable` to its size. rt
+ *       may be NULL: the function then runs on the calling thread.
+ *   void f.packed(void *const *buffers, const FzParallelRuntime *rt);
+ *       the same, with the buffer pointers in an array (what the runtime
+ *       calls: one C type for every function).
+ *
+ * Each top-level loop.parallel nest is outlined into a function
+ * `f.parN(void *env, int64_t begin, int64_t end)` that runs iterations
+ * [begin, end) of the nest's linearized index space, and the nest itself
+ * into a call of rt->parallelFor (or of the outlined body on [0, n) when
+ * rt is NULL).
+ *
+ * Ownership: nothing here takes ownership of the module; output goes
+ * through the caller's callback. A FzNativeModule owns its JIT and the
+ * code in it.
+ */
+#ifndef FZ_LOWERING_H
+#define FZ_LOWERING_H
+
+#include "fz/fusion.h"
+#include "fz/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===------------------------------------------------------------------===*
+ * Options
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzCodegenOptions {
+  /* LLVM optimization level 0..3 (default 3: O3 of the new pass
+   * manager, then the code generator at its aggressive level). */
+  unsigned optLevel;
+  /* Every fast-math flag on every float op (default off). Off, results
+   * match the reference interpreter within f32 rtol 1e-5. */
+  bool fastMath;
+  /* `reassoc` on the accumulation of loop.for reductions, so that they
+   * vectorize (default on). */
+  bool reassocReductions;
+  /* `contract` on float ops: a*b+c may become one fma (default off:
+   * an fma skips the rounding of a*b that the interpreter does, which
+   * near cancellation exceeds any relative tolerance; fastMath sets it
+   * too). */
+  bool contract;
+  /* exp/log/log1p/tanh/erf/pow as calls of the C library instead of the
+   * inline vectorizable approximations (default off; errors of the
+   * approximations are in docs/codegen.md). */
+  bool exactMath;
+  /* Outline top-level loop.parallel nests for FzParallelRuntime
+   * (default on). Off: every nest runs on the calling thread. */
+  bool parallel;
+  /* The byte alignment promised for every buffer argument (a power of
+   * two, at least 1; default 16). Callers must honour it. */
+  unsigned alignment;
+  /* The target: NULL means the host (its triple, CPU name and CPU
+   * features, as LLVMGetHostCPUName/Features report them). When cpu is
+   * given without features, the CPU's default features are used. */
+  const char *triple;
+  const char *cpu;
+  const char *features;
+} FzCodegenOptions;
+
+/* Fills the defaults listed above. */
+void fzCodegenOptionsInit(FzCodegenOptions *options);
+
+/*===------------------------------------------------------------------===*
+ * The ABI shared with the CPU runtime
+ *===------------------------------------------------------------------===*/
+
+/* An outlined parallel body: runs iterations [begin, end). */
+typedef void (*FzParallelBodyFn)(void *env, int64_t begin, int64_t end);
+
+/* How generated code asks for parallel execution. parallelFor must run
+ * body(env, b, e) over ranges that partition [0, n) exactly once each,
+ * possibly concurrently, and return when all have finished.
+ * workPerIteration estimates the scalar operations of one iteration,
+ * so that a small loop can run on the calling thread. */
+typedef struct FzParallelRuntime {
+  void (*parallelFor)(void *pool, FzParallelBodyFn body, void *env,
+                      int64_t n, int64_t workPerIteration);
+  void *pool;
+} FzParallelRuntime;
+
+/* The entry `f.packed` of every lowered function. */
+typedef void (*FzPackedEntryFn)(void *const *buffers,
+                                const FzParallelRuntime *rt);
+
+/*===------------------------------------------------------------------===*
+ * LLVM IR, assembly, objects
+ *===------------------------------------------------------------------===*/
+
+typedef enum FzCodegenFileType {
+  FZ_CODEGEN_LLVM_IR,  /* textual LLVM IR (.ll), after optimization */
+  FZ_CODEGEN_ASSEMBLY, /* target assembly (.s) */
+  FZ_CODEGEN_OBJECT,   /* relocatable object file (.o) */
+} FzCodegenFileType;
+
+/* Translates every func.func with a body in `module` (loop level) to one
+ * LLVM module, optimizes it at options->optLevel for the target, and
+ * writes it in `type`'s form through cb (in one or more chunks; binary
+ * for objects). options may be NULL (defaults). Returns false after
+ * reporting errors at the offending ops' locations (an op that has no
+ * translation, a dynamic shape, an unknown target). */
+FZ_MUST_CHECK bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
+                              FzCodegenFileType type, FzPrintCallback cb,
+                              void *userData);
+
+/*===------------------------------------------------------------------===*
+ * Native code in this process
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzNativeModule FzNativeModule;
+
+/* Compiles `module` (loop level) for the host and loads it into an ORC
+ * LLJIT of its own. options may be NULL (defaults); a non-host triple is
+ * an error. The FzOp module may be destroyed afterwards. NULL after
+ * reporting errors. */
+FzNativeModule *fzNativeModuleCreate(FzOp *module,
+                                     const FzCodegenOptions *options);
+/* Frees the JIT and its code. NULL is ignored. */
+void fzNativeModuleDestroy(FzNativeModule *m);
+/* The packed entry of function `name` (without '@'); NULL when the
+ * module has no such function. */
+FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
+                                           FzStringRef name);
+/* The address of any symbol of the module (e.g. "f" for the unpacked
+ * entry); 0 when absent. */
+uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m, const char *symbol);
+/* Seconds spent translating, optimizing and generating code. */
+double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
+
+/*===------------------------------------------------------------------===*
+ * The graph -> loop pipeline for the CPU
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzCpuPipelineOptions {
+  /* Run the fuse pass (default true); false lowers every op on its own,
+   * one loop nest (one kernel) per op. */
+  bool fuse;
+  /* Run canonicalize and cse first, and with fuse the graph
+   * simplifications of graph-optimize (recognize-composites...)
+   * (default true). */
+  bool simplify;
+  /* The fusion options (NULL: fzFusionOptionsInit's defaults with the
+   * built-in "cpu" target). Set report/reportOut there for the fusion
+   * report, remarks for per-op remarks. */
+  const FzFusionOptions *fusion;
+  /* Run plan-memory after lowering (default true). */
+  bool planMemory;
+} FzCpuPipelineOptions;
+
+void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
+
+/* Runs, in place on module (a builtin.module at the graph level):
+ *   canonicalize,cse[,recognize-composites,simplify-algebra,
+ *   simplify-reshapes,fold-transpose,fold-batchnorm,canonicalize],
+ *   fuse (fzFuseFunction on each function), lower-graph-to-loop,
+ *   func.func(plan-memory)
+ * (the parts that options turn off left out). A module already at the
+ * loop level (no tensor-typed function argument or result) is left as
+ * it is. The dialects and passes involved are registered in the context
+ * if they were not. False after reporting errors. */
+FZ_MUST_CHECK bool fzLowerModuleForCpu(FzOp *module,
+                                       const FzCpuPipelineOptions *options);
+
+/* True when module holds a function still at the graph level (a tensor
+ * argument or result). */
+bool fzModuleIsGraphLevel(FzOp *module);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FZ_LOWERING_H */

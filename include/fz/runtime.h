@@ -1,0 +1,109 @@
+/* fz/runtime.h - running compiled code on the CPU: a thread pool, and
+ * executables compiled from a graph- or loop-level module.
+ *
+ * An FzCpuRuntime is a pool of worker threads (the calling thread
+ * included) that generated code uses for its outer parallel loops
+ * (FzParallelRuntime in fz/lowering.h). An FzCpuExecutable is a module
+ * compiled for the host by the pipeline of fz/lowering.h
+ * (fzLowerModuleForCpu, then fzNativeModuleCreate), with what it needs
+ * to call each function on tensors.
+ *
+ * Ownership. The runtime and the executables are the caller's: destroy
+ * every executable before the runtime it was created with. Creating an
+ * executable does not modify or keep the module it is given (it works on
+ * a clone). Outputs handed back are new tensors the caller destroys.
+ * Threads: one executable may be called from several threads at once
+ * (through fzCpuFunctionCallRaw; fzCpuFunctionRun uses the context);
+ * the pool runs one parallel loop at a time and a caller that finds it
+ * busy runs its loop alone (never deadlocks).
+ */
+#ifndef FZ_RUNTIME_H
+#define FZ_RUNTIME_H
+
+#include "fz/graph.h"
+#include "fz/lowering.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===------------------------------------------------------------------===*
+ * The thread pool
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzCpuRuntime FzCpuRuntime;
+
+/* The number of CPUs this process may run on (at least 1). */
+unsigned fzCpuGetNumCores(void);
+
+/* A pool of numThreads threads, the caller's included (0: one per core).
+ * NULL after reporting an error (threads could not be started). */
+FzCpuRuntime *fzCpuRuntimeCreate(FzContext *ctx, unsigned numThreads);
+/* Stops the workers. NULL is ignored. The runtime allocates through ctx:
+ * destroy it (after its executables) before the context. */
+void fzCpuRuntimeDestroy(FzCpuRuntime *rt);
+/* The caller's thread included. */
+unsigned fzCpuRuntimeGetNumThreads(const FzCpuRuntime *rt);
+/* What generated code receives as its `rt` argument. */
+const FzParallelRuntime *fzCpuRuntimeGetParallel(const FzCpuRuntime *rt);
+
+/*===------------------------------------------------------------------===*
+ * Executables
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzCpuExecutable FzCpuExecutable;
+
+typedef struct FzCpuCompileOptions {
+  FzCpuPipelineOptions pipeline; /* graph -> loop (fz/lowering.h) */
+  FzCodegenOptions codegen;      /* loop -> native code */
+} FzCpuCompileOptions;
+
+/* The defaults of both parts. */
+void fzCpuCompileOptionsInit(FzCpuCompileOptions *options);
+
+/* Compiles a clone of module (graph or loop level) for the host.
+ * options may be NULL. NULL after reporting errors. */
+FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
+                                       const FzCpuCompileOptions *options);
+/* Frees the native code and the loop module. NULL is ignored. */
+void fzCpuExecutableDestroy(FzCpuExecutable *e);
+/* The loop-level module that was compiled (owned by the executable; for
+ * printing and inspection). */
+FzOp *fzCpuExecutableGetLoopModule(const FzCpuExecutable *e);
+/* Seconds spent lowering, and generating native code. */
+double fzCpuExecutableGetLowerSeconds(const FzCpuExecutable *e);
+double fzCpuExecutableGetCodegenSeconds(const FzCpuExecutable *e);
+
+/* A function of the executable and its signature. */
+typedef struct FzCpuFunction FzCpuFunction;
+/* NULL (without a diagnostic) when there is no such function. name is
+ * the symbol without '@'. The function belongs to the executable. */
+FzCpuFunction *fzCpuExecutableLookup(FzCpuExecutable *e, FzStringRef name);
+size_t fzCpuFunctionGetNumInputs(const FzCpuFunction *f);
+size_t fzCpuFunctionGetNumOutputs(const FzCpuFunction *f);
+/* The buffer type of argument i (inputs first, then outputs). */
+FzType *fzCpuFunctionGetArgType(const FzCpuFunction *f, size_t i);
+
+/* Runs f on raw buffers, one per argument (inputs, then outputs), each
+ * at least as aligned as the codegen options promised (16 bytes by
+ * default) and of its argument's size. No checking, no allocation: for
+ * benchmarks. */
+void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers);
+
+/* Runs f on tensors (this allocates in, and reports errors to, the
+ * context the runtime was created with: call it from one thread at a time
+ * per context; CallRaw above touches no context). Inputs are checked
+ * against the argument types (dtype and shape); outputs are created
+ * (*outputs: a new array of *numOutputs new tensors, released with
+ * fzTensorArrayDestroy). A
+ * buffer that is not aligned enough is copied. False after reporting an
+ * error naming the offending argument. */
+FZ_MUST_CHECK bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
+                                    FzTensor *const *inputs,
+                                    size_t *numOutputs, FzTensor ***outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FZ_RUNTIME_H */

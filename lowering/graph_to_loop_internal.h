@@ -1,0 +1,192 @@
+/* lowering/graph_to_loop_internal.h - what the files of lower-graph-to-loop
+ * share.
+ *
+ *   graph_to_loop.c         the pass: signatures, buffers, the driver
+ *   graph_to_loop_nest.c    loop nests: levels, hoisting, the value cache,
+ *                           index arithmetic, loads and stores
+ *   graph_to_loop_ops.c     elementwise and data-movement ops
+ *   graph_to_loop_reduce.c  reductions, normalizations, contractions,
+ *                           pooling
+ *
+ * The model. A fused group (or a lone op) is lowered by *emitting values
+ * at indices*: for each output, a loop nest over its shape is opened, and
+ * the output's value at the nest's index vector is requested. Requesting
+ * a graph value at an index vector emits the scalar computation of that
+ * element, recursively requesting operands at the indices they are read
+ * at (broadcasts, transposes, reshapes are index maps); leaves are loads
+ * from the buffers of the group's inputs or constants. So the values of
+ * one iteration space live in SSA scalars of one loop body, never in
+ * memory.
+ *
+ * Levels. A nest is a path of loop bodies (levels): 0 is the function
+ * body (before the nest), then each loop opened. Every scalar op is
+ * inserted at the deepest level among its operands' levels (hoisting as
+ * it is built): a load of bias[j] sits with j, a row reduction with the
+ * row's indices. A reduction opens its own loop.for with accumulators at
+ * the level of its kept indices, so softmax's max and sum run once per
+ * row, before the consumer loop of the row, separated by loop.barrier.
+ * A cache maps (graph value, index values) to the scalar already emitted
+ * on the current path, so a value used twice at the same element is
+ * computed once.
+ */
+#ifndef FZ_GRAPH_TO_LOOP_INTERNAL_H
+#define FZ_GRAPH_TO_LOOP_INTERNAL_H
+
+#include "fz/fusion.h"
+#include "fz/graph.h"
+#include "fz/loop.h"
+#include "ir/util.h"
+
+#define LG_MAX_RANK FZ_GRAPH_MAX_RANK
+#define LG_MAX_LEVELS 64
+
+/* Where a tensor that lives outside the nest being built can be read. */
+typedef struct LgStorage {
+  FzValue *buffer; /* identity-layout buffer of the tensor's shape, or */
+  FzAttr *splat;   /* a splat dense constant (no memory at all) */
+} LgStorage;
+
+/* Per-function state of the pass. */
+typedef struct LgFunc {
+  FzContext *ctx;
+  FzOp *func;
+  FzBuilder top;     /* the function body, before the op being lowered */
+  FzPtrMap storage;  /* graph tensor value -> LgStorage* (arena) */
+  FzPtrMap constants; /* attribute -> loop.constant at the function level
+                         (made before the op being lowered, so it
+                         dominates everything lowered after) */
+  FzArena arena;
+  bool failed;
+} LgFunc;
+
+typedef struct LgLevel {
+  FzBuilder b;      /* where ops of this level are inserted */
+  FzOp *loop;       /* the loop op whose body this is (NULL: level 0) */
+  unsigned scope;   /* unique id of this body */
+} LgLevel;
+
+typedef struct LgCacheEntry {
+  FzValue *value;   /* graph value */
+  size_t rank;
+  FzValue *idx[LG_MAX_RANK];
+  FzValue *result;  /* scalar */
+  size_t level;     /* path position of the result */
+  unsigned scope;   /* that level's scope when it was made */
+} LgCacheEntry;
+
+/* One nest being built. */
+typedef struct LgNest {
+  LgFunc *F;
+  FzLoc *loc;       /* location for the ops made */
+  LgLevel path[LG_MAX_LEVELS];
+  size_t depth;     /* levels on the path (path[0] is the function) */
+  unsigned nextScope;
+  FzPtrMap level;   /* loop-IR value -> (path position << 32 | scope) + 1 */
+  LgCacheEntry *cache;
+  size_t ncache, capCache;
+  const FzPtrMap *alias; /* graph.fusion block argument -> outer value;
+                            may be NULL */
+} LgNest;
+
+/* A saved path suffix, for opening a loop under a shallower level. */
+typedef struct LgSaved {
+  size_t parent, depth;
+  FzBuilder parentBuilder;
+  LgLevel rest[LG_MAX_LEVELS];
+} LgSaved;
+
+/*===--- graph_to_loop_nest.c -------------------------------------------===*/
+
+void lgNestInit(LgNest *N, LgFunc *F, FzLoc *loc);
+void lgNestFree(LgNest *N);
+/* Reports an error at op (once per function) and returns NULL. */
+FzValue *lgFail(LgNest *N, FzOp *op, const char *fmt, ...) FZ_PRINTF(3, 4);
+
+/* The path position of a loop-IR value (0 when made outside the nest). */
+size_t lgLevelOf(LgNest *N, FzValue *v);
+/* Creates op st (one result or none) at the deepest level of its operands
+ * (at least minLevel); returns the result (or NULL for none / error). */
+FzValue *lgCreate(LgNest *N, FzOpState *st, size_t minLevel);
+/* Helpers over lgCreate. */
+FzValue *lgConstIndex(LgNest *N, int64_t v);
+FzValue *lgConstF(LgNest *N, FzType *t, double v);
+FzValue *lgConstI(LgNest *N, FzType *t, int64_t v);
+FzValue *lgBinary(LgNest *N, const char *name, FzValue *a, FzValue *b);
+FzValue *lgUnary(LgNest *N, const char *name, FzValue *a);
+FzValue *lgFma(LgNest *N, FzValue *a, FzValue *b, FzValue *c);
+FzValue *lgCmp(LgNest *N, const char *pred, FzValue *a, FzValue *b);
+FzValue *lgSelect(LgNest *N, FzValue *c, FzValue *a, FzValue *b);
+FzValue *lgCast(LgNest *N, const char *name, FzValue *a, FzType *to);
+/* Index arithmetic that folds constants and identities. */
+FzValue *lgAddI(LgNest *N, FzValue *a, FzValue *b);
+FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c);
+FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c);
+FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c);
+/* The integer value of an index constant, or false. */
+bool lgIsConstIndex(FzValue *v, int64_t *out);
+
+/* Opens loop.parallel over [0, ext[i]) for n dims as a child of path
+ * position `parent` (the current top when parent == depth - 1), filling
+ * ivs. Returns false after an error. */
+bool lgOpenParallel(LgNest *N, size_t parent, size_t n, const int64_t *ext,
+                    FzValue **ivs, LgSaved *saved);
+/* Opens loop.for over [0, ext) with iteration arguments inits (types
+ * taken from them) under `parent`; fills *iv and iters (block args). */
+bool lgOpenFor(LgNest *N, size_t parent, int64_t ext, size_t n,
+               FzValue *const *inits, FzValue **iv, FzValue **iters,
+               LgSaved *saved);
+/* Closes the innermost loop: yields values (n of them; for loop.for) and
+ * restores the path. Returns the loop op. */
+FzOp *lgClose(LgNest *N, size_t n, FzValue *const *yields,
+              const LgSaved *saved);
+
+/* The compute type of a tensor element type: f32 for f16/bf16, else
+ * itself. */
+FzType *lgComputeType(FzContext *ctx, FzType *elt);
+/* Loads element idx of buffer (extending 16-bit floats). */
+FzValue *lgLoad(LgNest *N, FzValue *buffer, FzValue *const *idx);
+/* Stores v (in compute type) at idx of buffer (truncating). */
+bool lgStore(LgNest *N, FzValue *v, FzValue *buffer, FzValue *const *idx);
+
+/* The scalar of graph value gv at index vector idx (rank of gv), in the
+ * compute type of its element type. NULL after an error. */
+FzValue *lgEmit(LgNest *N, FzValue *gv, FzValue *const *idx);
+
+/* The shape of a ranked tensor value. */
+size_t lgRank(FzValue *gv);
+int64_t lgDim(FzValue *gv, size_t i);
+FzType *lgElt(FzValue *gv);
+
+/*===--- op emitters ----------------------------------------------------===*/
+
+/* Emits the element of op's result #0 at idx. */
+typedef FzValue *(*LgEmitFn)(LgNest *N, FzOp *op, FzValue *const *idx);
+/* The emitter for op, or NULL when lower-graph-to-loop does not support
+ * it (graph_to_loop_ops.c holds the table). */
+LgEmitFn lgFindEmitter(const FzOp *op);
+
+/* Reduction-family emitters (graph_to_loop_reduce.c). */
+FzValue *lgEmitReduce(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitSoftmax(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitLayerNorm(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitRmsNorm(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx);
+FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx);
+
+/* Attribute readers (absent: dflt). */
+int64_t lgAttrInt(FzOp *op, const char *name, int64_t dflt);
+double lgAttrFloat(FzOp *op, const char *name, double dflt);
+bool lgAttrBool(FzOp *op, const char *name, bool dflt);
+/* A dense i64 array into out (at most max); returns the count, or -1
+ * when absent. */
+int lgAttrInts(FzOp *op, const char *name, int64_t *out, size_t max);
+bool lgAttrStringIs(FzOp *op, const char *name, const char *value);
+
+/* Which dims of op's result (rank n) are reduced by the row reductions a
+ * nest over that result should run per row: bit d set for a dim that
+ * should be an inner (consumer-phase) loop. 0 when none. */
+uint32_t lgInnerDims(FzOp *op);
+
+#endif /* FZ_GRAPH_TO_LOOP_INTERNAL_H */

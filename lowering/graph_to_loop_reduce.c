@@ -1,0 +1,651 @@
+/* lowering/graph_to_loop_reduce.c - lower-graph-to-loop for the ops that
+ * reduce: reduce_*, softmax, log_softmax, layer_norm, rms_norm, matmul,
+ * conv2d and pooling.
+ *
+ * Every reduction is a loop.for nest (one loop per reduced dimension)
+ * carrying accumulators as iteration arguments, placed at the level of
+ * the indices it depends on: a softmax's max and sum run once per row
+ * (the row's loop body), a matmul's k loop once per output element. The
+ * element computation inside is emitted through lgEmit, so producers in
+ * the group are computed in the loop body (never stored). Loops carry
+ * the unit attribute `loop.reduction`.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "lowering/graph_to_loop_internal.h"
+
+/* Computes the new accumulators from the old ones at reduced indices
+ * ivs. Returns false after an error. */
+typedef bool (*StepFn)(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
+                       FzValue **next, void *ud);
+
+/* Runs nested loop.for over ext[0..nred) (outermost first) with nacc
+ * accumulators starting at inits, under path position `parent`; the
+ * final accumulators go to results. */
+static bool reduce_loops(LgNest *N, size_t parent, size_t nred,
+                         const int64_t *ext, size_t nacc,
+                         FzValue *const *inits, StepFn step, void *ud,
+                         FzValue **results) {
+  LgSaved saved[LG_MAX_RANK];
+  FzValue *ivs[LG_MAX_RANK] = {NULL}, *acc[8], *cur[8];
+  if (nacc > 8 || nred > LG_MAX_RANK)
+    return false;
+  for (size_t k = 0; k < nacc; ++k)
+    if (!(cur[k] = inits[k]))
+      return false;
+  if (nred == 0)
+    return step(N, ivs, cur, results, ud);
+  for (size_t d = 0; d < nred; ++d) {
+    size_t p = d == 0 ? parent : N->depth - 1;
+    if (!lgOpenFor(N, p, ext[d], nacc, cur, &ivs[d], acc, &saved[d]))
+      return false;
+    memcpy(cur, acc, nacc * sizeof *cur);
+  }
+  FzValue *next[8];
+  bool ok = step(N, ivs, cur, next, ud);
+  for (size_t k = 0; ok && k < nacc; ++k)
+    ok = next[k] != NULL;
+  if (!ok) {
+    N->F->failed = true;
+    for (size_t k = 0; k < nacc; ++k)
+      next[k] = cur[k];
+  }
+  for (size_t d = nred; d-- > 0;) {
+    FzOp *loop = lgClose(N, nacc, next, &saved[d]);
+    if (!fzOpSetAttr(loop, FZ_STR("loop.reduction"),
+                     fzUnitAttrGet(N->F->ctx)))
+      N->F->failed = true;
+    for (size_t k = 0; k < nacc; ++k)
+      next[k] = fzOpGetResult(loop, k);
+  }
+  memcpy(results, next, nacc * sizeof *results);
+  return ok;
+}
+
+/* The deepest path position among values (and at least minLevel). */
+static size_t deepest(LgNest *N, size_t n, FzValue *const *vals,
+                      size_t minLevel) {
+  size_t lv = minLevel;
+  for (size_t i = 0; i < n; ++i)
+    if (vals[i] && lgLevelOf(N, vals[i]) > lv)
+      lv = lgLevelOf(N, vals[i]);
+  return lv;
+}
+
+typedef enum Combine { C_SUM, C_PROD, C_MAX, C_MIN } Combine;
+
+static FzValue *combine(LgNest *N, Combine c, FzValue *a, FzValue *b) {
+  bool f = fzTypeIsFloat(fzValueGetType(a));
+  bool b1 = !f && fzTypeGetBitWidth(fzValueGetType(a)) == 1;
+  switch (c) {
+  case C_SUM: return lgBinary(N, f ? "loop.addf" : b1 ? "loop.xori" : "loop.addi", a, b);
+  case C_PROD: return lgBinary(N, f ? "loop.mulf" : b1 ? "loop.andi" : "loop.muli", a, b);
+  case C_MAX: return lgBinary(N, f ? "loop.maxf" : b1 ? "loop.ori" : "loop.maxsi", a, b);
+  default: return lgBinary(N, f ? "loop.minf" : b1 ? "loop.andi" : "loop.minsi", a, b);
+  }
+}
+
+static FzValue *identity(LgNest *N, Combine c, FzType *t) {
+  if (fzTypeIsFloat(t)) {
+    double v = c == C_SUM ? 0.0 : c == C_PROD ? 1.0
+             : c == C_MAX ? -HUGE_VAL : HUGE_VAL;
+    return lgConstF(N, t, v);
+  }
+  unsigned w = fzTypeGetBitWidth(t);
+  int64_t mx = w == 1 ? 1 : w >= 64 ? INT64_MAX : (INT64_C(1) << (w - 1)) - 1;
+  int64_t mn = w == 1 ? 0 : w >= 64 ? INT64_MIN : -(INT64_C(1) << (w - 1));
+  int64_t v = c == C_SUM ? 0 : c == C_PROD ? 1 : c == C_MAX ? mn : mx;
+  return lgConstI(N, t, v);
+}
+
+/*===--- Row reductions over one operand ---------------------------------===*/
+
+/* A reduction of operand x over the dims in `axes`, x read at oidx with
+ * the reduced entries replaced by the loop's ivs; each element is first
+ * mapped by `map` (may be NULL). */
+typedef FzValue *(*MapFn)(LgNest *N, FzValue *v, void *ud);
+
+typedef struct RowReduce {
+  FzValue *x;
+  FzValue *oidx[LG_MAX_RANK];
+  size_t red[LG_MAX_RANK], nred;
+  Combine c;
+  MapFn map;
+  void *mapUd;
+} RowReduce;
+
+static bool row_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
+                     FzValue **next, void *ud) {
+  RowReduce *R = ud;
+  FzValue *full[LG_MAX_RANK];
+  memcpy(full, R->oidx, lgRank(R->x) * sizeof *full);
+  for (size_t k = 0; k < R->nred; ++k)
+    full[R->red[k]] = ivs[k];
+  FzValue *v = lgEmit(N, R->x, full);
+  if (v && R->map)
+    v = R->map(N, v, R->mapUd);
+  next[0] = v ? combine(N, R->c, acc[0], v) : NULL;
+  return next[0] != NULL;
+}
+
+/* Runs R at the level of its kept indices (and of `captured`). */
+static FzValue *row_reduce(LgNest *N, RowReduce *R, FzValue *captured) {
+  size_t r = lgRank(R->x);
+  FzValue *kept[LG_MAX_RANK];
+  size_t nk = 0;
+  bool isRed[LG_MAX_RANK] = {false};
+  int64_t ext[LG_MAX_RANK];
+  for (size_t k = 0; k < R->nred; ++k) {
+    isRed[R->red[k]] = true;
+    ext[k] = lgDim(R->x, R->red[k]);
+  }
+  for (size_t d = 0; d < r; ++d)
+    if (!isRed[d])
+      kept[nk++] = R->oidx[d];
+  size_t parent = deepest(N, nk, kept, captured ? lgLevelOf(N, captured) : 0);
+  FzType *ct = lgComputeType(N->F->ctx, lgElt(R->x));
+  FzValue *init = identity(N, R->c, ct), *res;
+  if (!reduce_loops(N, parent, R->nred, ext, 1, &init, row_step, R, &res))
+    return NULL;
+  return res;
+}
+
+/* The dims [from, rank) (layer_norm, rms_norm) or one axis. */
+static void axes_from(RowReduce *R, size_t from, size_t rank) {
+  R->nred = 0;
+  for (size_t d = from; d < rank; ++d)
+    R->red[R->nred++] = d;
+}
+
+static int64_t norm_axis(int64_t axis, size_t rank) {
+  return axis < 0 ? axis + (int64_t)rank : axis;
+}
+
+FzValue *lgEmitReduce(LgNest *N, FzOp *op, FzValue *const *idx) {
+  FzStringRef name = fzIdentGetString(fzOpGetName(op));
+  FzValue *x = fzOpGetOperand(op, 0);
+  size_t r = lgRank(x);
+  int64_t axes[LG_MAX_RANK];
+  int na = lgAttrInts(op, "axes", axes, LG_MAX_RANK);
+  bool keep = lgAttrBool(op, "keepdims", false);
+  bool isRed[LG_MAX_RANK] = {false};
+  for (int i = 0; i < na; ++i) {
+    int64_t a = norm_axis(axes[i], r);
+    if (a < 0 || a >= (int64_t)r)
+      return lgFail(N, op, "axis %lld out of range", (long long)axes[i]);
+    isRed[a] = true;
+  }
+  if (na < 0)
+    for (size_t d = 0; d < r; ++d)
+      isRed[d] = true;
+  RowReduce R;
+  memset(&R, 0, sizeof R);
+  R.x = x;
+  int64_t count = 1;
+  for (size_t d = 0, j = 0; d < r; ++d) {
+    if (isRed[d]) {
+      R.red[R.nred++] = d;
+      count *= lgDim(x, d);
+      R.oidx[d] = NULL;
+      if (keep)
+        j++;
+    } else {
+      R.oidx[d] = idx[j++];
+    }
+  }
+  if (fzStringRefEqual(name, FZ_STR("graph.reduce_max")))
+    R.c = C_MAX;
+  else if (fzStringRefEqual(name, FZ_STR("graph.reduce_min")))
+    R.c = C_MIN;
+  else if (fzStringRefEqual(name, FZ_STR("graph.reduce_prod")))
+    R.c = C_PROD;
+  else
+    R.c = C_SUM;
+  FzValue *v = row_reduce(N, &R, NULL);
+  if (!v || !fzStringRefEqual(name, FZ_STR("graph.reduce_mean")))
+    return v;
+  if (fzTypeIsFloat(fzValueGetType(v)))
+    return lgBinary(N, "loop.divf", v,
+                    lgConstF(N, fzValueGetType(v), (double)count));
+  if (count == 0)
+    return lgFail(N, op, "integer mean of no elements");
+  return lgBinary(N, "loop.divsi", v, lgConstI(N, fzValueGetType(v), count));
+}
+
+/*===--- softmax and norms ------------------------------------------------===*/
+
+static FzValue *map_exp_minus(LgNest *N, FzValue *v, void *ud) {
+  return lgUnary(N, "loop.exp", lgBinary(N, "loop.subf", v, ud));
+}
+
+FzValue *lgEmitSoftmax(LgNest *N, FzOp *op, FzValue *const *idx) {
+  FzValue *x = fzOpGetOperand(op, 0);
+  size_t r = lgRank(x);
+  int64_t axis = norm_axis(lgAttrInt(op, "axis", -1), r);
+  if (axis < 0 || axis >= (int64_t)r)
+    return lgFail(N, op, "axis out of range");
+  RowReduce R;
+  memset(&R, 0, sizeof R);
+  R.x = x;
+  memcpy(R.oidx, idx, r * sizeof *idx);
+  R.red[0] = (size_t)axis;
+  R.nred = 1;
+  R.c = C_MAX;
+  FzValue *m = row_reduce(N, &R, NULL);
+  if (!m)
+    return NULL;
+  R.c = C_SUM;
+  R.map = map_exp_minus;
+  R.mapUd = m;
+  FzValue *s = row_reduce(N, &R, m);
+  FzValue *xi = lgEmit(N, x, idx);
+  if (!s || !xi)
+    return NULL;
+  FzValue *shifted = lgBinary(N, "loop.subf", xi, m);
+  if (fzStringRefEqual(fzIdentGetString(fzOpGetName(op)),
+                       FZ_STR("graph.log_softmax")))
+    return lgBinary(N, "loop.subf", shifted, lgUnary(N, "loop.log", s));
+  return lgBinary(N, "loop.divf", lgUnary(N, "loop.exp", shifted), s);
+}
+
+/* Operand k (scale or bias) read at x's element idx with trailing
+ * alignment (it broadcasts to x.shape[axis:]). */
+static FzValue *param_at(LgNest *N, FzOp *op, size_t k, FzValue *const *idx) {
+  FzValue *p = fzOpGetOperand(op, k), *x = fzOpGetOperand(op, 0);
+  size_t rp = lgRank(p), rx = lgRank(x);
+  FzValue *pi[LG_MAX_RANK];
+  for (size_t j = 0; j < rp; ++j) {
+    size_t d = j + rx - rp;
+    pi[j] = lgDim(p, j) == 1 && lgDim(x, d) != 1 ? lgConstIndex(N, 0) : idx[d];
+  }
+  return lgEmit(N, p, pi);
+}
+
+static FzValue *map_sq_dev(LgNest *N, FzValue *v, void *ud) {
+  FzValue *d = lgBinary(N, "loop.subf", v, ud);
+  return lgBinary(N, "loop.mulf", d, d);
+}
+
+static FzValue *map_square(LgNest *N, FzValue *v, void *ud) {
+  (void)ud;
+  return lgBinary(N, "loop.mulf", v, v);
+}
+
+/* 1 / sqrt(sum / count + eps), at the sum's level. */
+static FzValue *inv_std(LgNest *N, FzValue *sum, int64_t count, double eps) {
+  FzType *t = fzValueGetType(sum);
+  FzValue *mean = lgBinary(N, "loop.divf", sum, lgConstF(N, t, (double)count));
+  FzValue *den = lgUnary(N, "loop.sqrt", lgBinary(N, "loop.addf", mean,
+                                                  lgConstF(N, t, eps)));
+  return lgBinary(N, "loop.divf", lgConstF(N, t, 1.0), den);
+}
+
+static bool norm_setup(LgNest *N, FzOp *op, FzValue *const *idx,
+                       RowReduce *R, int64_t *count) {
+  FzValue *x = fzOpGetOperand(op, 0);
+  size_t r = lgRank(x);
+  int64_t axis = norm_axis(lgAttrInt(op, "axis", -1), r);
+  if (axis < 0 || axis >= (int64_t)r) {
+    lgFail(N, op, "axis out of range");
+    return false;
+  }
+  memset(R, 0, sizeof *R);
+  R->x = x;
+  memcpy(R->oidx, idx, r * sizeof *idx);
+  axes_from(R, (size_t)axis, r);
+  R->c = C_SUM;
+  *count = 1;
+  for (size_t d = (size_t)axis; d < r; ++d)
+    *count *= lgDim(x, d);
+  return true;
+}
+
+/* (x - mean) * rstd * scale + bias, two passes over the row for the
+ * mean and the (biased) variance. */
+FzValue *lgEmitLayerNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
+  RowReduce R;
+  int64_t count;
+  if (!norm_setup(N, op, idx, &R, &count))
+    return NULL;
+  FzValue *sum = row_reduce(N, &R, NULL);
+  if (!sum)
+    return NULL;
+  FzType *t = fzValueGetType(sum);
+  FzValue *mean = lgBinary(N, "loop.divf", sum, lgConstF(N, t, (double)count));
+  R.map = map_sq_dev;
+  R.mapUd = mean;
+  FzValue *var = row_reduce(N, &R, mean);
+  FzValue *rstd = var ? inv_std(N, var, count, lgAttrFloat(op, "epsilon",
+                                                           1e-5))
+                      : NULL;
+  FzValue *xi = lgEmit(N, R.x, idx);
+  if (!rstd || !xi)
+    return NULL;
+  FzValue *y = lgBinary(N, "loop.mulf", lgBinary(N, "loop.subf", xi, mean),
+                        rstd);
+  size_t n = fzOpGetNumOperands(op);
+  if (n > 1)
+    y = lgBinary(N, "loop.mulf", y, param_at(N, op, 1, idx));
+  if (n > 2)
+    y = lgBinary(N, "loop.addf", y, param_at(N, op, 2, idx));
+  return y;
+}
+
+FzValue *lgEmitRmsNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
+  RowReduce R;
+  int64_t count;
+  if (!norm_setup(N, op, idx, &R, &count))
+    return NULL;
+  R.map = map_square;
+  FzValue *ss = row_reduce(N, &R, NULL);
+  FzValue *rstd = ss ? inv_std(N, ss, count, lgAttrFloat(op, "epsilon", 1e-5))
+                     : NULL;
+  FzValue *xi = lgEmit(N, R.x, idx);
+  if (!rstd || !xi)
+    return NULL;
+  FzValue *y = lgBinary(N, "loop.mulf", xi, rstd);
+  if (fzOpGetNumOperands(op) > 1)
+    y = lgBinary(N, "loop.mulf", y, param_at(N, op, 1, idx));
+  return y;
+}
+
+/*===--- matmul ----------------------------------------------------------===*/
+
+typedef struct MatmulCtx {
+  FzValue *a, *b;
+  FzValue *ai[LG_MAX_RANK], *bi[LG_MAX_RANK];
+  size_t ak, bk; /* position of the contracted index in ai / bi */
+} MatmulCtx;
+
+static bool matmul_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
+                        FzValue **next, void *ud) {
+  MatmulCtx *M = ud;
+  M->ai[M->ak] = ivs[0];
+  M->bi[M->bk] = ivs[0];
+  FzValue *x = lgEmit(N, M->a, M->ai), *y = lgEmit(N, M->b, M->bi);
+  if (!x || !y)
+    return false;
+  bool f = fzTypeIsFloat(fzValueGetType(x));
+  FzValue *p = lgBinary(N, f ? "loop.mulf" : "loop.muli", x, y);
+  next[0] = lgBinary(N, f ? "loop.addf" : "loop.addi", acc[0], p);
+  return next[0] != NULL;
+}
+
+/* Result element (batch..., [i], [j]) = sum_k A[batch', i, k] * B[batch'',
+ * k, j]; rank-1 operands drop their unit dim, transpose flags swap an
+ * operand's last two dims, batch dims broadcast. */
+FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx) {
+  MatmulCtx M;
+  memset(&M, 0, sizeof M);
+  M.a = fzOpGetOperand(op, 0);
+  M.b = fzOpGetOperand(op, 1);
+  FzValue *res = fzOpGetResult(op, 0);
+  size_t ra = lgRank(M.a), rb = lgRank(M.b), rr = lgRank(res);
+  bool ta = lgAttrBool(op, "transpose_a", false) && ra >= 2;
+  bool tb = lgAttrBool(op, "transpose_b", false) && rb >= 2;
+  if (ra == 0 || rb == 0)
+    return lgFail(N, op, "rank-0 operands");
+  /* Result dims: batch (rr - has_i - has_j), then i, then j. */
+  bool hasI = ra >= 2, hasJ = rb >= 2;
+  size_t nb = rr - hasI - hasJ;
+  FzValue *i = hasI ? idx[nb] : NULL, *j = hasJ ? idx[nb + hasI] : NULL;
+  int64_t K = lgDim(M.a, ta ? ra - 2 : ra - 1);
+  /* A: batch dims aligned at the end of the result's batch dims. */
+  if (ra >= 2) {
+    size_t bA = ra - 2;
+    for (size_t d = 0; d < bA; ++d) {
+      size_t rd = d + nb - bA;
+      M.ai[d] = lgDim(M.a, d) == 1 && lgDim(res, rd) != 1 ? lgConstIndex(N, 0)
+                                                           : idx[rd];
+    }
+    M.ai[ta ? ra - 1 : ra - 2] = i;
+    M.ak = ta ? ra - 2 : ra - 1;
+  } else {
+    M.ak = 0;
+  }
+  if (rb >= 2) {
+    size_t bB = rb - 2;
+    for (size_t d = 0; d < bB; ++d) {
+      size_t rd = d + nb - bB;
+      M.bi[d] = lgDim(M.b, d) == 1 && lgDim(res, rd) != 1 ? lgConstIndex(N, 0)
+                                                           : idx[rd];
+    }
+    M.bi[tb ? rb - 2 : rb - 1] = j;
+    M.bk = tb ? rb - 1 : rb - 2;
+  } else {
+    M.bk = 0;
+  }
+  FzValue *kept[LG_MAX_RANK * 2];
+  size_t nk = 0;
+  for (size_t d = 0; d < rr; ++d)
+    kept[nk++] = idx[d];
+  size_t parent = deepest(N, nk, kept, 0);
+  FzType *ct = lgComputeType(N->F->ctx, lgElt(res));
+  FzValue *init = identity(N, C_SUM, ct), *out;
+  if (!reduce_loops(N, parent, 1, &K, 1, &init, matmul_step, &M, &out))
+    return NULL;
+  return out;
+}
+
+/*===--- conv2d and pooling -----------------------------------------------===*/
+
+typedef struct Window {
+  FzValue *x, *w;       /* input, weights (conv only) */
+  FzValue *n, *c;       /* input batch and channel index (c: pooling) */
+  FzValue *m;           /* conv: output channel */
+  int64_t cg;           /* conv: input channels per group */
+  FzValue *cIdx;        /* conv: first input channel of the group */
+  FzValue *oh, *ow;
+  int64_t s[2], pad[4], dil[2], H, W;
+  bool checkH, checkW;  /* a window position may fall in the padding */
+  bool countPad;        /* avg_pool count_include_pad */
+  int kind;             /* 0 conv, 1 max, 2 avg */
+} Window;
+
+/* Input row/col of window position k: o*s - pad + k*dil. */
+static FzValue *win_pos(LgNest *N, FzValue *o, int64_t s, int64_t pad,
+                        FzValue *k, int64_t dil) {
+  return lgAddI(N, lgAddI(N, lgMulI(N, o, s), lgConstIndex(N, -pad)),
+                lgMulI(N, k, dil));
+}
+
+static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
+                        FzValue **next, void *ud) {
+  Window *W = ud;
+  FzValue *kh = W->kind == 0 ? ivs[1] : ivs[0];
+  FzValue *kw = W->kind == 0 ? ivs[2] : ivs[1];
+  FzValue *ih = win_pos(N, W->oh, W->s[0], W->pad[0], kh, W->dil[0]);
+  FzValue *iw = win_pos(N, W->ow, W->s[1], W->pad[1], kw, W->dil[1]);
+  FzValue *inb = NULL;
+  if (W->checkH) {
+    inb = lgCmp(N, "ult", ih, lgConstIndex(N, W->H));
+    ih = lgBinary(N, "loop.minsi", lgBinary(N, "loop.maxsi", ih,
+                                            lgConstIndex(N, 0)),
+                  lgConstIndex(N, W->H - 1));
+  }
+  if (W->checkW) {
+    FzValue *ok = lgCmp(N, "ult", iw, lgConstIndex(N, W->W));
+    inb = inb ? lgBinary(N, "loop.andi", inb, ok) : ok;
+    iw = lgBinary(N, "loop.minsi", lgBinary(N, "loop.maxsi", iw,
+                                            lgConstIndex(N, 0)),
+                  lgConstIndex(N, W->W - 1));
+  }
+  FzValue *c = W->kind == 0 ? lgAddI(N, W->cIdx, ivs[0]) : W->c;
+  FzValue *xi[4] = {W->n, c, ih, iw};
+  FzValue *v = lgEmit(N, W->x, xi);
+  if (!v)
+    return false;
+  FzType *t = fzValueGetType(v);
+  if (W->kind == 0) {
+    FzValue *wi[4] = {W->m, ivs[0], kh, kw};
+    FzValue *wv = lgEmit(N, W->w, wi);
+    if (!wv)
+      return false;
+    FzValue *p = lgBinary(N, "loop.mulf", v, wv);
+    if (inb)
+      p = lgSelect(N, inb, p, lgConstF(N, t, 0.0));
+    next[0] = lgBinary(N, "loop.addf", acc[0], p);
+  } else if (W->kind == 1) {
+    if (inb)
+      v = lgSelect(N, inb, v, lgConstF(N, t, -HUGE_VAL));
+    next[0] = lgBinary(N, "loop.maxf", acc[0], v);
+  } else {
+    FzValue *one = lgConstF(N, t, 1.0);
+    if (inb) {
+      v = lgSelect(N, inb, v, lgConstF(N, t, 0.0));
+      one = lgSelect(N, inb, one, lgConstF(N, t, 0.0));
+    }
+    next[0] = lgBinary(N, "loop.addf", acc[0], v);
+    next[1] = lgBinary(N, "loop.addf", acc[1], one);
+  }
+  return true;
+}
+
+/* Whether o*s - pad + k*dil can leave [0, size) for o in [0, outN) and k
+ * in [0, kN). */
+static bool may_leave(int64_t outN, int64_t s, int64_t pad, int64_t kN,
+                      int64_t dil, int64_t size) {
+  if (outN == 0 || kN == 0)
+    return false;
+  return -pad < 0 || (outN - 1) * s - pad + (kN - 1) * dil >= size;
+}
+
+static void window_attrs(FzOp *op, Window *W) {
+  int64_t v[4];
+  W->s[0] = W->s[1] = 1;
+  W->dil[0] = W->dil[1] = 1;
+  memset(W->pad, 0, sizeof W->pad);
+  if (lgAttrInts(op, "strides", v, 2) == 2)
+    W->s[0] = v[0], W->s[1] = v[1];
+  if (lgAttrInts(op, "dilations", v, 2) == 2)
+    W->dil[0] = v[0], W->dil[1] = v[1];
+  if (lgAttrInts(op, "pads", v, 4) == 4)
+    memcpy(W->pad, v, sizeof v);
+}
+
+FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
+  Window W;
+  memset(&W, 0, sizeof W);
+  W.x = fzOpGetOperand(op, 0);
+  W.w = fzOpGetOperand(op, 1);
+  FzValue *res = fzOpGetResult(op, 0);
+  if (lgRank(W.x) != 4 || lgRank(W.w) != 4)
+    return lgFail(N, op, "expects 4-d input and weights");
+  if (!fzTypeIsFloat(lgElt(res)))
+    return lgFail(N, op, "integer convolution is not supported");
+  window_attrs(op, &W);
+  int64_t groups = lgAttrInt(op, "groups", 1);
+  int64_t M = lgDim(W.w, 0), kH = lgDim(W.w, 2), kW = lgDim(W.w, 3);
+  W.cg = lgDim(W.w, 1);
+  W.H = lgDim(W.x, 2);
+  W.W = lgDim(W.x, 3);
+  W.n = idx[0];
+  W.m = idx[1];
+  W.oh = idx[2];
+  W.ow = idx[3];
+  int64_t mPerGroup = groups > 0 ? M / groups : M;
+  W.cIdx = lgMulI(N, lgDivI(N, W.m, mPerGroup), W.cg);
+  W.checkH = may_leave(lgDim(res, 2), W.s[0], W.pad[0], kH, W.dil[0], W.H);
+  W.checkW = may_leave(lgDim(res, 3), W.s[1], W.pad[1], kW, W.dil[1], W.W);
+  size_t parent = deepest(N, 4, idx, 0);
+  FzType *ct = lgComputeType(N->F->ctx, lgElt(res));
+  int64_t ext[3] = {W.cg, kH, kW};
+  FzValue *init = lgConstF(N, ct, 0.0), *out;
+  if (!reduce_loops(N, parent, 3, ext, 1, &init, window_step, &W, &out))
+    return NULL;
+  if (fzOpGetNumOperands(op) > 2) {
+    FzValue *bi = idx[1];
+    out = lgBinary(N, "loop.addf", out, lgEmit(N, fzOpGetOperand(op, 2), &bi));
+  }
+  return out;
+}
+
+FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx) {
+  Window W;
+  memset(&W, 0, sizeof W);
+  W.x = fzOpGetOperand(op, 0);
+  FzValue *res = fzOpGetResult(op, 0);
+  if (lgRank(W.x) != 4)
+    return lgFail(N, op, "expects a 4-d input");
+  if (!fzTypeIsFloat(lgElt(res)))
+    return lgFail(N, op, "integer pooling is not supported");
+  bool isMax = fzStringRefEqual(fzIdentGetString(fzOpGetName(op)),
+                                FZ_STR("graph.max_pool"));
+  W.kind = isMax ? 1 : 2;
+  window_attrs(op, &W);
+  int64_t k[2];
+  if (lgAttrInts(op, "kernel", k, 2) != 2)
+    return lgFail(N, op, "missing 'kernel'");
+  W.H = lgDim(W.x, 2);
+  W.W = lgDim(W.x, 3);
+  W.n = idx[0];
+  W.c = idx[1];
+  W.oh = idx[2];
+  W.ow = idx[3];
+  W.checkH = may_leave(lgDim(res, 2), W.s[0], W.pad[0], k[0], W.dil[0], W.H);
+  W.checkW = may_leave(lgDim(res, 3), W.s[1], W.pad[1], k[1], W.dil[1], W.W);
+  bool countPad = !isMax && lgAttrBool(op, "count_include_pad", false);
+  size_t parent = deepest(N, 4, idx, 0);
+  FzType *ct = lgComputeType(N->F->ctx, lgElt(res));
+  FzValue *inits[2] = {isMax ? lgConstF(N, ct, -HUGE_VAL) : lgConstF(N, ct, 0.0),
+                       lgConstF(N, ct, 0.0)};
+  FzValue *out[2];
+  if (!reduce_loops(N, parent, 2, k, isMax ? 1 : 2, inits, window_step, &W,
+                    out))
+    return NULL;
+  if (isMax)
+    return out[0];
+  FzValue *count = out[1];
+  if (countPad) {
+    /* Positions inside the padded input: clip each window to
+     * [-pad_begin, size + pad_end) and multiply the two extents. */
+    FzValue *ext[2];
+    for (int a = 0; a < 2; ++a) {
+      FzValue *o = a ? W.ow : W.oh;
+      int64_t size = a ? W.W : W.H;
+      FzValue *cnt = lgConstIndex(N, 0);
+      /* Positions never fall before -pad_begin; count those before
+       * size + pad_end. */
+      for (int64_t kk = 0; kk < k[a]; ++kk) {
+        FzValue *pos = win_pos(N, o, W.s[a], W.pad[a], lgConstIndex(N, kk),
+                               W.dil[a]);
+        FzValue *in = lgCmp(N, "slt", pos,
+                            lgConstIndex(N, size + W.pad[a + 2]));
+        cnt = lgAddI(N, cnt, lgSelect(N, in, lgConstIndex(N, 1),
+                                      lgConstIndex(N, 0)));
+      }
+      ext[a] = cnt;
+    }
+    FzValue *prod = lgBinary(N, "loop.muli", ext[0], ext[1]);
+    count = lgCast(N, "loop.sitofp",
+                   lgCast(N, "loop.index_cast", prod,
+                          fzIntegerTypeGet(N->F->ctx, 64)),
+                   ct);
+  }
+  return lgBinary(N, "loop.divf", out[0], count);
+}
+
+FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx) {
+  FzValue *x = fzOpGetOperand(op, 0);
+  size_t r = lgRank(x);
+  if (r < 3)
+    return lgFail(N, op, "expects rank >= 3");
+  RowReduce R;
+  memset(&R, 0, sizeof R);
+  R.x = x;
+  R.oidx[0] = idx[0];
+  R.oidx[1] = idx[1];
+  axes_from(&R, 2, r);
+  bool isMax = fzStringRefEqual(fzIdentGetString(fzOpGetName(op)),
+                                FZ_STR("graph.global_max_pool"));
+  R.c = isMax ? C_MAX : C_SUM;
+  FzValue *v = row_reduce(N, &R, NULL);
+  if (!v || isMax)
+    return v;
+  int64_t count = 1;
+  for (size_t d = 2; d < r; ++d)
+    count *= lgDim(x, d);
+  return lgBinary(N, "loop.divf", v,
+                  lgConstF(N, fzValueGetType(v), (double)count));
+}

@@ -1,0 +1,182 @@
+/* lowering/llvm/emit_internal.h - what the files of the LLVM emitter
+ * share: the emitter state, type and value helpers, and the entry points
+ * of each part.
+ *
+ *   emit_module.c  module and functions, the ABI wrappers, fzEmitLLVM
+ *   emit_memory.c  buffers: alloc, views, constants, loads and stores
+ *   emit_loops.c   loop.for, loop.parallel (serial, or outlined for the
+ *                  thread pool)
+ *   emit_scalar.c  constants, arithmetic, comparisons, casts
+ *   math.c         exp/log/log1p/tanh/erf/pow: inline approximations or
+ *                  C library calls
+ *   target.c       target machine, O3, printing and code generation
+ *   jit.c          FzNativeModule (ORC LLJIT)
+ *
+ * Private to lowering/llvm: the only place in fuse that includes llvm-c.
+ * Values: every FzValue of the function being emitted maps to one
+ * LLVMValueRef (E->values). Types: index is i64, bf16 values are kept
+ * as their i16 bits (arithmetic widens to f32 and rounds back), i1 is
+ * i1 in registers and one byte in memory.
+ */
+#ifndef FZ_LOWERING_LLVM_EMIT_INTERNAL_H
+#define FZ_LOWERING_LLVM_EMIT_INTERNAL_H
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "fz/loop.h"
+#include "fz/lowering.h"
+#include "ir/util.h"
+
+typedef struct FzLLEmitter {
+  FzContext *ctx;
+  FzCodegenOptions opts;
+  LLVMContextRef llctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTargetMachineRef tm; /* for intrinsic availability; may be NULL */
+  const char *cpu, *features; /* function attributes; may be NULL */
+  LLVMTypeRef tVoid, tI1, tI8, tI16, tI32, tI64, tF16, tF32, tF64, tPtr;
+
+  /* The LLVM function being filled, and its entry block (allocas). */
+  LLVMValueRef fn;
+  LLVMBasicBlockRef entry;
+  /* FzValue -> LLVMValueRef of the function being emitted. */
+  FzPtrMap values;
+  /* FzValue (buffer) -> its root (a function argument, an alloc or a
+   * constant buffer): buffers of different roots never overlap. */
+  FzPtrMap roots;
+  /* FzOp -> non-NULL: float ops accumulating a loop.for reduction. */
+  FzPtrMap reductions;
+  /* The FzParallelRuntime argument of the top-level function. */
+  LLVMValueRef rtArg;
+  FzOp *func;         /* the func.func being emitted */
+  FzStringRef funcName;
+  unsigned numOutlined;
+  unsigned loopDepth; /* loop ops enclosing the op being emitted */
+  bool outlined;      /* emitting an outlined parallel body */
+  LLVMFastMathFlags fmf;       /* on every float op */
+  LLVMFastMathFlags fmfReduce; /* on reduction accumulations */
+  bool failed;
+} FzLLEmitter;
+
+/*===--- emit_module.c ----------------------------------------------------===*/
+
+/* Builds the LLVM module of `module` into E (E->llctx and E->tm set by
+ * the caller). False after reporting errors. */
+bool fzLLTranslateModule(FzLLEmitter *E, FzOp *module);
+/* The LLVM value of v (reports an internal error when unmapped). */
+LLVMValueRef fzLLGet(FzLLEmitter *E, FzValue *v);
+void fzLLSet(FzLLEmitter *E, FzValue *v, LLVMValueRef value);
+/* Emits the ops of block in order, up to (not including) its terminator
+ * when skipTerminator. False after an error. */
+bool fzLLEmitBlock(FzLLEmitter *E, FzBlock *block, bool skipTerminator);
+/* Adds attribute `name` (an enum attribute; value for int ones) at
+ * index (LLVMAttributeFunctionIndex, LLVMAttributeReturnIndex, or
+ * 1 + argument number). */
+void fzLLAddAttr(FzLLEmitter *E, LLVMValueRef fn, unsigned index,
+                 const char *name, uint64_t value);
+/* Target attributes, nounwind and the like on a new function. */
+void fzLLSetFunctionAttrs(FzLLEmitter *E, LLVMValueRef fn);
+/* Error at op (sets E->failed); returns false. */
+bool fzLLError(FzLLEmitter *E, FzOp *op, const char *fmt, ...)
+    FZ_PRINTF(3, 4);
+
+/*===--- types and constants (emit_scalar.c) ------------------------------===*/
+
+/* The register type of a scalar or vector fz type (bf16 -> i16). */
+LLVMTypeRef fzLLType(FzLLEmitter *E, FzType *t);
+/* The in-memory type of one element of a buffer (i1 -> i8). */
+LLVMTypeRef fzLLStorageType(FzLLEmitter *E, FzType *elt);
+/* The element type of a scalar or vector type. */
+FzType *fzLLScalarOf(FzType *t);
+/* Number of lanes (1 for a scalar). */
+unsigned fzLLLanes(FzType *t);
+/* A float constant of LLVM type ty (scalar or vector: splat). */
+LLVMValueRef fzLLConstF(LLVMTypeRef ty, double v);
+/* An integer constant of LLVM type ty (scalar or vector: splat). */
+LLVMValueRef fzLLConstI(LLVMTypeRef ty, int64_t v);
+/* i64 constant. */
+LLVMValueRef fzLLIndex(FzLLEmitter *E, int64_t v);
+
+/* bf16 bits (i16 or <N x i16>) <-> f32 (or <N x float>). */
+LLVMValueRef fzLLBF16ToF32(FzLLEmitter *E, LLVMValueRef bits);
+LLVMValueRef fzLLF32ToBF16(FzLLEmitter *E, LLVMValueRef f);
+/* A float value of fz type t (scalar or vector) widened to the type it is
+ * computed in (f16/bf16 -> f32; others unchanged), and back. */
+LLVMValueRef fzLLWiden(FzLLEmitter *E, LLVMValueRef v, FzType *t);
+LLVMValueRef fzLLNarrow(FzLLEmitter *E, LLVMValueRef v, FzType *t);
+
+/* Calls intrinsic `name` overloaded on `overload` types. */
+LLVMValueRef fzLLCallIntrinsic(FzLLEmitter *E, const char *name,
+                               LLVMTypeRef *overload, unsigned numOverload,
+                               LLVMValueRef *args, unsigned numArgs);
+/* Sets E->fmf (| extra) on v when v is a float instruction. */
+LLVMValueRef fzLLFlags(FzLLEmitter *E, LLVMValueRef v,
+                       LLVMFastMathFlags extra);
+
+/* Scalar ops: constants, arithmetic, comparisons, selects, casts.
+ * False after an error. */
+bool fzLLEmitScalarOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code);
+
+/*===--- emit_memory.c ----------------------------------------------------===*/
+
+bool fzLLEmitMemoryOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code);
+/* Records the root of a buffer function argument. */
+void fzLLSetRoot(FzLLEmitter *E, FzValue *buffer, const void *root);
+const void *fzLLGetRoot(FzLLEmitter *E, FzValue *buffer);
+/* Size in bytes that a buffer type spans (largest offset + 1 element). */
+int64_t fzLLBufferSpanBytes(FzType *bufferType);
+
+/*===--- emit_loops.c -----------------------------------------------------===*/
+
+bool fzLLEmitFor(FzLLEmitter *E, FzOp *op);
+bool fzLLEmitParallel(FzLLEmitter *E, FzOp *op);
+/* Marks the float ops of op's regions that accumulate a loop.for
+ * reduction (E->reductions). */
+void fzLLFindReductions(FzLLEmitter *E, FzOp *func);
+/* Scalar operations one execution of block costs (loops multiplied by
+ * their trip counts; 16 when unknown). */
+int64_t fzLLEstimateWork(FzBlock *block);
+
+/*===--- math.c -----------------------------------------------------------===*/
+
+typedef enum FzLLMathFn {
+  FZ_LL_EXP,
+  FZ_LL_LOG,
+  FZ_LL_LOG1P,
+  FZ_LL_TANH,
+  FZ_LL_ERF,
+  FZ_LL_ONE_PLUS_ERF, /* 1 + erf(x), i.e. erfc(-x) */
+  FZ_LL_POW,          /* two operands */
+  FZ_LL_SIN,
+  FZ_LL_COS,
+} FzLLMathFn;
+
+/* fn applied lane-wise to x (and y for pow): x of LLVM type float,
+ * double, or a vector of them. Inline approximation, or a C library
+ * call per lane when E->opts.exactMath (sin and cos always call). */
+LLVMValueRef fzLLEmitMath(FzLLEmitter *E, FzLLMathFn fn, LLVMValueRef x,
+                          LLVMValueRef y);
+
+/*===--- target.c ---------------------------------------------------------===*/
+
+/* Initializes LLVM's native target once per process (thread-safe). */
+void fzLLInitNative(void);
+/* A target machine for options (host when triple is NULL). The CPU name
+ * and features actually used are copied into *cpu / *features (malloc'ed,
+ * freed by the caller; may be NULL). NULL after reporting an error. */
+LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
+                                             const FzCodegenOptions *o,
+                                             char **cpu, char **features);
+/* Runs the optimization pipeline at o->optLevel. False after an error. */
+bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                  const FzCodegenOptions *o);
+/* Translates and optimizes module: on success *llctx, *mod and *tm are
+ * the caller's to dispose. */
+bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *o,
+                        LLVMContextRef *llctx, LLVMModuleRef *mod,
+                        LLVMTargetMachineRef *tm);
+
+#endif /* FZ_LOWERING_LLVM_EMIT_INTERNAL_H */

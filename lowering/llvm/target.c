@@ -1,0 +1,218 @@
+/* lowering/llvm/target.c - the target machine, the optimization
+ * pipeline, and fzEmitLLVM (LLVM IR, assembly or an object file).
+ *
+ * The host target is described exactly (LLVMGetHostCPUName and
+ * LLVMGetHostCPUFeatures), so the vectorizer uses every vector extension
+ * the machine has; the same strings go on each function as target-cpu /
+ * target-features. Code is position independent (it is also loaded by
+ * the JIT and may end up in shared libraries) with the small code model.
+ * The module is verified before it is optimized: a failure there is an
+ * emitter bug, reported as an internal error.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "lowering/llvm/emit_internal.h"
+
+void fzCodegenOptionsInit(FzCodegenOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->optLevel = 3;
+  o->reassocReductions = true;
+  o->parallel = true;
+  o->alignment = 16;
+}
+
+static pthread_once_t gInitOnce = PTHREAD_ONCE_INIT;
+static void init_native(void) {
+  LLVMInitializeNativeTarget();
+  LLVMInitializeNativeAsmPrinter();
+  LLVMInitializeNativeAsmParser();
+}
+void fzLLInitNative(void) { pthread_once(&gInitOnce, init_native); }
+
+static char *dup_str(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  if (d)
+    memcpy(d, s, n);
+  return d;
+}
+
+LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
+                                             const FzCodegenOptions *o,
+                                             char **cpuOut,
+                                             char **featuresOut) {
+  fzLLInitNative();
+  char *triple = o->triple ? dup_str(o->triple) : NULL;
+  if (!triple) {
+    char *t = LLVMGetDefaultTargetTriple();
+    triple = dup_str(t);
+    LLVMDisposeMessage(t);
+  }
+  char *cpu = NULL, *features = NULL;
+  if (o->cpu) {
+    cpu = dup_str(o->cpu);
+    features = dup_str(o->features ? o->features : "");
+  } else if (!o->triple) {
+    char *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
+    cpu = dup_str(c);
+    features = dup_str(o->features ? o->features : f);
+    LLVMDisposeMessage(c);
+    LLVMDisposeMessage(f);
+  } else {
+    cpu = dup_str("generic");
+    features = dup_str(o->features ? o->features : "");
+  }
+  LLVMTargetMachineRef tm = NULL;
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (!triple || !cpu || !features) {
+    fzEmitError(ctx, NULL, "emit-llvm: out of memory");
+  } else if (LLVMGetTargetFromTriple(triple, &target, &err)) {
+    fzEmitError(ctx, NULL,
+                "emit-llvm: no LLVM target for triple '%s' in this build "
+                "(%s)",
+                triple, err ? err : "unknown target");
+  } else {
+    LLVMCodeGenOptLevel lvl = o->optLevel >= 3   ? LLVMCodeGenLevelAggressive
+                              : o->optLevel == 0 ? LLVMCodeGenLevelNone
+                                                 : LLVMCodeGenLevelDefault;
+    tm = LLVMCreateTargetMachine(target, triple, cpu, features, lvl,
+                                 LLVMRelocPIC, LLVMCodeModelSmall);
+    if (!tm)
+      fzEmitError(ctx, NULL,
+                  "emit-llvm: cannot create a target machine for '%s'",
+                  triple);
+  }
+  if (err)
+    LLVMDisposeMessage(err);
+  free(triple);
+  if (tm && cpuOut && featuresOut) {
+    *cpuOut = cpu;
+    *featuresOut = features;
+  } else {
+    free(cpu);
+    free(features);
+  }
+  return tm;
+}
+
+bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                  const FzCodegenOptions *o) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    fzEmitError(ctx, NULL,
+                "emit-llvm: internal error: the generated LLVM IR does not "
+                "verify:\n%s",
+                msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMDisposeMessage(msg);
+  if (o->optLevel == 0)
+    return true;
+  char pipeline[32];
+  snprintf(pipeline, sizeof pipeline, "default<O%u>",
+           o->optLevel > 3 ? 3 : o->optLevel);
+  LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(pbo, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(pbo, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(pbo, 1);
+  LLVMErrorRef e = LLVMRunPasses(mod, pipeline, tm, pbo);
+  LLVMDisposePassBuilderOptions(pbo);
+  if (e) {
+    char *m = LLVMGetErrorMessage(e);
+    fzEmitError(ctx, NULL, "emit-llvm: the LLVM optimizer failed: %s", m);
+    LLVMDisposeErrorMessage(m);
+    return false;
+  }
+  return true;
+}
+
+bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
+                        LLVMContextRef *llctxOut, LLVMModuleRef *modOut,
+                        LLVMTargetMachineRef *tmOut) {
+  FzContext *ctx = fzOpGetContext(module);
+  FzCodegenOptions defaults;
+  if (!options) {
+    fzCodegenOptionsInit(&defaults);
+    options = &defaults;
+  }
+  char *cpu = NULL, *features = NULL;
+  LLVMTargetMachineRef tm =
+      fzLLCreateTargetMachine(ctx, options, &cpu, &features);
+  if (!tm)
+    return false;
+  FzLLEmitter E;
+  memset(&E, 0, sizeof E);
+  E.ctx = ctx;
+  E.opts = *options;
+  if (E.opts.alignment == 0 || (E.opts.alignment & (E.opts.alignment - 1)))
+    E.opts.alignment = 1;
+  E.llctx = LLVMContextCreate();
+  E.mod = LLVMModuleCreateWithNameInContext("fuse", E.llctx);
+  E.tm = tm;
+  E.cpu = cpu;
+  E.features = features;
+  char *triple = LLVMGetTargetMachineTriple(tm);
+  LLVMSetTarget(E.mod, triple);
+  LLVMDisposeMessage(triple);
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+  LLVMSetModuleDataLayout(E.mod, td);
+  LLVMDisposeTargetData(td);
+  bool ok = fzLLTranslateModule(&E, module) &&
+            fzLLOptimize(ctx, E.mod, tm, options);
+  free(cpu);
+  free(features);
+  if (!ok) {
+    LLVMDisposeModule(E.mod);
+    LLVMContextDispose(E.llctx);
+    LLVMDisposeTargetMachine(tm);
+    return false;
+  }
+  *llctxOut = E.llctx;
+  *modOut = E.mod;
+  *tmOut = tm;
+  return true;
+}
+
+bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
+                FzCodegenFileType type, FzPrintCallback cb, void *userData) {
+  FzContext *ctx = fzOpGetContext(module);
+  LLVMContextRef llctx;
+  LLVMModuleRef mod;
+  LLVMTargetMachineRef tm;
+  if (!fzLLBuildOptimized(module, options, &llctx, &mod, &tm))
+    return false;
+  bool ok = true;
+  if (type == FZ_CODEGEN_LLVM_IR) {
+    char *text = LLVMPrintModuleToString(mod);
+    cb((FzStringRef){text, strlen(text)}, userData);
+    LLVMDisposeMessage(text);
+  } else {
+    LLVMMemoryBufferRef buf = NULL;
+    char *err = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(
+            tm, mod, type == FZ_CODEGEN_ASSEMBLY ? LLVMAssemblyFile
+                                                 : LLVMObjectFile,
+            &err, &buf)) {
+      ok = fzEmitError(ctx, NULL, "emit-llvm: code generation failed: %s",
+                       err ? err : "");
+      LLVMDisposeMessage(err);
+    } else {
+      cb((FzStringRef){LLVMGetBufferStart(buf), LLVMGetBufferSize(buf)},
+         userData);
+      LLVMDisposeMemoryBuffer(buf);
+    }
+  }
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(llctx);
+  LLVMDisposeTargetMachine(tm);
+  return ok;
+}

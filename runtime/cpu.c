@@ -1,0 +1,267 @@
+/* runtime/cpu.c - FzCpuExecutable: a module compiled for the host, and
+ * calling its functions on tensors or raw buffers.
+ *
+ * Creating one clones the module, lowers the clone to the loop level
+ * (fzLowerModuleForCpu), compiles it (fzNativeModuleCreate) and records
+ * each function's signature from its loop-level arguments (buffers:
+ * inputs, then loop.num_outputs outputs). The clone is kept for
+ * inspection.
+ *
+ * Ownership: the executable owns the clone, the native code and the
+ * function table; it borrows the runtime, which must outlive it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fz/runtime.h"
+#include "ir/util.h"
+
+struct FzCpuFunction {
+  FzCpuExecutable *exe;
+  FzStringRef name; /* the clone's symbol name */
+  size_t numIn, numOut;
+  FzType **argTypes; /* numIn + numOut */
+  FzPackedEntryFn entry;
+};
+
+struct FzCpuExecutable {
+  FzContext *ctx;
+  FzCpuRuntime *rt;
+  FzOp *loopModule;
+  FzNativeModule *native;
+  FzCpuFunction *funcs;
+  size_t numFuncs;
+  unsigned alignment;
+  double lowerSeconds, codegenSeconds;
+};
+
+void fzCpuCompileOptionsInit(FzCpuCompileOptions *o) {
+  fzCpuPipelineOptionsInit(&o->pipeline);
+  fzCodegenOptionsInit(&o->codegen);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool is_func(FzOp *op) {
+  FzStringRef n = fzIdentGetString(fzOpGetName(op));
+  return n.length == 9 && memcmp(n.data, "func.func", 9) == 0;
+}
+
+static int64_t num_outputs(FzOp *func) {
+  FzAttr *a = fzOpGetAttr(func, FZ_STR("loop.num_outputs"));
+  if (!a)
+    a = fzOpGetInherentAttr(func, FZ_STR("loop.num_outputs"));
+  return a && fzAttrGetKind(a) == FZ_ATTR_INTEGER ? fzIntegerAttrGetValue(a)
+                                                   : 0;
+}
+
+static bool collect_functions(FzCpuExecutable *e) {
+  FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(e->loopModule, 0));
+  size_t n = 0;
+  for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
+       op = fzOpGetNextInBlock(op))
+    n += is_func(op) && fzRegionGetFirstBlock(fzOpGetRegion(op, 0));
+  e->funcs = fzCalloc(e->ctx, n ? n : 1, sizeof *e->funcs);
+  if (!e->funcs)
+    return false;
+  for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
+       op = fzOpGetNextInBlock(op)) {
+    FzBlock *body = is_func(op) ? fzRegionGetFirstBlock(fzOpGetRegion(op, 0))
+                                : NULL;
+    if (!body)
+      continue;
+    FzCpuFunction *f = &e->funcs[e->numFuncs++];
+    size_t na = fzBlockGetNumArguments(body);
+    int64_t no = num_outputs(op);
+    f->exe = e;
+    f->name = fzSymbolGetName(op);
+    f->numOut = no >= 0 && (size_t)no <= na ? (size_t)no : 0;
+    f->numIn = na - f->numOut;
+    f->argTypes = fzCalloc(e->ctx, na ? na : 1, sizeof *f->argTypes);
+    if (!f->argTypes)
+      return false;
+    for (size_t i = 0; i < na; ++i)
+      f->argTypes[i] = fzValueGetType(fzBlockGetArgument(body, i));
+    f->entry = fzNativeModuleLookupPacked(e->native, f->name);
+    if (!f->entry)
+      return fzEmitError(e->ctx, fzOpGetLoc(op),
+                         "cpu runtime: the compiled code lacks @%.*s",
+                         (int)f->name.length, f->name.data);
+  }
+  return true;
+}
+
+FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
+                                       const FzCpuCompileOptions *options) {
+  FzContext *ctx = fzOpGetContext(module);
+  FzCpuCompileOptions defaults;
+  if (!options) {
+    fzCpuCompileOptionsInit(&defaults);
+    options = &defaults;
+  }
+  FzCpuExecutable *e = fzCalloc(ctx, 1, sizeof *e);
+  if (!e)
+    return NULL;
+  e->ctx = ctx;
+  e->rt = rt;
+  e->alignment = options->codegen.alignment ? options->codegen.alignment : 1;
+  double t0 = now_seconds();
+  e->loopModule = fzOpClone(module, NULL);
+  bool ok = e->loopModule &&
+            fzLowerModuleForCpu(e->loopModule, &options->pipeline) &&
+            fzOpVerify(e->loopModule);
+  double t1 = now_seconds();
+  e->lowerSeconds = t1 - t0;
+  if (ok)
+    ok = (e->native = fzNativeModuleCreate(e->loopModule,
+                                           &options->codegen)) != NULL;
+  e->codegenSeconds = now_seconds() - t1;
+  if (ok)
+    ok = collect_functions(e);
+  if (!ok) {
+    fzCpuExecutableDestroy(e);
+    return NULL;
+  }
+  return e;
+}
+
+void fzCpuExecutableDestroy(FzCpuExecutable *e) {
+  if (!e)
+    return;
+  for (size_t i = 0; i < e->numFuncs; ++i)
+    fzFree(e->ctx, e->funcs[i].argTypes);
+  fzFree(e->ctx, e->funcs);
+  fzNativeModuleDestroy(e->native);
+  if (e->loopModule)
+    fzOpDestroy(e->loopModule);
+  fzFree(e->ctx, e);
+}
+
+FzOp *fzCpuExecutableGetLoopModule(const FzCpuExecutable *e) {
+  return e->loopModule;
+}
+double fzCpuExecutableGetLowerSeconds(const FzCpuExecutable *e) {
+  return e->lowerSeconds;
+}
+double fzCpuExecutableGetCodegenSeconds(const FzCpuExecutable *e) {
+  return e->codegenSeconds;
+}
+
+FzCpuFunction *fzCpuExecutableLookup(FzCpuExecutable *e, FzStringRef name) {
+  for (size_t i = 0; i < e->numFuncs; ++i)
+    if (fzStringRefEqual(e->funcs[i].name, name))
+      return &e->funcs[i];
+  return NULL;
+}
+
+size_t fzCpuFunctionGetNumInputs(const FzCpuFunction *f) { return f->numIn; }
+size_t fzCpuFunctionGetNumOutputs(const FzCpuFunction *f) {
+  return f->numOut;
+}
+FzType *fzCpuFunctionGetArgType(const FzCpuFunction *f, size_t i) {
+  return i < f->numIn + f->numOut ? f->argTypes[i] : NULL;
+}
+
+void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers) {
+  f->entry(buffers, f->exe->rt ? fzCpuRuntimeGetParallel(f->exe->rt) : NULL);
+}
+
+static bool matches(const FzTensor *t, FzType *bt) {
+  if (t->dtype != fzShapedTypeGetElementType(bt) ||
+      t->rank != fzShapedTypeGetRank(bt))
+    return false;
+  for (size_t d = 0; d < t->rank; ++d)
+    if (t->shape[d] != fzShapedTypeGetDim(bt, d))
+      return false;
+  return true;
+}
+
+static void type_text(FzType *t, char *buf, size_t cap) {
+  FILE *m = fmemopen(buf, cap, "w");
+  if (!m) {
+    snprintf(buf, cap, "?");
+    return;
+  }
+  fzTypeDump(t, m);
+  fclose(m);
+}
+
+bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
+                      FzTensor *const *inputs, size_t *numOutputs,
+                      FzTensor ***outputs) {
+  FzContext *ctx = f->exe->ctx;
+  size_t na = f->numIn + f->numOut;
+  *numOutputs = 0;
+  *outputs = NULL;
+  if (numInputs != f->numIn)
+    return fzEmitError(ctx, NULL,
+                       "cpu runtime: @%.*s takes %zu inputs, %zu given",
+                       (int)f->name.length, f->name.data, f->numIn,
+                       numInputs);
+  for (size_t i = 0; i < numInputs; ++i)
+    if (!matches(inputs[i], f->argTypes[i])) {
+      char want[128], got[128];
+      FzType *gt = fzTensorGetType(inputs[i]);
+      type_text(f->argTypes[i], want, sizeof want);
+      if (gt)
+        type_text(gt, got, sizeof got);
+      else
+        snprintf(got, sizeof got, "?");
+      return fzEmitError(ctx, NULL,
+                         "cpu runtime: input #%zu of @%.*s is %s, but the "
+                         "function expects %s",
+                         i, (int)f->name.length, f->name.data, got, want);
+    }
+  FzTensor **outs = fzCalloc(ctx, f->numOut ? f->numOut : 1, sizeof *outs);
+  void **bufs = fzCalloc(ctx, na ? na : 1, sizeof *bufs);
+  void **copies = fzCalloc(ctx, na ? na : 1, sizeof *copies);
+  bool ok = outs && bufs && copies;
+  for (size_t i = 0; ok && i < f->numOut; ++i) {
+    FzType *bt = f->argTypes[f->numIn + i];
+    ok = (outs[i] = fzTensorCreate(ctx, fzShapedTypeGetElementType(bt),
+                                   fzShapedTypeGetRank(bt),
+                                   fzShapedTypeGetShape(bt))) != NULL;
+  }
+  size_t align = f->exe->alignment < 16 ? 16 : f->exe->alignment;
+  for (size_t i = 0; ok && i < na; ++i) {
+    FzTensor *t = i < f->numIn ? inputs[i] : outs[i - f->numIn];
+    size_t bytes = fzTensorGetNumBytes(t);
+    bufs[i] = t->data;
+    if (t->data && (uintptr_t)t->data % align == 0)
+      continue;
+    /* Misaligned (or empty): work on an aligned copy. */
+    size_t rounded = (bytes + align - 1) / align * align;
+    copies[i] = aligned_alloc(align, rounded ? rounded : align);
+    if (!copies[i]) {
+      ok = fzEmitError(ctx, NULL, "cpu runtime: out of memory");
+      break;
+    }
+    if (bytes && t->data)
+      memcpy(copies[i], t->data, bytes);
+    bufs[i] = copies[i];
+  }
+  if (ok) {
+    fzCpuFunctionCallRaw(f, bufs);
+    for (size_t i = f->numIn; i < na; ++i)
+      if (copies[i] && outs[i - f->numIn]->data)
+        memcpy(outs[i - f->numIn]->data, copies[i],
+               fzTensorGetNumBytes(outs[i - f->numIn]));
+  }
+  for (size_t i = 0; copies && i < na; ++i)
+    free(copies[i]);
+  fzFree(ctx, copies);
+  fzFree(ctx, bufs);
+  if (!ok) {
+    if (outs)
+      fzTensorArrayDestroy(ctx, f->numOut, outs);
+    return false;
+  }
+  *numOutputs = f->numOut;
+  *outputs = outs;
+  return true;
+}

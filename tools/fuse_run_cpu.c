@@ -1,0 +1,367 @@
+/* tools/fuse_run_cpu.c - fuse-run --device cpu: the module is compiled
+ * for this machine (fz/runtime.h: fuse, lower-graph-to-loop,
+ * plan-memory, emit-llvm, O3 for the host CPU, ORC JIT) and run with a
+ * thread per core (--threads N).
+ *
+ * --bench N: after one checked run, two warm-up runs and N timed runs on
+ * 64-byte aligned copies of the inputs (no allocation inside the timed
+ * region); prints the median and minimum time and the effective
+ * bandwidth, counting each input read once and each output written once,
+ * then the same for memcpy of as many bytes (one thread, and split over
+ * the pool), the machine's ceiling measured in the same run.
+ * --check-interp: runs the reference interpreter on the same inputs and
+ * compares every output (numpy.allclose's rule with --rtol/--atol).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tools/fuse_run_cpu.h"
+
+const char fuseRunCpuUsage[] =
+    "  --threads N           cpu: worker threads, the caller's included\n"
+    "                        (default: one per core)\n"
+    "  --bench N             cpu: time N runs; print the median and the\n"
+    "                        effective bandwidth (inputs read once +\n"
+    "                        outputs written once)\n"
+    "  --check-interp        cpu: also run the interpreter and compare\n"
+    "                        (--rtol/--atol)\n"
+    "  --fusion-report       cpu: print the fusion report\n"
+    "  --no-fuse             cpu: every op its own loop nest (no fusion)\n"
+    "  --fast-math           cpu: every fast-math flag\n"
+    "  --exact-math          cpu: C library exp/log/tanh/erf instead of\n"
+    "                        the inline approximations\n"
+    "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
+    "                        stderr\n";
+
+struct FuseRunCpu {
+  FzContext *ctx;
+  FzCpuRuntime *rt;
+  FzCpuExecutable *exe;
+  const FuseRunCpuOptions *o;
+};
+
+static int usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "fuse-run: error: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(run 'fuse-run --help' for usage)\n");
+  return 2;
+}
+
+int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  const char *name = a + (a[1] == '-' ? 2 : 1);
+  const char *eq = strchr(name, '=');
+  size_t len = eq ? (size_t)(eq - name) : strlen(name);
+#define IS(s) (len == strlen(s) && strncmp(name, s, len) == 0)
+  if (IS("threads") || IS("bench")) {
+    bool threads = IS("threads");
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v) {
+      if (*i + 1 >= argc)
+        return usage("option '%s' requires a value", a);
+      v = argv[++*i];
+    }
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < (threads ? 0 : 1) || n > 1000000)
+      return usage("expected a positive integer, got '%s'", v);
+    if (threads)
+      o->threads = (unsigned)n;
+    else
+      o->bench = n;
+    return 1;
+  }
+  bool *flag = IS("check-interp")    ? &o->checkInterp
+               : IS("fusion-report") ? &o->fusionReport
+               : IS("no-fuse")       ? &o->noFuse
+               : IS("fast-math")     ? &o->fastMath
+               : IS("exact-math")    ? &o->exactMath
+               : IS("print-loop-ir") ? &o->printLoopIR
+                                     : NULL;
+#undef IS
+  if (!flag)
+    return 0;
+  if (eq)
+    return usage("option '%s' takes no value", a);
+  *flag = true;
+  return 1;
+}
+
+/*===--- Compiling ---------------------------------------------------------===*/
+
+typedef struct Quiet {
+  char *why;
+  size_t size;
+  bool seen;
+} Quiet;
+
+static bool swallow(const FzDiagnostic *d, void *ud) {
+  Quiet *q = ud;
+  if (fzDiagnosticGetSeverity(d) == FZ_SEVERITY_ERROR && !q->seen &&
+      q->why && q->size) {
+    FzStringRef m = fzDiagnosticGetMessage(d);
+    snprintf(q->why, q->size, "%.*s", (int)m.length, m.data);
+    q->seen = true;
+  }
+  return true;
+}
+
+static void report_to(FzStringRef chunk, void *ud) {
+  fwrite(chunk.data, 1, chunk.length, (FILE *)ud);
+}
+
+FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
+                             const FuseRunCpuOptions *o, bool quiet,
+                             char *whyNot, size_t whySize) {
+  FuseRunCpu *r = calloc(1, sizeof *r);
+  if (!r)
+    return NULL;
+  r->ctx = ctx;
+  r->o = o;
+  Quiet q = {whyNot, whySize, false};
+  FzDiagHandlerId h = quiet ? fzContextPushDiagHandler(ctx, swallow, &q) : 0;
+  FzCpuCompileOptions co;
+  fzCpuCompileOptionsInit(&co);
+  FzFusionOptions fo;
+  fzFusionOptionsInit(&fo);
+  fo.target = fzFusionTargetLookup(ctx, FZ_STR("cpu"));
+  fo.report = o->fusionReport;
+  fo.reportOut = report_to;
+  fo.reportUserData = stdout;
+  co.pipeline.fusion = &fo;
+  co.pipeline.fuse = !o->noFuse;
+  co.codegen.fastMath = o->fastMath;
+  co.codegen.exactMath = o->exactMath;
+  r->rt = fzCpuRuntimeCreate(ctx, o->threads);
+  if (r->rt)
+    r->exe = fzCpuExecutableCreate(r->rt, module, &co);
+  if (quiet)
+    fzContextPopDiagHandler(ctx, h);
+  if (!r->exe) {
+    fuseRunCpuDestroy(r);
+    return NULL;
+  }
+  if (o->printLoopIR)
+    fzOpDump(fzCpuExecutableGetLoopModule(r->exe), 0, stderr);
+  return r;
+}
+
+void fuseRunCpuDestroy(FuseRunCpu *r) {
+  if (!r)
+    return;
+  fzCpuExecutableDestroy(r->exe);
+  fzCpuRuntimeDestroy(r->rt);
+  free(r);
+}
+
+/*===--- Checking against the interpreter --------------------------------===*/
+
+/* Compares got with want (numpy.allclose's rule); prints one line. */
+static bool compare_one(FILE *out, size_t i, const FzTensor *got,
+                        const FzTensor *want, double rtol, double atol) {
+  if (got->numElements != want->numElements || got->dtype != want->dtype) {
+    fprintf(out, "check-interp: output_%zu: MISMATCH: shapes or dtypes "
+                 "differ\n", i);
+    return false;
+  }
+  double maxAbs = 0, maxRel = 0;
+  int64_t bad = 0, first = -1;
+  for (int64_t k = 0; k < got->numElements; ++k) {
+    double a = fzTensorGetF64(got, k), b = fzTensorGetF64(want, k);
+    if (isnan(a) || isnan(b)) {
+      if (!(isnan(a) && isnan(b)) && bad++ == 0)
+        first = k;
+      continue;
+    }
+    if (a == b)
+      continue;
+    double d = fabs(a - b);
+    if (isnan(d))
+      d = HUGE_VAL;
+    maxAbs = d > maxAbs ? d : maxAbs;
+    if (b != 0 && d / fabs(b) > maxRel)
+      maxRel = d / fabs(b);
+    if (!(d <= atol + rtol * fabs(b)) && bad++ == 0)
+      first = k;
+  }
+  fprintf(out, "check-interp: output_%zu: max abs error %.3g, max rel error "
+               "%.3g",
+          i, maxAbs, maxRel);
+  if (bad) {
+    fprintf(out, ": MISMATCH (%lld of %lld elements beyond atol %g + rtol %g "
+                 "* |expected|; first at flat index %lld: got %.9g, "
+                 "expected %.9g)\n",
+            (long long)bad, (long long)got->numElements, atol, rtol,
+            (long long)first, fzTensorGetF64(got, first),
+            fzTensorGetF64(want, first));
+    return false;
+  }
+  fprintf(out, ": ok\n");
+  return true;
+}
+
+static bool check_interp(FuseRunCpu *r, FzOp *func, size_t nIn,
+                         FzTensor *const *inputs, size_t nOut,
+                         FzTensor *const *outputs, FILE *out, int *status) {
+  size_t n = 0;
+  FzTensor **ref = NULL;
+  if (!fzInterpretFunction(func, nIn, inputs, NULL, &n, &ref))
+    return false;
+  bool ok = n == nOut;
+  if (!ok)
+    fprintf(out, "check-interp: MISMATCH: %zu outputs, the interpreter "
+                 "gives %zu\n", nOut, n);
+  for (size_t i = 0; ok && i < n; ++i)
+    if (!compare_one(out, i, outputs[i], ref[i], r->o->rtol, r->o->atol))
+      *status = 1;
+  if (!ok)
+    *status = 1;
+  fzTensorArrayDestroy(r->ctx, n, ref);
+  return true;
+}
+
+/*===--- Benchmark ---------------------------------------------------------===*/
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+typedef struct CopyJob {
+  char *dst;
+  const char *src;
+  size_t bytes;
+  int64_t parts;
+} CopyJob;
+
+static void copy_part(void *env, int64_t b, int64_t e) {
+  CopyJob *j = env;
+  size_t lo = (size_t)((double)j->bytes * (double)b / (double)j->parts);
+  size_t hi = (size_t)((double)j->bytes * (double)e / (double)j->parts);
+  lo &= ~(size_t)63;
+  hi = e == j->parts ? j->bytes : hi & ~(size_t)63;
+  memcpy(j->dst + lo, j->src + lo, hi - lo);
+}
+
+/* memcpy of `bytes`/2 bytes (so that read + write = bytes), on one thread
+ * and split over the pool's threads: the bandwidth ceiling of this
+ * machine, measured next to the kernel. Median of `runs`. */
+static void bench_memcpy(FuseRunCpu *r, double bytes, long runs, FILE *out) {
+  size_t n = (size_t)(bytes / 2);
+  n = (n + 63) & ~(size_t)63;
+  char *src = aligned_alloc(64, n ? n : 64), *dst = aligned_alloc(64, n ? n : 64);
+  double *t = calloc((size_t)runs, sizeof *t);
+  if (!src || !dst || !t || n == 0) {
+    free(src);
+    free(dst);
+    free(t);
+    return;
+  }
+  memset(src, 1, n);
+  memset(dst, 0, n);
+  const FzParallelRuntime *par = fzCpuRuntimeGetParallel(r->rt);
+  CopyJob job = {dst, src, n, (int64_t)fzCpuRuntimeGetNumThreads(r->rt)};
+  double gbs[2];
+  for (int mode = 0; mode < 2; ++mode) {
+    for (long k = -2; k < runs; ++k) {
+      double t0 = now_seconds();
+      if (mode == 0)
+        memcpy(dst, src, n);
+      else
+        par->parallelFor(par->pool, copy_part, &job, job.parts, INT64_MAX / 2);
+      if (k >= 0)
+        t[k] = now_seconds() - t0;
+    }
+    qsort(t, (size_t)runs, sizeof *t, cmp_double);
+    gbs[mode] = 2.0 * (double)n / t[runs / 2] / 1e9;
+  }
+  fprintf(out, "bench: memcpy of %.3f MB (read + write = the bytes above): "
+               "%.2f GB/s on 1 thread, %.2f GB/s on %u threads\n",
+          (double)n / 1e6, gbs[0], gbs[1], fzCpuRuntimeGetNumThreads(r->rt));
+  free(src);
+  free(dst);
+  free(t);
+}
+
+static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
+                  size_t nIn, FzTensor *const *inputs, FILE *out) {
+  size_t na = nIn + fzCpuFunctionGetNumOutputs(f);
+  void **bufs = calloc(na ? na : 1, sizeof *bufs);
+  double *times = calloc((size_t)r->o->bench, sizeof *times);
+  double bytes = 0;
+  bool ok = bufs && times;
+  for (size_t i = 0; ok && i < na; ++i) {
+    FzType *t = fzCpuFunctionGetArgType(f, i);
+    size_t sz = fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
+    size_t n = (size_t)fzShapedTypeGetNumElements(t) * (sz ? sz : 1);
+    bytes += (double)n;
+    bufs[i] = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+    if (!(ok = bufs[i] != NULL))
+      break;
+    if (i < nIn)
+      memcpy(bufs[i], inputs[i]->data, n);
+    else
+      memset(bufs[i], 0, n);
+  }
+  if (ok) {
+    for (int w = 0; w < 2; ++w)
+      fzCpuFunctionCallRaw(f, bufs);
+    for (long k = 0; k < r->o->bench; ++k) {
+      double t0 = now_seconds();
+      fzCpuFunctionCallRaw(f, bufs);
+      times[k] = now_seconds() - t0;
+    }
+    qsort(times, (size_t)r->o->bench, sizeof *times, cmp_double);
+    double med = times[r->o->bench / 2];
+    fprintf(out,
+            "bench: @%.*s on cpu, %u thread%s: median %.4f ms, min %.4f ms "
+            "over %ld runs; %.3f MB moved (inputs read once + outputs "
+            "written once): %.2f GB/s effective\n",
+            (int)name.length, name.data,
+            fzCpuRuntimeGetNumThreads(r->rt),
+            fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s", med * 1e3,
+            times[0] * 1e3, r->o->bench, bytes / 1e6,
+            med > 0 ? bytes / med / 1e9 : 0.0);
+    bench_memcpy(r, bytes, r->o->bench, out);
+    fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
+            fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,
+            fzCpuExecutableGetCodegenSeconds(r->exe) * 1e3);
+  } else {
+    fprintf(stderr, "fuse-run: error: out of memory for the benchmark\n");
+  }
+  for (size_t i = 0; bufs && i < na; ++i)
+    free(bufs[i]);
+  free(bufs);
+  free(times);
+}
+
+bool fuseRunCpuExecute(FuseRunCpu *r, FzOp *func, size_t nIn,
+                       FzTensor *const *inputs, size_t *nOut,
+                       FzTensor ***outputs, FILE *out, int *status) {
+  FzStringRef name = fzSymbolGetName(func);
+  FzCpuFunction *f = fzCpuExecutableLookup(r->exe, name);
+  *status = 0;
+  if (!f) {
+    fprintf(stderr, "fuse-run: error: @%.*s was not compiled\n",
+            (int)name.length, name.data);
+    return false;
+  }
+  if (!fzCpuFunctionRun(f, nIn, inputs, nOut, outputs))
+    return false;
+  if (r->o->checkInterp &&
+      !check_interp(r, func, nIn, inputs, *nOut, *outputs, out, status))
+    return false;
+  if (r->o->bench > 0)
+    bench(r, f, name, nIn, inputs, out);
+  return true;
+}

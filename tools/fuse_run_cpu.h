@@ -1,0 +1,48 @@
+/* tools/fuse_run_cpu.h - fuse-run's native CPU device (--device cpu):
+ * compiling the module, running it, --bench and --check-interp. */
+#ifndef FUSE_RUN_CPU_H
+#define FUSE_RUN_CPU_H
+
+#include <stdio.h>
+
+#include "fz/runtime.h"
+
+typedef struct FuseRunCpuOptions {
+  unsigned threads;     /* --threads N (0: one per core) */
+  long bench;           /* --bench N: timed runs (0: no benchmark) */
+  bool checkInterp;     /* --check-interp: compare with the interpreter */
+  bool fusionReport;    /* --fusion-report */
+  bool noFuse;          /* --no-fuse: every op its own loop nest */
+  bool fastMath;        /* --fast-math */
+  bool exactMath;       /* --exact-math */
+  bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
+  double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
+} FuseRunCpuOptions;
+
+/* The usage lines of the options above. */
+extern const char fuseRunCpuUsage[];
+
+/* Parses argv[*i] when it is one of the options above (consuming a value
+ * from argv[*i + 1] where needed). Returns 1 when consumed, 0 when not
+ * ours, 2 after printing a usage error. */
+int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i);
+
+typedef struct FuseRunCpu FuseRunCpu;
+
+/* Compiles module for the host. quiet: report nothing (the caller falls
+ * back to the interpreter), the first error's text in whyNot (whySize
+ * bytes). NULL on failure. */
+FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
+                             const FuseRunCpuOptions *o, bool quiet,
+                             char *whyNot, size_t whySize);
+void fuseRunCpuDestroy(FuseRunCpu *r);
+
+/* Runs function `func` (of the module given to Create) on inputs; then
+ * the benchmark and the interpreter check when asked for (reports on
+ * out). *status: 0, or 1 when the check found a mismatch. False after an
+ * error was reported. */
+bool fuseRunCpuExecute(FuseRunCpu *r, FzOp *func, size_t nIn,
+                       FzTensor *const *inputs, size_t *nOut,
+                       FzTensor ***outputs, FILE *out, int *status);
+
+#endif /* FUSE_RUN_CPU_H */

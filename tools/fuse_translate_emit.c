@@ -1,0 +1,172 @@
+/* tools/fuse_translate_emit.c - fuse-translate --emit=llvm|asm|obj: a
+ * loop-level module (or a graph-level one, lowered first with the CPU
+ * pipeline of fz/lowering.h) to LLVM IR, assembly or an object file for
+ * the host (or --mtriple/--mcpu/--mattr).
+ *
+ * Output is collected in memory and written only when code generation
+ * succeeded; a regular file is written to FILE.tmp and renamed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fz/lowering.h"
+#include "tools/fuse_translate_emit.h"
+
+const char fuseEmitHelp[] =
+    "  --emit=llvm|asm|obj              Compile to LLVM IR, assembly or an "
+    "object file\n"
+    "                                   (a graph-level input is lowered "
+    "first: fuse,\n"
+    "                                   lower-graph-to-loop, plan-memory)\n"
+    "  -O0 .. -O3                       LLVM optimization level (default "
+    "-O3)\n"
+    "  --fast-math                      Every fast-math flag on float ops\n"
+    "  --exact-math                     C library exp/log/tanh/erf instead "
+    "of inline approximations\n"
+    "  --no-parallel                    No outlined parallel loops (one "
+    "thread)\n"
+    "  --no-fuse                        Lower every graph op on its own\n"
+    "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
+    "  --align=N                        Alignment promised for buffer "
+    "arguments (default 16)\n";
+
+void fuseEmitOptionsInit(FuseEmitOptions *o) {
+  memset(o, 0, sizeof *o);
+  fzCodegenOptionsInit(&o->codegen);
+}
+
+static const char *value_of(const char *arg, const char *name) {
+  const char *body = arg + (arg[1] == '-' ? 2 : 1);
+  size_t n = strlen(name);
+  return strncmp(body, name, n) == 0 && body[n] == '=' ? body + n + 1 : NULL;
+}
+
+static bool flag_is(const char *arg, const char *name) {
+  const char *body = arg + (arg[1] == '-' ? 2 : 1);
+  return strcmp(body, name) == 0;
+}
+
+int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
+  const char *v;
+  if ((v = value_of(arg, "emit"))) {
+    if (strcmp(v, "llvm") && strcmp(v, "asm") && strcmp(v, "obj")) {
+      fprintf(stderr, "fuse-translate: error: --emit expects llvm, asm or "
+                      "obj, got '%s'\n", v);
+      return -1;
+    }
+    o->kind = v;
+  } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' &&
+             arg[2] <= '3' && arg[3] == '\0') {
+    o->codegen.optLevel = (unsigned)(arg[2] - '0');
+  } else if (flag_is(arg, "fast-math")) {
+    o->codegen.fastMath = true;
+  } else if (flag_is(arg, "exact-math")) {
+    o->codegen.exactMath = true;
+  } else if (flag_is(arg, "no-parallel")) {
+    o->codegen.parallel = false;
+  } else if (flag_is(arg, "no-fuse")) {
+    o->noFuse = true;
+  } else if ((v = value_of(arg, "mtriple"))) {
+    o->codegen.triple = v;
+  } else if ((v = value_of(arg, "mcpu"))) {
+    o->codegen.cpu = v;
+  } else if ((v = value_of(arg, "mattr"))) {
+    o->codegen.features = v;
+  } else if ((v = value_of(arg, "align"))) {
+    char *end;
+    long a = strtol(v, &end, 10);
+    if (*end || a < 1 || a > 4096 || (a & (a - 1))) {
+      fprintf(stderr, "fuse-translate: error: --align expects a power of "
+                      "two, got '%s'\n", v);
+      return -1;
+    }
+    o->codegen.alignment = (unsigned)a;
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+typedef struct Bytes {
+  char *data;
+  size_t len, cap;
+  bool failed;
+} Bytes;
+
+static void collect(FzStringRef chunk, void *ud) {
+  Bytes *b = ud;
+  if (b->failed || chunk.length == 0)
+    return;
+  if (b->len + chunk.length > b->cap) {
+    size_t cap = b->cap ? b->cap : 1 << 16;
+    while (cap < b->len + chunk.length)
+      cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) {
+      b->failed = true;
+      return;
+    }
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, chunk.data, chunk.length);
+  b->len += chunk.length;
+}
+
+static bool write_bytes(const Bytes *b, const char *path) {
+  if (!strcmp(path, "-")) {
+    bool ok = fwrite(b->data, 1, b->len, stdout) == b->len &&
+              fflush(stdout) == 0;
+    if (!ok)
+      fprintf(stderr, "fuse-translate: error: cannot write to stdout\n");
+    return ok;
+  }
+  struct stat sb;
+  bool special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+  size_t n = strlen(path);
+  char *tmp = malloc(n + 5);
+  if (!tmp)
+    return false;
+  snprintf(tmp, n + 5, "%s%s", path, special ? "" : ".tmp");
+  FILE *f = fopen(tmp, "wb");
+  bool ok = f && fwrite(b->data, 1, b->len, f) == b->len;
+  if (f)
+    ok = fclose(f) == 0 && ok;
+  if (ok && !special && rename(tmp, path) != 0)
+    ok = false;
+  if (!ok) {
+    fprintf(stderr, "fuse-translate: error: cannot write output file '%s': "
+                    "%s\n", path, strerror(errno));
+    if (!special)
+      remove(tmp);
+  }
+  free(tmp);
+  return ok;
+}
+
+bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
+                    const char *path) {
+  if (fzModuleIsGraphLevel(module)) {
+    FzCpuPipelineOptions po;
+    fzCpuPipelineOptionsInit(&po);
+    po.fuse = !o->noFuse;
+    if (!fzLowerModuleForCpu(module, &po))
+      return false;
+  }
+  FzCodegenFileType type = !strcmp(o->kind, "llvm")  ? FZ_CODEGEN_LLVM_IR
+                           : !strcmp(o->kind, "asm") ? FZ_CODEGEN_ASSEMBLY
+                                                     : FZ_CODEGEN_OBJECT;
+  Bytes b = {NULL, 0, 0, false};
+  bool ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+  if (ok && b.failed) {
+    fprintf(stderr, "fuse-translate: error: out of memory\n");
+    ok = false;
+  }
+  if (ok)
+    ok = write_bytes(&b, path);
+  free(b.data);
+  return ok;
+}

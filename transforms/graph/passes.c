@@ -1,0 +1,138 @@
+/* transforms/graph/passes.c - the framework that turns a table of
+ * pattern rows (FzGraphOptTable) into a greedy-rewrite pass, and the
+ * canonicalization hook that lends the exact, always-profitable rows to
+ * the graph ops' canonicalizers.
+ *
+ * Per pass instance, initialize allocates a state holding the options
+ * the patterns read, one slot per enabled row, and a hit counter per
+ * statistic; each pattern is registered with a trampoline whose
+ * userData is the row's slot, so that a success is counted under the
+ * row's statistic without the pattern knowing about statistics. The
+ * state and its pattern set belong to the pass instance (destroy frees
+ * them).
+ */
+#include <string.h>
+
+#include "ir/util.h"
+#include "transforms/graph/graph_opt.h"
+
+typedef struct OptState OptState;
+
+typedef struct Slot {
+  OptState *state;
+  FzMatchAndRewriteFn fn;
+  size_t stat;
+} Slot;
+
+struct OptState {
+  FzGraphOptOptions opts;
+  FzPatternSet *set;
+  Slot *slots;    /* one per enabled row */
+  uint64_t *hits; /* one per statistic of the pass */
+  size_t numStats;
+};
+
+static const FzGraphOptOptions kDefaults = {false, true};
+
+const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud) {
+  return ud ? &((const Slot *)ud)->state->opts : &kDefaults;
+}
+
+static bool trampoline(FzOp *op, FzRewriter *rw, void *ud) {
+  Slot *s = ud;
+  if (!s->fn(op, rw, s))
+    return false;
+  s->state->hits[s->stat]++;
+  return true;
+}
+
+static bool has_option(const FzPassDef *def, const char *name) {
+  for (size_t i = 0; i < def->numOptions; ++i)
+    if (strcmp(def->options[i].name, name) == 0)
+      return true;
+  return false;
+}
+
+void fzGraphOptPassDestroy(FzPass *pass) {
+  OptState *st = fzPassGetState(pass);
+  if (!st)
+    return;
+  FzContext *ctx = fzPassGetContext(pass);
+  fzPatternSetDestroy(st->set);
+  fzFree(ctx, st->slots);
+  fzFree(ctx, st->hits);
+  fzFree(ctx, st);
+  fzPassSetState(pass, NULL);
+}
+
+bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
+  const FzPassDef *def = fzPassGetDef(pass);
+  const FzGraphOptTable *table = def->userData;
+  OptState *st = fzCalloc(ctx, 1, sizeof *st);
+  if (!st)
+    return false;
+  fzPassSetState(pass, st);
+  st->opts = kDefaults;
+  if (has_option(def, "fast-math"))
+    st->opts.fastMath = fzPassGetBoolOption(pass, "fast-math");
+  if (has_option(def, "shared-statistics"))
+    st->opts.sharedStatistics = fzPassGetBoolOption(pass, "shared-statistics");
+  st->numStats = def->numStatistics;
+  st->hits = fzCalloc(ctx, st->numStats ? st->numStats : 1, sizeof *st->hits);
+  st->slots =
+      fzCalloc(ctx, table->numRows ? table->numRows : 1, sizeof *st->slots);
+  st->set = fzPatternSetCreate(ctx);
+  if (!st->hits || !st->slots || !st->set)
+    return false;
+  size_t used = 0;
+  for (size_t i = 0; i < table->numRows; ++i) {
+    const FzGraphOptRow *row = &table->rows[i];
+    if (row->group >= 0 && (size_t)row->group < table->numGroups &&
+        !fzPassGetBoolOption(pass, table->groups[row->group]))
+      continue;
+    Slot *s = &st->slots[used++];
+    s->state = st;
+    s->fn = row->fn;
+    s->stat = row->stat < st->numStats ? row->stat : 0;
+    FzPattern p = {row->root, row->benefit ? row->benefit : 1, trampoline, s,
+                   row->name};
+    if (!fzPatternSetAdd(st->set, &p))
+      return false;
+  }
+  return true;
+}
+
+bool fzGraphOptPassRun(FzPass *pass, FzOp *op) {
+  OptState *st = fzPassGetState(pass);
+  FzGreedyConfig cfg;
+  fzGreedyConfigInit(&cfg);
+  cfg.fold = false; /* canonicalize folds; these passes do what they say */
+  bool ok = fzApplyPatternsGreedily(op, st->set, &cfg, NULL);
+  for (size_t i = 0; i < st->numStats; ++i) {
+    fzPassAddStatistic(pass, i, st->hits[i]);
+    st->hits[i] = 0;
+  }
+  return ok;
+}
+
+/*===--- Canonicalization hook (declared in include/fz/graph.h) ---------===*/
+
+static void add_rows(FzPatternSet *set, const FzGraphOptRow *rows,
+                     size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    FzPattern p = {rows[i].root, rows[i].benefit ? rows[i].benefit : 1,
+                   rows[i].fn, NULL, rows[i].name};
+    (void)fzPatternSetAdd(set, &p);
+  }
+}
+
+/* The canonicalization provider (registered by fzRegisterAllPasses): the
+ * exact, always-profitable rewrites of fold-transpose and
+ * simplify-algebra also run in canonicalize. */
+void fzGraphAddProfitablePatterns(FzPatternSet *set, FzContext *ctx) {
+  (void)ctx;
+  add_rows(set, fzFoldTransposeCanonicalRows,
+           fzNumFoldTransposeCanonicalRows);
+  add_rows(set, fzSimplifyAlgebraCanonicalRows,
+           fzNumSimplifyAlgebraCanonicalRows);
+}
