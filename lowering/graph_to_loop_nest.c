@@ -51,8 +51,9 @@ FzValue *lgFail(LgNest *N, FzOp *op, const char *fmt, ...) {
 
 static void set_level(LgNest *N, FzValue *v, size_t pos) {
   uint64_t key = ((uint64_t)pos << 32 | N->path[pos].scope) + 1;
-  if (pos > 0)
-    fzPtrMapPut(&N->level, v, (void *)(uintptr_t)key);
+  /* Losing a level would hoist users above their operand: fail. */
+  if (pos > 0 && !fzPtrMapPut(&N->level, v, (void *)(uintptr_t)key))
+    N->F->failed = true;
 }
 
 size_t lgLevelOf(LgNest *N, FzValue *v) {

@@ -439,7 +439,6 @@ typedef struct Window {
   FzValue *oh, *ow;
   int64_t s[2], pad[4], dil[2], H, W;
   bool checkH, checkW;  /* a window position may fall in the padding */
-  bool countPad;        /* avg_pool count_include_pad */
   int kind;             /* 0 conv, 1 max, 2 avg */
 } Window;
 

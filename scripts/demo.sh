@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The main job, for now: build fuse (Release, in build-demo/), run fuse-opt
-# on the example model examples/mlp.fuse, showing its generic and custom
-# forms, a round trip, mlir-opt reading our generic output, and
-# --verify-diagnostics checking the expected errors of
-# examples/diagnostics.fuse. Later issues turn this into compiling and
-# running a real model.
+# The main job: compile a real model and run it on this machine's CPU.
+#
+# Builds fuse (Release, in build-demo/), then takes the PyTorch-exported
+# ONNX model examples/models/mlp/model.onnx (Linear, GELU, Linear,
+# residual add, LayerNorm; opset 13, so GELU and LayerNorm arrive as
+# primitive ops: examples/models/export.py) and
+#   1. imports it into the graph dialect (fuse-translate --import-onnx),
+#   2. prints the fusion report and the fused graph (which ops became one
+#      kernel),
+#   3. shows the loop nests and a piece of the LLVM IR they become,
+#   4. compiles it to native code for this CPU (LLVM 19, O3, host
+#      features, ORC JIT) and runs it on a thread per core with the input
+#      PyTorch saved, comparing with PyTorch's output and with fuse's
+#      reference interpreter,
+#   5. times it (--bench).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
@@ -16,61 +25,58 @@ bash scripts/install-deps.sh
 build="$root/build-demo"
 echo "==== building fuse (Release) in build-demo/"
 cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release \
-  -DFZ_WERROR=OFF >/dev/null
+  -DFZ_WERROR=OFF -DFZ_BUILD_TESTS=OFF >/dev/null
 make -C "$build" -j"$(nproc 2>/dev/null || echo 2)" --no-print-directory \
-  fuse-opt >/dev/null
-fuse_opt="$build/bin/fuse-opt"
-"$fuse_opt" --version
+  fuse-opt fuse-translate fuse-run >/dev/null
+bin="$build/bin"
+"$bin/fuse-opt" --version
 
-example=examples/mlp.fuse
-echo
-echo "==== $example, custom form (fuse-opt $example)"
-"$fuse_opt" "$example"
-
-echo
-echo "==== $example, generic form (--print-op-generic)"
-"$fuse_opt" --print-op-generic "$example"
-
-echo
-echo "==== round trip: print, parse the output again, print: identical?"
+model=examples/models/mlp/model.onnx
+data=examples/models/mlp/test_data_set_0
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$fuse_opt" "$example" -o "$tmp/once.fuse"
-"$fuse_opt" "$tmp/once.fuse" -o "$tmp/twice.fuse"
-if cmp -s "$tmp/once.fuse" "$tmp/twice.fuse"; then
-  echo "yes"
-else
-  diff -u "$tmp/once.fuse" "$tmp/twice.fuse" || true
-  echo "round trip differs" >&2
-  exit 1
-fi
-
-mlir_opt=/usr/lib/llvm-19/bin/mlir-opt
-if [[ -x "$mlir_opt" ]]; then
-  echo
-  echo "==== mlir-opt 19 reads fuse-opt's generic output"
-  "$fuse_opt" --print-op-generic "$example" -o "$tmp/generic.fuse"
-  "$mlir_opt" --allow-unregistered-dialect --mlir-print-op-generic \
-    "$tmp/generic.fuse" -o "$tmp/mlir.fuse"
-  "$fuse_opt" --print-op-generic "$example" \
-    >"$tmp/fuse.fuse"
-  echo >>"$tmp/fuse.fuse" # mlir-opt ends its output with an empty line
-  if cmp -s "$tmp/mlir.fuse" "$tmp/fuse.fuse"; then
-    echo "mlir-opt parsed it and printed the same generic text"
-  else
-    echo "mlir-opt parsed it; its generic printing differs from ours:"
-    diff -u "$tmp/fuse.fuse" "$tmp/mlir.fuse" || true
-  fi
-fi
 
 echo
-echo "==== --verify-diagnostics on examples/diagnostics.fuse"
-echo "(each chunk holds a mistake and the expected-error comment for it)"
-"$fuse_opt" --split-input-file --verify-diagnostics \
-  examples/diagnostics.fuse >/dev/null
-echo "every expected diagnostic was produced, and no other"
+echo "==== 1. $model imported into the graph dialect"
+echo "     (fuse-translate --import-onnx $model)"
+"$bin/fuse-translate" --import-onnx "$model" -o "$tmp/mlp.fuse"
+cat "$tmp/mlp.fuse"
+
 echo
-echo "without --verify-diagnostics, the same file reports:"
-"$fuse_opt" --split-input-file \
-  examples/diagnostics.fuse >/dev/null 2>"$tmp/err" || true
-cat "$tmp/err"
+echo "==== 2. fusion: the report, and the graph with its graph.fusion groups"
+echo "     (fuse-opt --pass-pipeline='builtin.module(graph-optimize)' with the"
+echo "     cpu target: fuse-run does the same before compiling)"
+"$bin/fuse-opt" "$tmp/mlp.fuse" --pass-pipeline='builtin.module(canonicalize,cse,recognize-composites,simplify-algebra,simplify-reshapes,canonicalize,func.func(fuse{target=cpu report=true}))' \
+  -o "$tmp/fused.fuse" 2>&1
+cat "$tmp/fused.fuse"
+
+echo
+echo "==== 3. the loop nests (one per kernel) and the start of their LLVM IR"
+echo "     (fuse-opt ... lower-graph-to-loop, plan-memory; fuse-translate --emit=llvm)"
+"$bin/fuse-opt" "$tmp/fused.fuse" \
+  --pass-pipeline='builtin.module(lower-graph-to-loop,func.func(plan-memory))' \
+  -o "$tmp/loops.fuse"
+head -n 40 "$tmp/loops.fuse"
+echo "    ... ($(wc -l <"$tmp/loops.fuse") lines)"
+"$bin/fuse-translate" --emit=llvm "$tmp/loops.fuse" -o "$tmp/mlp.ll"
+grep -m 4 -E '^define' "$tmp/mlp.ll"
+echo "    ... ($(grep -c '<[0-9]* x float>' "$tmp/mlp.ll") lines with vector"\
+     "instructions, $(grep -c 'call float @\(expf\|erff\|tanhf\|logf\)' "$tmp/mlp.ll")"\
+     "calls of libm)"
+
+echo
+echo "==== 4. compiled for this CPU and run on PyTorch's saved input"
+echo "     (fuse-run $model --device cpu --input $data/input_0.npy"
+echo "      --compare $data --check-interp --rtol 1e-4 --atol 1e-5)"
+"$bin/fuse-run" "$model" --device cpu --input "$data/input_0.npy" \
+  --compare "$data" --check-interp --rtol 1e-4 --atol 1e-5
+echo "(output_0 against PyTorch's output_0.npy; check-interp: against fuse's"
+echo " reference interpreter)"
+
+echo
+echo "==== 5. timing: fused (3 kernels) and unfused (every op its own kernel)"
+"$bin/fuse-run" "$model" --device cpu --input "$data/input_0.npy" \
+  --bench 200 --print-limit 0 | grep '^bench: @'
+"$bin/fuse-run" "$model" --device cpu --input "$data/input_0.npy" \
+  --bench 200 --print-limit 0 --no-fuse | grep '^bench: @' |
+  sed 's/^bench:/bench (--no-fuse):/'

@@ -124,6 +124,20 @@ if [[ "$sanitize" == "1" ]]; then
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFZ_SANITIZE=ON
 fi
 
+# Fuzzing (scripts/fuzz.sh, docs/robustness.md; owned by the robustness
+# work): in CI only, each libFuzzer target for a short bounded time
+# (FZ_FUZZ_CI_SECONDS, default 20 s per target: about 5 minutes with the
+# clang build on 2 cores). A crash fails the run.
+if [[ "${CI:-}" == "true" ]]; then
+  echo "==== [fuzz] scripts/fuzz.sh"
+  if FZ_FUZZ_SECONDS=${FZ_FUZZ_CI_SECONDS:-20} bash "$root/scripts/fuzz.sh"; then
+    summaries+=("fuzz: every target ran without a crash")
+  else
+    total_failed=$((total_failed + 1))
+    summaries+=("fuzz: FAILED (see build-fuzz/fuzz-*.log)")
+  fi
+fi
+
 echo "==== summary"
 for s in "${summaries[@]}"; do echo "  $s"; done
 echo "fuse tests: $total_passed passed, $total_failed failed"

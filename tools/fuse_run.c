@@ -33,7 +33,9 @@
 #include "fz/graph.h"
 #include "fz/loop.h" /* --device loop-interp */
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
+#include "fz/cuda.h" /* --device auto: is there a GPU? */
 #include "tools/fuse_run_cpu.h" /* --device cpu */
+#include "tools/fuse_run_cuda.h" /* --device cuda */
 #include "tools/fuse_run_internal.h"
 
 #define EXIT_USAGE 2
@@ -66,7 +68,9 @@ static const char kUsage[] =
     "                        native code, else interp, saying why), cpu\n"
     "                        (LLVM, this machine), interp (the reference\n"
     "                        interpreter), or loop-interp (fuse, lower to\n"
-    "                        loops, run the loop interpreter)\n"
+    "                        loops, run the loop interpreter), or cuda\n"
+    "                        (PTX on an NVIDIA GPU; auto picks it when a\n"
+    "                        driver and a device are present)\n"
     "  --input A.npy ...     inputs, one per argument, in order\n"
     "  --random-inputs SEED  seeded random inputs instead\n"
     "  --output-dir DIR      write DIR/output_N.npy\n"
@@ -183,9 +187,10 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   if (!o->file)
     return usage_error("%s", "no input file");
   if (strcmp(o->device, "interp") != 0 && strcmp(o->device, "auto") != 0 &&
-      strcmp(o->device, "loop-interp") != 0 && strcmp(o->device, "cpu") != 0)
+      strcmp(o->device, "loop-interp") != 0 && strcmp(o->device, "cpu") != 0 &&
+      strcmp(o->device, "cuda") != 0)
     return usage_error("device '%s' is not available: this build runs "
-                       "'auto', 'cpu', 'interp' and 'loop-interp'",
+                       "'auto', 'cpu', 'cuda', 'interp' and 'loop-interp'",
                        o->device);
   o->cpu.rtol = o->rtol;
   o->cpu.atol = o->atol;
@@ -246,6 +251,7 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FzOp *func = NULL;
   FzType *ft = NULL;
   FuseRunCpu *cpu = NULL;
+  FuseRunCuda *cuda = NULL;
   int cpuStatus = 0;
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
       !(ft = function_type(func)))
@@ -281,7 +287,11 @@ static int run(const RunOptions *o, FzContext *ctx) {
         goto done;
       }
   }
-  if (!strcmp(o->device, "cpu")) {
+  if (!strcmp(o->device, "cuda") ||
+      (!strcmp(o->device, "auto") && fzCudaProbe(NULL, 0))) {
+    if (!(cuda = fuseRunCudaCreate(ctx, module, &o->cpu)))
+      goto done;
+  } else if (!strcmp(o->device, "cpu")) {
     if (!(cpu = fuseRunCpuCreate(ctx, module, &o->cpu, false, NULL, 0)))
       goto done;
   } else if (!strcmp(o->device, "auto")) {
@@ -291,7 +301,9 @@ static int run(const RunOptions *o, FzContext *ctx) {
       fprintf(stderr, "fuse-run: note: --device auto runs the interpreter: "
                       "no native code (%s)\n", why);
   }
-  if (cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
+  if (cuda ? !fuseRunCudaExecute(cuda, func, nIn, inputs, &nOut, &outputs,
+                                 stdout, &cpuStatus)
+      : cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
                                stdout, &cpuStatus)
       : strcmp(o->device, "loop-interp") == 0
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, NULL, &nOut, &outputs)
@@ -321,6 +333,7 @@ done:
   free(inputs);
   fzTensorArrayDestroy(ctx, nOut, outputs);
   fuseRunCpuDestroy(cpu);
+  fuseRunCudaDestroy(cuda);
   fzOpDestroy(module);
   if (fflush(stdout) != 0) {
     fprintf(stderr, "fuse-run: error: cannot write to stdout\n");

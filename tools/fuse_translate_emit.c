@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fz/gpu.h"
 #include "fz/lowering.h"
 #include "tools/fuse_translate_emit.h"
 
@@ -30,6 +31,8 @@ const char fuseEmitHelp[] =
     "thread)\n"
     "  --no-fuse                        Lower every graph op on its own\n"
     "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
+    "  --emit=ptx [--gpu-arch=sm_90]    PTX for NVIDIA GPUs (NVPTX; sm_80, "
+    "sm_90, sm_90a)\n"
     "  --align=N                        Alignment promised for buffer "
     "arguments (default 16)\n";
 
@@ -52,9 +55,10 @@ static bool flag_is(const char *arg, const char *name) {
 int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
   const char *v;
   if ((v = value_of(arg, "emit"))) {
-    if (strcmp(v, "llvm") && strcmp(v, "asm") && strcmp(v, "obj")) {
-      fprintf(stderr, "fuse-translate: error: --emit expects llvm, asm or "
-                      "obj, got '%s'\n", v);
+    if (strcmp(v, "llvm") && strcmp(v, "asm") && strcmp(v, "obj") &&
+        strcmp(v, "ptx")) {
+      fprintf(stderr, "fuse-translate: error: --emit expects llvm, asm, "
+                      "obj or ptx, got '%s'\n", v);
       return -1;
     }
     o->kind = v;
@@ -69,6 +73,8 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->codegen.parallel = false;
   } else if (flag_is(arg, "no-fuse")) {
     o->noFuse = true;
+  } else if ((v = value_of(arg, "gpu-arch"))) {
+    o->gpuArch = v;
   } else if ((v = value_of(arg, "mtriple"))) {
     o->codegen.triple = v;
   } else if ((v = value_of(arg, "mcpu"))) {
@@ -160,7 +166,18 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
                            : !strcmp(o->kind, "asm") ? FZ_CODEGEN_ASSEMBLY
                                                      : FZ_CODEGEN_OBJECT;
   Bytes b = {NULL, 0, 0, false};
-  bool ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+  bool ok;
+  if (!strcmp(o->kind, "ptx")) { /* the GPU: lowering/nvptx (fz/gpu.h) */
+    FzGpuOptions go;
+    fzGpuOptionsInit(&go);
+    if (o->gpuArch)
+      go.arch = o->gpuArch;
+    go.optLevel = o->codegen.optLevel;
+    go.fastMath = o->codegen.fastMath;
+    ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
+  } else {
+    ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+  }
   if (ok && b.failed) {
     fprintf(stderr, "fuse-translate: error: out of memory\n");
     ok = false;

@@ -6,7 +6,8 @@
 #include "fz/lowering.h"
 
 typedef struct FuseEmitOptions {
-  const char *kind;    /* "llvm", "asm" or "obj"; NULL: no emission */
+  const char *kind;    /* "llvm", "asm", "obj" or "ptx"; NULL: none */
+  const char *gpuArch; /* --gpu-arch=sm_NN for --emit=ptx (default sm_90) */
   FzCodegenOptions codegen;
   bool noFuse;         /* lower a graph-level module without fusion */
 } FuseEmitOptions;

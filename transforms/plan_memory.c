@@ -18,9 +18,9 @@
  * nested in a loop counts for the loop; uses through views count for the
  * viewed buffer). The pass only touches loop.alloc results with a
  * static, identity-layout type; function arguments and constant buffers
- * are never written in place. Option `report` emits a remark at the
+ * are never written in place. Option `memory-report` emits a remark at the
  * function: peak temporary bytes before and after (fuse-opt
- * --plan-memory=report, or {report} in a pipeline).
+ * --plan-memory=memory-report, or {memory-report} in a pipeline).
  */
 #include <stdio.h>
 #include <string.h>
@@ -468,7 +468,7 @@ bool fzPlanMemory(FzOp *func, FzMemoryPlanStats *stats) {
 }
 
 static const FzPassOptionDef kOptions[] = {
-    {"report", FZ_PASS_OPTION_BOOL, "false",
+    {"memory-report", FZ_PASS_OPTION_BOOL, "false",
      "Emit a remark with the peak temporary memory before and after", NULL,
      0, 0},
 };
@@ -486,7 +486,7 @@ static bool plan_run(FzPass *pass, FzOp *op) {
   fzPassAddStatistic(pass, 0, s.reused);
   fzPassAddStatistic(pass, 1, s.inPlace);
   fzPassAddStatistic(pass, 2, (uint64_t)(s.peakBytesBefore - s.peakBytesAfter));
-  if (fzPassGetBoolOption(pass, "report")) {
+  if (fzPassGetBoolOption(pass, "memory-report")) {
     FzStringRef name = fzSymbolGetName(op);
     fzEmitRemark(fzOpGetContext(op), fzOpGetLoc(op),
                  "plan-memory @%.*s: peak temporary memory %lld -> %lld "

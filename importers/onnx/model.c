@@ -58,7 +58,7 @@ bool fzOnnxError(FzOnnxImporter *im, const char *fmt, ...) {
   im->nodeFailed = true;
   im->reporting = true;
   fzEmitError(im->ctx, im->errorLoc, "node '%s' (%s): %s", im->nodeName,
-              im->node->op_type, msg);
+              im->node->op_type ? im->node->op_type : "", msg);
   im->reporting = false;
   return false;
 }
@@ -379,6 +379,8 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
     else if (im->opset < 0)
       ok = fzOnnxError(im, "the model imports no opset of the default ONNX "
                            "domain");
+    else if (!n->op_type || !*n->op_type) /* proto2: may be absent */
+      ok = fzOnnxError(im, "node has no op_type");
     else if (!(row = fzOnnxLookupOp(n->op_type)))
       ok = fzOnnxError(im, "unsupported op type '%s'", n->op_type);
     else

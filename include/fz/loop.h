@@ -275,12 +275,13 @@ FZ_MUST_CHECK bool fzLowerGraphToLoop(FzOp *module);
  * plan-memory
  *
  * On a lowered function: removes loop.alloc temporaries that are never
- * read, reuses a dead temporary's memory for a later one of the same
- * size class (liveness by program order over the function's top-level
- * ops), and computes an elementwise nest in place when one of its input
- * temporaries dies at it. `--memory-report` (pass option `report`)
- * prints, per function, the peak bytes of live temporaries before and
- * after.
+ * read, computes an elementwise nest in place when one of its input
+ * temporaries dies at it, and reuses a dead temporary's memory for a
+ * later one of the same element type and no more elements (liveness by
+ * position among the function's top-level ops). The pass option
+ * `memory-report` (fuse-opt --plan-memory=memory-report) emits a remark
+ * per function with the peak bytes of live temporaries before and after.
+ * (transforms/plan_memory.c; docs/dialects/loop.md)
  *===------------------------------------------------------------------===*/
 
 typedef struct FzMemoryPlanStats {
@@ -294,8 +295,10 @@ typedef struct FzMemoryPlanStats {
 /* Plans the temporaries of one lowered func.func. stats may be NULL. */
 FZ_MUST_CHECK bool fzPlanMemory(FzOp *func, FzMemoryPlanStats *stats);
 
-/* Registers lower-graph-to-loop (on builtin.module) and plan-memory (on
- * func.func). Twice is harmless. */
+/* Registers lower-graph-to-loop (on builtin.module), plan-memory (on
+ * func.func) and the named pipeline graph-to-loop
+ * (func.func(fuse),lower-graph-to-loop,func.func(plan-memory)). Twice is
+ * harmless. */
 FZ_MUST_CHECK bool fzRegisterLoopPasses(FzContext *ctx);
 
 #ifdef __cplusplus

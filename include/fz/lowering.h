@@ -64,6 +64,9 @@ typedef struct FzCodegenOptions {
   /* Outline top-level loop.parallel nests for FzParallelRuntime
    * (default on). Off: every nest runs on the calling thread. */
   bool parallel;
+  /* Widest vectors (bits) the vectorizer should prefer: 0 means 512 on
+   * a target with AVX-512F, else LLVM's choice. */
+  unsigned preferVectorWidth;
   /* The byte alignment promised for every buffer argument (a power of
    * two, at least 1; default 16). Callers must honour it. */
   unsigned alignment;

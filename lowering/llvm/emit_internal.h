@@ -148,7 +148,8 @@ typedef enum FzLLMathFn {
   FZ_LL_LOG1P,
   FZ_LL_TANH,
   FZ_LL_ERF,
-  FZ_LL_ONE_PLUS_ERF, /* 1 + erf(x), i.e. erfc(-x) */
+  FZ_LL_ONE_PLUS_ERF, /* 1 + erf(x + y), i.e. erfc(-x); y: NULL or a
+                         correction below x's last bit */
   FZ_LL_POW,          /* two operands */
   FZ_LL_SIN,
   FZ_LL_COS,

@@ -67,6 +67,16 @@ void fzLLSetFunctionAttrs(FzLLEmitter *E, LLVMValueRef fn) {
     add_string_attr(E, fn, "target-cpu", E->cpu);
   if (E->features && *E->features)
     add_string_attr(E, fn, "target-features", E->features);
+  /* LLVM keeps to 256-bit vectors on AVX-512 machines by default; the
+   * math approximations are compute-bound enough to gain from 512. */
+  unsigned width = E->opts.preferVectorWidth;
+  if (width == 0 && E->features && strstr(E->features, "+avx512f"))
+    width = 512;
+  if (width) {
+    char w[16];
+    snprintf(w, sizeof w, "%u", width);
+    add_string_attr(E, fn, "prefer-vector-width", w);
+  }
   if (E->opts.fastMath) {
     add_string_attr(E, fn, "no-nans-fp-math", "true");
     add_string_attr(E, fn, "no-infs-fp-math", "true");

@@ -9,6 +9,7 @@
  * registers as its i16 bits so that no bf16 instruction (and no libgcc
  * helper for it) is ever needed.
  */
+#include <math.h>
 #include <string.h>
 
 #include "lowering/llvm/emit_internal.h"
@@ -223,11 +224,35 @@ static const LLVMIntPredicate kIPred[FZ_LOOP_CMPI_NUM] = {
     LLVMIntSGE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
 
 /* A float value converted between float types src and dst (through f32
- * or f64; one rounding except f64 -> bf16, which rounds through f32). */
+ * or f64, rounding once: f64 -> bf16/f16 go through f32 rounded to odd). */
+/* f64 -> f32 rounded to odd (truncate, then set the last bit when
+ * inexact): rounding that to bf16 or f16 afterwards rounds only once
+ * (LLVM's own f64 -> f16 goes through f32 rounded to nearest, twice). */
+static LLVMValueRef trunc_to_odd(FzLLEmitter *E, LLVMValueRef d) {
+  LLVMTypeRef ty = LLVMTypeOf(d);
+  LLVMTypeRef tf = like(ty, E->tF32), ti = like(ty, E->tI32);
+  LLVMValueRef f = LLVMBuildFPTrunc(E->b, d, tf, "");
+  LLVMValueRef back = LLVMBuildFPExt(E->b, f, ty, "");
+  LLVMValueRef fb = LLVMBuildBitCast(E->b, f, ti, "");
+  LLVMTypeRef tt = ty;
+  LLVMValueRef ab = fzLLCallIntrinsic(E, "llvm.fabs", &tt, 1, &back, 1);
+  LLVMValueRef ad = fzLLCallIntrinsic(E, "llvm.fabs", &tt, 1, &d, 1);
+  LLVMValueRef over = LLVMBuildFCmp(E->b, LLVMRealOGT, ab, ad, "");
+  fb = LLVMBuildSelect(E->b, over,
+                       LLVMBuildSub(E->b, fb, fzLLConstI(ti, 1), ""), fb, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(E->b, LLVMRealUNE, back, d, "");
+  fb = LLVMBuildSelect(E->b, inexact,
+                       LLVMBuildOr(E->b, fb, fzLLConstI(ti, 1), ""), fb, "");
+  return LLVMBuildBitCast(E->b, fb, tf, "");
+}
+
 static LLVMValueRef convert_float(FzLLEmitter *E, LLVMValueRef v,
                                   FzType *src, FzType *dst) {
   LLVMValueRef w = fzLLWiden(E, v, src);
   FzTypeKind dk = fzTypeGetKind(fzLLScalarOf(dst));
+  if ((dk == FZ_TYPE_BF16 || dk == FZ_TYPE_F16) &&
+      scalar_type(LLVMTypeOf(w)) == E->tF64)
+    return fzLLNarrow(E, trunc_to_odd(E, w), dst);
   LLVMTypeRef want = like(LLVMTypeOf(w), dk == FZ_TYPE_F64 ? E->tF64
                                                            : E->tF32);
   LLVMTypeRef have = scalar_type(LLVMTypeOf(w));
@@ -263,13 +288,53 @@ static FzValue *one_plus_erf_arg(FzOp *op) {
   return NULL;
 }
 
+/* The float constant a loop.constant holds, in *out. */
+static bool const_float(FzValue *v, double *out) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  FzAttr *a = def && fzLoopGetOpcode(def) == FZ_LOOP_OP_CONSTANT
+                  ? fzOpGetInherentAttr(def, FZ_STR("value"))
+                  : NULL;
+  if (a && fzAttrGetKind(a) == FZ_ATTR_FLOAT) {
+    *out = fzFloatAttrGetValue(a);
+    return true;
+  }
+  return false;
+}
+
+/* 1 + erf(z), z's value widened to f32. When z = x * c with c the f32
+ * nearest 1/sqrt(2) (gelu), the product's rounding error and c's own are
+ * passed on as a correction: erfc's tail magnifies them by 2 z^2. */
+static LLVMValueRef one_plus_erf(FzLLEmitter *E, FzValue *z, FzType *t) {
+  LLVMValueRef w = fzLLWiden(E, fzLLGet(E, z), t);
+  LLVMValueRef lo = NULL;
+  FzOp *mul = fzValueGetDefiningOp(z);
+  const double invSqrt2 = 0.70710678118654752440;
+  if (mul && fzLoopGetOpcode(mul) == FZ_LOOP_OP_MULF &&
+      fzTypeGetKind(fzLLScalarOf(t)) == FZ_TYPE_F32) {
+    for (size_t k = 0; k < 2 && !lo; ++k) {
+      double c;
+      if (!const_float(fzOpGetOperand(mul, k), &c) ||
+          fabs(c - invSqrt2) > 1e-7)
+        continue;
+      LLVMValueRef x = fzLLGet(E, fzOpGetOperand(mul, 1 - k));
+      LLVMTypeRef ty = LLVMTypeOf(x);
+      LLVMValueRef args[3] = {x, fzLLConstF(ty, c), LLVMBuildFNeg(E->b, w, "")};
+      lo = fzLLCallIntrinsic(E, "llvm.fma", &ty, 1, args, 3);
+      lo = LLVMBuildFAdd(
+          E->b, lo,
+          LLVMBuildFMul(E->b, x, fzLLConstF(ty, invSqrt2 - (double)(float)c),
+                        ""),
+          "");
+    }
+  }
+  return fzLLNarrow(E, fzLLEmitMath(E, FZ_LL_ONE_PLUS_ERF, w, lo), t);
+}
+
 static LLVMValueRef float_binary(FzLLEmitter *E, FzOp *op, FzLoopOpcode code,
                                  FzType *t) {
   FzValue *z = code == FZ_LOOP_OP_ADDF ? one_plus_erf_arg(op) : NULL;
-  if (z && fzLLGet(E, z)) {
-    LLVMValueRef w = fzLLWiden(E, fzLLGet(E, z), t);
-    return fzLLNarrow(E, fzLLEmitMath(E, FZ_LL_ONE_PLUS_ERF, w, NULL), t);
-  }
+  if (z && fzLLGet(E, z))
+    return one_plus_erf(E, z, t);
   LLVMValueRef a = fzLLWiden(E, operand(E, op, 0), t);
   LLVMValueRef b = fzLLWiden(E, operand(E, op, 1), t);
   LLVMFastMathFlags extra =

@@ -240,7 +240,7 @@ static LLVMValueRef erf_small32(Math *m, LLVMValueRef x) {
   return mul(m, x, horner(m, mul(m, x, x), P, 8));
 }
 
-static LLVMValueRef erfc_tail32(Math *m, LLVMValueRef a) {
+static LLVMValueRef erfc_tail32(Math *m, LLVMValueRef a, LLVMValueRef aLo) {
   static const double Q[] = {
       2.001112439e-01, 7.282228128e-01,  8.364489321e-01, 6.046082651e-01,
       1.326334299e-01, -1.886640043e-01, -1.112659262e-01, 1.018036831e-01,
@@ -252,6 +252,8 @@ static LLVMValueRef erfc_tail32(Math *m, LLVMValueRef a) {
   LLVMValueRef hi = LLVMBuildFMul(m->E->b, ac, ac, "");
   LLVMValueRef fa[3] = {ac, ac, LLVMBuildFNeg(m->E->b, hi, "")};
   LLVMValueRef lo = fzLLCallIntrinsic(m->E, "llvm.fma", &m->ty, 1, fa, 3);
+  if (aLo) /* (a + aLo)^2 = hi + lo + 2 a aLo */
+    lo = add(m, lo, mul(m, add(m, ac, ac), aLo));
   LLVMValueRef e = emit_exp(m, LLVMBuildFNeg(m->E->b, hi, ""));
   e = mul(m, e, sub(m, C(m, 1.0), lo));
   return mul(m, e, horner(m, t, Q, 10));
@@ -260,18 +262,24 @@ static LLVMValueRef erfc_tail32(Math *m, LLVMValueRef a) {
 static LLVMValueRef emit_erf32(Math *m, LLVMValueRef x) {
   LLVMValueRef a = intr1(m, "llvm.fabs", x);
   LLVMValueRef small = erf_small32(m, x);
-  LLVMValueRef large = sub(m, C(m, 1.0), erfc_tail32(m, a));
+  LLVMValueRef large = sub(m, C(m, 1.0), erfc_tail32(m, a, NULL));
   large = intr2(m, "llvm.copysign", large, x);
   LLVMValueRef r =
       sel(m, fcmp(m, LLVMRealOLT, a, C(m, 0.875)), small, large);
   return sel(m, is_nan(m, x), x, r);
 }
 
-/* 1 + erf(x) without cancellation for negative x (gelu's Φ). */
-static LLVMValueRef emit_one_plus_erf32(Math *m, LLVMValueRef x) {
+/* 1 + erf(x + xLo) without cancellation for negative x (gelu's Φ);
+ * xLo (may be NULL) is a correction far below x's last bit. */
+static LLVMValueRef emit_one_plus_erf32(Math *m, LLVMValueRef x,
+                                        LLVMValueRef xLo) {
   LLVMValueRef a = intr1(m, "llvm.fabs", x);
+  LLVMValueRef aLo = NULL;
+  if (xLo) /* the correction of |x| has the sign of x's */
+    aLo = sel(m, fcmp(m, LLVMRealOLT, x, C(m, 0.0)),
+              LLVMBuildFNeg(m->E->b, xLo, ""), xLo);
   LLVMValueRef small = add(m, C(m, 1.0), erf_small32(m, x));
-  LLVMValueRef tail = erfc_tail32(m, a);
+  LLVMValueRef tail = erfc_tail32(m, a, aLo);
   LLVMValueRef large = sel(m, fcmp(m, LLVMRealOLT, x, C(m, 0.0)), tail,
                            sub(m, C(m, 2.0), tail));
   LLVMValueRef r =
@@ -349,7 +357,7 @@ LLVMValueRef fzLLEmitMath(FzLLEmitter *E, FzLLMathFn fn, LLVMValueRef x,
   case FZ_LL_ONE_PLUS_ERF:
     if (exact || m.f64) /* erfc(-x) */
       return libm_call(&m, "erfc", LLVMBuildFNeg(E->b, x, ""), NULL);
-    return emit_one_plus_erf32(&m, x);
+    return emit_one_plus_erf32(&m, x, y);
   case FZ_LL_POW:
     return exact ? intr2(&m, "llvm.pow", x, y) : emit_pow(&m, x, y);
   case FZ_LL_SIN:

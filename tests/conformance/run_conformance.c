@@ -3,7 +3,7 @@
  * interpreter.
  *
  *   run_conformance [--data DIR] [--filter SUBSTRING] [--quiet]
- *                   [--pipeline=PIPELINE] [TEST...]
+ *                   [--pipeline=PIPELINE] [--device interp|cpu] [TEST...]
  *
  * DIR defaults to /usr/share/libonnx-testdata/data/node; each test is a
  * folder test_NAME holding model.onnx and test_data_set_N/ with input_K.pb
@@ -25,6 +25,11 @@
  * `N passed, N failed, N skipped`. The exit status is 1 when a test
  * failed, 2 on bad usage, 0 otherwise.
  *
+ * With --device cpu, every model is compiled to native code (fz/runtime.h:
+ * fuse, lower to loops, LLVM for this machine) and run with a thread per
+ * core instead of the interpreter; a model that does not compile is a
+ * failure. The same tolerances apply.
+ *
  * With --pipeline, every imported module goes through that pass pipeline
  * (anchored on builtin.module, e.g. 'builtin.module(graph-optimize)')
  * before it runs, so the tests check that the passes keep results within
@@ -41,6 +46,7 @@
 #include "fz/graph.h"
 #include "fz/onnx.h"
 #include "fz/pass.h"
+#include "fz/runtime.h" /* --device cpu */
 
 #define RTOL 1e-3
 #define ATOL 1e-7
@@ -49,6 +55,27 @@
 /* --pipeline: the passes every imported module runs through (NULL: none).
  * Set once by main before any test runs. */
 static const char *gPipeline;
+/* --device: "interp" (default) or "cpu". Set once by main. */
+static const char *gDevice = "interp";
+
+/* Runs func (of module) on args with gDevice; false after errors were
+ * reported (captured for the status line). */
+static bool run_function(FzContext *ctx, FzOp *module, FzOp *func,
+                         size_t numArgs, FzTensor **args, size_t *nGot,
+                         FzTensor ***got) {
+  if (strcmp(gDevice, "cpu") != 0)
+    return fzInterpretFunction(func, numArgs, args, NULL, nGot, got);
+  FzCpuRuntime *rt = fzCpuRuntimeCreate(ctx, 0);
+  FzCpuExecutable *exe = rt ? fzCpuExecutableCreate(rt, module, NULL) : NULL;
+  FzCpuFunction *f = exe ? fzCpuExecutableLookup(exe, fzSymbolGetName(func))
+                         : NULL;
+  bool ok = f && fzCpuFunctionRun(f, numArgs, args, nGot, got);
+  if (exe && !f)
+    fzEmitError(ctx, NULL, "the compiled module has no @main");
+  fzCpuExecutableDestroy(exe);
+  fzCpuRuntimeDestroy(rt);
+  return ok;
+}
 
 /* The diagnostics of one test, kept for its status line. */
 typedef struct Capture {
@@ -377,8 +404,9 @@ static bool run_data_set(FzContext *ctx, FzOp **module, bool specialize,
   }
   size_t nGot = 0;
   FzTensor **got = NULL;
-  if (ok && !fzInterpretFunction(func, numArgs, args, NULL, &nGot, &got)) {
-    snprintf(why, whyCap, "interpreter: %s", cap->first);
+  if (ok && !run_function(ctx, *module, func, numArgs, args, &nGot, &got)) {
+    snprintf(why, whyCap, "%s: %s",
+             strcmp(gDevice, "cpu") ? "interpreter" : "cpu", cap->first);
     ok = false;
   }
   if (ok && nGot != nWant) {
@@ -464,10 +492,18 @@ int main(int argc, char **argv) {
       gPipeline = argv[i] + 11;
     } else if (!strcmp(argv[i], "--pipeline") && i + 1 < argc) {
       gPipeline = argv[++i];
+    } else if ((!strcmp(argv[i], "--device") && i + 1 < argc) ||
+               !strncmp(argv[i], "--device=", 9)) {
+      gDevice = argv[i][8] == '=' ? argv[i] + 9 : argv[++i];
+      if (strcmp(gDevice, "interp") && strcmp(gDevice, "cpu")) {
+        fprintf(stderr, "run_conformance: --device is interp or cpu\n");
+        free(only);
+        return 2;
+      }
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "usage: run_conformance [--data DIR] [--filter "
                       "SUBSTRING] [--quiet] [--pipeline=PIPELINE] "
-                      "[TEST...]\n");
+                      "[--device interp|cpu] [TEST...]\n");
       free(only);
       return 2;
     } else {

@@ -164,8 +164,10 @@ static bool try_recompute(FFuser *F, uint32_t p, const uint32_t *cons,
   if (pn->kind == FZ_FUSION_REDUCTION || pn->contraction)
     return false;
   bool *take = fzCalloc(F->ctx, k, sizeof *take);
-  if (!take)
-    return !(F->failed = true) && false;
+  if (!take) {
+    F->failed = true;
+    return false;
+  }
   double cost = 0;
   size_t taken = 0;
   bool remaining = pn->usedOutside;
@@ -218,9 +220,12 @@ static bool try_recompute(FFuser *F, uint32_t p, const uint32_t *cons,
       break;
     if (!ffCopyPreds(F, p, cn) || !ffRedirectEdges(F, p, c, cn))
       break;
+    /* The copy feeds only group c and comes after the copy's producers:
+     * joining c needs no search and cannot fail. It shares p's ord until
+     * then. */
     uint32_t pair[2] = {cn, c}, witness, root;
     if (ffMerge(F, pair, 2, true, &witness, &root) != MERGE_OK)
-      F->failed = true; /* cannot happen: the copy feeds only c */
+      F->failed = true;
     if (F->duplicatedInto)
       F->duplicatedInto[p]++;
   }

@@ -128,8 +128,8 @@ typedef struct FFuser {
   uint32_t numArgs;
   uint32_t **argUsers;
   uint32_t *numArgUsers;
-  /* Scratch. */
-  FzPtrVec stack, list, list2;
+  /* Scratch: the groups a search visited (merge.c). */
+  FzPtrVec list;
   uint64_t *heap; /* search frontier: (priority << 32 | group) */
   size_t heapLen, heapCap;
   /* Candidate analysis (analyze.c): arrays per member and per input,

@@ -337,8 +337,6 @@ void ffFree(FFuser *F) {
   fzFree(F->ctx, F->an.isOut);
   fzFree(F->ctx, F->an.delta);
   fzFree(F->ctx, F->an.in);
-  fzPtrVecFree(&F->stack);
   fzPtrVecFree(&F->list);
-  fzPtrVecFree(&F->list2);
   fzArenaReset(&F->arena);
 }

@@ -1,9 +1,10 @@
 /* transforms/fusion/pass.c - the `fuse` pass and the C entry point
  * fzFuseFunction; the per-context registries of describers and targets.
  *
- * fzFuseFunction runs, on one function: build the node graph (graph.c),
- * decide the groups (fuse.c), number them canonically, rebuild the body
- * (materialize.c), then explain (explain.c). The pass is a thin wrapper
+ * fzFuseFunction runs, on one function: build the node graph (graph.c,
+ * canonical.c), decide the groups (fuse.c, analyze.c, merge.c), number
+ * them canonically, rebuild the body (materialize.c), then explain
+ * (explain.c). The pass is a thin wrapper
  * that turns its textual options into FzFusionOptions once per instance.
  *
  * Registries live in context extensions (no global state): describers
@@ -267,9 +268,7 @@ bool fzFuseFunction(FzOp *func, const FzFusionOptions *options,
   F.opts = options;
   fzPtrMapInit(&F.opIndex, ctx);
   fzArenaInit(&F.arena, ctx);
-  fzPtrVecInit(&F.stack, ctx);
   fzPtrVecInit(&F.list, ctx);
-  fzPtrVecInit(&F.list2, ctx);
   resolve(&F, options);
   bool ok = true;
   if (options->remarks)

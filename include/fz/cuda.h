@@ -1,0 +1,102 @@
+/* fz/cuda.h - running PTX on an NVIDIA GPU through the CUDA Driver API.
+ *
+ * The driver (libcuda.so.1) is opened with dlopen at run time: fuse has
+ * no link-time dependency on CUDA, so every binary builds and runs on a
+ * machine without a GPU; there, fzCudaCreate reports "no CUDA driver
+ * found (libcuda.so.1): <why>" and returns NULL. The environment
+ * variable FZ_CUDA_LIBRARY names another library to open instead (for
+ * tests and unusual installs).
+ *
+ * An FzCuda is one device's primary context made current on the calling
+ * thread, with a cache of loaded modules keyed by their PTX text (the
+ * same text is JIT-compiled once). Everything runs on the legacy default
+ * stream, in order: copies are synchronous, launches are asynchronous
+ * and ordered before the next copy. Errors are diagnostics of the
+ * context given at creation ("cuda: <call> failed: <driver message>").
+ *
+ * Ownership: the caller owns the FzCuda and destroys it before the
+ * context; device memory from fzCudaAlloc is freed with fzCudaFree (or
+ * left to the driver at process exit). Kernels belong to the FzCuda's
+ * module cache. One FzCuda per thread.
+ */
+#ifndef FZ_CUDA_H
+#define FZ_CUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fz/ir.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct FzCuda FzCuda;
+typedef struct FzCudaKernel FzCudaKernel; /* a loaded kernel (driver handle) */
+typedef struct FzCudaEvent FzCudaEvent;   /* a driver event */
+typedef uint64_t FzCudaPtr; /* a device address; 0 is null */
+
+/* True when the driver opens, initializes and reports at least one
+ * device. Reports nothing: on false, why (whySize bytes, may be NULL)
+ * receives the reason. For `--device auto`. */
+bool fzCudaProbe(char *why, size_t whySize);
+
+/* Opens the driver, initializes it and makes device `ordinal`'s primary
+ * context current. NULL after reporting an error to ctx (no driver, no
+ * device, a failing call). */
+FzCuda *fzCudaCreate(FzContext *ctx, int ordinal);
+/* Unloads the cached modules and releases the primary context. NULL is
+ * ignored. The library stays open (drivers do not like dlclose). */
+void fzCudaDestroy(FzCuda *cu);
+
+/* "NVIDIA H100 80GB HBM3" etc. */
+const char *fzCudaGetDeviceName(const FzCuda *cu);
+/* Compute capability as 10 * major + minor (90 for sm_90). */
+int fzCudaGetComputeCapability(const FzCuda *cu);
+int fzCudaGetNumSMs(const FzCuda *cu);
+
+/* Device memory. Alloc of 0 bytes allocates 1. False after an error. */
+FZ_MUST_CHECK bool fzCudaAlloc(FzCuda *cu, size_t bytes, FzCudaPtr *out);
+void fzCudaFree(FzCuda *cu, FzCudaPtr p);
+FZ_MUST_CHECK bool fzCudaCopyToDevice(FzCuda *cu, FzCudaPtr dst,
+                                      const void *src, size_t bytes);
+FZ_MUST_CHECK bool fzCudaCopyToHost(FzCuda *cu, void *dst, FzCudaPtr src,
+                                    size_t bytes);
+FZ_MUST_CHECK bool fzCudaCopyOnDevice(FzCuda *cu, FzCudaPtr dst,
+                                      FzCudaPtr src, size_t bytes);
+FZ_MUST_CHECK bool fzCudaMemset(FzCuda *cu, FzCudaPtr dst, unsigned char v,
+                                size_t bytes);
+
+/* The kernel `name` of the module whose PTX is ptx[0..len) (text; a NUL
+ * is appended internally). The module is JIT-compiled and loaded on
+ * first use and cached by the text; a failure reports the JIT's error
+ * log. NULL after an error. */
+FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
+                              const char *name);
+/* Number of modules in the cache (for tests). */
+size_t fzCudaGetNumCachedModules(const FzCuda *cu);
+
+/* Launches kernel on a grid of grid[0..3) blocks of block[0..3) threads;
+ * args[i] points at the value of parameter i (the driver's convention).
+ * Asynchronous: errors of the kernel itself show up at the next
+ * synchronizing call. */
+FZ_MUST_CHECK bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel,
+                                const unsigned grid[3],
+                                const unsigned block[3],
+                                unsigned sharedBytes, void **args);
+/* Waits for all work; reports kernel failures. */
+FZ_MUST_CHECK bool fzCudaSynchronize(FzCuda *cu);
+
+/* Events for timing. */
+FzCudaEvent *fzCudaEventCreate(FzCuda *cu);
+void fzCudaEventDestroy(FzCuda *cu, FzCudaEvent *e);
+FZ_MUST_CHECK bool fzCudaEventRecord(FzCuda *cu, FzCudaEvent *e);
+/* Milliseconds between two recorded events (waits for `end`); a
+ * negative value after an error. */
+float fzCudaEventElapsedMs(FzCuda *cu, FzCudaEvent *start, FzCudaEvent *end);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FZ_CUDA_H */

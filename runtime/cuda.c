@@ -1,0 +1,431 @@
+/* runtime/cuda.c - the CUDA Driver API, opened with dlopen (fz/cuda.h).
+ *
+ * No CUDA header is needed: the few types, enum values and function
+ * signatures used are declared here, as the driver's ABI fixes them
+ * (CUresult is an int, handles are pointers, CUdeviceptr is 64 bits; the
+ * `_v2` entry points are the ones current drivers export for memory).
+ * The table of entry points is resolved once per FzCuda; a missing
+ * symbol is reported like a missing driver.
+ *
+ * The module cache is a list of (hash, PTX copy, CUmodule); a lookup
+ * compares the 64-bit FNV-1a hash and then the text, so two modules are
+ * never confused. Modules live until fzCudaDestroy.
+ */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/cuda.h"
+#include "ir/util.h"
+
+/*===--- The driver's ABI (the subset fuse uses) --------------------------===*/
+
+typedef int CUresult; /* CUDA_SUCCESS is 0 */
+typedef int CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef unsigned long long CUdeviceptr;
+
+enum {
+  CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+  CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+};
+enum { /* CUjit_option */
+  CU_JIT_INFO_LOG_BUFFER = 3,
+  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
+  CU_JIT_ERROR_LOG_BUFFER = 5,
+  CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+};
+
+/* X(return-less name, symbol, parameter list) */
+#define FZ_CUDA_FUNCS(X)                                                      \
+  X(cuInit, "cuInit", (unsigned))                                             \
+  X(cuDeviceGetCount, "cuDeviceGetCount", (int *))                            \
+  X(cuDeviceGet, "cuDeviceGet", (CUdevice *, int))                            \
+  X(cuDeviceGetName, "cuDeviceGetName", (char *, int, CUdevice))              \
+  X(cuDeviceGetAttribute, "cuDeviceGetAttribute", (int *, int, CUdevice))     \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain",                     \
+    (CUcontext *, CUdevice))                                                  \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice))    \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext))                          \
+  X(cuCtxSynchronize, "cuCtxSynchronize", (void))                             \
+  X(cuModuleLoadDataEx, "cuModuleLoadDataEx",                                 \
+    (CUmodule *, const void *, unsigned, int *, void **))                     \
+  X(cuModuleUnload, "cuModuleUnload", (CUmodule))                             \
+  X(cuModuleGetFunction, "cuModuleGetFunction",                               \
+    (CUfunction *, CUmodule, const char *))                                   \
+  X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                     \
+  X(cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                 \
+  X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))     \
+  X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", (void *, CUdeviceptr, size_t))           \
+  X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", (CUdeviceptr, CUdeviceptr, size_t))      \
+  X(cuMemsetD8, "cuMemsetD8_v2", (CUdeviceptr, unsigned char, size_t))        \
+  X(cuLaunchKernel, "cuLaunchKernel",                                         \
+    (CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,  \
+     unsigned, CUstream, void **, void **))                                   \
+  X(cuEventCreate, "cuEventCreate", (CUevent *, unsigned))                    \
+  X(cuEventDestroy, "cuEventDestroy_v2", (CUevent))                           \
+  X(cuEventRecord, "cuEventRecord", (CUevent, CUstream))                      \
+  X(cuEventSynchronize, "cuEventSynchronize", (CUevent))                      \
+  X(cuEventElapsedTime, "cuEventElapsedTime", (float *, CUevent, CUevent))    \
+  X(cuGetErrorString, "cuGetErrorString", (CUresult, const char **))
+
+typedef struct CudaApi {
+#define FZ_CUDA_FIELD(name, sym, params) CUresult(*name) params;
+  FZ_CUDA_FUNCS(FZ_CUDA_FIELD)
+#undef FZ_CUDA_FIELD
+} CudaApi;
+
+typedef struct CachedModule {
+  uint64_t hash;
+  char *ptx; /* NUL-terminated copy */
+  size_t len;
+  CUmodule module;
+} CachedModule;
+
+struct FzCuda {
+  FzContext *ctx;
+  void *lib;
+  CudaApi api;
+  CUdevice device;
+  CUcontext context;
+  char name[256];
+  int cc, numSMs;
+  CachedModule *modules;
+  size_t numModules, capModules;
+};
+
+/*===--- Opening the driver -----------------------------------------------===*/
+
+static const char *library_name(void) {
+  const char *env = getenv("FZ_CUDA_LIBRARY");
+  return env && *env ? env : "libcuda.so.1";
+}
+
+/* Opens the library and resolves every entry point; on failure writes
+ * the reason to why and returns NULL. */
+static void *open_driver(CudaApi *api, char *why, size_t whySize) {
+  const char *lib = library_name();
+  void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char *e = dlerror();
+    snprintf(why, whySize, "no CUDA driver found (%s): %s", lib,
+             e ? e : "dlopen failed");
+    return NULL;
+  }
+  const char *missing = NULL;
+  void *sym;
+#define FZ_CUDA_RESOLVE(name, symbol, params)                                 \
+  sym = dlsym(h, symbol);                                                     \
+  if (!sym && !missing)                                                       \
+    missing = symbol;                                                         \
+  memcpy(&api->name, &sym, sizeof sym);
+  FZ_CUDA_FUNCS(FZ_CUDA_RESOLVE)
+#undef FZ_CUDA_RESOLVE
+  if (missing) {
+    snprintf(why, whySize,
+             "no CUDA driver found (%s): the library has no '%s' (not a "
+             "CUDA driver, or too old)",
+             lib, missing);
+    dlclose(h);
+    return NULL;
+  }
+  return h;
+}
+
+static const char *err_text(const CudaApi *api, CUresult r) {
+  const char *s = NULL;
+  if (api->cuGetErrorString && api->cuGetErrorString(r, &s) == 0 && s)
+    return s;
+  return "unknown CUDA error";
+}
+
+/* Initializes the driver and counts devices; the reason in why when
+ * none can be used. */
+static bool init_driver(const CudaApi *api, int *count, char *why,
+                        size_t whySize) {
+  CUresult r = api->cuInit(0);
+  if (r != 0) {
+    snprintf(why, whySize, "the CUDA driver failed to initialize (%s): %s",
+             library_name(), err_text(api, r));
+    return false;
+  }
+  *count = 0;
+  r = api->cuDeviceGetCount(count);
+  if (r != 0 || *count <= 0) {
+    snprintf(why, whySize, "the CUDA driver reports no device%s%s",
+             r ? ": " : "", r ? err_text(api, r) : "");
+    return false;
+  }
+  return true;
+}
+
+bool fzCudaProbe(char *why, size_t whySize) {
+  char local[512];
+  if (!why || whySize == 0) {
+    why = local;
+    whySize = sizeof local;
+  }
+  why[0] = '\0';
+  CudaApi api;
+  void *h = open_driver(&api, why, whySize);
+  if (!h)
+    return false;
+  int count;
+  bool ok = init_driver(&api, &count, why, whySize);
+  /* The library stays loaded: drivers do not support being unloaded
+   * and reloaded in one process. */
+  return ok;
+}
+
+static bool cu_check(FzCuda *cu, CUresult r, const char *what) {
+  if (r == 0)
+    return true;
+  return fzEmitError(cu->ctx, NULL, "cuda: %s failed: %s (error %d)", what,
+                     err_text(&cu->api, r), r);
+}
+
+FzCuda *fzCudaCreate(FzContext *ctx, int ordinal) {
+  char why[512];
+  FzCuda *cu = fzCalloc(ctx, 1, sizeof *cu);
+  if (!cu) {
+    fzEmitError(ctx, NULL, "cuda: out of memory");
+    return NULL;
+  }
+  cu->ctx = ctx;
+  cu->lib = open_driver(&cu->api, why, sizeof why);
+  int count = 0;
+  if (!cu->lib || !init_driver(&cu->api, &count, why, sizeof why)) {
+    fzEmitError(ctx, NULL, "%s", why);
+    fzFree(ctx, cu);
+    return NULL;
+  }
+  if (ordinal < 0 || ordinal >= count) {
+    fzEmitError(ctx, NULL, "cuda: device %d does not exist (%d device%s)",
+                ordinal, count, count == 1 ? "" : "s");
+    fzFree(ctx, cu);
+    return NULL;
+  }
+  const CudaApi *a = &cu->api;
+  int major = 0, minor = 0;
+  bool ok = cu_check(cu, a->cuDeviceGet(&cu->device, ordinal),
+                     "cuDeviceGet") &&
+            cu_check(cu,
+                     a->cuDeviceGetName(cu->name, (int)sizeof cu->name - 1,
+                                        cu->device),
+                     "cuDeviceGetName") &&
+            cu_check(cu,
+                     a->cuDeviceGetAttribute(
+                         &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                         cu->device),
+                     "cuDeviceGetAttribute") &&
+            cu_check(cu,
+                     a->cuDeviceGetAttribute(
+                         &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                         cu->device),
+                     "cuDeviceGetAttribute") &&
+            cu_check(cu,
+                     a->cuDeviceGetAttribute(
+                         &cu->numSMs, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                         cu->device),
+                     "cuDeviceGetAttribute") &&
+            cu_check(cu, a->cuDevicePrimaryCtxRetain(&cu->context, cu->device),
+                     "cuDevicePrimaryCtxRetain");
+  if (ok && !cu_check(cu, a->cuCtxSetCurrent(cu->context), "cuCtxSetCurrent")) {
+    a->cuDevicePrimaryCtxRelease(cu->device);
+    ok = false;
+  }
+  if (!ok) {
+    fzFree(ctx, cu);
+    return NULL;
+  }
+  cu->cc = 10 * major + minor;
+  return cu;
+}
+
+void fzCudaDestroy(FzCuda *cu) {
+  if (!cu)
+    return;
+  for (size_t i = 0; i < cu->numModules; ++i) {
+    cu->api.cuModuleUnload(cu->modules[i].module);
+    fzFree(cu->ctx, cu->modules[i].ptx);
+  }
+  fzFree(cu->ctx, cu->modules);
+  cu->api.cuDevicePrimaryCtxRelease(cu->device);
+  fzFree(cu->ctx, cu);
+}
+
+const char *fzCudaGetDeviceName(const FzCuda *cu) { return cu->name; }
+int fzCudaGetComputeCapability(const FzCuda *cu) { return cu->cc; }
+int fzCudaGetNumSMs(const FzCuda *cu) { return cu->numSMs; }
+
+/*===--- Memory -----------------------------------------------------------===*/
+
+bool fzCudaAlloc(FzCuda *cu, size_t bytes, FzCudaPtr *out) {
+  CUdeviceptr p = 0;
+  if (!cu_check(cu, cu->api.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc"))
+    return false;
+  *out = (FzCudaPtr)p;
+  return true;
+}
+
+void fzCudaFree(FzCuda *cu, FzCudaPtr p) {
+  if (p)
+    (void)cu_check(cu, cu->api.cuMemFree((CUdeviceptr)p), "cuMemFree");
+}
+
+bool fzCudaCopyToDevice(FzCuda *cu, FzCudaPtr dst, const void *src,
+                        size_t bytes) {
+  return bytes == 0 ||
+         cu_check(cu, cu->api.cuMemcpyHtoD((CUdeviceptr)dst, src, bytes),
+                  "cuMemcpyHtoD");
+}
+
+bool fzCudaCopyToHost(FzCuda *cu, void *dst, FzCudaPtr src, size_t bytes) {
+  return bytes == 0 ||
+         cu_check(cu, cu->api.cuMemcpyDtoH(dst, (CUdeviceptr)src, bytes),
+                  "cuMemcpyDtoH");
+}
+
+bool fzCudaCopyOnDevice(FzCuda *cu, FzCudaPtr dst, FzCudaPtr src,
+                        size_t bytes) {
+  return bytes == 0 ||
+         cu_check(cu,
+                  cu->api.cuMemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src,
+                                       bytes),
+                  "cuMemcpyDtoD");
+}
+
+bool fzCudaMemset(FzCuda *cu, FzCudaPtr dst, unsigned char v, size_t bytes) {
+  return bytes == 0 ||
+         cu_check(cu, cu->api.cuMemsetD8((CUdeviceptr)dst, v, bytes),
+                  "cuMemsetD8");
+}
+
+/*===--- Modules and kernels ----------------------------------------------===*/
+
+static uint64_t fnv1a(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static CUmodule load_module(FzCuda *cu, const char *ptx, size_t len) {
+  uint64_t h = fnv1a(ptx, len);
+  for (size_t i = 0; i < cu->numModules; ++i) {
+    CachedModule *m = &cu->modules[i];
+    if (m->hash == h && m->len == len && memcmp(m->ptx, ptx, len) == 0)
+      return m->module;
+  }
+  char *copy = fzMalloc(cu->ctx, len + 1);
+  if (!copy) {
+    fzEmitError(cu->ctx, NULL, "cuda: out of memory");
+    return NULL;
+  }
+  memcpy(copy, ptx, len);
+  copy[len] = '\0';
+  char errorLog[8192], infoLog[4096];
+  errorLog[0] = infoLog[0] = '\0';
+  int opts[4] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                 CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+  void *vals[4] = {errorLog, (void *)(uintptr_t)sizeof errorLog, infoLog,
+                   (void *)(uintptr_t)sizeof infoLog};
+  CUmodule mod = NULL;
+  CUresult r = cu->api.cuModuleLoadDataEx(&mod, copy, 4, opts, vals);
+  if (r != 0) {
+    fzEmitError(cu->ctx, NULL,
+                "cuda: loading the PTX module failed: %s (error %d)%s%s",
+                err_text(&cu->api, r), r, errorLog[0] ? "\nptxas log:\n" : "",
+                errorLog);
+    fzFree(cu->ctx, copy);
+    return NULL;
+  }
+  if (cu->numModules == cu->capModules) {
+    size_t cap = cu->capModules ? 2 * cu->capModules : 4;
+    CachedModule *grown = fzCalloc(cu->ctx, cap, sizeof *grown);
+    if (!grown) {
+      cu->api.cuModuleUnload(mod);
+      fzFree(cu->ctx, copy);
+      fzEmitError(cu->ctx, NULL, "cuda: out of memory");
+      return NULL;
+    }
+    if (cu->numModules)
+      memcpy(grown, cu->modules, cu->numModules * sizeof *grown);
+    fzFree(cu->ctx, cu->modules);
+    cu->modules = grown;
+    cu->capModules = cap;
+  }
+  cu->modules[cu->numModules++] = (CachedModule){h, copy, len, mod};
+  return mod;
+}
+
+FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
+                              const char *name) {
+  CUmodule mod = load_module(cu, ptx, len);
+  if (!mod)
+    return NULL;
+  CUfunction f = NULL;
+  CUresult r = cu->api.cuModuleGetFunction(&f, mod, name);
+  if (r != 0) {
+    fzEmitError(cu->ctx, NULL, "cuda: the PTX module has no kernel '%s': %s",
+                name, err_text(&cu->api, r));
+    return NULL;
+  }
+  return (FzCudaKernel *)f;
+}
+
+size_t fzCudaGetNumCachedModules(const FzCuda *cu) { return cu->numModules; }
+
+bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel, const unsigned grid[3],
+                  const unsigned block[3], unsigned sharedBytes,
+                  void **args) {
+  return cu_check(cu,
+                  cu->api.cuLaunchKernel((CUfunction)kernel, grid[0], grid[1],
+                                         grid[2], block[0], block[1],
+                                         block[2], sharedBytes, NULL, args,
+                                         NULL),
+                  "cuLaunchKernel");
+}
+
+bool fzCudaSynchronize(FzCuda *cu) {
+  return cu_check(cu, cu->api.cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+/*===--- Events -----------------------------------------------------------===*/
+
+FzCudaEvent *fzCudaEventCreate(FzCuda *cu) {
+  CUevent e = NULL;
+  if (!cu_check(cu, cu->api.cuEventCreate(&e, 0), "cuEventCreate"))
+    return NULL;
+  return (FzCudaEvent *)e;
+}
+
+void fzCudaEventDestroy(FzCuda *cu, FzCudaEvent *e) {
+  if (e)
+    cu->api.cuEventDestroy((CUevent)e);
+}
+
+bool fzCudaEventRecord(FzCuda *cu, FzCudaEvent *e) {
+  return cu_check(cu, cu->api.cuEventRecord((CUevent)e, NULL),
+                  "cuEventRecord");
+}
+
+float fzCudaEventElapsedMs(FzCuda *cu, FzCudaEvent *start, FzCudaEvent *end) {
+  float ms = -1.0f;
+  if (!cu_check(cu, cu->api.cuEventSynchronize((CUevent)end),
+                "cuEventSynchronize") ||
+      !cu_check(cu, cu->api.cuEventElapsedTime(&ms, (CUevent)start,
+                                               (CUevent)end),
+                "cuEventElapsedTime"))
+    return -1.0f;
+  return ms;
+}

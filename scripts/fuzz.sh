@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ with clang (ASan + UBSan, in
+# build-fuzz/ unless FZ_FUZZ_BUILD_DIR says otherwise) and runs each for
+# a bounded time on its corpus. docs/robustness.md describes the targets.
+#
+#   FZ_FUZZ_SECONDS   seconds per target (default 60)
+#   FZ_FUZZ_TARGETS   which targets (default: parser onnx npy pipeline diff)
+#   FZ_FUZZ_DIFF_CPU  1: fuzz_diff also compares the CPU backend with the
+#                     interpreter (default 0 while the UBSan report in
+#                     tests/lit/regressions/cpu-reduce-max-inf-constant.fuse
+#                     is open: it stops every run at once)
+#
+# Each target reads its seeds from fuzz/corpus/<target> (read-only) and
+# grows a working corpus in <build>/fuzz-work/<target>. A crash, leak,
+# sanitizer report, timeout or broken invariant leaves its input in
+# <build>/fuzz-artifacts/ and makes the script exit non-zero; turn it
+# into a regression test in tests/lit/regressions/ (docs/robustness.md).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$(pwd)
+build=${FZ_FUZZ_BUILD_DIR:-$root/build-fuzz}
+seconds=${FZ_FUZZ_SECONDS:-60}
+targets=${FZ_FUZZ_TARGETS:-parser onnx npy pipeline diff}
+jobs=$(nproc 2>/dev/null || echo 2)
+export FZ_FUZZ_DIFF_CPU=${FZ_FUZZ_DIFF_CPU:-0}
+
+echo "==== [fuzz] configure and build in $build"
+mkdir -p "$build"
+if ! cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_C_COMPILER=clang \
+     -DFZ_FUZZ=ON -DFZ_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+     >"$build/fuzz-cmake.log" 2>&1; then
+  cat "$build/fuzz-cmake.log"
+  echo "fuzz: configure FAILED"
+  exit 1
+fi
+bins=()
+for t in $targets; do bins+=("fuzz_$t"); done
+if ! make -C "$build" -j"$jobs" --no-print-directory "${bins[@]}"; then
+  echo "fuzz: build FAILED"
+  exit 1
+fi
+
+# The sanitizers' reports end the run (libFuzzer then saves the input).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=()
+for t in $targets; do
+  work="$build/fuzz-work/$t"
+  art="$build/fuzz-artifacts/$t"
+  mkdir -p "$work" "$art"
+  echo "==== [fuzz] $t for ${seconds}s"
+  start=$(date +%s)
+  "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=30 \
+    -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
+    -artifact_prefix="$art/" "$work" "$root/fuzz/corpus/$t" \
+    >"$build/fuzz-$t.log" 2>&1
+  rc=$?
+  end=$(date +%s)
+  grep -E '^(stat::number_of_executed_units|#[0-9]+[[:space:]]+DONE)' "$build/fuzz-$t.log" | tail -2
+  echo "fuzz_$t: exit $rc after $((end - start))s"
+  if [[ $rc -ne 0 ]]; then
+    # The report: the sanitizer's or the harness's message, the input.
+    grep -E 'ERROR|runtime error|invariant broken|SUMMARY|Test unit written|Base64' \
+      "$build/fuzz-$t.log" | head -20
+    failed+=("$t")
+  fi
+done
+
+if [[ ${#failed[@]} -ne 0 ]]; then
+  echo "fuzz: FAILED: ${failed[*]} (inputs in $build/fuzz-artifacts/; logs $build/fuzz-<target>.log)"
+  exit 1
+fi
+echo "fuzz: all targets ran ${seconds}s without a crash: $targets"

@@ -1,0 +1,116 @@
+/* tests/unit/test_cuda.c - Check suite of runtime/cuda.c on any machine:
+ * without a driver (the build machines) probing and creating fail with
+ * the clear "no CUDA driver found (libcuda.so.1): ..." diagnostic and no
+ * crash; a library that is not a CUDA driver (FZ_CUDA_LIBRARY=libm.so.6)
+ * is named with the missing entry point. On a machine with a driver and
+ * a device, the same tests check that creation works instead, and that
+ * the module cache loads one PTX text once.
+ */
+#include <stdlib.h>
+
+#include "fz/cuda.h"
+#include "tests/unit/test_helpers.h"
+
+/* A kernel that does nothing, valid for every sm_50+ driver. */
+static const char kEmptyPtx[] = ".version 7.0\n"
+                                ".target sm_50\n"
+                                ".address_size 64\n"
+                                ".visible .entry empty()\n"
+                                "{\n"
+                                "  ret;\n"
+                                "}\n";
+
+START_TEST(test_probe_without_or_with_driver) {
+  unsetenv("FZ_CUDA_LIBRARY");
+  char why[512] = "untouched";
+  bool present = fzCudaProbe(why, sizeof why);
+  if (!present) {
+    ck_assert_msg(strstr(why, "libcuda.so.1") != NULL, "why: %s", why);
+    ck_assert_msg(strstr(why, "no CUDA driver found") ||
+                      strstr(why, "no device") || strstr(why, "initialize"),
+                  "why: %s", why);
+  }
+  /* NULL is accepted for the reason. */
+  ck_assert_int_eq(fzCudaProbe(NULL, 0), present);
+}
+END_TEST
+
+START_TEST(test_create_reports_missing_driver) {
+  unsetenv("FZ_CUDA_LIBRARY");
+  FzContext *ctx = new_context();
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  bool present = fzCudaProbe(NULL, 0);
+  FzCuda *cu = fzCudaCreate(ctx, 0);
+  if (present) {
+    ck_assert_ptr_nonnull(cu);
+    ck_assert_int_gt(fzCudaGetComputeCapability(cu), 0);
+    ck_assert(strlen(fzCudaGetDeviceName(cu)) > 0);
+    FzCudaKernel *k1 = fzCudaGetKernel(cu, kEmptyPtx, strlen(kEmptyPtx),
+                                       "empty");
+    FzCudaKernel *k2 = fzCudaGetKernel(cu, kEmptyPtx, strlen(kEmptyPtx),
+                                       "empty");
+    ck_assert_ptr_nonnull(k1);
+    ck_assert_ptr_eq(k1, k2);
+    ck_assert_uint_eq(fzCudaGetNumCachedModules(cu), 1);
+    unsigned one[3] = {1, 1, 1};
+    ck_assert(fzCudaLaunch(cu, k1, one, one, 0, NULL));
+    ck_assert(fzCudaSynchronize(cu));
+    FzCudaPtr p = 0;
+    int host[4] = {1, 2, 3, 4}, back[4] = {0};
+    ck_assert(fzCudaAlloc(cu, sizeof host, &p));
+    ck_assert(fzCudaCopyToDevice(cu, p, host, sizeof host));
+    ck_assert(fzCudaCopyToHost(cu, back, p, sizeof back));
+    ck_assert_int_eq(memcmp(host, back, sizeof host), 0);
+    fzCudaFree(cu, p);
+    fzCudaDestroy(cu);
+  } else {
+    ck_assert_ptr_null(cu);
+    ck_assert_uint_eq(log.numErrors, 1);
+    const DiagRecord *r = diag_log_find(&log, "libcuda.so.1");
+    ck_assert_ptr_nonnull(r);
+  }
+  fzCudaDestroy(NULL); /* ignored */
+  diag_log_end(&log);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+START_TEST(test_library_that_is_not_a_driver) {
+  setenv("FZ_CUDA_LIBRARY", "libm.so.6", 1);
+  char why[512];
+  ck_assert(!fzCudaProbe(why, sizeof why));
+  ck_assert_msg(strstr(why, "no CUDA driver found (libm.so.6)") &&
+                    strstr(why, "'cuInit'"),
+                "why: %s", why);
+  FzContext *ctx = new_context();
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  ck_assert_ptr_null(fzCudaCreate(ctx, 0));
+  ck_assert_ptr_nonnull(diag_log_find(&log, "libm.so.6"));
+  diag_log_end(&log);
+  fzContextDestroy(ctx);
+  unsetenv("FZ_CUDA_LIBRARY");
+}
+END_TEST
+
+START_TEST(test_library_that_does_not_exist) {
+  setenv("FZ_CUDA_LIBRARY", "/nonexistent/libcuda.so.1", 1);
+  char why[512];
+  ck_assert(!fzCudaProbe(why, sizeof why));
+  ck_assert_msg(strstr(why, "no CUDA driver found (/nonexistent/libcuda.so.1)"),
+                "why: %s", why);
+  unsetenv("FZ_CUDA_LIBRARY");
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("cuda");
+  TCase *tc = tcase_create("driver");
+  tcase_add_test(tc, test_probe_without_or_with_driver);
+  tcase_add_test(tc, test_create_reports_missing_driver);
+  tcase_add_test(tc, test_library_that_is_not_a_driver);
+  tcase_add_test(tc, test_library_that_does_not_exist);
+  suite_add_tcase(s, tc);
+  return run_suite(s);
+}
