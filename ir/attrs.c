@@ -497,6 +497,18 @@ static int64_t load_int(const FzType *elt, const unsigned char *p) {
   }
 }
 
+/* double -> int64 without undefined behaviour: truncates toward zero,
+ * saturates out-of-range values, and maps NaN to 0. */
+static int64_t saturate_to_i64(double d) {
+  if (d != d)
+    return 0;
+  if (d >= 9223372036854775807.0)
+    return INT64_MAX;
+  if (d <= -9223372036854775808.0)
+    return INT64_MIN;
+  return (int64_t)d;
+}
+
 static const unsigned char *dense_elt(const FzAttr *a, int64_t i) {
   size_t sz = fzTypeGetStorageSize(a->type->u.shaped.elt);
   return a->u.dense.data + (a->u.dense.splat ? 0 : (size_t)i * sz);
@@ -511,7 +523,8 @@ double fzDenseAttrGetFloat(const FzAttr *a, int64_t i) {
 int64_t fzDenseAttrGetInt(const FzAttr *a, int64_t i) {
   const FzType *elt = a->type->u.shaped.elt;
   const unsigned char *p = dense_elt(a, i);
-  return fzTypeIsFloat(elt) ? (int64_t)load_float(elt, p) : load_int(elt, p);
+  return fzTypeIsFloat(elt) ? saturate_to_i64(load_float(elt, p))
+                            : load_int(elt, p);
 }
 
 FzType *fzDenseArrayAttrGetElementType(const FzAttr *a) {
@@ -524,7 +537,8 @@ const void *fzDenseArrayAttrGetData(const FzAttr *a) {
 int64_t fzDenseArrayAttrGetInt(const FzAttr *a, size_t i) {
   const FzType *elt = a->u.darray.elt;
   const unsigned char *p = a->u.darray.data + i * fzTypeGetStorageSize(elt);
-  return fzTypeIsFloat(elt) ? (int64_t)load_float(elt, p) : load_int(elt, p);
+  return fzTypeIsFloat(elt) ? saturate_to_i64(load_float(elt, p))
+                            : load_int(elt, p);
 }
 double fzDenseArrayAttrGetFloat(const FzAttr *a, size_t i) {
   const FzType *elt = a->u.darray.elt;

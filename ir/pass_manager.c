@@ -79,6 +79,17 @@ const char *fzPassManagerGetAnchor(const FzPassManager *pm) {
 
 size_t fzPassManagerGetNumEntries(const FzPassManager *pm) { return pm->num; }
 
+bool fzPassManagerForEachPass(FzPassManager *pm,
+                              bool (*fn)(FzPass *pass, void *ud), void *ud) {
+  for (size_t i = 0; i < pm->num; ++i) {
+    FzPMEntry *e = &pm->entries[i];
+    if (e->pass ? !fn(e->pass, ud)
+                : !fzPassManagerForEachPass(e->nested, fn, ud))
+      return false;
+  }
+  return true;
+}
+
 bool fzPassManagerAppendEntry(FzPassManager *pm, FzPMEntry entry) {
   if (pm->num == pm->cap) {
     size_t cap = pm->cap ? pm->cap * 2 : 8;

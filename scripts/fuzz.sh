@@ -4,6 +4,8 @@
 # a bounded time on its corpus. docs/robustness.md describes the targets.
 #
 #   FZ_FUZZ_SECONDS   seconds per target (default 60)
+#   FZ_FUZZ_RUNS      instead: this many inputs per target from seed 1
+#                     (deterministic; CI uses it)
 #   FZ_FUZZ_TARGETS   which targets (default: parser onnx npy pipeline diff)
 #   FZ_FUZZ_DIFF_CPU  1: fuzz_diff also compares the CPU backend with the
 #                     interpreter (default 0 while the UBSan report in
@@ -48,9 +50,19 @@ for t in $targets; do
   work="$build/fuzz-work/$t"
   art="$build/fuzz-artifacts/$t"
   mkdir -p "$work" "$art"
-  echo "==== [fuzz] $t for ${seconds}s"
+  # FZ_FUZZ_RUNS=N: a fixed number of inputs from a fixed seed, so the
+  # outcome is the same on every run of the same code (what CI uses: a
+  # red CI must mean a regression, not a lucky draw). Otherwise: a time
+  # budget and a random seed (exploration).
+  if [[ -n "${FZ_FUZZ_RUNS:-}" ]]; then
+    budget=(-runs="$FZ_FUZZ_RUNS" -seed=1)
+    echo "==== [fuzz] $t for $FZ_FUZZ_RUNS inputs (seed 1)"
+  else
+    budget=(-max_total_time="$seconds")
+    echo "==== [fuzz] $t for ${seconds}s"
+  fi
   start=$(date +%s)
-  "$build/bin/fuzz_$t" -max_total_time="$seconds" -timeout=30 \
+  "$build/bin/fuzz_$t" "${budget[@]}" -timeout=30 \
     -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 \
     -artifact_prefix="$art/" "$work" "$root/fuzz/corpus/$t" \
     >"$build/fuzz-$t.log" 2>&1

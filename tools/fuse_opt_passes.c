@@ -60,6 +60,13 @@ static const PassFlag kFlags[] = {
      "When a pass fails, write the input IR and pipeline to FILE"},
     {"run-reproducer", NULL, KIND_FLAG,
      "Run the pipeline named on the input's '// fuse-reproducer:' line"},
+    {"fusion-remarks", NULL, KIND_FLAG,
+     "Set remarks=true on every fuse pass: a remark per op (its group, or "
+     "why not)"},
+    {"fusion-report", NULL, KIND_FLAG,
+     "Set report=true on every fuse pass: kernels and bytes before/after"},
+    {"fusion-mode", NULL, KIND_VALUE,
+     "Set mode=cost|rules on every fuse pass"},
 };
 
 #define NUM_FLAGS (sizeof kFlags / sizeof kFlags[0])
@@ -156,6 +163,8 @@ static bool *flag_field(FzOptPassFlags *f, const char *name) {
       {"pass-timing", offsetof(FzOptPassFlags, timing)},
       {"pass-statistics", offsetof(FzOptPassFlags, statistics)},
       {"run-reproducer", offsetof(FzOptPassFlags, runReproducer)},
+      {"fusion-remarks", offsetof(FzOptPassFlags, fusionRemarks)},
+      {"fusion-report", offsetof(FzOptPassFlags, fusionReport)},
   };
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i)
     if (!strcmp(fields[i].name, name))
@@ -202,6 +211,8 @@ int fzOptPassFlagsParse(FzOptPassFlags *f, int argc, char **argv, int i) {
     f->treeDir = value;
   } else if (!strcmp(flag->name, "reproducer")) {
     f->reproducer = value;
+  } else if (!strcmp(flag->name, "fusion-mode")) {
+    f->fusionMode = value;
   } else if (flag->kind == KIND_LIST) {
     bool before = !strcmp(flag->name, "print-ir-before");
     size_t *n = before ? &f->numBefore : &f->numAfter;
@@ -348,6 +359,33 @@ static char *pipeline_text(const FzOptPassFlags *f, FzContext *ctx) {
   return t.data;
 }
 
+/* Applies --fusion-remarks/--fusion-report/--fusion-mode to one pass
+ * when it is `fuse`; counts the instances. */
+typedef struct FusionFlagsApply {
+  const FzOptPassFlags *flags;
+  size_t applied;
+} FusionFlagsApply;
+
+static bool apply_fusion_flags(FzPass *pass, void *ud) {
+  FusionFlagsApply *a = ud;
+  const FzPassDef *def = fzPassGetDef(pass);
+  if (strcmp(def->argument, "fuse") != 0)
+    return true;
+  a->applied++;
+  const FzOptPassFlags *f = a->flags;
+  if (f->fusionRemarks &&
+      !fzPassSetOption(pass, FZ_STR("remarks"), FZ_STR("true")))
+    return false;
+  if (f->fusionReport &&
+      !fzPassSetOption(pass, FZ_STR("report"), FZ_STR("true")))
+    return false;
+  if (f->fusionMode &&
+      !fzPassSetOption(pass, FZ_STR("mode"),
+                       fzStringRefFromCString(f->fusionMode)))
+    return false;
+  return true;
+}
+
 /* Builds the manager for ctx from the flags; NULL after errors. */
 static FzPassManager *build_pm(const FzOptPassFlags *f, FzContext *ctx) {
   if (!register_passes(ctx))
@@ -357,6 +395,16 @@ static FzPassManager *build_pm(const FzOptPassFlags *f, FzContext *ctx) {
   bool ok = text &&
             fzPassManagerParsePipeline(pm, fzStringRefFromCString(text));
   free(text);
+  if (ok && (f->fusionRemarks || f->fusionReport || f->fusionMode)) {
+    FusionFlagsApply a = {f, 0};
+    ok = fzPassManagerForEachPass(pm, apply_fusion_flags, &a);
+    if (ok && a.applied == 0) {
+      fprintf(stderr, "fuse-opt: error: --fusion-remarks/--fusion-report/"
+                      "--fusion-mode need a 'fuse' pass in the pipeline "
+                      "(e.g. --fuse or --graph-optimize)\n");
+      ok = false;
+    }
+  }
   if (!ok) {
     fzPassManagerDestroy(pm);
     return NULL;

@@ -29,6 +29,8 @@ typedef struct FzOptPassFlags {
   const char *reproducer; /* --reproducer=FILE */
   bool listPasses, dumpPipeline, noVerifyEach, beforeAll, afterAll, afterChange,
       afterFailure, moduleScope, timing, statistics, runReproducer;
+  bool fusionRemarks, fusionReport; /* --fusion-remarks, --fusion-report */
+  const char *fusionMode;  /* --fusion-mode=cost|rules */
   bool any;               /* some pass flag was given */
   char reproPipeline[16384]; /* from the input's first line */
 } FzOptPassFlags;

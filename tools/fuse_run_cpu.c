@@ -3,9 +3,11 @@
  * plan-memory, emit-llvm, O3 for the host CPU, ORC JIT) and run with a
  * thread per core (--threads N).
  *
- * --bench N: after one checked run, two warm-up runs and N timed runs on
+ * --bench N: after one checked run, warm-up runs and N timed runs on
  * 64-byte aligned copies of the inputs (no allocation inside the timed
- * region); prints the median and minimum time and the effective
+ * region), rotating through up to 8 sets of buffers (1 GiB in all) so
+ * that no run finds its data in the caches; prints the median and
+ * minimum time and the effective
  * bandwidth, counting each input read once and each output written once,
  * then the same for memcpy of as many bytes (one thread, and split over
  * the pool), the machine's ceiling measured in the same run.
@@ -237,6 +239,14 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* Sets of buffers the benchmark rotates through, so that the data of one
+ * run is out of the caches by the time it comes round again (servers
+ * have L3 caches of hundreds of MB): enough sets for 1 GiB, at most 8. */
+static size_t rotation(double bytes) {
+  double want = (double)(1u << 30) / (bytes > 1 ? bytes : 1);
+  return want >= 8 ? 8 : want <= 1 ? 1 : (size_t)want + 1;
+}
+
 typedef struct CopyJob {
   char *dst;
   const char *src;
@@ -254,29 +264,34 @@ static void copy_part(void *env, int64_t b, int64_t e) {
 }
 
 /* memcpy of `bytes`/2 bytes (so that read + write = bytes), on one thread
- * and split over the pool's threads: the bandwidth ceiling of this
- * machine, measured next to the kernel. Median of `runs`. */
+ * and split over the pool's threads, rotating through as many buffer
+ * pairs as the kernel's benchmark: the bandwidth ceiling of this machine,
+ * measured next to the kernel. Median of `runs`. */
 static void bench_memcpy(FuseRunCpu *r, double bytes, long runs, FILE *out) {
   size_t n = (size_t)(bytes / 2);
   n = (n + 63) & ~(size_t)63;
-  char *src = aligned_alloc(64, n ? n : 64), *dst = aligned_alloc(64, n ? n : 64);
+  size_t sets = rotation(bytes);
+  char *src[8] = {0}, *dst[8] = {0};
   double *t = calloc((size_t)runs, sizeof *t);
-  if (!src || !dst || !t || n == 0) {
-    free(src);
-    free(dst);
-    free(t);
-    return;
+  bool ok = t && n > 0;
+  for (size_t k = 0; ok && k < sets; ++k) {
+    src[k] = aligned_alloc(64, n);
+    dst[k] = aligned_alloc(64, n);
+    if (!(ok = src[k] && dst[k]))
+      break;
+    memset(src[k], 1, n);
+    memset(dst[k], 0, n);
   }
-  memset(src, 1, n);
-  memset(dst, 0, n);
   const FzParallelRuntime *par = fzCpuRuntimeGetParallel(r->rt);
-  CopyJob job = {dst, src, n, (int64_t)fzCpuRuntimeGetNumThreads(r->rt)};
-  double gbs[2];
-  for (int mode = 0; mode < 2; ++mode) {
+  double gbs[2] = {0, 0};
+  for (int mode = 0; ok && mode < 2; ++mode) {
     for (long k = -2; k < runs; ++k) {
+      size_t set = (size_t)(k + 2) % sets;
+      CopyJob job = {dst[set], src[set], n,
+                     (int64_t)fzCpuRuntimeGetNumThreads(r->rt)};
       double t0 = now_seconds();
       if (mode == 0)
-        memcpy(dst, src, n);
+        memcpy(dst[set], src[set], n);
       else
         par->parallelFor(par->pool, copy_part, &job, job.parts, INT64_MAX / 2);
       if (k >= 0)
@@ -285,40 +300,51 @@ static void bench_memcpy(FuseRunCpu *r, double bytes, long runs, FILE *out) {
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
     gbs[mode] = 2.0 * (double)n / t[runs / 2] / 1e9;
   }
-  fprintf(out, "bench: memcpy of %.3f MB (read + write = the bytes above): "
-               "%.2f GB/s on 1 thread, %.2f GB/s on %u threads\n",
-          (double)n / 1e6, gbs[0], gbs[1], fzCpuRuntimeGetNumThreads(r->rt));
-  free(src);
-  free(dst);
+  if (ok)
+    fprintf(out, "bench: memcpy of %.3f MB (read + write = the bytes above): "
+                 "%.2f GB/s on 1 thread, %.2f GB/s on %u threads\n",
+            (double)n / 1e6, gbs[0], gbs[1], fzCpuRuntimeGetNumThreads(r->rt));
+  for (size_t k = 0; k < sets; ++k) {
+    free(src[k]);
+    free(dst[k]);
+  }
   free(t);
 }
 
 static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
                   size_t nIn, FzTensor *const *inputs, FILE *out) {
   size_t na = nIn + fzCpuFunctionGetNumOutputs(f);
-  void **bufs = calloc(na ? na : 1, sizeof *bufs);
-  double *times = calloc((size_t)r->o->bench, sizeof *times);
   double bytes = 0;
-  bool ok = bufs && times;
-  for (size_t i = 0; ok && i < na; ++i) {
+  for (size_t i = 0; i < na; ++i) {
     FzType *t = fzCpuFunctionGetArgType(f, i);
     size_t sz = fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
-    size_t n = (size_t)fzShapedTypeGetNumElements(t) * (sz ? sz : 1);
-    bytes += (double)n;
-    bufs[i] = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
-    if (!(ok = bufs[i] != NULL))
-      break;
-    if (i < nIn)
-      memcpy(bufs[i], inputs[i]->data, n);
-    else
-      memset(bufs[i], 0, n);
+    bytes += (double)fzShapedTypeGetNumElements(t) * (double)(sz ? sz : 1);
   }
+  size_t sets = rotation(bytes);
+  void **bufs = calloc(sets * (na ? na : 1), sizeof *bufs);
+  double *times = calloc((size_t)r->o->bench, sizeof *times);
+  bool ok = bufs && times;
+  for (size_t c = 0; ok && c < sets; ++c)
+    for (size_t i = 0; ok && i < na; ++i) {
+      FzType *t = fzCpuFunctionGetArgType(f, i);
+      size_t sz = fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
+      size_t n = (size_t)fzShapedTypeGetNumElements(t) * (sz ? sz : 1);
+      void *b = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+      bufs[c * na + i] = b;
+      if (!(ok = b != NULL))
+        break;
+      if (i < nIn)
+        memcpy(b, inputs[i]->data, n);
+      else
+        memset(b, 0, n);
+    }
   if (ok) {
-    for (int w = 0; w < 2; ++w)
-      fzCpuFunctionCallRaw(f, bufs);
+    for (size_t w = 0; w < sets + 1; ++w)
+      fzCpuFunctionCallRaw(f, bufs + (w % sets) * na);
     for (long k = 0; k < r->o->bench; ++k) {
+      void **set = bufs + ((size_t)k % sets) * na;
       double t0 = now_seconds();
-      fzCpuFunctionCallRaw(f, bufs);
+      fzCpuFunctionCallRaw(f, set);
       times[k] = now_seconds() - t0;
     }
     qsort(times, (size_t)r->o->bench, sizeof *times, cmp_double);
@@ -339,7 +365,7 @@ static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
   } else {
     fprintf(stderr, "fuse-run: error: out of memory for the benchmark\n");
   }
-  for (size_t i = 0; bufs && i < na; ++i)
+  for (size_t i = 0; bufs && i < sets * na; ++i)
     free(bufs[i]);
   free(bufs);
   free(times);

@@ -8,24 +8,36 @@ The workloads are those of workloads.py, written as a user of each library
 would: numpy evaluates op by op (a temporary per op; it has no erf, so gelu
 uses the Abramowitz-Stegun 7.1.26 rational erf, five more ops); PyTorch
 calls torch.relu / F.gelu / torch.softmax / F.layer_norm with
-torch.set_num_threads(THREADS). Inputs are uniform in +-[0.125, 2]; two
-warm-up calls, then the median of RUNS timed calls (outputs allocated by
-the library, as in normal use).
+torch.set_num_threads(THREADS). Inputs are uniform in +-[0.125, 2], in
+as many sets as fuse-run --bench rotates through (1 GiB in all, at most 8:
+no call finds its inputs in the caches); one warm-up call per set, then
+the median of RUNS timed calls (outputs allocated by the library, as in
+normal use).
 """
 import statistics
 import sys
 import time
 
 
-def timeit(fn, runs):
-    fn()
-    fn()
+def timeit(fns, runs):
+    """Median ms of runs calls, rotating through fns (one per input set)."""
+    for fn in fns:
+        fn()
     ts = []
-    for _ in range(runs):
+    for k in range(runs):
+        fn = fns[k % len(fns)]
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
     return statistics.median(ts) * 1e3
+
+
+def rotation(nbytes):
+    """Input sets to rotate through: enough for 1 GiB (the data of one call
+    is out of the caches when it comes round again), at most 8, as
+    fuse-run --bench does."""
+    want = (1 << 30) / max(nbytes, 1)
+    return 8 if want >= 8 else 1 if want <= 1 else int(want) + 1
 
 
 def inputs(np, name, r, c, seed=1):
@@ -104,13 +116,18 @@ def main():
         print("peer numpy n/a", e)
         print("peer torch n/a", e)
         return
-    args = inputs(np, name, n // c, c)
-    print("peer numpy %.4f" % timeit(numpy_fn(np, name, args), runs), flush=True)
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from workloads import nbytes
+    sets = [inputs(np, name, n // c, c, seed=1 + k)
+            for k in range(rotation(nbytes(name, n, c)))]
+    print("peer numpy %.4f" % timeit([numpy_fn(np, name, a) for a in sets], runs),
+          flush=True)
     try:
         import torch
         torch.set_num_threads(threads)
         with torch.no_grad():
-            print("peer torch %.4f" % timeit(torch_fn(torch, name, args), runs))
+            print("peer torch %.4f" % timeit([torch_fn(torch, name, a) for a in sets],
+                                             runs))
     except Exception as e:  # not installed, or failed to load
         print("peer torch n/a", str(e).splitlines()[0] if str(e) else type(e).__name__)
 

@@ -9,7 +9,10 @@
 #   - numpy and PyTorch CPU (peers.py, /usr/bin/python3 by default)
 #   - memcpy of the same number of bytes, measured inside the fuse-run of
 #     the fused kernel (one thread, and THREADS threads)
-# and prints one table: median milliseconds, effective GB/s of the fused
+# Every timed run rotates through enough copies of its data (1 GiB in all,
+# at most 8) that nothing is still in the caches from the previous use:
+# servers have L3 caches of hundreds of MB.
+# Prints one table: median milliseconds, effective GB/s of the fused
 # kernel (inputs read once + outputs written once), its share of the
 # multi-threaded memcpy bandwidth, and how many times faster it is than
 # each peer. Before timing, each workload is checked against the

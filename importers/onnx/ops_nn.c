@@ -85,6 +85,19 @@ bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
     return false;
   for (size_t i = 0; i < 2 * spatial; ++i)
     pads[i] = 0;
+  /* Malformed models (found by fuzz_onnx): zero or negative windows would
+   * divide by zero below; huge ones would overflow. */
+  for (size_t i = 0; i < spatial; ++i) {
+    if (strides[i] < 1 || strides[i] > ((int64_t)1 << 31))
+      return fzOnnxError(im, "attribute 'strides' must be in [1, 2^31], "
+                             "got %lld", (long long)strides[i]);
+    if (dilations[i] < 1 || dilations[i] > ((int64_t)1 << 31))
+      return fzOnnxError(im, "attribute 'dilations' must be in [1, 2^31], "
+                             "got %lld", (long long)dilations[i]);
+    if (kernel[i] < 1 || kernel[i] > ((int64_t)1 << 31))
+      return fzOnnxError(im, "kernel size must be in [1, 2^31], got %lld",
+                         (long long)kernel[i]);
+  }
   if (!strcmp(autoPad, "NOTSET")) {
     if (present && np != 2 * spatial)
       return fzOnnxError(im, "attribute 'pads' needs %zu entries, has %zu",

@@ -365,7 +365,8 @@ bool fzDenseAttrIsSplat(const FzAttr *a);
 /* Raw packed bytes (one element when splat) and their count. */
 const void *fzDenseAttrGetData(const FzAttr *a);
 size_t fzDenseAttrGetNumBytes(const FzAttr *a);
-/* Element i (splat-aware) converted to double / int64. */
+/* Element i (splat-aware) converted to double / int64. A float element
+ * read as int64 is truncated toward zero and saturated; NaN gives 0. */
 double fzDenseAttrGetFloat(const FzAttr *a, int64_t i);
 int64_t fzDenseAttrGetInt(const FzAttr *a, int64_t i);
 FzType *fzDenseArrayAttrGetElementType(const FzAttr *a);

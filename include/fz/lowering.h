@@ -67,6 +67,14 @@ typedef struct FzCodegenOptions {
   /* Widest vectors (bits) the vectorizer should prefer: 0 means 512 on
    * a target with AVX-512F, else LLVM's choice. */
   unsigned preferVectorWidth;
+  /* Emit the innermost dimension of a parallel nest as explicit vector
+   * code with aligned stores when its body allows (default on); off,
+   * LLVM's loop vectorizer does all the vectorizing. */
+  bool explicitVectors;
+  /* Stores that stream a buffer of at least this many bytes, which the
+   * nest does not read, bypass the caches (non-temporal; x86). 0: never.
+   * Default 16 MiB. */
+  int64_t nontemporalMinBytes;
   /* The byte alignment promised for every buffer argument (a power of
    * two, at least 1; default 16). Callers must honour it. */
   unsigned alignment;

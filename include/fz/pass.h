@@ -396,6 +396,12 @@ FZ_MUST_CHECK bool fzPassManagerAddPassNested(FzPassManager *pm,
                                               FzPass *pass);
 /* Number of entries (passes and nested managers) directly in pm. */
 size_t fzPassManagerGetNumEntries(const FzPassManager *pm);
+/* Calls fn on every pass in pm and in its nested managers, in pipeline
+ * order; fn returning false stops the walk, and then this returns false.
+ * Tools use it to apply an option to every instance of a pass (e.g.
+ * fuse-opt's --fusion-remarks sets remarks=true on each `fuse`). */
+bool fzPassManagerForEachPass(FzPassManager *pm,
+                              bool (*fn)(FzPass *pass, void *ud), void *ud);
 
 /* Appends the passes of a textual pipeline to pm:
  *   pipeline ::= element (',' element)*

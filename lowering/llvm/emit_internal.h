@@ -56,6 +56,13 @@ typedef struct FzLLEmitter {
   unsigned numOutlined;
   unsigned loopDepth; /* loop ops enclosing the op being emitted */
   bool outlined;      /* emitting an outlined parallel body */
+  /* Explicit vector loops (emit_vector.c): while one is emitted, the ops
+   * in `varying` produce <vecLanes x T> values (operands that are scalars
+   * are splatted); NULL otherwise. usedNontemporal: the function being
+   * filled has streaming stores (it ends with a store fence). */
+  FzPtrMap *varying;
+  unsigned vecLanes;
+  bool usedNontemporal;
   LLVMFastMathFlags fmf;       /* on every float op */
   LLVMFastMathFlags fmfReduce; /* on reduction accumulations */
   bool failed;
@@ -139,6 +146,24 @@ void fzLLFindReductions(FzLLEmitter *E, FzOp *func);
 /* Scalar operations one execution of block costs (loops multiplied by
  * their trip counts; 16 when unknown). */
 int64_t fzLLEstimateWork(FzBlock *block);
+
+/*===--- emit_vector.c ----------------------------------------------------===*/
+
+/* Emits `for j in [lo, hi)` around body (a loop.parallel body whose
+ * argument ivArg is lb + j) as explicit vector code: a scalar prologue
+ * up to the first 64-byte aligned element of the first stored buffer, a
+ * main loop of <W x T> operations whose stores to that buffer are
+ * aligned (and non-temporal when the buffer is large and not read in
+ * the nest `par`), and a scalar epilogue. Returns false, having emitted
+ * nothing, when the body does not qualify (then emit the scalar loop);
+ * sets E->failed on an error. */
+bool fzLLEmitVectorLoop(FzLLEmitter *E, FzOp *par, FzBlock *body,
+                        FzValue *ivArg, int64_t lb, LLVMValueRef lo,
+                        LLVMValueRef hi);
+/* Ends an outlined function that used non-temporal stores with a store
+ * fence (x86 sfence), so that its writes are visible once the pool
+ * reports the loop finished. */
+void fzLLEmitStoreFence(FzLLEmitter *E);
 
 /*===--- math.c -----------------------------------------------------------===*/
 

@@ -216,12 +216,67 @@ bool fzLLEmitFor(FzLLEmitter *E, FzOp *op) {
 
 /*===--- loop.parallel: serial --------------------------------------------===*/
 
+/* The outermost loop op enclosing op (or op itself). */
+static FzOp *outermost_loop(FzOp *op) {
+  FzOp *top = op;
+  for (FzOp *p = fzOpGetParentOp(op); p; p = fzOpGetParentOp(p)) {
+    FzLoopOpcode c = fzLoopGetOpcode(p);
+    if (c == FZ_LOOP_OP_FOR || c == FZ_LOOP_OP_PARALLEL)
+      top = p;
+  }
+  return top;
+}
+
 static bool emit_parallel_serial(FzLLEmitter *E, FzOp *op) {
   size_t n = fzLoopParallelGetNumDims(op);
   FzBlock *body = fzLoopGetBody(op);
   if (!body || fzBlockGetNumArguments(body) != n || n > 64)
     return fzLLError(E, op, "emit-llvm: malformed 'loop.parallel'");
   LoopFrame frames[64];
+  int64_t lbLast, stepLast, ubLast;
+  if (constant_int(fzOpGetOperand(op, n - 1), &lbLast) &&
+      constant_int(fzOpGetOperand(op, 2 * n - 1), &ubLast) &&
+      constant_int(fzOpGetOperand(op, 3 * n - 1), &stepLast) &&
+      stepLast == 1) {
+    /* Outer dims as loops; the last one as an explicit vector loop. */
+    for (size_t d = 0; d + 1 < n; ++d) {
+      LLVMValueRef lb = fzLLGet(E, fzOpGetOperand(op, d));
+      LLVMValueRef ub = fzLLGet(E, fzOpGetOperand(op, n + d));
+      LLVMValueRef st = fzLLGet(E, fzOpGetOperand(op, 2 * n + d));
+      if (!lb || !ub || !st)
+        return false;
+      loop_begin(E, &frames[d], lb, ub, st, 0, NULL, NULL);
+      fzLLSet(E, fzBlockGetArgument(body, d), frames[d].iv);
+    }
+    E->loopDepth++;
+    bool vec = fzLLEmitVectorLoop(
+        E, outermost_loop(op), body, fzBlockGetArgument(body, n - 1),
+        lbLast, fzLLIndex(E, 0),
+        fzLLIndex(E, ubLast > lbLast ? ubLast - lbLast : 0));
+    E->loopDepth--;
+    if (vec) {
+      if (E->failed)
+        return false;
+      for (size_t d = n - 1; d-- > 0;)
+        loop_end(E, &frames[d], NULL);
+      return true;
+    }
+    /* Not vectorizable by hand: close nothing yet, fall through to the
+     * scalar innermost loop inside the same outer loops. */
+    LLVMValueRef lb = fzLLGet(E, fzOpGetOperand(op, n - 1));
+    LLVMValueRef ub = fzLLGet(E, fzOpGetOperand(op, 2 * n - 1));
+    LLVMValueRef st = fzLLGet(E, fzOpGetOperand(op, 3 * n - 1));
+    loop_begin(E, &frames[n - 1], lb, ub, st, 0, NULL, NULL);
+    fzLLSet(E, fzBlockGetArgument(body, n - 1), frames[n - 1].iv);
+    E->loopDepth++;
+    bool ok = fzLLEmitBlock(E, body, true);
+    E->loopDepth--;
+    if (!ok)
+      return false;
+    for (size_t d = n; d-- > 0;)
+      loop_end(E, &frames[d], NULL);
+    return true;
+  }
   for (size_t d = 0; d < n; ++d) {
     LLVMValueRef lb = fzLLGet(E, fzOpGetOperand(op, d));
     LLVMValueRef ub = fzLLGet(E, fzOpGetOperand(op, n + d));
@@ -331,7 +386,7 @@ typedef struct SavedState {
   LLVMBasicBlockRef entry, insert;
   FzPtrMap values;
   unsigned loopDepth;
-  bool outlined;
+  bool outlined, usedNontemporal;
 } SavedState;
 
 static void save_state(FzLLEmitter *E, SavedState *s) {
@@ -341,6 +396,7 @@ static void save_state(FzLLEmitter *E, SavedState *s) {
   s->values = E->values;
   s->loopDepth = E->loopDepth;
   s->outlined = E->outlined;
+  s->usedNontemporal = E->usedNontemporal;
   fzPtrMapInit(&E->values, E->ctx);
 }
 
@@ -351,6 +407,7 @@ static void restore_state(FzLLEmitter *E, SavedState *s) {
   E->entry = s->entry;
   E->loopDepth = s->loopDepth;
   E->outlined = s->outlined;
+  E->usedNontemporal = s->usedNontemporal;
   LLVMPositionBuilderAtEnd(E->b, s->insert);
 }
 
@@ -360,6 +417,12 @@ static bool emit_outlined_nest(FzLLEmitter *E, FzOp *op, const ParShape *s,
   FzBlock *body = fzLoopGetBody(op);
   size_t n = s->n;
   LoopFrame k, j;
+  if (n == 1 && s->step[0] == 1) {
+    /* The linear index is the dimension: one explicit vector loop. */
+    if (fzLLEmitVectorLoop(E, op, body, fzBlockGetArgument(body, 0),
+                           s->lb[0], lo, hi))
+      return !E->failed;
+  }
   loop_begin(E, &k, lo, hi, fzLLIndex(E, 1), 0, NULL, NULL);
   LLVMValueRef q = k.iv;
   LLVMValueRef blk = NULL;
@@ -390,6 +453,14 @@ static bool emit_outlined_nest(FzLLEmitter *E, FzOp *op, const ParShape *s,
       LLVMValueRef args[2] = {end, jhi};
       LLVMTypeRef ty = E->tI64;
       jhi = fzLLCallIntrinsic(E, "llvm.smin", &ty, 1, args, 2);
+    }
+    if (s->step[d] == 1 &&
+        fzLLEmitVectorLoop(E, op, body, fzBlockGetArgument(body, d),
+                           s->lb[d], jlo, jhi)) {
+      if (E->failed)
+        return false;
+      loop_end(E, &k, NULL);
+      return true;
     }
     loop_begin(E, &j, jlo, jhi, fzLLIndex(E, 1), 0, NULL, NULL);
     LLVMValueRef iv = LLVMBuildNSWAdd(
@@ -503,10 +574,13 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
     }
     for (size_t i = 0; i < numCap; ++i)
       fzLLSet(E, capVals[i], LLVMGetParam(bodyFn, (unsigned)i + 2));
+    E->usedNontemporal = false;
     ok = emit_outlined_nest(E, op, s, LLVMGetParam(bodyFn, 0),
                             LLVMGetParam(bodyFn, 1));
-    if (ok)
+    if (ok) {
+      fzLLEmitStoreFence(E);
       LLVMBuildRetVoid(E->b);
+    }
 
     /* @f.parN(ptr env, i64 lo, i64 hi): unpack and call the body. */
     LLVMTypeRef envTy = LLVMStructTypeInContext(

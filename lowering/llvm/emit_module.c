@@ -330,6 +330,7 @@ static bool define_function(FzLLEmitter *E, FzOp *func) {
   E->numOutlined = 0;
   E->loopDepth = 0;
   E->outlined = false;
+  E->usedNontemporal = false;
   LLVMValueRef fn = lookup_function(E, E->funcName);
   size_t numArgs = fzBlockGetNumArguments(body);
   if (!fn)
@@ -360,6 +361,7 @@ static bool define_function(FzLLEmitter *E, FzOp *func) {
     return fzLLError(E, term ? term : func,
                      "emit-llvm: a loop-level function must end in "
                      "'func.return' with no operands");
+  fzLLEmitStoreFence(E);
   LLVMBuildRetVoid(E->b);
   emit_packed(E, fn, LLVMGlobalGetValueType(fn), numArgs);
   return !E->failed;

@@ -162,8 +162,20 @@ LLVMValueRef fzLLFlags(FzLLEmitter *E, LLVMValueRef v,
 
 /*===--- Ops ---------------------------------------------------------------===*/
 
+/* Operand i of op; in an explicit vector loop, a scalar operand of a
+ * varying op is splatted to the loop's lanes. */
 static LLVMValueRef operand(FzLLEmitter *E, FzOp *op, size_t i) {
-  return fzLLGet(E, fzOpGetOperand(op, i));
+  LLVMValueRef v = fzLLGet(E, fzOpGetOperand(op, i));
+  if (v && E->varying && fzPtrMapContains(E->varying, op) &&
+      LLVMGetTypeKind(LLVMTypeOf(v)) != LLVMVectorTypeKind) {
+    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(v), E->vecLanes);
+    v = LLVMBuildInsertElement(E->b, LLVMGetPoison(vt), v,
+                               LLVMConstInt(E->tI32, 0, 0), "");
+    v = LLVMBuildShuffleVector(
+        E->b, v, LLVMGetPoison(vt),
+        LLVMConstNull(LLVMVectorType(E->tI32, E->vecLanes)), "");
+  }
+  return v;
 }
 
 static FzType *operand_type(FzOp *op, size_t i) {
@@ -193,7 +205,9 @@ static LLVMValueRef emit_constant(FzLLEmitter *E, FzOp *op, FzType *t,
     break;
   case FZ_ATTR_FLOAT:
     f = fzFloatAttrGetValue(a);
-    i = (int64_t)f;
+    /* Only an integer-typed constant needs i; converting -inf (the start
+     * of every reduce_max) or NaN to int64 is undefined behaviour. */
+    i = (f == f && f > -9.2e18 && f < 9.2e18) ? (int64_t)f : 0;
     break;
   case FZ_ATTR_DENSE:
     if (!fzDenseAttrIsSplat(a)) {
@@ -542,6 +556,8 @@ bool fzLLEmitScalarOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
   LLVMTypeRef ty = fzLLType(E, t);
   if (!ty)
     return fzLLError(E, op, "emit-llvm: unsupported result type");
+  if (E->varying && fzPtrMapContains(E->varying, op))
+    ty = LLVMVectorType(ty, E->vecLanes);
   for (size_t i = 0; i < fzOpGetNumOperands(op); ++i)
     if (!fzLLGet(E, fzOpGetOperand(op, i)))
       return false;

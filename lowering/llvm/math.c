@@ -56,6 +56,7 @@ static LLVMValueRef C(Math *m, double v) { return fzLLConstF(m->ty, v); }
 static LLVMValueRef CI(Math *m, int64_t v) { return fzLLConstI(m->ity, v); }
 
 static LLVMValueRef fl(Math *m, LLVMValueRef v) {
+  (void)m;
   if (LLVMIsAInstruction(v) && LLVMCanValueUseFastMathFlags(v))
     LLVMSetFastMathFlags(v, LLVMFastMathAllowContract);
   return v;

@@ -25,6 +25,8 @@ void fzCodegenOptionsInit(FzCodegenOptions *o) {
   o->reassocReductions = true;
   o->parallel = true;
   o->alignment = 16;
+  o->explicitVectors = true;
+  o->nontemporalMinBytes = (int64_t)16 << 20;
 }
 
 static pthread_once_t gInitOnce = PTHREAD_ONCE_INIT;
