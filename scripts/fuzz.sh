@@ -82,4 +82,8 @@ if [[ ${#failed[@]} -ne 0 ]]; then
   echo "fuzz: FAILED: ${failed[*]} (inputs in $build/fuzz-artifacts/; logs $build/fuzz-<target>.log)"
   exit 1
 fi
-echo "fuzz: all targets ran ${seconds}s without a crash: $targets"
+if [[ -n "${FZ_FUZZ_RUNS:-}" ]]; then
+  echo "fuzz: all targets ran $FZ_FUZZ_RUNS inputs (seed 1) without a crash: $targets"
+else
+  echo "fuzz: all targets ran ${seconds}s without a crash: $targets"
+fi

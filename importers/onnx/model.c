@@ -318,6 +318,9 @@ static bool check_node(FzOnnxImporter *im, const FzOnnxOpDef *row) {
                          n->output[i]);
   for (size_t i = 0; i < n->n_attribute; ++i) {
     const Onnx__AttributeProto *a = n->attribute[i];
+    /* proto2 leaves a missing name NULL (found by fuzz_onnx). */
+    if (!a->name || !*a->name)
+      return fzOnnxError(im, "attribute #%zu has no name", i);
     if (a->ref_attr_name && *a->ref_attr_name)
       return fzOnnxError(im, "unsupported attribute reference '%s'",
                          a->name);

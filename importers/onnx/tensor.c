@@ -220,6 +220,21 @@ static bool decode(Reporter *r, const char *baseDir,
   }
   size_t sz = fzTypeGetStorageSize(d->elt);
   d->numBytes = (size_t)d->count * sz;
+  /* Never allocate what the proto cannot fill: a 25-byte model declaring
+   * a billion elements must not make us allocate gigabytes (found by
+   * fuzz_onnx). Inline data has to hold at least `count` elements;
+   * external data is checked against the file by read_external. */
+  bool external = t->has_data_location &&
+      t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  if (!external) {
+    size_t have = t->has_raw_data
+                      ? t->raw_data.len / (sz ? sz : 1)
+                      : t->n_float_data + t->n_int32_data + t->n_int64_data +
+                            t->n_double_data + t->n_uint64_data;
+    if ((size_t)d->count > have)
+      return report(r, "holds %zu elements but its shape needs %lld", have,
+                    (long long)d->count);
+  }
   if (d->numBytes && !(d->data = fzMalloc(r->ctx, d->numBytes)))
     return report(r, "out of memory (%zu bytes)", d->numBytes);
   bool ok;
