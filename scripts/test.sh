@@ -111,6 +111,25 @@ run_build() {
   bash "$root/tests/conformance/run.sh" "$dir" | tee "$log/conformance-summary.log"
   if [[ ${PIPESTATUS[0]} -ne 0 ]]; then total_failed=$((total_failed + 1)); fi
   summaries+=("$name: ONNX conformance: $(tail -n 1 "$log/conformance-summary.log")")
+
+  # The same suite compiled for the CPU (LLVM JIT) must give the same
+  # counts as the interpreter (issue 8). Once, in the release build: the
+  # sanitizer build already runs the CPU lit tests.
+  if [[ "$name" == release ]]; then
+    echo "==== [$name] ONNX conformance on --device cpu"
+    FZ_CONFORMANCE_LOG=conformance-cpu.log \
+      bash "$root/tests/conformance/run.sh" "$dir" --device cpu |
+      tee "$log/conformance-cpu-summary.log"
+    local st=${PIPESTATUS[0]}
+    local interp cpu
+    interp=$(tail -n 1 "$log/conformance-summary.log")
+    cpu=$(tail -n 1 "$log/conformance-cpu-summary.log")
+    if [[ $st -ne 0 || "$cpu" != "$interp" ]]; then
+      echo "conformance on cpu ($cpu) differs from the interpreter ($interp)"
+      total_failed=$((total_failed + 1))
+    fi
+    summaries+=("$name: ONNX conformance on cpu: $cpu")
+  fi
 }
 
 run_build release "$root/build" -DCMAKE_BUILD_TYPE=Release

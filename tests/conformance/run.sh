@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the ONNX backend node tests against a build:
 #   tests/conformance/run.sh [BUILD_DIR] [run_conformance args...]
-# The per-test log goes to BUILD_DIR/test-logs/conformance.log; the
+# The per-test log goes to BUILD_DIR/test-logs/conformance.log (or the
+# name in FZ_CONFORMANCE_LOG); the
 # failures, the skip reasons grouped by count, and the summary line
 # `N passed, N failed, N skipped` are printed. Exits non-zero when a test
 # fails (skips are fine) or when the runner could not run.
@@ -14,7 +15,7 @@ if [[ ! -x "$runner" ]]; then
   exit 2
 fi
 mkdir -p "$build/test-logs"
-log="$build/test-logs/conformance.log"
+log="$build/test-logs/${FZ_CONFORMANCE_LOG:-conformance.log}"
 "$runner" "$@" >"$log" 2>&1
 rc=$?
 grep '^FAIL ' "$log"
