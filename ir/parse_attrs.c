@@ -781,27 +781,9 @@ static FzAttr *parse_hash_attr(FzAsmParser *p) {
     fzpAdvance(p);
     return a->attr;
   }
-  FzStringRef dialect = {name, dot ? (size_t)(dot - name) : len};
-  FzStringRef body;
-  if (dot)
-    body = (FzStringRef){dot + 1, (size_t)(identEnd - dot - 1)};
-  else
-    body = (FzStringRef){identEnd, 0};
-  if (*identEnd == '<') {
-    const char *end;
-    if (!fzpScanPrettyBody(p, &end))
-      return NULL;
-    if (dot)
-      body.length = (size_t)(end - body.data);
-    else
-      body = (FzStringRef){identEnd + 1, (size_t)(end - identEnd - 2)};
-  } else {
-    fzpAdvance(p);
-  }
-  if (dialect.length == 0) {
-    fzpErrorAt(p, &t, "expected dialect namespace");
+  FzStringRef dialect, body;
+  if (!fzpParseDialectBody(p, &t, name, len, &dialect, &body))
     return NULL;
-  }
   FzAttr *a = fzOpaqueAttrGet(p->ctx, dialect, body);
   if (!a)
     fzpOutOfMemory(p);

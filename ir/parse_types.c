@@ -396,6 +396,37 @@ done:
   return result;
 }
 
+/* The dialect namespace and body of an opaque `!dialect.body`,
+ * `!dialect<body>` type or `#...` attribute whose token is t (name and
+ * len exclude the sigil); consumes it, pretty body included. */
+bool fzpParseDialectBody(FzAsmParser *p, const FzToken *t, const char *name,
+                         size_t len, FzStringRef *dialect,
+                         FzStringRef *body) {
+  const char *identEnd = t->start + t->len;
+  const char *dot = memchr(name, '.', len);
+  *dialect = (FzStringRef){name, dot ? (size_t)(dot - name) : len};
+  if (dot)
+    *body = (FzStringRef){dot + 1, (size_t)(identEnd - dot - 1)};
+  else
+    *body = (FzStringRef){identEnd, 0};
+  if (*identEnd == '<') {
+    const char *end;
+    if (!fzpScanPrettyBody(p, &end))
+      return false;
+    if (dot)
+      body->length = (size_t)(end - body->data);
+    else
+      *body = (FzStringRef){identEnd + 1, (size_t)(end - identEnd - 2)};
+  } else {
+    fzpAdvance(p);
+  }
+  if (dialect->length == 0) {
+    fzpErrorAt(p, t, "expected dialect namespace");
+    return false;
+  }
+  return true;
+}
+
 /* '!' alias-name, or an opaque dialect type. */
 static FzType *parse_dialect_type(FzAsmParser *p) {
   FzToken t = p->tok;
@@ -412,27 +443,9 @@ static FzType *parse_dialect_type(FzAsmParser *p) {
     fzpAdvance(p);
     return a->type;
   }
-  FzStringRef dialect = {name, dot ? (size_t)(dot - name) : len};
-  FzStringRef body;
-  if (dot)
-    body = (FzStringRef){dot + 1, (size_t)(identEnd - dot - 1)};
-  else
-    body = (FzStringRef){identEnd, 0};
-  if (*identEnd == '<') {
-    const char *end;
-    if (!fzpScanPrettyBody(p, &end))
-      return NULL;
-    if (dot)
-      body.length = (size_t)(end - body.data);
-    else
-      body = (FzStringRef){identEnd + 1, (size_t)(end - identEnd - 2)};
-  } else {
-    fzpAdvance(p);
-  }
-  if (dialect.length == 0) {
-    fzpErrorAt(p, &t, "expected dialect namespace");
+  FzStringRef dialect, body;
+  if (!fzpParseDialectBody(p, &t, name, len, &dialect, &body))
     return NULL;
-  }
   FzType *type = fzOpaqueTypeGet(p->ctx, dialect, body);
   if (!type)
     fzpOutOfMemory(p);

@@ -240,6 +240,10 @@ void fzpRelexFrom(FzAsmParser *p, const char *ptr);
 /* Scans a pretty dialect body "<...>" that starts right after the current
  * token (which is consumed); *end receives the pointer after '>'. */
 bool fzpScanPrettyBody(FzAsmParser *p, const char **end);
+/* The namespace and body of an opaque dialect type or attribute token
+ * (parse_types.c); consumes the token and any pretty body. */
+bool fzpParseDialectBody(FzAsmParser *p, const FzToken *t, const char *name,
+                         size_t len, FzStringRef *dialect, FzStringRef *body);
 
 /* True when the current token can start a type. */
 bool fzpIsTypeStart(const FzAsmParser *p);
