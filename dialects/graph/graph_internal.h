@@ -328,4 +328,33 @@ void fzGraphAddPatternsFor(FzPatternSet *set, const char *opName);
     fzGraphAddPatternsFor(set, "graph." #id);                                  \
   }
 
+/* The op definition of a one-result, pure graph op folded by
+ * fzGraphFoldReduceOp (reductions, normalizations, nn ops): shared by
+ * ops_reduce.c and ops_nn.c. k is the op's kind in FzGraphOpInfo. */
+bool fzGraphFoldReduceOp(FzOp *op, FzAttr *const *constOperands,
+                         FzFoldResult *results);
+#define FZ_GRAPH_DEFINE_FOLDING_OP(id, summ, nOps, fkind, attrNames,          \
+                                   shapeFn, fl, kern, k)                     \
+  FZ_GRAPH_PATTERNS_HOOK(id)                                                   \
+  static const FzGraphOpInfo id##_info = {shapeFn, NULL, fl,   NULL, NULL,     \
+                                          NULL,    NULL, NULL, k};             \
+  const FzOpDef fzGraphOp_##id = {                                             \
+      .name = "graph." #id,                                                    \
+      .summary = summ,                                                         \
+      .traits = FZ_TRAIT_PURE,                                                 \
+      .numOperands = nOps,                                                     \
+      .numResults = 1,                                                         \
+      .numRegions = 0,                                                         \
+      .fusionKind = fkind,                                                     \
+      .inherentAttrs = attrNames,                                              \
+      .verify = fzGraphVerify,                                                 \
+      .fold = fzGraphFoldReduceOp,                                             \
+      .inferResultTypes = shapeFn##_hook,                                      \
+      .print = fzGraphPrint,                                                   \
+      .parse = fzGraphParse,                                                   \
+      .getCanonicalizationPatterns = id##_patterns,                            \
+      .interpret = &kern,                                                      \
+      .extra = &id##_info,                                                     \
+  };
+
 #endif /* FZ_GRAPH_INTERNAL_H */

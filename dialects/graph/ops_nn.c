@@ -319,36 +319,13 @@ bool fzGraphKernelConv2d(FzGraphInterp *, FzOp *, FzTensor *const *,
 bool fzGraphKernelPool(FzGraphInterp *, FzOp *, FzTensor *const *, FzTensor **);
 bool fzGraphKernelGlobalPool(FzGraphInterp *, FzOp *, FzTensor *const *,
                              FzTensor **);
-bool fzGraphFoldReduceOp(FzOp *op, FzAttr *const *constOperands,
-                         FzFoldResult *results);
 
 static const FzGraphKernel kernel_matmul = {fzGraphKernelMatmul};
 static const FzGraphKernel kernel_conv2d = {fzGraphKernelConv2d};
 static const FzGraphKernel kernel_pool = {fzGraphKernelPool};
 static const FzGraphKernel kernel_global_pool = {fzGraphKernelGlobalPool};
 
-#define DEFINE_OP(id, summ, nOps, fkind, attrNames, shapeFn, fl, kern, k)      \
-  FZ_GRAPH_PATTERNS_HOOK(id)                                                   \
-  static const FzGraphOpInfo id##_info = {shapeFn, NULL, fl,   NULL, NULL,     \
-                                          NULL,    NULL, NULL, k};             \
-  const FzOpDef fzGraphOp_##id = {                                             \
-      .name = "graph." #id,                                                    \
-      .summary = summ,                                                         \
-      .traits = FZ_TRAIT_PURE,                                                 \
-      .numOperands = nOps,                                                     \
-      .numResults = 1,                                                         \
-      .numRegions = 0,                                                         \
-      .fusionKind = fkind,                                                     \
-      .inherentAttrs = attrNames,                                              \
-      .verify = fzGraphVerify,                                                 \
-      .fold = fzGraphFoldReduceOp,                                             \
-      .inferResultTypes = shapeFn##_hook,                                      \
-      .print = fzGraphPrint,                                                   \
-      .parse = fzGraphParse,                                                   \
-      .getCanonicalizationPatterns = id##_patterns,                            \
-      .interpret = &kern,                                                      \
-      .extra = &id##_info,                                                     \
-  };
+#define DEFINE_OP FZ_GRAPH_DEFINE_FOLDING_OP
 
 DEFINE_OP(matmul,
           "numpy matmul with optional transposes of the last two "

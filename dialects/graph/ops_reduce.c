@@ -171,36 +171,13 @@ bool fzGraphKernelLayerNorm(FzGraphInterp *, FzOp *, FzTensor *const *,
                             FzTensor **);
 bool fzGraphKernelBatchNorm(FzGraphInterp *, FzOp *, FzTensor *const *,
                             FzTensor **);
-bool fzGraphFoldReduceOp(FzOp *op, FzAttr *const *constOperands,
-                         FzFoldResult *results);
 
 static const FzGraphKernel kernel_reduce = {fzGraphKernelReduce};
 static const FzGraphKernel kernel_softmax = {fzGraphKernelSoftmax};
 static const FzGraphKernel kernel_layer_norm = {fzGraphKernelLayerNorm};
 static const FzGraphKernel kernel_batch_norm = {fzGraphKernelBatchNorm};
 
-#define DEFINE_OP(id, summ, nOps, fkind, attrNames, shapeFn, fl, kern, k)      \
-  FZ_GRAPH_PATTERNS_HOOK(id)                                                   \
-  static const FzGraphOpInfo id##_info = {shapeFn, NULL, fl,   NULL, NULL,     \
-                                          NULL,    NULL, NULL, k};             \
-  const FzOpDef fzGraphOp_##id = {                                             \
-      .name = "graph." #id,                                                    \
-      .summary = summ,                                                         \
-      .traits = FZ_TRAIT_PURE,                                                 \
-      .numOperands = nOps,                                                     \
-      .numResults = 1,                                                         \
-      .numRegions = 0,                                                         \
-      .fusionKind = fkind,                                                     \
-      .inherentAttrs = attrNames,                                              \
-      .verify = fzGraphVerify,                                                 \
-      .fold = fzGraphFoldReduceOp,                                             \
-      .inferResultTypes = shapeFn##_hook,                                      \
-      .print = fzGraphPrint,                                                   \
-      .parse = fzGraphParse,                                                   \
-      .getCanonicalizationPatterns = id##_patterns,                            \
-      .interpret = &kern,                                                      \
-      .extra = &id##_info,                                                     \
-  };
+#define DEFINE_OP FZ_GRAPH_DEFINE_FOLDING_OP
 
 DEFINE_OP(reduce_sum, "sum over axes", 1, FZ_FUSION_REDUCTION, reduce_attrs,
           shape_reduce, 0, kernel_reduce, 0)
