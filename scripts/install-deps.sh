@@ -7,6 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 packages=(
   cmake make gcc pkg-config check python3 clang
+  python3-numpy    # expected values of the interpreter tests (tests/lit/fuse-run)
   llvm-19-dev      # LLVM C API (code generation, later issues)
   llvm-19-tools    # lit, FileCheck, not, count
   mlir-19-tools    # mlir-opt: cross-checks of the textual format
