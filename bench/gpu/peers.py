@@ -1,7 +1,9 @@
 # bench/gpu/peers.py - torch eager and torch.compile on bench/gpu's
-# workloads, timed like fuse-run --bench (CUDA events, median of N after
-# warm-up). Prints `name eager_GBs compile_GBs` lines; prints nothing and
-# exits 0 when torch or a GPU is missing.
+# workloads (the same shapes as the *.fuse files beside it), timed like
+# fuse-run --bench (CUDA events, median of N after warm-up).
+# Prints `name eager_GBs compile_GBs` lines (ideal bytes: inputs read
+# once, outputs written once); prints nothing and exits 0 when torch or a
+# GPU is missing.
 import sys
 try:
     import torch
@@ -9,8 +11,11 @@ try:
     assert torch.cuda.is_available()
 except Exception:
     sys.exit(0)
-R, C, N = 8192, 4096, int(sys.argv[1]) if len(sys.argv) > 1 else 20
+N = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+only = set(sys.argv[2:])
 dev = "cuda"
+f32, bf16 = torch.float32, torch.bfloat16
+
 
 def med(fn, args):
     for _ in range(3):
@@ -23,23 +28,54 @@ def med(fn, args):
     ts.sort()
     return ts[len(ts) // 2]
 
-def work():
-    f32, bf = torch.float32, torch.bfloat16
-    x = torch.randn(R, C, device=dev)
-    yield ("relu_chain", lambda x, s, b: torch.relu(x * s + b),
-           (x, torch.tensor(1.5, device=dev), torch.randn(C, device=dev)), 2 * R * C * 4 + C * 4 + 4)
-    xb = x.to(bf)
-    yield ("bias_gelu_bf16", lambda x, b: F.gelu(x + b),
-           (xb, torch.randn(C, device=dev, dtype=bf)), 2 * R * C * 2 + C * 2)
-    yield ("softmax_4096", lambda x: torch.softmax(x, 1), (x,), 2 * R * C * 4)
-    r = torch.randn(R, C, device=dev)
-    yield ("layer_norm_res", lambda x, r, s, b: F.layer_norm(x + r, (C,), s, b),
-           (x, r, torch.randn(C, device=dev), torch.randn(C, device=dev)), 3 * R * C * 4 + 2 * C * 4)
 
-for name, fn, args, nbytes in work():
+def nbytes(args, out):
+    return sum(t.numel() * t.element_size() for t in list(args) + [out])
+
+
+def chain10(x, a, b):
+    y = torch.relu(x * a + b) * a - b
+    y = -((y.abs() + a) * b)
+    return torch.maximum(y, x)
+
+
+def rms_norm(x, s):
+    return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * s
+
+
+R, C = 32768, 4096
+
+
+def work():
+    r = lambda *s, dt=f32: torch.randn(*s, device=dev, dtype=dt)
+    sc = lambda v, dt=f32: torch.tensor(v, device=dev, dtype=dt)
+    yield "01_relu_affine", lambda x, s, b: torch.relu(x * s + b), (r(R, C), sc(1.5), r(C))
+    yield "02_chain10_f32", chain10, (r(R, C), sc(1.5), sc(0.5))
+    yield "03_chain10_bf16", chain10, (r(R, C, dt=bf16), sc(1.5, bf16), sc(0.5, bf16))
+    yield "04a_bias_gelu_f32", lambda x, b: F.gelu(x + b), (r(R, C), r(C))
+    yield "04b_bias_gelu_bf16", lambda x, b: F.gelu(x + b), (r(R, C, dt=bf16), r(C, dt=bf16))
+    for name, rows, n, dt in (("05_softmax_1024", 131072, 1024, f32),
+                              ("06_softmax_4096", 32768, 4096, f32),
+                              ("07_softmax_16384", 8192, 16384, f32),
+                              ("08_softmax_65536", 2048, 65536, f32),
+                              ("09_softmax_4096_bf16", 32768, 4096, bf16)):
+        yield name, lambda x: torch.softmax(x, 1), (r(rows, n, dt=dt),)
+    yield "10_layer_norm_res", lambda x, y, s, b: F.layer_norm(x + y, (C,), s, b), (r(R, C), r(R, C), r(C), r(C))
+    yield "11_rms_norm", rms_norm, (r(R, C), r(C))
+    yield "12_row_sum", lambda x: x.sum(1), (r(16384, 8192),)
+    yield "13_col_sum", lambda x: x.sum(0), (r(16384, 8192),)
+
+
+for name, fn, args in work():
+    if only and name not in only:
+        continue
+    out = fn(*args)
+    nb = nbytes(args, out)
     eager = med(fn, args)
     try:
         comp = med(torch.compile(fn), args)
     except Exception:
         comp = float("nan")
-    print(f"{name} {nbytes / (eager * 1e6):.1f} {nbytes / (comp * 1e6):.1f}", flush=True)
+    print(f"{name} {nb / (eager * 1e6):.1f} {nb / (comp * 1e6):.1f}", flush=True)
+    del args, out
+    torch.cuda.empty_cache()

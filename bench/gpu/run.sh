@@ -1,31 +1,40 @@
 #!/usr/bin/env bash
 # bench/gpu/run.sh - fuse's CUDA kernels against a device-to-device copy
-# (the limit) and, when python3 can import torch, torch eager and
-# torch.compile, in one run on the GPU machine. Nothing is built here:
+# (the limit, measured by fuse-run in the same process for the same
+# bytes), torch eager and torch.compile, in one run on the GPU machine.
+# Nothing is built here:
 #     bash bench/gpu/run.sh [BUILD_DIR] [REPS]     (default build-gpu-carry, 20)
-# Workloads (f32 unless said, 8192x4096 = 2^25 elements, far above L2):
-# relu(x*s+b), gelu(x+b) bf16, softmax rows of 4096, layer_norm(x+r).
-# GB/s count ideal bytes (each input read once, each output written once).
-# Budget: well under 5 minutes (random inputs are made on the host).
+# Workloads: bench/gpu/*.fuse (2^27 elements each, far above L2); the
+# same computations in torch are in peers.py. GB/s count ideal bytes
+# (each input read once, each output written once). fuse times the
+# function's kernels replayed as one CUDA graph (CUDA events, median).
+# Prints one table: GB/s of each, fuse/copy and fuse/torch.compile.
 set -u
 BUILD=${1:-build-gpu-carry}
 export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 REPS=${2:-20}
 RUN=$BUILD/bin/fuse-run
 [ -x "$RUN" ] || { echo "error: $RUN not found" >&2; exit 1; }
-declare -A EAGER COMPILE
-if command -v python3 >/dev/null; then
-  while read -r n e c; do EAGER[$n]=$e; COMPILE[$n]=$c; done < <(timeout 180 python3 bench/gpu/peers.py "$REPS" 2>/dev/null)
-fi
-printf "%-16s %10s %10s %10s %10s %8s %10s\n" workload fuse_GB/s copy_GB/s eager compile fuse/copy fuse/comp
+declare -A EAGER COMPILE FZ CP KS
 for f in bench/gpu/*.fuse; do
   n=$(basename "$f" .fuse)
   line=$(timeout 120 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1 | grep bench-cuda)
-  if [ -z "$line" ]; then printf "%-16s failed\n" "$n"; continue; fi
-  fz=$(echo "$line" | sed -E 's/.* ([0-9.]+) GB\/s \(.*/\1/')
-  cp=$(echo "$line" | sed -E 's/.*device copy ([0-9.]+) GB\/s.*/\1/')
-  e=${EAGER[$n]:--}; c=${COMPILE[$n]:--}
-  rc=$(awk -v a="$fz" -v b="$cp" 'BEGIN{printf (b>0)?"%.3f":"-", a/b}')
-  rt=$(awk -v a="$fz" -v b="$c" 'BEGIN{if (b+0>0) printf "%.3f", a/b; else printf "-"}')
-  printf "%-16s %10s %10s %10s %10s %8s %10s\n" "$n" "$fz" "$cp" "$e" "$c" "$rc" "$rt"
+  [ -z "$line" ] && continue
+  FZ[$n]=$(echo "$line" | sed -E 's/.* ([0-9.]+) GB\/s \(.*/\1/')
+  CP[$n]=$(echo "$line" | sed -E 's/.*device copy ([0-9.]+) GB\/s.*/\1/')
+  KS[$n]=$(echo "$line" | sed -E 's/.*@main: ([0-9]+) kernel.*/\1/')
 done
+if command -v python3 >/dev/null; then
+  while read -r n e c; do EAGER[$n]=$e; COMPILE[$n]=$c; done < <(timeout 400 python3 bench/gpu/peers.py "$REPS" 2>/dev/null)
+fi
+printf "%-22s %3s %9s %9s %9s %9s %9s %9s\n" workload ker fuse copy eager compile fz/copy fz/comp
+for f in bench/gpu/*.fuse; do
+  n=$(basename "$f" .fuse)
+  fz=${FZ[$n]:-}; cp=${CP[$n]:-}
+  if [ -z "$fz" ]; then printf "%-22s failed\n" "$n"; continue; fi
+  e=${EAGER[$n]:--}; c=${COMPILE[$n]:--}
+  rc=$(awk -v a="$fz" -v b="$cp" 'BEGIN{if (b+0>0) printf "%.3f", a/b; else printf "-"}')
+  rt=$(awk -v a="$fz" -v b="$c" 'BEGIN{if (b+0>0) printf "%.3f", a/b; else printf "-"}')
+  printf "%-22s %3s %9s %9s %9s %9s %9s %9s\n" "$n" "${KS[$n]}" "$fz" "$cp" "$e" "$c" "$rc" "$rt"
+done
+echo "(GB/s; fuse and copy from fuse-run --bench $REPS, eager/compile from peers.py; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"

@@ -56,8 +56,11 @@ void fzGpuOptionsInit(FzGpuOptions *o);
 
 typedef struct FzGpuKernel {
   char *name;        /* PTX entry name */
-  int64_t numItems;  /* work items: threads needed for one item each */
+  int64_t numItems;  /* threads to launch: ceil(numItems / blockSize)
+                        blocks of blockSize threads */
   unsigned blockSize;
+  const char *mapping; /* "elementwise", "rows" or "columns" (static) */
+  unsigned group;      /* threads sharing one iteration of the nest */
   /* Bytes the kernel reads and writes ideally (each root buffer that it
    * touches counted once): for bandwidth figures. */
   int64_t bytesMoved;

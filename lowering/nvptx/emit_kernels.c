@@ -25,17 +25,6 @@ static bool is_named(FzOp *op, const char *name) {
   return n.length == strlen(name) && memcmp(n.data, name, n.length) == 0;
 }
 
-static bool const_int(FzValue *v, int64_t *out) {
-  FzOp *def = fzValueGetDefiningOp(v);
-  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
-    return false;
-  FzAttr *a = fzOpGetInherentAttr(def, FZ_STR("value"));
-  if (!a || fzAttrGetKind(a) != FZ_ATTR_INTEGER)
-    return false;
-  *out = fzIntegerAttrGetValue(a);
-  return true;
-}
-
 /*===--- Per-function state -----------------------------------------------===*/
 
 typedef struct FnState {
@@ -297,44 +286,58 @@ static bool emit_kernel_body(FzLLEmitter *E, FzOp *par, const int64_t *lb,
   return true;
 }
 
+/* Loads through a read-only kernel parameter get !invariant.load, so
+ * that GVN may reuse them across barriers and shuffles (a row read in
+ * several phases stays in registers). */
+static void mark_invariant_loads(FzLLEmitter *E, LLVMValueRef fn,
+                                 const bool *readonly, size_t numParams) {
+  unsigned kind = LLVMGetMDKindIDInContext(E->llctx, "invariant.load", 14);
+  LLVMValueRef empty =
+      LLVMMetadataAsValue(E->llctx, LLVMMDNodeInContext2(E->llctx, NULL, 0));
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb;
+       bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;
+         in = LLVMGetNextInstruction(in)) {
+      if (LLVMGetInstructionOpcode(in) != LLVMLoad)
+        continue;
+      LLVMValueRef ptr = LLVMGetOperand(in, 0);
+      while (LLVMIsAGetElementPtrInst(ptr) || LLVMIsAConstantExpr(ptr))
+        ptr = LLVMGetOperand(ptr, 0);
+      if (!LLVMIsAArgument(ptr))
+        continue;
+      for (size_t i = 0; i < numParams; ++i)
+        if (LLVMGetParam(fn, (unsigned)i) == ptr) {
+          if (readonly[i])
+            LLVMSetMetadata(in, kind, empty);
+          break;
+        }
+    }
+}
+
 static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
                         const FzGpuOptions *o, FzGpuKernel *out) {
-  size_t n = fzLoopParallelGetNumDims(par);
-  FzBlock *body = fzLoopGetBody(par);
-  int64_t lb[64], step[64], trips[64];
-  if (n == 0 || n > 64 || !body)
-    return fzLLError(E, par, "emit-ptx: malformed 'loop.parallel'");
-  int64_t items = 1;
-  for (size_t d = 0; d < n; ++d) {
-    int64_t ub;
-    if (!const_int(fzOpGetOperand(par, d), &lb[d]) ||
-        !const_int(fzOpGetOperand(par, n + d), &ub) ||
-        !const_int(fzOpGetOperand(par, 2 * n + d), &step[d]) || step[d] <= 0)
-      return fzLLError(E, par, "emit-ptx: a GPU kernel needs a loop.parallel "
-                               "with constant bounds and positive steps");
-    trips[d] = ub > lb[d] ? (ub - lb[d] + step[d] - 1) / step[d] : 0;
-    items = trips[d] > 0 && items <= ((int64_t)1 << 50) / trips[d]
-                ? items * trips[d]
-                : (trips[d] == 0 ? 0 : ((int64_t)1 << 50));
-  }
+  FzNvNestPlan *plan = malloc(sizeof *plan);
+  if (!plan)
+    return E->failed = true, false;
   size_t numRoots = S->numArgs + S->temps.len;
   NestScan scan = {E, S, par, true, 1, calloc(numRoots + 1, sizeof(bool)),
                    true};
-  if (!scan.touched)
+  if (!scan.touched) {
+    free(plan);
     return E->failed = true, false;
+  }
   fzPtrMapFree(&S->needed);
   fzPtrMapInit(&S->needed, E->ctx);
   fzOpWalk(par, FZ_WALK_PRE_ORDER, scan_nest, &scan);
-  if (!scan.ok) {
+  bool ok = scan.ok;
+  if (ok && !fzNvPlanNest(par, o, scan.widestBytes, scan.straightLine, plan))
+    ok = fzLLError(E, par, "emit-ptx: a GPU kernel needs a loop.parallel "
+                           "with constant bounds and positive steps");
+  if (!ok) {
     free(scan.touched);
+    free(plan);
     return false;
   }
-  unsigned vec = o->vector;
-  if (vec == 0)
-    vec = scan.widestBytes >= 16 ? 1 : (unsigned)(16 / scan.widestBytes);
-  if (!scan.straightLine || vec < 1 || trips[n - 1] % vec != 0)
-    vec = 1;
-  items /= vec;
 
   char name[300];
   unsigned index = (unsigned)S->plan->numKernels;
@@ -343,19 +346,34 @@ static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
           (*c >= '0' && *c <= '9') || *c == '_'))
       *c = '_';
-  LLVMValueRef fn = declare_kernel(E, S, name, o->blockSize, scan.touched);
+  LLVMValueRef fn = declare_kernel(E, S, name, plan->blockSize, scan.touched);
+  bool grouped = plan->mapping != FZ_NV_MAP_ELEMENTWISE;
+  if (fn && grouped) /* barriers and shuffles synchronize */
+    LLVMRemoveEnumAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMGetEnumAttributeKindForName("nosync", 6));
   out->name = strdup(name);
-  out->numItems = items;
-  out->blockSize = o->blockSize;
+  out->mapping = fzNvMappingName(plan->mapping);
+  out->group = plan->group;
+  out->blockSize = plan->blockSize;
+  out->numItems = grouped ? plan->numBlocks * plan->blockSize
+                          : plan->items / plan->vec;
   out->bytesMoved = 0;
-  for (size_t i = 0; i < numRoots; ++i)
+  bool *readonly = calloc(numRoots + 1, sizeof(bool));
+  for (size_t i = 0; i < numRoots; ++i) {
     if (scan.touched[i])
       out->bytesMoved += fzLLBufferSpanBytes(
           i < S->numArgs ? fzValueGetType(fzBlockGetArgument(S->body, i))
                          : fzValueGetType(S->temps.data[i - S->numArgs]));
+    if (readonly)
+      readonly[i] = i < S->numIn || !scan.touched[i];
+  }
   free(scan.touched);
-  if (!fn || !out->name)
+  if (!fn || !out->name || !readonly) {
+    free(plan);
+    free(readonly);
     return E->failed = true, false;
+  }
 
   /* Fresh value maps: roots are parameters; needed setup ops re-run. */
   fzPtrMapFree(&E->values);
@@ -371,26 +389,31 @@ static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
     fzLLSet(E, v, LLVMGetParam(fn, (unsigned)i));
     fzLLSetRoot(E, v, v);
   }
-  for (FzOp *op = fzBlockGetFirstOp(S->body); op && op != par;
+  for (FzOp *op = fzBlockGetFirstOp(S->body); op && op != par && ok;
        op = fzOpGetNextInBlock(op)) {
     if (!fzPtrMapContains(&S->needed, op))
       continue;
     FzLoopOpcode c = fzLoopGetOpcode(op);
-    bool ok = c == FZ_LOOP_OP_VIEW || c == FZ_LOOP_OP_DIM ||
-                      c == FZ_LOOP_OP_CONSTANT_BUFFER ||
-                      c == FZ_LOOP_OP_LOAD || c == FZ_LOOP_OP_VECTOR_LOAD
-                  ? fzLLEmitMemoryOp(E, op, c)
-                  : fzLLEmitScalarOp(E, op, c);
-    if (!ok)
-      return false;
+    ok = c == FZ_LOOP_OP_VIEW || c == FZ_LOOP_OP_DIM ||
+                 c == FZ_LOOP_OP_CONSTANT_BUFFER || c == FZ_LOOP_OP_LOAD ||
+                 c == FZ_LOOP_OP_VECTOR_LOAD
+             ? fzLLEmitMemoryOp(E, op, c)
+             : fzLLEmitScalarOp(E, op, c);
   }
   E->loopDepth = 1; /* nested loop.parallel: serial */
   E->outlined = true;
-  if (items == 0) {
+  if (ok && plan->items == 0)
     LLVMBuildRetVoid(E->b);
-    return true;
-  }
-  return emit_kernel_body(E, par, lb, step, trips, n, vec, items);
+  else if (ok && grouped)
+    ok = fzNvEmitGroupedNest(E, par, plan);
+  else if (ok)
+    ok = emit_kernel_body(E, par, plan->lb, plan->step, plan->trips,
+                          plan->numDims, plan->vec, plan->items / plan->vec);
+  if (ok)
+    mark_invariant_loads(E, fn, readonly, numRoots);
+  free(readonly);
+  free(plan);
+  return ok;
 }
 
 /*===--- Functions --------------------------------------------------------===*/

@@ -62,3 +62,16 @@ if os.path.isfile(os.path.join(llvm_bin, "mlir-opt")):
     config.available_features.add("mlir-opt")
 if os.environ.get("FZ_SANITIZE", "") not in ("", "0", "OFF"):
     config.available_features.add("sanitize")
+
+# PTX assembly check: where the CUDA toolkit's ptxas is installed (or
+# $FZ_PTXAS names one), `%ptxas FILE.ptx` assembles FILE for sm_90 and
+# fails the test on invalid PTX; elsewhere it only checks that the file
+# exists. Every lit test that emits PTX writes it to a file and runs it.
+ptxas = os.environ.get("FZ_PTXAS", "/usr/local/cuda/bin/ptxas")
+if os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
+    config.available_features.add("ptxas")
+    config.substitutions.append(
+        ("%ptxas", "%s -arch=sm_90 -o /dev/null" % ptxas))
+else:
+    lit_config.note("ptxas not found (%s): PTX is not assembled" % ptxas)
+    config.substitutions.append(("%ptxas", "test -s"))

@@ -1,0 +1,358 @@
+/* lowering/nvptx/plan.c - choosing how one top-level loop.parallel nest
+ * maps onto the GPU (the planning step; emission is emit_kernels.c for
+ * the elementwise mapping and emit_rows.c for the grouped ones).
+ *
+ * The plan depends only on the loop IR and the options, never on LLVM:
+ * it is what a lower-loop-to-kernel pass will produce as kernel-dialect
+ * IR. The heuristic is documented in docs/codegen.md ("GPU mappings").
+ *
+ *  ROWS      the nest's body holds inner loops (loop.for reductions,
+ *            1-D loop.parallel phases) whose iteration variable indexes
+ *            only the last (contiguous) dimension of every access: G
+ *            consecutive threads share one outer iteration (a row), each
+ *            taking chunks of V consecutive elements (16 bytes), chunk
+ *            c = g + k*G. G <= 32: several rows per block, combined by
+ *            warp shuffles; G > 32: one row per block, shuffles then
+ *            shared memory.
+ *  COLUMNS   the inner loops are reductions whose iteration variable
+ *            indexes a non-last dimension while the outer last variable
+ *            indexes the last one (column sums): 32 outer iterations per
+ *            block along threadIdx % 32 (coalesced), the reduced axis
+ *            split over blockDim / 32 threads, combined in shared memory.
+ *  ELEMENTWISE  anything else: one iteration per thread (fz/gpu.h).
+ */
+#include <string.h>
+
+#include "lowering/nvptx/nvptx_internal.h"
+
+static bool const_int(FzValue *v, int64_t *out) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
+    return false;
+  FzAttr *a = fzOpGetInherentAttr(def, FZ_STR("value"));
+  if (!a || fzAttrGetKind(a) != FZ_ATTR_INTEGER)
+    return false;
+  *out = fzIntegerAttrGetValue(a);
+  return true;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static unsigned pow2_ceil(int64_t v) {
+  unsigned p = 1;
+  while ((int64_t)p < v && p < (1u << 30))
+    p <<= 1;
+  return p;
+}
+
+bool fzNvIsCombineOp(FzLoopOpcode c) {
+  switch (c) {
+  case FZ_LOOP_OP_ADDF:
+  case FZ_LOOP_OP_MULF:
+  case FZ_LOOP_OP_MAXF:
+  case FZ_LOOP_OP_MINF:
+  case FZ_LOOP_OP_ADDI:
+  case FZ_LOOP_OP_MULI:
+  case FZ_LOOP_OP_MAXSI:
+  case FZ_LOOP_OP_MINSI:
+  case FZ_LOOP_OP_ANDI:
+  case FZ_LOOP_OP_ORI:
+  case FZ_LOOP_OP_XORI:
+    return true;
+  default:
+    return false;
+  }
+}
+
+FzOp *fzNvReductionCombine(FzOp *forOp, size_t i) {
+  FzBlock *body = fzLoopGetBody(forOp);
+  FzOp *yield = body ? fzBlockGetLastOp(body) : NULL;
+  if (!yield || fzLoopGetOpcode(yield) != FZ_LOOP_OP_YIELD ||
+      i >= fzOpGetNumOperands(yield) ||
+      i + 1 >= fzBlockGetNumArguments(body))
+    return NULL;
+  FzOp *def = fzValueGetDefiningOp(fzOpGetOperand(yield, i));
+  FzValue *iter = fzBlockGetArgument(body, i + 1);
+  if (!def || fzOpGetBlock(def) != body ||
+      !fzNvIsCombineOp(fzLoopGetOpcode(def)) ||
+      fzOpGetNumOperands(def) != 2 || !fzValueHasOneUse(iter))
+    return NULL;
+  if (fzOpGetOperand(def, 0) != iter && fzOpGetOperand(def, 1) != iter)
+    return NULL;
+  return def;
+}
+
+/* A scalar of 8..64 bits (what the shuffles and shared memory carry). */
+static bool combinable_type(FzType *t) {
+  switch (fzTypeGetKind(t)) {
+  case FZ_TYPE_F16:
+  case FZ_TYPE_BF16:
+  case FZ_TYPE_F32:
+  case FZ_TYPE_F64:
+  case FZ_TYPE_INDEX:
+    return true;
+  case FZ_TYPE_INTEGER:
+    return fzTypeGetBitWidth(t) >= 8;
+  default:
+    return false;
+  }
+}
+
+typedef struct Access {
+  FzValue *iv;        /* the inner loop's iteration variable */
+  FzValue *outerLast; /* the nest's last outer variable */
+  int ivLast, ivOther, outerLastLast;
+  size_t widest;
+  bool straight;
+  bool stores;
+} Access;
+
+static FzWalkResult scan_inner(FzOp *op, void *ud) {
+  Access *a = ud;
+  FzLoopOpcode c = fzLoopGetOpcode(op);
+  switch (c) {
+  case FZ_LOOP_OP_FOR:
+  case FZ_LOOP_OP_PARALLEL:
+  case FZ_LOOP_OP_ALLOC:
+  case FZ_LOOP_OP_DEALLOC:
+  case FZ_LOOP_OP_BARRIER:
+  case FZ_LOOP_OP_UNKNOWN:
+  case FZ_LOOP_OP_VECTOR_LOAD:
+  case FZ_LOOP_OP_VECTOR_STORE:
+    a->straight = false;
+    return FZ_WALK_INTERRUPT;
+  default:
+    break;
+  }
+  if (c != FZ_LOOP_OP_LOAD && c != FZ_LOOP_OP_STORE)
+    return FZ_WALK_ADVANCE;
+  if (c == FZ_LOOP_OP_STORE)
+    a->stores = true;
+  size_t bi = fzLoopMemGetBufferOperand(op);
+  FzType *bt = fzValueGetType(fzOpGetOperand(op, bi));
+  size_t sz = fzTypeGetStorageSize(fzShapedTypeGetElementType(bt));
+  if (sz > a->widest)
+    a->widest = sz;
+  size_t n = fzOpGetNumOperands(op);
+  for (size_t k = bi + 1; k < n; ++k) {
+    FzValue *v = fzOpGetOperand(op, k);
+    bool last = k + 1 == n;
+    if (v == a->iv)
+      last ? a->ivLast++ : a->ivOther++;
+    else if (last && v == a->outerLast)
+      a->outerLastLast++;
+  }
+  return FZ_WALK_ADVANCE;
+}
+
+/* Fills ip for inner loop `loop` (a loop.for reduction or a 1-D
+ * loop.parallel). False when the loop does not qualify for a grouped
+ * mapping. */
+static bool plan_inner(FzOp *loop, FzValue *outerLast, FzNvInnerPlan *ip,
+                       Access *acc) {
+  bool isFor = fzLoopGetOpcode(loop) == FZ_LOOP_OP_FOR;
+  FzBlock *body = fzLoopGetBody(loop);
+  if (!body)
+    return false;
+  if (!isFor && fzLoopParallelGetNumDims(loop) != 1)
+    return false;
+  int64_t ub;
+  if (!const_int(fzOpGetOperand(loop, 0), &ip->lb) ||
+      !const_int(fzOpGetOperand(loop, 1), &ub) ||
+      !const_int(fzOpGetOperand(loop, 2), &ip->step) || ip->step <= 0)
+    return false;
+  ip->loop = loop;
+  ip->trips = ub > ip->lb ? ceil_div(ub - ip->lb, ip->step) : 0;
+  ip->isReduction = isFor;
+  if (isFor) {
+    size_t k = fzOpGetNumResults(loop);
+    if (k == 0 || k > FZ_NV_MAX_ACCUMULATORS)
+      return false;
+    for (size_t i = 0; i < k; ++i)
+      if (!fzNvReductionCombine(loop, i) ||
+          !combinable_type(fzValueGetType(fzOpGetResult(loop, i))))
+        return false;
+  }
+  memset(acc, 0, sizeof *acc);
+  acc->iv = fzBlockGetArgument(body, 0);
+  acc->outerLast = outerLast;
+  acc->widest = 1;
+  acc->straight = true;
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    if (op == fzBlockGetLastOp(body) && fzLoopGetOpcode(op) == FZ_LOOP_OP_YIELD)
+      break;
+    fzOpWalk(op, FZ_WALK_PRE_ORDER, scan_inner, acc);
+    if (!acc->straight)
+      return false;
+  }
+  if (isFor && acc->stores)
+    return false; /* a reduction that also stores: keep it on one thread */
+  return true;
+}
+
+static void plan_elementwise(FzNvNestPlan *p, const FzGpuOptions *o,
+                             size_t widestBytes, bool straightLine) {
+  unsigned vec = o->vector;
+  if (vec == 0)
+    vec = widestBytes >= 16 ? 1 : (unsigned)(16 / widestBytes);
+  if (!straightLine || vec < 1 || p->trips[p->numDims - 1] % vec != 0)
+    vec = 1;
+  p->mapping = FZ_NV_MAP_ELEMENTWISE;
+  p->vec = vec;
+  p->group = 1;
+  p->itemsPerBlock = o->blockSize;
+  p->blockSize = o->blockSize;
+  p->numBlocks = ceil_div(p->items / vec, o->blockSize);
+}
+
+/* Whether the body of par has the ROWS or COLUMNS shape; fills the
+ * inner plans. */
+static FzNvMapping classify(FzOp *par, FzNvNestPlan *p) {
+  FzBlock *body = fzLoopGetBody(par);
+  FzValue *outerLast = fzBlockGetArgument(body, p->numDims - 1);
+  int ivLast = 0, ivOther = 0, outerLastLast = 0;
+  bool phases = false;
+  p->numInner = 0;
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    FzLoopOpcode c = fzLoopGetOpcode(op);
+    if (op == fzBlockGetLastOp(body) && c == FZ_LOOP_OP_YIELD)
+      break;
+    switch (c) {
+    case FZ_LOOP_OP_FOR:
+    case FZ_LOOP_OP_PARALLEL: {
+      if (p->numInner == FZ_NV_MAX_INNER)
+        return FZ_NV_MAP_ELEMENTWISE;
+      Access a;
+      FzNvInnerPlan *ip = &p->inner[p->numInner];
+      memset(ip, 0, sizeof *ip);
+      if (!plan_inner(op, outerLast, ip, &a))
+        return FZ_NV_MAP_ELEMENTWISE;
+      ip->widest = a.widest;
+      ip->contiguous = a.ivOther == 0 && a.ivLast > 0;
+      ivLast += a.ivLast;
+      ivOther += a.ivOther;
+      outerLastLast += a.outerLastLast;
+      phases |= c == FZ_LOOP_OP_PARALLEL;
+      p->numInner++;
+      break;
+    }
+    case FZ_LOOP_OP_BARRIER:
+      phases = true;
+      break;
+    case FZ_LOOP_OP_ALLOC:
+    case FZ_LOOP_OP_DEALLOC:
+    case FZ_LOOP_OP_UNKNOWN:
+    case FZ_LOOP_OP_VECTOR_STORE:
+      return FZ_NV_MAP_ELEMENTWISE;
+    default:
+      break;
+    }
+  }
+  if (p->numInner == 0)
+    return FZ_NV_MAP_ELEMENTWISE;
+  if (ivOther == 0 && ivLast > 0)
+    return FZ_NV_MAP_ROWS;
+  if (!phases && ivLast == 0 && ivOther > 0 && outerLastLast > 0)
+    return FZ_NV_MAP_COLUMNS;
+  return FZ_NV_MAP_ELEMENTWISE;
+}
+
+static void plan_rows(FzNvNestPlan *p, const FzGpuOptions *o) {
+  int64_t maxChunks = 1;
+  for (size_t i = 0; i < p->numInner; ++i) {
+    FzNvInnerPlan *ip = &p->inner[i];
+    unsigned v = ip->widest >= 16 ? 1 : (unsigned)(16 / ip->widest);
+    if (!ip->contiguous || ip->step != 1 || ip->trips % v != 0)
+      v = 1;
+    ip->vec = v;
+    ip->chunks = ceil_div(ip->trips, v);
+    if (ip->chunks > maxChunks)
+      maxChunks = ip->chunks;
+  }
+  /* About four 16-byte chunks per thread: the row stays in registers
+   * and each thread has several loads in flight. */
+  unsigned g = pow2_ceil(ceil_div(maxChunks, 4));
+  if (g > 1024)
+    g = 1024;
+  p->mapping = FZ_NV_MAP_ROWS;
+  p->group = g;
+  p->vec = 1;
+  if (g <= 32) {
+    p->blockSize = o->blockSize;
+    p->itemsPerBlock = o->blockSize / g;
+  } else {
+    p->blockSize = g;
+    p->itemsPerBlock = 1;
+  }
+  p->numBlocks = ceil_div(p->items, p->itemsPerBlock);
+}
+
+static void plan_columns(FzNvNestPlan *p) {
+  /* Enough threads to fill the GPU (~2^18) with 32 columns per block;
+   * 4..32 threads share each column's reduction. */
+  int64_t cols32 = ceil_div(p->items, 32) * 32;
+  int64_t ty = ((int64_t)1 << 18) / cols32;
+  unsigned g = 4;
+  while ((int64_t)g * 2 <= ty && g < 32)
+    g *= 2;
+  for (size_t i = 0; i < p->numInner; ++i) {
+    p->inner[i].vec = 1;
+    p->inner[i].chunks = p->inner[i].trips;
+  }
+  p->mapping = FZ_NV_MAP_COLUMNS;
+  p->group = g;
+  p->vec = 1;
+  p->itemsPerBlock = 32;
+  p->blockSize = 32 * g;
+  p->numBlocks = ceil_div(p->items, 32);
+}
+
+bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
+                  bool straightLine, FzNvNestPlan *p) {
+  memset(p, 0, sizeof *p);
+  size_t n = fzLoopParallelGetNumDims(par);
+  if (n == 0 || n > FZ_NV_MAX_DIMS || !fzLoopGetBody(par))
+    return false;
+  p->numDims = n;
+  p->items = 1;
+  for (size_t d = 0; d < n; ++d) {
+    int64_t ub;
+    if (!const_int(fzOpGetOperand(par, d), &p->lb[d]) ||
+        !const_int(fzOpGetOperand(par, n + d), &ub) ||
+        !const_int(fzOpGetOperand(par, 2 * n + d), &p->step[d]) ||
+        p->step[d] <= 0)
+      return false;
+    p->trips[d] = ub > p->lb[d] ? ceil_div(ub - p->lb[d], p->step[d]) : 0;
+    p->items = p->trips[d] > 0 && p->items <= ((int64_t)1 << 50) / p->trips[d]
+                   ? p->items * p->trips[d]
+                   : (p->trips[d] == 0 ? 0 : ((int64_t)1 << 50));
+  }
+  FzNvMapping m = classify(par, p);
+  if (m == FZ_NV_MAP_ROWS)
+    plan_rows(p, o);
+  else if (m == FZ_NV_MAP_COLUMNS)
+    plan_columns(p);
+  else
+    plan_elementwise(p, o, widestBytes, straightLine);
+  for (size_t i = 0; p->mapping != FZ_NV_MAP_ELEMENTWISE && i < p->numInner;
+       ++i) {
+    FzNvInnerPlan *ip = &p->inner[i];
+    ip->perThread = ceil_div(ip->chunks, p->group);
+    /* Unrolled: every access of a thread has a constant offset, so the
+     * loads of later phases are the same SSA values as the first ones
+     * (with !invariant.load, GVN keeps the row in registers). */
+    ip->unroll = ip->perThread * ip->vec <= 32 && ip->perThread <= 16;
+  }
+  return true;
+}
+
+const char *fzNvMappingName(FzNvMapping m) {
+  switch (m) {
+  case FZ_NV_MAP_ROWS:
+    return "rows";
+  case FZ_NV_MAP_COLUMNS:
+    return "columns";
+  default:
+    return "elementwise";
+  }
+}
