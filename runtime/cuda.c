@@ -30,6 +30,19 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+/* CUDA_KERNEL_NODE_PARAMS (v1: what the unversioned
+ * cuGraphAddKernelNode takes). */
+typedef struct CudaKernelNodeParams {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+} CudaKernelNodeParams;
 
 enum {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
@@ -74,6 +87,15 @@ enum { /* CUjit_option */
   X(cuEventRecord, "cuEventRecord", (CUevent, CUstream))                      \
   X(cuEventSynchronize, "cuEventSynchronize", (CUevent))                      \
   X(cuEventElapsedTime, "cuEventElapsedTime", (float *, CUevent, CUevent))    \
+  X(cuGraphCreate, "cuGraphCreate", (CUgraph *, unsigned))                   \
+  X(cuGraphAddKernelNode, "cuGraphAddKernelNode",                             \
+    (CUgraphNode *, CUgraph, const CUgraphNode *, size_t,                     \
+     const CudaKernelNodeParams *))                                           \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",               \
+    (CUgraphExec *, CUgraph, unsigned long long))                             \
+  X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec, CUstream))                  \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec))                  \
+  X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))                              \
   X(cuGetErrorString, "cuGetErrorString", (CUresult, const char **))
 
 typedef struct CudaApi {
@@ -398,6 +420,68 @@ bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel, const unsigned grid[3],
 
 bool fzCudaSynchronize(FzCuda *cu) {
   return cu_check(cu, cu->api.cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+/*===--- Graphs -----------------------------------------------------------===*/
+
+struct FzCudaGraph {
+  CUgraph graph;
+  CUgraphExec exec;
+};
+
+FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
+                               FzCudaKernel *const *kernels,
+                               const unsigned (*grid)[3],
+                               const unsigned (*block)[3], void **args) {
+  FzCudaGraph *g = calloc(1, sizeof *g);
+  if (!g) {
+    fzEmitError(cu->ctx, NULL, "cuda: out of memory");
+    return NULL;
+  }
+  bool ok = cu_check(cu, cu->api.cuGraphCreate(&g->graph, 0), "cuGraphCreate");
+  CUgraphNode prev = NULL;
+  for (size_t i = 0; i < n && ok; ++i) {
+    CudaKernelNodeParams p = {(CUfunction)kernels[i],
+                              grid[i][0],
+                              grid[i][1],
+                              grid[i][2],
+                              block[i][0],
+                              block[i][1],
+                              block[i][2],
+                              0,
+                              args,
+                              NULL};
+    CUgraphNode node = NULL;
+    ok = cu_check(cu,
+                  cu->api.cuGraphAddKernelNode(&node, g->graph,
+                                               prev ? &prev : NULL,
+                                               prev ? 1 : 0, &p),
+                  "cuGraphAddKernelNode");
+    prev = node;
+  }
+  ok = ok && cu_check(cu,
+                      cu->api.cuGraphInstantiateWithFlags(&g->exec, g->graph,
+                                                          0),
+                      "cuGraphInstantiateWithFlags");
+  if (!ok) {
+    fzCudaGraphDestroy(cu, g);
+    return NULL;
+  }
+  return g;
+}
+
+bool fzCudaGraphLaunch(FzCuda *cu, FzCudaGraph *g) {
+  return cu_check(cu, cu->api.cuGraphLaunch(g->exec, NULL), "cuGraphLaunch");
+}
+
+void fzCudaGraphDestroy(FzCuda *cu, FzCudaGraph *g) {
+  if (!g)
+    return;
+  if (g->exec)
+    cu->api.cuGraphExecDestroy(g->exec);
+  if (g->graph)
+    cu->api.cuGraphDestroy(g->graph);
+  free(g);
 }
 
 /*===--- Events -----------------------------------------------------------===*/

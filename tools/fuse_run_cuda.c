@@ -5,8 +5,10 @@
  * capability (capped at sm_90, the newest LLVM 19 knows; the driver
  * JIT-compiles PTX forward). A run allocates every argument and
  * temporary on the device, copies the inputs in, launches the kernels in
- * order, and copies the outputs back. --bench N times N runs of the
- * kernels alone with CUDA events (after 3 warm-up runs), prints the
+ * order (replayed as one CUDA graph built once per call; plain launches
+ * when the driver cannot build it), and copies the outputs back.
+ * --bench N times N replays of the graph with CUDA events (after 3
+ * warm-up runs), prints the
  * median, the effective bandwidth over the ideal bytes (inputs read once,
  * outputs written once), and a device-to-device copy of the same bytes
  * in the same process as the limit.
@@ -27,6 +29,7 @@ struct FuseRunCuda {
   FzCuda *cu;
   FzOp *loopModule;
   FzGpuProgram *prog;
+  FzCudaGraph *graph; /* of the function being executed, or NULL */
 };
 
 FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
@@ -57,6 +60,15 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   fzGpuOptionsInit(&go);
   go.arch = arch;
   go.fastMath = o->fastMath;
+  /* Tuning knob for experiments (docs/codegen.md): 16-byte chunks per
+   * thread that the rows mapping aims at. */
+  const char *chunks = getenv("FZ_GPU_ROW_CHUNKS");
+  if (chunks && atoi(chunks) > 0)
+    go.rowChunks = (unsigned)atoi(chunks);
+  /* Likewise: iterations per thread of the elementwise mapping. */
+  const char *vec = getenv("FZ_GPU_VECTOR");
+  if (vec && atoi(vec) > 0 && atoi(vec) <= 64)
+    go.vector = (unsigned)atoi(vec);
   if (!(r->prog = fzGpuCompile(r->loopModule, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;
@@ -76,19 +88,58 @@ void fuseRunCudaDestroy(FuseRunCuda *r) {
   free(r);
 }
 
-/* Launches every kernel of f once on the device buffers. */
+/* The grid of kernel K: enough blocks for its items (the kernels loop
+ * over the rest beyond 2^31 - 1). */
+static void kernel_grid(const FzGpuKernel *K, unsigned grid[3],
+                        unsigned block[3]) {
+  int64_t blocks = (K->numItems + K->blockSize - 1) / K->blockSize;
+  if (blocks > 0x7fffffff)
+    blocks = 0x7fffffff;
+  grid[0] = (unsigned)blocks, grid[1] = grid[2] = 1;
+  block[0] = K->blockSize, block[1] = block[2] = 1;
+}
+
+/* f's kernels as one CUDA graph; NULL (and the reason on stderr) when
+ * the driver cannot build one. */
+static FzCudaGraph *make_graph(FuseRunCuda *r, const FzGpuFunction *f,
+                               void **args) {
+  size_t n = 0;
+  FzCudaKernel **ks = calloc(f->numKernels + 1, sizeof *ks);
+  unsigned(*grid)[3] = calloc(f->numKernels + 1, sizeof *grid);
+  unsigned(*block)[3] = calloc(f->numKernels + 1, sizeof *block);
+  FzCudaGraph *g = NULL;
+  bool ok = ks && grid && block;
+  for (size_t k = 0; ok && k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    if (K->numItems == 0)
+      continue;
+    ks[n] = fzCudaGetKernel(r->cu, r->prog->ptx, r->prog->ptxLen, K->name);
+    ok = ks[n] != NULL;
+    kernel_grid(K, grid[n], block[n]);
+    n++;
+  }
+  if (ok && n > 0)
+    g = fzCudaGraphCreate(r->cu, n, ks, (const unsigned(*)[3])grid,
+                          (const unsigned(*)[3])block, args);
+  free(ks);
+  free(grid);
+  free(block);
+  return g;
+}
+
+/* Launches every kernel of f once on the device buffers: the graph when
+ * there is one. */
 static bool launch_all(FuseRunCuda *r, const FzGpuFunction *f, void **args) {
+  if (r->graph)
+    return fzCudaGraphLaunch(r->cu, r->graph);
   for (size_t k = 0; k < f->numKernels; ++k) {
     const FzGpuKernel *K = &f->kernels[k];
     if (K->numItems == 0)
       continue;
     FzCudaKernel *fn =
         fzCudaGetKernel(r->cu, r->prog->ptx, r->prog->ptxLen, K->name);
-    int64_t blocks = (K->numItems + K->blockSize - 1) / K->blockSize;
-    if (blocks > 0x7fffffff)
-      blocks = 0x7fffffff; /* the grid-stride loop covers the rest */
-    unsigned grid[3] = {(unsigned)blocks, 1, 1}, block[3] = {K->blockSize, 1,
-                                                             1};
+    unsigned grid[3], block[3];
+    kernel_grid(K, grid, block);
     if (!fn || !fzCudaLaunch(r->cu, fn, grid, block, 0, args))
       return false;
   }
@@ -154,10 +205,11 @@ static bool bench(FuseRunCuda *r, const FzGpuFunction *f, void **args,
   double gbs = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
   double copyGbs = copyMs > 0 ? (double)(2 * half) / (copyMs * 1e6) : 0;
   fprintf(out,
-          "bench-cuda: @%s: %zu kernel%s, median %.3f us over %ld runs, "
-          "%.1f GB/s (%lld ideal bytes); device copy %.1f GB/s; "
+          "bench-cuda: @%s: %zu kernel%s (%s), median %.3f us over %ld "
+          "runs, %.1f GB/s (%lld ideal bytes); device copy %.1f GB/s; "
           "ratio %.3f\n",
-          f->name, f->numKernels, f->numKernels == 1 ? "" : "s", ms * 1e3,
+          f->name, f->numKernels, f->numKernels == 1 ? "" : "s",
+          r->graph ? "one CUDA graph" : "launched one by one", ms * 1e3,
           r->o->bench, gbs, (long long)bytes, copyGbs,
           copyGbs > 0 ? gbs / copyGbs : 0);
   return true;
@@ -235,6 +287,12 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
       ok = fzCudaCopyToDevice(r->cu, dev[i], inputs[i]->data, bytes);
     args[i] = &dev[i];
   }
+  if (ok) {
+    r->graph = make_graph(r, f, args);
+    if (!r->graph && f->numKernels > 0)
+      fprintf(stderr, "fuse-run: cuda: note: no CUDA graph (see above); "
+                      "launching the kernels one by one\n");
+  }
   ok = ok && launch_all(r, f, args) && fzCudaSynchronize(r->cu);
   for (size_t k = 0; ok && k < f->numOutputs; ++k) {
     FzType *t = f->argTypes[nIn + k];
@@ -245,6 +303,8 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
   }
   if (ok && r->o->bench > 0)
     ok = bench(r, f, args, out);
+  fzCudaGraphDestroy(r->cu, r->graph);
+  r->graph = NULL;
   for (size_t i = 0; dev && i < numRoots; ++i)
     fzCudaFree(r->cu, dev[i]);
   free(dev);

@@ -9,26 +9,36 @@
  *    function's arguments in order, then its top-level loop.alloc
  *    temporaries (allocated on the device by the runtime), each a
  *    `noalias align 16 dereferenceable` pointer, inputs `readonly` (so
- *    their loads become ld.global.nc);
- *  - the kernel's threads cover the nest's iteration space, linearized
- *    row-major, blockIdx.x * blockDim.x + threadIdx.x in a grid-stride
- *    loop; when the body is straight-line code each thread runs
- *    `vector` consecutive iterations of the last dimension, so that
- *    LLVM's load/store vectorizer forms 16-byte accesses;
- *  - an iteration runs entirely on one thread (inner loops, reductions
- *    and loop.barrier phases included: correct, but a row reduction is
- *    one thread per row until loop->kernel maps rows onto warps);
+ *    their loads become ld.global.nc, marked !invariant.load);
+ *  - a planning step (lowering/nvptx/plan.c; docs/codegen.md "GPU
+ *    mappings") picks one of three mappings per nest:
+ *    elementwise: one iteration per thread, blockIdx.x * blockDim.x +
+ *      threadIdx.x in a grid-stride loop; for a straight-line body each
+ *      thread runs `vector` consecutive iterations of the last dimension,
+ *      loads first and stores last, so that they form 16-byte accesses;
+ *      inner loops run inside the thread;
+ *    rows: a nest whose inner loops (loop.for reductions, loop.parallel
+ *      phases) walk the contiguous last dimension: `group` consecutive
+ *      threads share a row, each taking 16-byte chunks; reductions
+ *      combine by warp shuffles, then shared memory; the row stays in
+ *      registers across phases when it fits;
+ *    columns: reductions over a non-contiguous axis (column sums): 32
+ *      columns per block, the reduced axis split over the block's warps;
  *  - top-level scalar ops (constants, views, loads of scalars) are
  *    recomputed in every kernel that uses them;
  *  - `maxntid` is the block size; the kernel calling convention is the
  *    `ptx_kernel` one plus the `kernel` entry of nvvm.annotations.
  * Not supported yet (an error at the op): top-level loops or stores
- * outside a loop.parallel, func.call, sin/cos (C library calls),
+ * outside a loop.parallel, func.call, sin/cos without libdevice,
  * dynamic shapes, nests with non-constant bounds.
  *
- * Math: exp/log/tanh/erf/pow use the CPU back end's inline polynomial
- * approximations (LLVM 19 cannot lower llvm.exp on NVPTX); fastMath adds
- * every fast-math flag (approximate division and square root).
+ * Math: exp/log/log1p/tanh/erf/pow/sin/cos call the CUDA toolkit's
+ * libdevice (__nv_expf, ...: CUDA's own accuracy, e.g. expf 2 ulp,
+ * erff 2 ulp, with subnormals kept), linked into the module and inlined,
+ * when libdevice.10.bc is found (FzGpuOptions.libdevice); otherwise the
+ * CPU back end's inline polynomial approximations (LLVM 19 cannot lower
+ * llvm.exp on NVPTX). fastMath adds every fast-math flag (approximate
+ * division and square root).
  *
  * Ownership: a FzGpuProgram owns its strings and arrays (plain malloc);
  * its argument types are the module context's (immortal).
@@ -50,6 +60,13 @@ typedef struct FzGpuOptions {
   /* Iterations of the last dimension per thread for straight-line
    * bodies: 0 chooses 16 bytes / the widest element accessed; 1 is off. */
   unsigned vector;
+  /* libdevice.10.bc for exp/log/tanh/erf/pow/sin/cos: NULL searches
+   * $CUDA_HOME/nvvm/libdevice, then /usr/local/cuda/nvvm/libdevice; ""
+   * (or none found) uses the CPU back end's inline polynomials. */
+  const char *libdevice;
+  /* Rows mapping: 16-byte chunks per thread aimed at (0: 4); fewer
+   * threads per row and more loads in flight each as it grows. */
+  unsigned rowChunks;
 } FzGpuOptions;
 
 void fzGpuOptionsInit(FzGpuOptions *o);

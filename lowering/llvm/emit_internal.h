@@ -63,6 +63,12 @@ typedef struct FzLLEmitter {
   FzPtrMap *varying;
   unsigned vecLanes;
   bool usedNontemporal;
+  /* GPU only (false on the CPU): exp/log/tanh/erf/pow/sin/cos call the
+   * CUDA toolkit's libdevice (__nv_expf, ...), linked in afterwards. */
+  bool libdevice;
+  /* GPU only: f32 -> bf16 by the target's own conversion (fptrunc to
+   * bfloat: cvt.rn.bf16.f32 on sm_80+) rather than integer rounding. */
+  bool nativeBF16;
   LLVMFastMathFlags fmf;       /* on every float op */
   LLVMFastMathFlags fmfReduce; /* on reduction accumulations */
   bool failed;

@@ -106,6 +106,12 @@ LLVMValueRef fzLLBF16ToF32(FzLLEmitter *E, LLVMValueRef bits) {
 
 LLVMValueRef fzLLF32ToBF16(FzLLEmitter *E, LLVMValueRef f) {
   LLVMTypeRef ty = LLVMTypeOf(f);
+  if (E->nativeBF16) {
+    LLVMValueRef h =
+        LLVMBuildFPTrunc(E->b, f, like(ty, LLVMBFloatTypeInContext(E->llctx)),
+                         "");
+    return LLVMBuildBitCast(E->b, h, like(ty, E->tI16), "");
+  }
   LLVMTypeRef ti = like(ty, E->tI32);
   LLVMValueRef u = LLVMBuildBitCast(E->b, f, ti, "");
   LLVMValueRef hi = LLVMBuildLShr(E->b, u, fzLLConstI(ti, 16), "");

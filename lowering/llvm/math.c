@@ -22,6 +22,9 @@
  *          erfc(-x) from the same pieces, exact in relative terms;
  *   pow    exp(y log|x|) with the C99 special cases (x <= 0, y == 0,
  *          x == 1, odd integer y).
+ * On the GPU (E->libdevice, set by lowering/nvptx when the CUDA toolkit's
+ * libdevice is found) every function calls libdevice's __nv_* instead,
+ * and 1 + erf(x) is 1 + __nv_erff(x).
  * NaN inputs give NaN (pow(NaN, 0) = 1, as in C). Internal arithmetic
  * carries `contract` only, never the caller's fast-math flags, so that
  * the range reductions keep their precision.
@@ -338,10 +341,27 @@ static LLVMValueRef libm_call(Math *m, const char *name, LLVMValueRef x,
   return out;
 }
 
+/* libdevice's __nv_NAME[f] (GPU; lowering/nvptx links libdevice). */
+static LLVMValueRef libdevice_call(Math *m, FzLLMathFn fn, LLVMValueRef x,
+                                   LLVMValueRef y) {
+  static const char *const names[] = {
+      [FZ_LL_EXP] = "__nv_exp",   [FZ_LL_LOG] = "__nv_log",
+      [FZ_LL_LOG1P] = "__nv_log1p", [FZ_LL_TANH] = "__nv_tanh",
+      [FZ_LL_ERF] = "__nv_erf",   [FZ_LL_ONE_PLUS_ERF] = "__nv_erfc",
+      [FZ_LL_POW] = "__nv_pow",   [FZ_LL_SIN] = "__nv_sin",
+      [FZ_LL_COS] = "__nv_cos"};
+  if (fn == FZ_LL_ONE_PLUS_ERF) /* 1 + erf(x), as CUDA's and PyTorch's
+                                   gelu: erfcf costs twice erff */
+    return add(m, C(m, 1.0), libm_call(m, names[FZ_LL_ERF], x, NULL));
+  return libm_call(m, names[fn], x, fn == FZ_LL_POW ? y : NULL);
+}
+
 LLVMValueRef fzLLEmitMath(FzLLEmitter *E, FzLLMathFn fn, LLVMValueRef x,
                           LLVMValueRef y) {
   Math m;
   math_init(&m, E, LLVMTypeOf(x));
+  if (E->libdevice)
+    return libdevice_call(&m, fn, x, y);
   bool exact = E->opts.exactMath;
   switch (fn) {
   case FZ_LL_EXP:

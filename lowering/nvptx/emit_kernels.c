@@ -124,7 +124,8 @@ static FzWalkResult scan_nest(FzOp *op, void *ud) {
   if (op != n->par && (c == FZ_LOOP_OP_FOR || c == FZ_LOOP_OP_PARALLEL ||
                        c == FZ_LOOP_OP_ALLOC))
     n->straightLine = false;
-  if (c == FZ_LOOP_OP_SIN || c == FZ_LOOP_OP_COS || c == FZ_LOOP_OP_UNKNOWN) {
+  if (((c == FZ_LOOP_OP_SIN || c == FZ_LOOP_OP_COS) && !n->E->libdevice) ||
+      c == FZ_LOOP_OP_UNKNOWN) {
     FzStringRef nm = fzIdentGetString(fzOpGetName(op));
     n->ok = fzLLError(n->E, op,
                       "emit-ptx: '%.*s' is not supported on the GPU yet",
@@ -267,14 +268,35 @@ static bool emit_kernel_body(FzLLEmitter *E, FzOp *par, const int64_t *lb,
                             ""));
   LLVMValueRef base =
       LLVMBuildNSWMul(E->b, k[n - 1], fzLLIndex(E, (int64_t)vec), "");
-  for (unsigned u = 0; u < vec && !E->failed; ++u) {
-    LLVMValueRef j = LLVMBuildNSWAdd(E->b, base, fzLLIndex(E, u), "");
+  if (vec == 1) {
     fzLLSet(E, fzBlockGetArgument(body, n - 1),
             LLVMBuildNSWAdd(E->b, fzLLIndex(E, lb[n - 1]),
-                            LLVMBuildNSWMul(E->b, j,
+                            LLVMBuildNSWMul(E->b, base,
                                             fzLLIndex(E, step[n - 1]), ""),
                             ""));
     if (!fzLLEmitBlock(E, body, true))
+      return false;
+  } else {
+    /* vec > 1 only for straight-line bodies: loads of the vec iterations
+     * first, stores last, so that they form 16-byte accesses. */
+    FzNvUnroll U;
+    if (!fzNvUnrollInit(&U, E, body, n, vec))
+      return false;
+    FzValue *iv = fzBlockGetArgument(body, n - 1);
+    bool ok = true;
+    for (unsigned ph = 0; ph < 3 && ok; ++ph)
+      for (unsigned u = 0; u < vec && ok; ++u) {
+        LLVMValueRef ivVal = NULL;
+        if (ph == 0) {
+          LLVMValueRef j = LLVMBuildNSWAdd(E->b, base, fzLLIndex(E, u), "");
+          ivVal = LLVMBuildNSWAdd(
+              E->b, fzLLIndex(E, lb[n - 1]),
+              LLVMBuildNSWMul(E->b, j, fzLLIndex(E, step[n - 1]), ""), "");
+        }
+        ok = fzNvUnrollEmit(&U, u, ph, &iv, &ivVal, ph == 0 ? 1 : 0);
+      }
+    fzNvUnrollFree(&U);
+    if (!ok)
       return false;
   }
   LLVMValueRef next = LLVMBuildNUWAdd(E->b, t, stride, "");

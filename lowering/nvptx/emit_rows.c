@@ -20,8 +20,11 @@
  *                          total (COLUMNS: shared memory [G][32]); the
  *                          loop's init is folded in last
  *       loop.parallel      its chunks are dealt to the group's threads
- *       loop.barrier       bar.sync (G <= 32: bar.warp.sync)
- *     bar.sync when shared memory was used (it is reused next item)
+ *       loop.barrier       bar.sync (G <= 32: bar.warp.sync); nothing
+ *                          when the nest stores into no buffer it reads
+ *                          (no phase reads what another one wrote)
+ *     bar.sync when shared memory was used and the block has another
+ *     item to do (the arrays are reused)
  * The combining op is the reduction's own (the yield's operand), emitted
  * by the CPU emitter on the partials, so NaN and rounding rules are the
  * same as in the loop (only the association order differs).
@@ -279,38 +282,40 @@ static LLVMValueRef group_combine(Group *G, FzOp *cop, LLVMValueRef v) {
 
 /*===--- Inner loops ------------------------------------------------------===*/
 
-/* One iteration (chunk c, element u of it) of inner loop ip's body, the
- * accumulators acc in its iteration arguments (updated in place). */
-static bool emit_iteration(Group *G, const FzNvInnerPlan *ip, LLVMValueRef c,
-                           unsigned u, LLVMValueRef *acc, size_t numAcc) {
-  FzLLEmitter *E = G->E;
-  FzBlock *body = fzLoopGetBody(ip->loop);
-  LLVMValueRef j = LLVMBuildNSWAdd(
-      E->b, LLVMBuildNSWMul(E->b, c, fzLLIndex(E, ip->vec), ""),
-      fzLLIndex(E, u), "");
-  LLVMValueRef iv = LLVMBuildNSWAdd(
-      E->b, fzLLIndex(E, ip->lb),
-      LLVMBuildNSWMul(E->b, j, fzLLIndex(E, ip->step), ""), "");
-  fzLLSet(E, fzBlockGetArgument(body, 0), iv);
-  for (size_t i = 0; i < numAcc; ++i)
-    fzLLSet(E, fzBlockGetArgument(body, i + 1), acc[i]);
-  FzOp *last = fzBlockGetLastOp(body);
-  for (FzOp *op = fzBlockGetFirstOp(body); op && op != last;
-       op = fzOpGetNextInBlock(op))
-    if (!emit_plain(E, op))
-      return false;
-  for (size_t i = 0; i < numAcc; ++i)
-    if (!(acc[i] = fzLLGet(E, fzOpGetOperand(last, i))))
-      return false;
-  return !E->failed;
-}
-
+/* The vec iterations of chunk c of inner loop ip, side by side
+ * (emit_unroll.c), the accumulators acc carried through in order. */
 static bool emit_chunk(Group *G, const FzNvInnerPlan *ip, LLVMValueRef c,
                        LLVMValueRef *acc, size_t numAcc) {
-  for (unsigned u = 0; u < ip->vec; ++u)
-    if (!emit_iteration(G, ip, c, u, acc, numAcc))
-      return false;
-  return true;
+  FzLLEmitter *E = G->E;
+  FzBlock *body = fzLoopGetBody(ip->loop);
+  FzOp *last = fzBlockGetLastOp(body);
+  FzNvUnroll U;
+  if (!fzNvUnrollInit(&U, E, body, 1, ip->vec))
+    return false;
+  FzValue *args[1 + FZ_NV_MAX_ACCUMULATORS];
+  for (size_t i = 0; i <= numAcc; ++i)
+    args[i] = fzBlockGetArgument(body, i);
+  bool ok = true;
+  for (unsigned ph = 0; ph < 3 && ok; ++ph)
+    for (unsigned u = 0; u < ip->vec && ok; ++u) {
+      if (ph == 0) {
+        LLVMValueRef j = LLVMBuildNSWAdd(
+            E->b, LLVMBuildNSWMul(E->b, c, fzLLIndex(E, ip->vec), ""),
+            fzLLIndex(E, u), "");
+        LLVMValueRef iv = LLVMBuildNSWAdd(
+            E->b, fzLLIndex(E, ip->lb),
+            LLVMBuildNSWMul(E->b, j, fzLLIndex(E, ip->step), ""), "");
+        ok = fzNvUnrollEmit(&U, u, 0, args, &iv, 1);
+      } else if (ph == 1) {
+        ok = fzNvUnrollEmit(&U, u, 1, args + 1, acc, numAcc);
+        for (size_t i = 0; i < numAcc && ok; ++i)
+          ok = (acc[i] = fzLLGet(E, fzOpGetOperand(last, i))) != NULL;
+      } else {
+        ok = fzNvUnrollEmit(&U, u, 2, NULL, NULL, 0);
+      }
+    }
+  fzNvUnrollFree(&U);
+  return ok && !E->failed;
 }
 
 /* This thread's chunks of ip: unrolled (each guarded where some threads
@@ -367,9 +372,16 @@ static bool emit_chunks(Group *G, const FzNvInnerPlan *ip, LLVMValueRef *acc,
   LLVMPositionBuilderAtEnd(E->b, bodyBB);
   LLVMValueRef cur[FZ_NV_MAX_ACCUMULATORS];
   memcpy(cur, phis, numAcc * sizeof *phis);
-  if (!emit_chunk(G, ip, c, cur, numAcc))
-    return false;
-  LLVMValueRef next = LLVMBuildNUWAdd(E->b, c, fzLLIndex(E, gs), "");
+  /* Four chunks per trip when every thread has a multiple of four: four
+   * loads in flight per thread instead of one. */
+  int64_t per = ip->chunks % gs == 0 && ip->perThread % 4 == 0 ? 4 : 1;
+  for (int64_t k = 0; k < per; ++k)
+    if (!emit_chunk(G, ip,
+                    k ? LLVMBuildNUWAdd(E->b, c, fzLLIndex(E, k * gs), "")
+                      : c,
+                    cur, numAcc))
+      return false;
+  LLVMValueRef next = LLVMBuildNUWAdd(E->b, c, fzLLIndex(E, per * gs), "");
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
   LLVMBuildBr(E->b, head);
   LLVMAddIncoming(c, &next, &latch, 1);
@@ -459,6 +471,8 @@ static bool emit_item(Group *G, FzOp *par, LLVMValueRef item) {
         return fzLLError(E, op, "emit-ptx: internal error: unplanned loop");
       ok = c == FZ_LOOP_OP_FOR ? emit_reduction(G, ip) : emit_phase(G, ip);
     } else if (c == FZ_LOOP_OP_BARRIER) {
+      if (!p->phasesShareMemory)
+        continue;
       if (p->mapping == FZ_NV_MAP_ROWS && p->group <= 32)
         warp_barrier(E);
       else
@@ -530,9 +544,15 @@ bool fzNvEmitGroupedNest(FzLLEmitter *E, FzOp *par, const FzNvNestPlan *p) {
       E->b, G.valid, LLVMBuildICmp(E->b, LLVMIntEQ, g32, i32c(E, 0), ""), "");
   if (!emit_item(&G, par, item))
     return false;
-  if (G.usedShared)
-    block_barrier(E); /* the next item reuses the shared arrays */
   LLVMValueRef next = LLVMBuildNUWAdd(E->b, blk, nctaid, "");
+  if (G.usedShared) { /* a next item (block-uniform) reuses the arrays */
+    LLVMBasicBlockRef merge;
+    open_if(E,
+            LLVMBuildICmp(E->b, LLVMIntULT, next, i32c(E, p->numBlocks), ""),
+            &merge);
+    block_barrier(E);
+    close_if(E, merge);
+  }
   LLVMBasicBlockRef latch = LLVMGetInsertBlock(E->b);
   LLVMBuildBr(E->b, head);
   LLVMAddIncoming(blk, &next, &latch, 1);

@@ -8,6 +8,8 @@
  *                   elementwise mapping
  *   emit_rows.c     the grouped mappings (rows, columns): reductions
  *                   over warps and blocks
+ *   emit_unroll.c   the iterations of one thread side by side, loads
+ *                   first and stores last (so that they vectorize)
  *   ptx.c           target machine, O3, PTX text, fzGpuCompile/fzEmitPTX
  */
 #ifndef FZ_LOWERING_NVPTX_INTERNAL_H
@@ -62,6 +64,9 @@ typedef struct FzNvNestPlan {
   int64_t numBlocks;      /* blocks that cover every item once */
   size_t numInner;
   FzNvInnerPlan inner[FZ_NV_MAX_INNER];
+  /* The nest stores into a buffer (root) that it also loads from, so
+   * loop.barrier must order its phases. */
+  bool phasesShareMemory;
 } FzNvNestPlan;
 
 /* Plans nest par (a top-level loop.parallel). widestBytes and
@@ -82,5 +87,33 @@ FzOp *fzNvReductionCombine(FzOp *forOp, size_t i);
 /* Emits the body of a kernel for a ROWS or COLUMNS plan of nest par; the
  * builder is in the kernel's entry block after its setup ops. */
 bool fzNvEmitGroupedNest(FzLLEmitter *E, FzOp *par, const FzNvNestPlan *p);
+
+/*===--- emit_unroll.c ----------------------------------------------------===*/
+
+/* `count` iterations of a straight-line loop body (terminator excluded)
+ * emitted phase by phase: 0 loads and their address computations, 1 the
+ * rest, 2 stores; every phase for each iteration before the next phase. */
+typedef struct FzNvUnroll {
+  FzLLEmitter *E;
+  FzBlock *body;
+  unsigned count;
+  FzOp **ops;
+  size_t numOps, numArgs;
+  size_t numIvs;        /* leading block arguments that are not carried */
+  unsigned char *phase; /* per op */
+  LLVMValueRef *saved;  /* count x width: block arguments, then results */
+  size_t width;
+} FzNvUnroll;
+
+/* False (E->failed set) when out of memory. */
+bool fzNvUnrollInit(FzNvUnroll *U, FzLLEmitter *E, FzBlock *body,
+                    size_t numIvs, unsigned count);
+void fzNvUnrollFree(FzNvUnroll *U);
+/* Emits the ops of `phase` for iteration u: restores u's values saved
+ * by its earlier phases, then binds bindVals[k] to bindTo[k] (phase 0:
+ * the induction variable; phase 1: iteration arguments), emits, saves. */
+bool fzNvUnrollEmit(FzNvUnroll *U, unsigned u, unsigned phase,
+                    FzValue *const *bindVals, LLVMValueRef *bindTo,
+                    size_t numBind);
 
 #endif /* FZ_LOWERING_NVPTX_INTERNAL_H */

@@ -269,9 +269,9 @@ static void plan_rows(FzNvNestPlan *p, const FzGpuOptions *o) {
     if (ip->chunks > maxChunks)
       maxChunks = ip->chunks;
   }
-  /* About four 16-byte chunks per thread: the row stays in registers
-   * and each thread has several loads in flight. */
-  unsigned g = pow2_ceil(ceil_div(maxChunks, 4));
+  /* About four 16-byte chunks per thread (o->rowChunks): the row stays
+   * in registers and each thread has several loads in flight. */
+  unsigned g = pow2_ceil(ceil_div(maxChunks, o->rowChunks ? o->rowChunks : 4));
   if (g > 1024)
     g = 1024;
   p->mapping = FZ_NV_MAP_ROWS;
@@ -307,6 +307,76 @@ static void plan_columns(FzNvNestPlan *p) {
   p->numBlocks = ceil_div(p->items, 32);
 }
 
+/* Follows views back to the buffer they view. */
+static FzValue *root_of(FzValue *v) {
+  for (FzOp *d = fzValueGetDefiningOp(v);
+       d && fzLoopGetOpcode(d) == FZ_LOOP_OP_VIEW;
+       d = fzValueGetDefiningOp(v))
+    v = fzOpGetOperand(d, 0);
+  return v;
+}
+
+typedef struct Roots {
+  FzValue *loaded[64], *stored[64];
+  size_t numLoaded, numStored;
+  bool overflow;
+} Roots;
+
+static FzWalkResult collect_roots(FzOp *op, void *ud) {
+  Roots *r = ud;
+  FzLoopOpcode c = fzLoopGetOpcode(op);
+  bool load = c == FZ_LOOP_OP_LOAD || c == FZ_LOOP_OP_VECTOR_LOAD;
+  bool store = c == FZ_LOOP_OP_STORE || c == FZ_LOOP_OP_VECTOR_STORE;
+  if (!load && !store)
+    return FZ_WALK_ADVANCE;
+  FzValue *root = root_of(fzOpGetOperand(op, fzLoopMemGetBufferOperand(op)));
+  FzValue **set = load ? r->loaded : r->stored;
+  size_t *n = load ? &r->numLoaded : &r->numStored;
+  for (size_t i = 0; i < *n; ++i)
+    if (set[i] == root)
+      return FZ_WALK_ADVANCE;
+  if (*n == 64) {
+    r->overflow = true;
+    return FZ_WALK_INTERRUPT;
+  }
+  set[(*n)++] = root;
+  return FZ_WALK_ADVANCE;
+}
+
+static bool shares_memory(FzOp *par) {
+  Roots r;
+  memset(&r, 0, sizeof r);
+  fzOpWalk(par, FZ_WALK_PRE_ORDER, collect_roots, &r);
+  if (r.overflow)
+    return true;
+  for (size_t i = 0; i < r.numStored; ++i)
+    for (size_t k = 0; k < r.numLoaded; ++k)
+      if (r.stored[i] == r.loaded[k])
+        return true;
+  return false;
+}
+
+/* Static shared memory the grouped kernel needs: per reduction result,
+ * one slot per warp of a row (rows, G > 32) or per thread (columns). */
+static int64_t shared_bytes(const FzNvNestPlan *p) {
+  int64_t slots = p->mapping == FZ_NV_MAP_COLUMNS ? (int64_t)p->group * 32
+                  : p->group > 32                 ? p->group / 32
+                                                  : 0;
+  int64_t total = 0;
+  for (size_t i = 0; i < p->numInner; ++i) {
+    FzOp *loop = p->inner[i].loop;
+    if (!p->inner[i].isReduction)
+      continue;
+    for (size_t k = 0; k < fzOpGetNumResults(loop); ++k) {
+      FzType *t = fzValueGetType(fzOpGetResult(loop, k));
+      total += slots * (fzTypeGetKind(t) == FZ_TYPE_INDEX
+                            ? 8
+                            : (int64_t)fzTypeGetStorageSize(t));
+    }
+  }
+  return total;
+}
+
 bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
                   bool straightLine, FzNvNestPlan *p) {
   memset(p, 0, sizeof *p);
@@ -334,6 +404,9 @@ bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
     plan_columns(p);
   else
     plan_elementwise(p, o, widestBytes, straightLine);
+  if (p->mapping != FZ_NV_MAP_ELEMENTWISE && shared_bytes(p) > 40 * 1024)
+    plan_elementwise(p, o, widestBytes, straightLine); /* static limit */
+  p->phasesShareMemory = shares_memory(par);
   for (size_t i = 0; p->mapping != FZ_NV_MAP_ELEMENTWISE && i < p->numInner;
        ++i) {
     FzNvInnerPlan *ip = &p->inner[i];

@@ -7,9 +7,13 @@
  * The NVPTX target is initialized once per process (pthread_once); it
  * is linked through the `nvptx` LLVM component (FZ_LLVM_COMPONENTS).
  */
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lowering/nvptx/nvptx_internal.h"
 
@@ -62,6 +66,73 @@ const FzGpuFunction *fzGpuProgramLookup(const FzGpuProgram *p,
   return NULL;
 }
 
+/* The libdevice bitcode to use: o->libdevice, else $CUDA_HOME's, else
+ * /usr/local/cuda's; NULL when none is readable or o->libdevice is "". */
+static const char *find_libdevice(const FzGpuOptions *o, char *buf,
+                                  size_t size) {
+  if (o->libdevice)
+    return *o->libdevice && access(o->libdevice, R_OK) == 0 ? o->libdevice
+                                                            : NULL;
+  const char *roots[2] = {getenv("CUDA_HOME"), "/usr/local/cuda"};
+  for (int i = 0; i < 2; ++i) {
+    if (!roots[i] || !*roots[i])
+      continue;
+    snprintf(buf, size, "%s/nvvm/libdevice/libdevice.10.bc", roots[i]);
+    if (access(buf, R_OK) == 0)
+      return buf;
+  }
+  return NULL;
+}
+
+static bool uses_libdevice(LLVMModuleRef mod) {
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+       f = LLVMGetNextFunction(f)) {
+    size_t n;
+    const char *name = LLVMGetValueName2(f, &n);
+    if (LLVMIsDeclaration(f) && n > 5 && !strncmp(name, "__nv_", 5))
+      return true;
+  }
+  return false;
+}
+
+/* Links libdevice into mod, makes everything but the kernels internal
+ * (so that O3 drops what is not called), and sets the module flag that
+ * NVVMReflect reads (no flush to zero: subnormals are kept). */
+static bool link_libdevice(FzContext *ctx, LLVMContextRef llctx,
+                           LLVMModuleRef mod, const char *path) {
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+    fzEmitError(ctx, NULL, "emit-ptx: cannot read libdevice '%s': %s", path,
+                msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return false;
+  }
+  LLVMModuleRef lib = NULL;
+  bool bad = LLVMParseBitcodeInContext2(llctx, buf, &lib);
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad)
+    return fzEmitError(ctx, NULL, "emit-ptx: '%s' is not LLVM bitcode",
+                       path);
+  LLVMSetTarget(lib, LLVMGetTarget(mod));
+  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
+  if (LLVMLinkModules2(mod, lib))
+    return fzEmitError(ctx, NULL, "emit-ptx: linking libdevice '%s' failed",
+                       path);
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
+       f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) &&
+        LLVMGetFunctionCallConv(f) != 71 /* PTX_Kernel */)
+      LLVMSetLinkage(f, LLVMInternalLinkage);
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g))
+      LLVMSetLinkage(g, LLVMInternalLinkage);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(llctx);
+  LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz",
+                    16, LLVMValueAsMetadata(LLVMConstInt(i32, 0, 0)));
+  return true;
+}
+
 /* Translates and optimizes module for the GPU. On success the caller
  * disposes *mod, *llctx and *tm. */
 static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
@@ -103,11 +174,18 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
   E.tm = *tm;
   E.cpu = cpu;
   E.features = features;
+  char pathBuf[4096];
+  const char *libdevice = find_libdevice(o, pathBuf, sizeof pathBuf);
+  E.libdevice = libdevice != NULL;
+  /* cvt.rn.bf16.f32 exists from sm_80 on. */
+  E.nativeBF16 = atoi(o->arch + 3) >= 80;
   LLVMSetTarget(E.mod, "nvptx64-nvidia-cuda");
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(*tm);
   LLVMSetModuleDataLayout(E.mod, td);
   LLVMDisposeTargetData(td);
   bool ok = fzNvTranslateModule(&E, module, o, prog) &&
+            (!libdevice || !uses_libdevice(E.mod) ||
+             link_libdevice(ctx, E.llctx, E.mod, libdevice)) &&
             fzLLOptimize(ctx, E.mod, *tm, &co);
   free(cpu);
   free(features);

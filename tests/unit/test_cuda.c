@@ -3,8 +3,9 @@
  * the clear "no CUDA driver found (libcuda.so.1): ..." diagnostic and no
  * crash; a library that is not a CUDA driver (FZ_CUDA_LIBRARY=libm.so.6)
  * is named with the missing entry point. On a machine with a driver and
- * a device, the same tests check that creation works instead, and that
- * the module cache loads one PTX text once.
+ * a device, the same tests check that creation works instead, that
+ * the module cache loads one PTX text once, and that a CUDA graph of
+ * three kernel launches runs them in order.
  */
 #include <stdlib.h>
 
@@ -19,6 +20,45 @@ static const char kEmptyPtx[] = ".version 7.0\n"
                                 "{\n"
                                 "  ret;\n"
                                 "}\n";
+
+/* *p += 1 on one thread. */
+static const char kIncPtx[] = ".version 7.0\n"
+                              ".target sm_50\n"
+                              ".address_size 64\n"
+                              ".visible .entry inc(.param .u64 p)\n"
+                              "{\n"
+                              "  .reg .b64 %rd<2>;\n"
+                              "  .reg .b32 %r<3>;\n"
+                              "  ld.param.u64 %rd1, [p];\n"
+                              "  cvta.to.global.u64 %rd1, %rd1;\n"
+                              "  ld.global.u32 %r1, [%rd1];\n"
+                              "  add.s32 %r2, %r1, 1;\n"
+                              "  st.global.u32 [%rd1], %r2;\n"
+                              "  ret;\n"
+                              "}\n";
+
+/* A graph of three launches of inc, replayed twice: 6. */
+static void check_graph(FzCuda *cu) {
+  FzCudaKernel *inc = fzCudaGetKernel(cu, kIncPtx, strlen(kIncPtx), "inc");
+  ck_assert_ptr_nonnull(inc);
+  FzCudaPtr p = 0;
+  int zero = 0, back = -1;
+  ck_assert(fzCudaAlloc(cu, sizeof zero, &p));
+  ck_assert(fzCudaCopyToDevice(cu, p, &zero, sizeof zero));
+  FzCudaKernel *ks[3] = {inc, inc, inc};
+  unsigned dims[3][3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
+  void *args[1] = {&p};
+  FzCudaGraph *g = fzCudaGraphCreate(cu, 3, ks, (const unsigned(*)[3])dims,
+                                     (const unsigned(*)[3])dims, args);
+  ck_assert_ptr_nonnull(g);
+  ck_assert(fzCudaGraphLaunch(cu, g));
+  ck_assert(fzCudaGraphLaunch(cu, g));
+  ck_assert(fzCudaSynchronize(cu));
+  ck_assert(fzCudaCopyToHost(cu, &back, p, sizeof back));
+  ck_assert_int_eq(back, 6);
+  fzCudaGraphDestroy(cu, g);
+  fzCudaFree(cu, p);
+}
 
 START_TEST(test_probe_without_or_with_driver) {
   unsetenv("FZ_CUDA_LIBRARY");
@@ -63,6 +103,7 @@ START_TEST(test_create_reports_missing_driver) {
     ck_assert(fzCudaCopyToHost(cu, back, p, sizeof back));
     ck_assert_int_eq(memcmp(host, back, sizeof host), 0);
     fzCudaFree(cu, p);
+    check_graph(cu);
     fzCudaDestroy(cu);
   } else {
     ck_assert_ptr_null(cu);
