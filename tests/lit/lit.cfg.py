@@ -75,3 +75,10 @@ if os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
 else:
     lit_config.note("ptxas not found (%s): PTX is not assembled" % ptxas)
     config.substitutions.append(("%ptxas", "test -s"))
+
+# The CUDA toolkit's libdevice, which the GPU back end links for math
+# (fz/gpu.h): tests of the PTX it gives say `REQUIRES: libdevice`.
+cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+if os.path.isfile(os.path.join(cuda_home, "nvvm", "libdevice",
+                               "libdevice.10.bc")):
+    config.available_features.add("libdevice")
