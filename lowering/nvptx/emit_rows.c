@@ -335,7 +335,8 @@ static bool emit_chunks(Group *G, const FzNvInnerPlan *ip, LLVMValueRef *acc,
         continue;
       }
       LLVMValueRef before[FZ_NV_MAX_ACCUMULATORS];
-      memcpy(before, acc, numAcc * sizeof *acc);
+      for (size_t i = 0; i < numAcc; ++i)
+        before[i] = acc[i];
       LLVMBasicBlockRef pre = LLVMGetInsertBlock(E->b), merge;
       open_if(E, LLVMBuildICmp(E->b, LLVMIntULT, c, chunks, ""), &merge);
       if (!emit_chunk(G, ip, c, acc, numAcc))
@@ -371,7 +372,8 @@ static bool emit_chunks(Group *G, const FzNvInnerPlan *ip, LLVMValueRef *acc,
                   bodyBB, exit);
   LLVMPositionBuilderAtEnd(E->b, bodyBB);
   LLVMValueRef cur[FZ_NV_MAX_ACCUMULATORS];
-  memcpy(cur, phis, numAcc * sizeof *phis);
+  for (size_t i = 0; i < numAcc; ++i)
+    cur[i] = phis[i];
   /* Four chunks per trip when every thread has a multiple of four: four
    * loads in flight per thread instead of one. */
   int64_t per = ip->chunks % gs == 0 && ip->perThread % 4 == 0 ? 4 : 1;
@@ -388,7 +390,8 @@ static bool emit_chunks(Group *G, const FzNvInnerPlan *ip, LLVMValueRef *acc,
   for (size_t i = 0; i < numAcc; ++i)
     LLVMAddIncoming(phis[i], &cur[i], &latch, 1);
   LLVMPositionBuilderAtEnd(E->b, exit);
-  memcpy(acc, phis, numAcc * sizeof *phis);
+  for (size_t i = 0; i < numAcc; ++i)
+    acc[i] = phis[i];
   return true;
 }
 
