@@ -202,6 +202,9 @@ static bool bench(FuseRunCuda *r, const FzGpuFunction *f, void **args,
     copyMs = time_median(r, f, args, r->o->bench, b, a, half);
   fzCudaFree(r->cu, a);
   fzCudaFree(r->cu, b);
+  for (size_t k = 0; k < f->numKernels; ++k)
+    fprintf(out, "bench-cuda: kernel %s: %s\n", f->kernels[k].name,
+            f->kernels[k].plan ? f->kernels[k].plan : "");
   double gbs = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
   double copyGbs = copyMs > 0 ? (double)(2 * half) / (copyMs * 1e6) : 0;
   fprintf(out,

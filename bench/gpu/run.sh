@@ -20,7 +20,7 @@ RUN=$BUILD/bin/fuse-run
 declare -A EAGER COMPILE JAX FZ CP KS
 for f in bench/gpu/*.fuse; do
   n=$(basename "$f" .fuse)
-  line=$(timeout 120 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1 | grep bench-cuda)
+  line=$(timeout 120 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1 | grep "bench-cuda: @")
   [ -z "$line" ] && continue
   FZ[$n]=$(echo "$line" | sed -E 's/.* ([0-9.]+) GB\/s \(.*/\1/')
   CP[$n]=$(echo "$line" | sed -E 's/.*device copy ([0-9.]+) GB\/s.*/\1/')

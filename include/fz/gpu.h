@@ -78,6 +78,7 @@ typedef struct FzGpuKernel {
   unsigned blockSize;
   const char *mapping; /* "elementwise", "rows" or "columns" (static) */
   unsigned group;      /* threads sharing one iteration of the nest */
+  char *plan;          /* the plan in one line: mapping, sizes, why */
   /* Bytes the kernel reads and writes ideally (each root buffer that it
    * touches counted once): for bandwidth figures. */
   int64_t bytesMoved;
@@ -96,7 +97,8 @@ typedef struct FzGpuFunction {
 } FzGpuFunction;
 
 typedef struct FzGpuProgram {
-  char *ptx; /* NUL-terminated PTX text of every kernel */
+  char *ptx; /* NUL-terminated PTX text of every kernel, after one
+                `// fuse: KERNEL: PLAN` comment line per kernel */
   size_t ptxLen;
   size_t numFunctions;
   FzGpuFunction *functions;

@@ -376,6 +376,9 @@ static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
         LLVMGetEnumAttributeKindForName("nosync", 6));
   out->name = strdup(name);
   out->mapping = fzNvMappingName(plan->mapping);
+  char why[512];
+  fzNvPlanDescribe(plan, why, sizeof why);
+  out->plan = strdup(why);
   out->group = plan->group;
   out->blockSize = plan->blockSize;
   out->numItems = grouped ? plan->numBlocks * plan->blockSize
@@ -391,7 +394,7 @@ static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
       readonly[i] = i < S->numIn || !scan.touched[i];
   }
   free(scan.touched);
-  if (!fn || !out->name || !readonly) {
+  if (!fn || !out->name || !out->plan || !readonly) {
     free(plan);
     free(readonly);
     return E->failed = true, false;

@@ -75,6 +75,9 @@ typedef struct FzNvNestPlan {
 bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
                   bool straightLine, FzNvNestPlan *p);
 const char *fzNvMappingName(FzNvMapping m);
+/* One line saying which mapping p is and its numbers (for PTX comments
+ * and fuse-run), truncated to size. */
+void fzNvPlanDescribe(const FzNvNestPlan *p, char *buf, size_t size);
 /* Opcodes that can combine partial results of a reduction. */
 bool fzNvIsCombineOp(FzLoopOpcode c);
 /* The op of reduction loop forOp that folds iteration argument i into

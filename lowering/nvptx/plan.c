@@ -419,6 +419,42 @@ bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
   return true;
 }
 
+void fzNvPlanDescribe(const FzNvNestPlan *p, char *buf, size_t size) {
+  int n = 0;
+  switch (p->mapping) {
+  case FZ_NV_MAP_ROWS:
+    n = snprintf(buf, size,
+                 "rows: %lld rows, inner loops on the contiguous last "
+                 "dimension; %u threads per row, %u rows per block of %u",
+                 (long long)p->items, p->group, p->itemsPerBlock,
+                 p->blockSize);
+    break;
+  case FZ_NV_MAP_COLUMNS:
+    n = snprintf(buf, size,
+                 "columns: %lld columns, reduced along a strided dimension; "
+                 "32 columns per block, %u threads per column",
+                 (long long)p->items, p->group);
+    break;
+  default:
+    n = snprintf(buf, size,
+                 "elementwise: %lld iterations, %u per thread (no inner "
+                 "loop on the contiguous dimension to share)",
+                 (long long)p->items, p->vec);
+    break;
+  }
+  for (size_t i = 0; p->mapping != FZ_NV_MAP_ELEMENTWISE && i < p->numInner &&
+                     n > 0 && (size_t)n < size;
+       ++i) {
+    const FzNvInnerPlan *ip = &p->inner[i];
+    n += snprintf(buf + n, size - (size_t)n,
+                  "; %s of %lld: %lld chunks of %u, %lld per thread%s",
+                  ip->isReduction ? "reduction" : "phase",
+                  (long long)ip->trips, (long long)ip->chunks, ip->vec,
+                  (long long)ip->perThread,
+                  ip->unroll ? " (unrolled)" : " (loop)");
+  }
+}
+
 const char *fzNvMappingName(FzNvMapping m) {
   switch (m) {
   case FZ_NV_MAP_ROWS:

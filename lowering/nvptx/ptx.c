@@ -46,8 +46,10 @@ void fzGpuProgramDestroy(FzGpuProgram *p) {
     return;
   for (size_t i = 0; i < p->numFunctions; ++i) {
     FzGpuFunction *f = &p->functions[i];
-    for (size_t k = 0; k < f->numKernels; ++k)
+    for (size_t k = 0; k < f->numKernels; ++k) {
       free(f->kernels[k].name);
+      free(f->kernels[k].plan);
+    }
     free(f->kernels);
     free(f->tempBytes);
     free(f->argTypes);
@@ -200,8 +202,33 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
   return true;
 }
 
+/* "// fuse: KERNEL: PLAN" for every kernel of prog, malloc'ed (NULL when
+ * out of memory). */
+static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
+  size_t n = 1;
+  for (size_t i = 0; i < prog->numFunctions; ++i)
+    for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
+      const FzGpuKernel *K = &prog->functions[i].kernels[k];
+      n += strlen(K->name) + strlen(K->plan ? K->plan : "") + 16;
+    }
+  char *s = malloc(n);
+  if (!s)
+    return NULL;
+  size_t at = 0;
+  for (size_t i = 0; i < prog->numFunctions; ++i)
+    for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
+      const FzGpuKernel *K = &prog->functions[i].kernels[k];
+      at += (size_t)snprintf(s + at, n - at, "// fuse: %s: %s\n", K->name,
+                             K->plan ? K->plan : "");
+    }
+  s[at] = '\0';
+  *len = at;
+  return s;
+}
+
 static bool emit_ptx_text(FzContext *ctx, LLVMTargetMachineRef tm,
-                          LLVMModuleRef mod, char **text, size_t *len) {
+                          LLVMModuleRef mod, const FzGpuProgram *prog,
+                          char **text, size_t *len) {
   LLVMMemoryBufferRef buf = NULL;
   char *err = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err,
@@ -211,12 +238,17 @@ static bool emit_ptx_text(FzContext *ctx, LLVMTargetMachineRef tm,
     LLVMDisposeMessage(err);
     return false;
   }
-  *len = LLVMGetBufferSize(buf);
-  *text = malloc(*len + 1);
+  size_t headLen = 0;
+  char *head = plan_comments(prog, &headLen);
+  size_t bodyLen = LLVMGetBufferSize(buf);
+  *len = headLen + bodyLen;
+  *text = head ? malloc(*len + 1) : NULL;
   if (*text) {
-    memcpy(*text, LLVMGetBufferStart(buf), *len);
+    memcpy(*text, head, headLen);
+    memcpy(*text + headLen, LLVMGetBufferStart(buf), bodyLen);
     (*text)[*len] = '\0';
   }
+  free(head);
   LLVMDisposeMemoryBuffer(buf);
   return *text != NULL || fzEmitError(ctx, NULL, "emit-ptx: out of memory");
 }
@@ -239,7 +271,7 @@ FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options) {
     fzGpuProgramDestroy(prog);
     return NULL;
   }
-  bool ok = emit_ptx_text(fzOpGetContext(module), tm, mod, &prog->ptx,
+  bool ok = emit_ptx_text(fzOpGetContext(module), tm, mod, prog, &prog->ptx,
                           &prog->ptxLen);
   LLVMDisposeModule(mod);
   LLVMContextDispose(llctx);
@@ -269,9 +301,10 @@ bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm;
   bool ok = build(module, options, prog, &llctx, &mod, &tm);
-  fzGpuProgramDestroy(prog);
-  if (!ok)
+  if (!ok) {
+    fzGpuProgramDestroy(prog);
     return false;
+  }
   if (type == FZ_CODEGEN_LLVM_IR) {
     char *text = LLVMPrintModuleToString(mod);
     cb((FzStringRef){text, strlen(text)}, userData);
@@ -279,11 +312,12 @@ bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
   } else {
     char *text = NULL;
     size_t len = 0;
-    ok = emit_ptx_text(ctx, tm, mod, &text, &len);
+    ok = emit_ptx_text(ctx, tm, mod, prog, &text, &len);
     if (ok)
       cb((FzStringRef){text, len}, userData);
     free(text);
   }
+  fzGpuProgramDestroy(prog);
   LLVMDisposeModule(mod);
   LLVMContextDispose(llctx);
   LLVMDisposeTargetMachine(tm);
