@@ -1,0 +1,127 @@
+/* tests/unit/test_gpu_plan.c - Check suite of the GPU mappings chosen by
+ * fzGpuCompile (lowering/nvptx/plan.c, docs/codegen.md "GPU mappings"),
+ * through the public launch plan (FzGpuKernel): which mapping each nest
+ * gets, threads per row or column, block size and grid size, for the
+ * shapes the heuristic documents. No GPU is needed (PTX only).
+ */
+#include <stdlib.h>
+
+#include "fz/fz.h"
+#include "fz/gpu.h"
+#include "tests/unit/test_helpers.h"
+
+typedef struct Compiled {
+  FzContext *ctx;
+  FzOp *module;
+  FzGpuProgram *prog;
+} Compiled;
+
+/* Parses src (graph level), lowers it to loops and compiles it for
+ * sm_90. */
+static Compiled compile(const char *src) {
+  Compiled c;
+  c.ctx = fzContextCreate();
+  ck_assert_ptr_nonnull(c.ctx);
+  ck_assert(fzRegisterAllDialects(c.ctx));
+  ck_assert(fzRegisterAllPasses(c.ctx));
+  c.module = fzParseSource(c.ctx, fzStringRefFromCString(src),
+                           FZ_STR("t.fuse"), 0);
+  ck_assert_ptr_nonnull(c.module);
+  FzCpuPipelineOptions po;
+  fzCpuPipelineOptionsInit(&po);
+  ck_assert(fzLowerModuleForCpu(c.module, &po));
+  FzGpuOptions go;
+  fzGpuOptionsInit(&go);
+  c.prog = fzGpuCompile(c.module, &go);
+  ck_assert_ptr_nonnull(c.prog);
+  return c;
+}
+
+static void release(Compiled *c) {
+  fzGpuProgramDestroy(c->prog);
+  fzOpDestroy(c->module);
+  fzContextDestroy(c->ctx);
+}
+
+static const FzGpuKernel *only_kernel(const Compiled *c) {
+  const FzGpuFunction *f = fzGpuProgramLookup(c->prog, "main");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(f->numKernels, 1);
+  return &f->kernels[0];
+}
+
+static void check(const char *src, const char *mapping, unsigned group,
+                  unsigned blockSize, int64_t blocks) {
+  Compiled c = compile(src);
+  const FzGpuKernel *k = only_kernel(&c);
+  ck_assert_str_eq(k->mapping, mapping);
+  ck_assert_uint_eq(k->group, group);
+  ck_assert_uint_eq(k->blockSize, blockSize);
+  ck_assert_int_eq((k->numItems + k->blockSize - 1) / k->blockSize, blocks);
+  ck_assert_ptr_nonnull(k->plan);
+  ck_assert(strstr(k->plan, mapping) == k->plan);
+  /* The plan heads the PTX as a comment. */
+  ck_assert(strncmp(c.prog->ptx, "// fuse: main_k0: ", 18) == 0);
+  release(&c);
+}
+
+#define SOFTMAX(R, N)                                                         \
+  "func.func @main(%x: tensor<" #R "x" #N "xf32>) -> tensor<" #R "x" #N     \
+  "xf32> {\n"                                                                 \
+  "  %0 = graph.softmax %x {axis = 1 : i64} : tensor<" #R "x" #N "xf32>\n"   \
+  "  return %0 : tensor<" #R "x" #N "xf32>\n}\n"
+
+START_TEST(test_softmax_rows_by_length) {
+  /* 4 chunks of 16 bytes per thread: N/16 threads per row. */
+  check(SOFTMAX(64, 1024), "rows", 64, 64, 64);
+  check(SOFTMAX(64, 4096), "rows", 256, 256, 64);
+  check(SOFTMAX(8, 65536), "rows", 1024, 1024, 8);
+  /* Rows up to 512 elements: a warp or less, several rows per block. */
+  check(SOFTMAX(64, 512), "rows", 32, 256, 8);
+  check(SOFTMAX(37, 20), "rows", 2, 256, 1);
+  /* N not a multiple of 4: one element per chunk. */
+  check(SOFTMAX(5, 1001), "rows", 256, 256, 5);
+}
+END_TEST
+
+START_TEST(test_reductions) {
+  check("func.func @main(%x: tensor<300x257xf32>) -> tensor<300xf32> {\n"
+        "  %0 = graph.reduce_sum %x {axes = array<i64: 1>} : "
+        "tensor<300x257xf32> -> tensor<300xf32>\n"
+        "  return %0 : tensor<300xf32>\n}\n",
+        "rows", 128, 128, 300);
+  /* Column sums: 32 columns per block, 32 threads on each column's rows
+   * (few columns: the whole GPU is filled by splitting the rows). */
+  check("func.func @main(%x: tensor<4000x100xf32>) -> tensor<100xf32> {\n"
+        "  %0 = graph.reduce_sum %x {axes = array<i64: 0>} : "
+        "tensor<4000x100xf32> -> tensor<100xf32>\n"
+        "  return %0 : tensor<100xf32>\n}\n",
+        "columns", 32, 1024, 4);
+  /* Many columns: fewer threads per column (at least 4). */
+  check("func.func @main(%x: tensor<64x65536xf32>) -> tensor<65536xf32> {\n"
+        "  %0 = graph.reduce_max %x {axes = array<i64: 0>} : "
+        "tensor<64x65536xf32> -> tensor<65536xf32>\n"
+        "  return %0 : tensor<65536xf32>\n}\n",
+        "columns", 4, 128, 2048);
+}
+END_TEST
+
+START_TEST(test_elementwise) {
+  /* Four f32 iterations per thread, 256-thread blocks. */
+  check("func.func @main(%x: tensor<64x128xf32>) -> tensor<64x128xf32> {\n"
+        "  %0 = graph.relu %x : tensor<64x128xf32>\n"
+        "  return %0 : tensor<64x128xf32>\n}\n",
+        "elementwise", 1, 256, 8);
+}
+END_TEST
+
+int main(void) {
+  Suite *s = suite_create("gpu_plan");
+  TCase *tc = tcase_create("plan");
+  tcase_set_timeout(tc, 60);
+  tcase_add_test(tc, test_softmax_rows_by_length);
+  tcase_add_test(tc, test_reductions);
+  tcase_add_test(tc, test_elementwise);
+  suite_add_tcase(s, tc);
+  return run_suite(s);
+}
