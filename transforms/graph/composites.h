@@ -1,7 +1,7 @@
 /* transforms/graph/composites.h - the patterns of recognize-composites
  * (composites_norm.c: normalizations, softmax, pooling;
  * composites_act.c: activations) and the bookkeeping they share
- * (composites.c).
+ * (composites.c); composites_sum.c: weighted sums.
  *
  * A match collects the ops it would replace. Values inside the match
  * come in two kinds: full-size intermediates (x - mean, exp(x - max),
@@ -26,6 +26,7 @@ enum {
   COMPOSITE_PRELU,
   COMPOSITE_POOL,
   COMPOSITE_NORM_OPERANDS,
+  COMPOSITE_WEIGHTED_SUM,
   COMPOSITE_NUM_STATS
 };
 
@@ -64,6 +65,9 @@ bool fzCompositeSoftmax(FzOp *op, FzRewriter *rw, void *ud);
 bool fzCompositeLogSoftmax(FzOp *op, FzRewriter *rw, void *ud);
 bool fzCompositeLogOfSoftmax(FzOp *op, FzRewriter *rw, void *ud);
 bool fzCompositeGlobalAvgPool(FzOp *op, FzRewriter *rw, void *ud);
+
+/* x1 * b1 + x2 * b2 -> weighted_sum (composites_sum.c). */
+bool fzCompositeWeightedSum(FzOp *op, FzRewriter *rw, void *ud);
 
 /* Activations (composites_act.c). */
 bool fzCompositeGelu(FzOp *op, FzRewriter *rw, void *ud);

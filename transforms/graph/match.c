@@ -169,7 +169,8 @@ static bool swallow(const FzDiagnostic *d, void *ud) {
 static FzType *infer_types(FzContext *ctx, const FzOpDef *def, FzLoc *loc,
                            size_t n, FzType *const *in, FzAttr *props) {
   FzType *out = NULL;
-  if (!def || !def->inferResultTypes || n > 8 || def->numResults != 1)
+  if (!def || !def->inferResultTypes || n > FZ_GRAPH_OPT_MAX_OPERANDS ||
+      def->numResults != 1)
     return NULL;
   for (size_t i = 0; i < n; ++i)
     if (!in[i])
@@ -182,8 +183,8 @@ static FzType *infer_types(FzContext *ctx, const FzOpDef *def, FzLoc *loc,
 
 static FzType *infer_type(FzContext *ctx, const FzOpDef *def, FzLoc *loc,
                           size_t n, FzValue *const *operands, FzAttr *props) {
-  FzType *in[8];
-  if (n > 8)
+  FzType *in[FZ_GRAPH_OPT_MAX_OPERANDS];
+  if (n > FZ_GRAPH_OPT_MAX_OPERANDS)
     return NULL;
   for (size_t i = 0; i < n; ++i)
     in[i] = fzValueGetType(operands[i]);
