@@ -122,8 +122,11 @@ static const FzGraphOptRow kRows[] = {
 static const char *const kGroups[] = {"norms", "softmax", "gelu",   "silu",
                                       "prelu", "pooling", "weighted-sum"};
 
-/* Weighted sums come last (see composites_sum.c). */
+/* Weighted sums and layer_norm statistics come last (see
+ * composites_sum.c and composites_stats.c). */
 static const FzGraphOptRow kLateRows[] = {
+    {"graph.layer_norm", fzCompositeLayerNormStats, "layer-norm-stats", 1,
+     G_NORM, COMPOSITE_LAYER_NORM_STATS},
     {"graph.add", fzCompositeWeightedSum, "weighted-sum", 1, G_SUM,
      COMPOSITE_WEIGHTED_SUM},
     {"graph.sub", fzCompositeWeightedSum, "weighted-sum", 1, G_SUM,
@@ -171,6 +174,8 @@ static const FzPassStatisticDef kStats[COMPOSITE_NUM_STATS] = {
     {"num-global-avg-pool", "global_avg_pool recognized"},
     {"num-norm-operands", "Scales, biases and reshapes absorbed by norms"},
     {"num-weighted-sum", "Adds and subs grown into weighted_sum"},
+    {"num-layer-norm-stats",
+     "Means and inverse std devs taken from a layer_norm's results"},
 };
 
 const FzPassDef fzRecognizeCompositesPass = {
