@@ -27,8 +27,10 @@
  */
 #include "transforms/graph/composites.h"
 
+/* Result #0, or NULL for an op without results (a user may be the
+ * function's return). */
 static FzValue *res(FzOp *op) {
-  return fzOpGetResult(op, 0);
+  return fzOpGetNumResults(op) ? fzOpGetResult(op, 0) : NULL;
 }
 static FzValue *opd(FzOp *op, size_t i) {
   return fzOpGetOperand(op, i);
@@ -65,7 +67,7 @@ static int64_t product(const FzType *t, size_t from, size_t to) {
 /* True when q = t * t or pow(t, 2). */
 static bool is_square_of(FzOp *q, FzValue *t) {
   FzOp *sq;
-  return q && fzCompositeSquareOf(res(q), &sq) == t && sq == q;
+  return q && res(q) && fzCompositeSquareOf(res(q), &sq) == t && sq == q;
 }
 
 /* v = mean(xs^2) - m^2 or mean((xs - m)^2) over [b, rank): the value, or
@@ -78,7 +80,9 @@ static FzValue *find_variance(FzValue *xs, FzValue *m, int64_t b) {
         if (!fzGraphOptIsOp(q, "graph.sub") || opd(q, 1) != res(p))
           continue;
         FzOp *m2 = fzValueGetDefiningOp(opd(q, 0));
-        FzOp *sq = m2 ? fzValueGetDefiningOp(opd(m2, 0)) : NULL;
+        if (!fzGraphOptIsOp(m2, "graph.reduce_mean"))
+          continue;
+        FzOp *sq = fzValueGetDefiningOp(opd(m2, 0));
         if (trailing_mean(m2, opd(m2, 0)) == b && is_square_of(sq, xs) &&
             fzValueGetType(res(q)) == fzValueGetType(m))
           return res(q);
@@ -120,7 +124,7 @@ static FzValue *find_inv_std(FzValue *v, double eps) {
     FzValue *ve = cands[k];
     FOR_EACH_USER(p, ve) {
       FzValue *r = res(p);
-      if (fzValueGetType(r) != fzValueGetType(v))
+      if (!r || fzValueGetType(r) != fzValueGetType(v))
         continue;
       if (fzGraphOptIsOp(p, "graph.rsqrt") ||
           (fzGraphOptIsOp(p, "graph.pow") && opd(p, 0) == ve &&
@@ -129,7 +133,7 @@ static FzValue *find_inv_std(FzValue *v, double eps) {
       if (!fzGraphOptIsOp(p, "graph.sqrt"))
         continue;
       FOR_EACH_USER(q, r) {
-        if (fzValueGetType(res(q)) != fzValueGetType(v))
+        if (!res(q) || fzValueGetType(res(q)) != fzValueGetType(v))
           continue;
         if (fzGraphOptIsOp(q, "graph.reciprocal") ||
             (fzGraphOptIsOp(q, "graph.div") && opd(q, 1) == r &&
