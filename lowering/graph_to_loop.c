@@ -336,9 +336,34 @@ static bool try_reshape_view(FuncState *S, FzOp *op) {
   return true;
 }
 
+/* An op of several results (layer_norm with its statistics): each used
+ * result gets a buffer; lower_outputs puts results of one shape in one
+ * nest. */
+static bool lower_lone_results(FuncState *S, FzOp *op) {
+  size_t nr = fzOpGetNumResults(op), k = 0;
+  FzValue *outs[4], *bufs[4];
+  if (nr > 4)
+    return fzOpEmitError(op, "cannot be lowered to loops: more than 4 "
+                             "results");
+  for (size_t i = 0; i < nr; ++i) {
+    FzValue *r = fzOpGetResult(op, i);
+    if (!fzValueHasUses(r) && !fzPtrMapGet(&S->dest, r))
+      continue;
+    outs[k] = r;
+    if (!(bufs[k++] = result_buffer(S, r, fzOpGetLoc(op))))
+      return false;
+  }
+  if (k && !lower_outputs(&S->F, fzOpGetLoc(op), k, outs, bufs, &op, 1, NULL))
+    return false;
+  for (size_t i = 0; i < k; ++i)
+    if (!new_storage(&S->F, outs[i], bufs[i]))
+      return false;
+  return true;
+}
+
 static bool lower_lone(FuncState *S, FzOp *op) {
-  if (fzOpGetNumResults(op) != 1)
-    return fzOpEmitError(op, "cannot be lowered to loops: expected one "
+  if (fzOpGetNumResults(op) == 0)
+    return fzOpEmitError(op, "cannot be lowered to loops: expected a "
                              "result");
   if (!lgFindEmitter(op)) {
     FzStringRef name = fzIdentGetString(fzOpGetName(op));
@@ -346,6 +371,8 @@ static bool lower_lone(FuncState *S, FzOp *op) {
                              "supported by lower-graph-to-loop",
                          (int)name.length, name.data);
   }
+  if (fzOpGetNumResults(op) > 1)
+    return lower_lone_results(S, op);
   if (is_named(op, "graph.reshape") && try_reshape_view(S, op))
     return true;
   FzValue *r = fzOpGetResult(op, 0);

@@ -86,6 +86,9 @@ typedef struct LgNest {
   size_t ncache, capCache;
   const FzPtrMap *alias; /* graph.fusion block argument -> outer value;
                             may be NULL */
+  size_t emitResult; /* which result of its op lgEmit is emitting (set
+                        before the emitter runs; an emitter of a
+                        multi-result op reads it first thing) */
 } LgNest;
 
 /* A saved path suffix, for opening a loop under a shallower level. */
@@ -152,6 +155,10 @@ bool lgStore(LgNest *N, FzValue *v, FzValue *buffer, FzValue *const *idx);
  * compute type of its element type. NULL after an error. */
 FzValue *lgEmit(LgNest *N, FzValue *gv, FzValue *const *idx);
 
+/* Records that graph value gv at idx is the scalar result (an emitter
+ * that computes several results at once: layer_norm's statistics). */
+void lgCachePut(LgNest *N, FzValue *gv, FzValue *const *idx, FzValue *result);
+
 /* The shape of a ranked tensor value. */
 size_t lgRank(FzValue *gv);
 int64_t lgDim(FzValue *gv, size_t i);
@@ -159,7 +166,8 @@ FzType *lgElt(FzValue *gv);
 
 /*===--- op emitters ----------------------------------------------------===*/
 
-/* Emits the element of op's result #0 at idx. */
+/* Emits the element of op's result #0 at idx (of result #N->emitResult
+ * for an op of several results: layer_norm's statistics). */
 typedef FzValue *(*LgEmitFn)(LgNest *N, FzOp *op, FzValue *const *idx);
 /* The emitter for op, or NULL when lower-graph-to-loop does not support
  * it (graph_to_loop_ops.c holds the table). */

@@ -439,6 +439,12 @@ static void cache_put(LgNest *N, FzValue *gv, size_t rank,
   e->scope = N->path[e->level].scope;
 }
 
+void lgCachePut(LgNest *N, FzValue *gv, FzValue *const *idx,
+                FzValue *result) {
+  if (result)
+    cache_put(N, gv, lgRank(gv), idx, result);
+}
+
 static FzValue *splat_scalar(LgNest *N, FzAttr *dense, FzType *elt) {
   FzType *ct = lgComputeType(N->F->ctx, elt);
   if (fzTypeIsFloat(ct))
@@ -522,6 +528,7 @@ FzValue *lgEmit(LgNest *N, FzValue *gv, FzValue *const *idx) {
                             "lower-graph-to-loop", (int)name.length,
                     name.data);
     }
+    N->emitResult = fzValueGetIndex(gv);
     r = fn(N, def, idx);
   } else {
     return lgFail(N, fzBlockGetParentOp(fzValueGetParentBlock(gv)),

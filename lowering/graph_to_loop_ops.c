@@ -408,6 +408,30 @@ static FzValue *emit_prelu(LgNest *N, FzOp *op, FzValue *const *idx) {
                   lgBinary(N, "loop.mulf", s, x));
 }
 
+/* sum of coeffs[k] * operand k, in operand order: a coefficient of 1
+ * adds the operand and -1 subtracts it (no multiply). */
+static FzValue *emit_weighted_sum(LgNest *N, FzOp *op, FzValue *const *idx) {
+  FzAttr *c = fzOpGetInherentAttr(op, FZ_STR("coeffs"));
+  size_t n = fzOpGetNumOperands(op);
+  if (!c || fzAttrGetKind(c) != FZ_ATTR_DENSE_ARRAY ||
+      fzDenseArrayAttrGetSize(c) != n || n == 0)
+    return lgFail(N, op, "malformed 'coeffs' attribute");
+  FzValue *acc = NULL;
+  for (size_t k = 0; k < n; ++k) {
+    FzValue *x = operand_at(N, op, k, idx);
+    if (!x)
+      return NULL;
+    double ck = fzDenseArrayAttrGetFloat(c, k);
+    if (acc && ck == -1.0) {
+      acc = lgBinary(N, "loop.subf", acc, x);
+      continue;
+    }
+    FzValue *t = ck == 1.0 ? x : lgBinary(N, "loop.mulf", cf(N, x, ck), x);
+    acc = acc ? lgBinary(N, "loop.addf", acc, t) : t;
+  }
+  return acc;
+}
+
 /* (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c], c = dim 1. */
 static FzValue *emit_batch_norm(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *x = operand_at(N, op, 0, idx);
@@ -579,6 +603,7 @@ static const struct {
     {"graph.compare", emit_compare},
     {"graph.select", emit_select},
     {"graph.prelu", emit_prelu},
+    {"graph.weighted_sum", emit_weighted_sum},
     {"graph.batch_norm", emit_batch_norm},
     {"graph.broadcast", emit_broadcast},
     {"graph.reshape", emit_reshape},

@@ -302,8 +302,12 @@ static bool norm_setup(LgNest *N, FzOp *op, FzValue *const *idx,
 }
 
 /* (x - mean) * rstd * scale + bias, two passes over the row for the
- * mean and the (biased) variance. */
+ * mean and the (biased) variance. Results #1 and #2 (the optional
+ * statistics, x.shape[:axis] followed by ones) are the mean and rstd
+ * themselves: idx's entries for the normalized dims are replaced by the
+ * reduction loops'. */
 FzValue *lgEmitLayerNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
+  size_t which = N->emitResult;
   RowReduce R;
   int64_t count;
   if (!norm_setup(N, op, idx, &R, &count))
@@ -319,6 +323,15 @@ FzValue *lgEmitLayerNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *rstd = var ? inv_std(N, var, count, lgAttrFloat(op, "epsilon",
                                                            1e-5))
                       : NULL;
+  if (which != 0 && fzOpGetNumResults(op) == 3) {
+    /* Both statistics are made at once: the other one is cached. */
+    lgCachePut(N, fzOpGetResult(op, 1), idx, mean);
+    lgCachePut(N, fzOpGetResult(op, 2), idx, rstd);
+  }
+  if (which == 1)
+    return mean;
+  if (which == 2)
+    return rstd;
   FzValue *xi = lgEmit(N, R.x, idx);
   if (!rstd || !xi)
     return NULL;

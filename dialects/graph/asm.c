@@ -240,16 +240,20 @@ bool fzGraphParse(FzAsmParser *p, FzOpState *st) {
     goto done;
   }
   FzType *single = nt == 1 ? types[0] : NULL;
+  /* Without `->`, an op of a variable number of results (layer_norm) has
+   * its first one. */
+  bool one_result =
+      def->numResults == 1 || def->numResults == FZ_VARIADIC;
   if (fzAsmParseOptionalPunct(p, "->")) {
     if (!fzAsmParseArrowTypeList(p, &results, &nr)) {
       ok = false;
       goto done;
     }
     fzOpStateAddResults(st, nr, results);
-  } else if (single && n > 0 && def->numResults == 1) {
+  } else if (single && n > 0 && one_result) {
     /* `: T` alone: the result type is inferred when the op can (it equals
      * T for elementwise ops); otherwise it is T. */
-    FzType *out[2] = {NULL, NULL};
+    FzType *out[4] = {NULL, NULL, NULL, NULL};
     FzGraphDiag d = {ctx, loc, def->name, false};
     FzGraphAttrs a = {state_props(ctx, st), attrs};
     if (!info->shape(&d, n, operandTypes, &a, out)) {
@@ -258,8 +262,8 @@ bool fzGraphParse(FzAsmParser *p, FzOpState *st) {
     }
     FzType *rt = out[0] ? out[0] : single;
     fzOpStateAddResults(st, 1, &rt);
-  } else if (def->numResults == 1) {
-    FzType *out[2] = {NULL, NULL};
+  } else if (one_result) {
+    FzType *out[4] = {NULL, NULL, NULL, NULL};
     FzGraphDiag d = {ctx, loc, def->name, false};
     FzGraphAttrs a = {state_props(ctx, st), attrs};
     if (!info->shape(&d, n, operandTypes, &a, out) ||

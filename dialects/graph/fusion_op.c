@@ -394,7 +394,9 @@ static bool describe_reduction(FzOp *op, const FzOpDef *def,
 
 bool fzGraphDescribeFusion(FzOp *op, FzFusionOpInfo *info) {
   const FzOpDef *def = fzOpGetDef(op);
-  if (!def || fzOpGetNumResults(op) != 1 || fzOpGetNumOperands(op) == 0)
+  /* Result #0 gives the iteration space (layer_norm's optional
+   * statistics are smaller results). */
+  if (!def || fzOpGetNumResults(op) == 0 || fzOpGetNumOperands(op) == 0)
     return false;
   FzType *rt = fzValueGetType(fzOpGetResult(op, 0));
   if (fzTypeGetKind(rt) != FZ_TYPE_TENSOR ||

@@ -243,12 +243,21 @@ bool fzGraphKernelLayerNorm(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
   for (size_t k = axis; k < x->rank; ++k)
     len *= x->shape[k];
   size_t nr = x->rank - axis;
+  /* layer_norm's optional results #1 and #2: the mean and 1/sqrt(var +
+   * eps) of each row (x.shape[:axis] followed by ones). */
+  bool stats = fzOpGetNumResults(op) == 3;
   double *v = fzGraphLoadF64(x);
   double *scale =
       expand(in->ctx, n > 1 ? ops[1] : NULL, nr, x->shape + axis, 1.0);
   double *bias =
       expand(in->ctx, n > 2 ? ops[2] : NULL, nr, x->shape + axis, 0.0);
-  bool ok = v && scale && bias;
+  double *means = stats ? fzMalloc(in->ctx, (size_t)(outer ? outer : 1) *
+                                                 sizeof *means)
+                        : NULL;
+  double *invs = stats ? fzMalloc(in->ctx, (size_t)(outer ? outer : 1) *
+                                                sizeof *invs)
+                       : NULL;
+  bool ok = v && scale && bias && (!stats || (means && invs));
   for (int64_t o = 0; ok && o < outer; ++o) {
     double *row = v + o * len, mean = 0, s = 0, c = 0;
     if (!rms) {
@@ -262,9 +271,19 @@ bool fzGraphKernelLayerNorm(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
     double inv = 1.0 / sqrt((s + c) / (double)len + eps);
     for (int64_t k = 0; k < len; ++k)
       row[k] = (row[k] - mean) * inv * scale[k] + bias[k];
+    if (stats) {
+      means[o] = mean;
+      invs[o] = inv;
+    }
   }
   if (ok)
     fzGraphStoreF64(res[0], v);
+  if (ok && stats) {
+    fzGraphStoreF64(res[1], means);
+    fzGraphStoreF64(res[2], invs);
+  }
+  fzFree(in->ctx, means);
+  fzFree(in->ctx, invs);
   fzFree(in->ctx, v);
   fzFree(in->ctx, scale);
   fzFree(in->ctx, bias);

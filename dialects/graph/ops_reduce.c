@@ -10,7 +10,8 @@
  *   layer_norm   axis: i64 (default -1): normalizes over dims [axis,
  *                rank); epsilon: float (default 1e-5). Operands: x, and
  *                optionally scale, then bias, each broadcasting to
- *                x.shape[axis:]
+ *                x.shape[axis:]. Results: y, or y, mean and inv_std_dev
+ *                (x.shape[:axis] followed by ones)
  *   rms_norm     as layer_norm with operands x and optional scale
  *   batch_norm   epsilon (default 1e-5); operands x (N, C, ...), scale,
  *                bias, mean, variance, each of shape [C]
@@ -106,11 +107,38 @@ static bool shape_norm(FzGraphDiag *d, size_t n, FzType *const *in,
   return true;
 }
 
+/* layer_norm fills the types of all three results: y, then the mean and
+ * the inverse standard deviation, x.shape[:axis] followed by ones (ONNX
+ * LayerNormalization's Mean and InvStdDev), of x's element type. The op
+ * has the first or all three (check_layer_norm); callers of shape
+ * functions give room for 4 results. */
 static bool shape_layer_norm(FzGraphDiag *d, size_t n, FzType *const *in,
                              const FzGraphAttrs *a, FzType **out) {
-  return shape_norm(d, n, in, a, 3, out);
+  if (!shape_norm(d, n, in, a, 3, out))
+    return false;
+  int64_t ax;
+  size_t r = fzShapedTypeGetRank(in[0]), axis;
+  if (!fzGraphGetInt(d, a, "axis", -1, &ax) ||
+      !fzGraphNormAxis(d, "axis", ax, r, &axis))
+    return false;
+  int64_t shape[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < r; ++i)
+    shape[i] = i < axis ? fzShapedTypeGetDim(in[0], i) : 1;
+  out[1] = out[2] =
+      fzGraphTensorType(d, r, shape, fzShapedTypeGetElementType(in[0]));
+  return out[1] != NULL;
 }
 FZ_GRAPH_INFER_HOOK(shape_layer_norm)
+
+static bool check_layer_norm(FzOp *op, FzGraphDiag *d) {
+  size_t r = fzOpGetNumResults(op);
+  if (r != 1 && r != 3)
+    return fzGraphError(d,
+                        "has %zu results; expected 1 (y) or 3 (y, mean, "
+                        "inv_std_dev)",
+                        r);
+  return true;
+}
 
 static bool shape_rms_norm(FzGraphDiag *d, size_t n, FzType *const *in,
                            const FzGraphAttrs *a, FzType **out) {
@@ -195,11 +223,31 @@ DEFINE_OP(softmax, "exp(x - max) / sum(exp(x - max)) along axis", 1,
 DEFINE_OP(log_softmax, "x - max - log(sum(exp(x - max))) along axis", 1,
           FZ_FUSION_REDUCTION, axis_attrs, shape_softmax, G_FLOAT_ONLY,
           kernel_softmax, 1)
-DEFINE_OP(layer_norm,
-          "(x - mean) / sqrt(var + epsilon) * scale + bias over "
-          "dims [axis, rank)",
-          FZ_VARIADIC, FZ_FUSION_REDUCTION, norm_attrs, shape_layer_norm,
-          G_FLOAT_ONLY, kernel_layer_norm, 0)
+/* layer_norm has 1 or 3 results: its own definition. */
+FZ_GRAPH_PATTERNS_HOOK(layer_norm)
+static const FzGraphOpInfo layer_norm_info = {
+    shape_layer_norm, check_layer_norm, G_FLOAT_ONLY, NULL, NULL, NULL, NULL,
+    NULL, 0};
+const FzOpDef fzGraphOp_layer_norm = {
+    .name = "graph.layer_norm",
+    .summary = "(x - mean) / sqrt(var + epsilon) * scale + bias over dims "
+               "[axis, rank); optionally also the mean and 1 / sqrt(var + "
+               "epsilon)",
+    .traits = FZ_TRAIT_PURE,
+    .numOperands = FZ_VARIADIC,
+    .numResults = FZ_VARIADIC,
+    .numRegions = 0,
+    .fusionKind = FZ_FUSION_REDUCTION,
+    .inherentAttrs = norm_attrs,
+    .verify = fzGraphVerify,
+    .fold = fzGraphFoldReduceOp,
+    .inferResultTypes = shape_layer_norm_hook,
+    .print = fzGraphPrint,
+    .parse = fzGraphParse,
+    .getCanonicalizationPatterns = layer_norm_patterns,
+    .interpret = &kernel_layer_norm,
+    .extra = &layer_norm_info,
+};
 DEFINE_OP(rms_norm,
           "x / sqrt(mean(x^2) + epsilon) * scale over dims [axis, "
           "rank)",

@@ -11,6 +11,8 @@
  *   select-of-not         select(not(c), a, b) -> select(c, b, a)
  *   normalize-axis        a negative axis/axes attribute -> non-negative
  *                         (axes also sorted), so equal ops look equal
+ *   layer-norm-unused-stats  a layer_norm whose mean and inv_std_dev
+ *                         results are unused -> the one-result op
  *
  * Each pattern is a row of `patterns` naming its root op; the per-op
  * hooks (FZ_GRAPH_PATTERNS_HOOK) add the rows rooted at their op.
@@ -252,6 +254,39 @@ static bool normalize_axes(FzOp *op, FzRewriter *rw, void *ud) {
   return true;
 }
 
+/*===--- layer-norm-unused-stats -----------------------------------------===*/
+
+/* A layer_norm whose mean and inv_std_dev results are unused becomes the
+ * one-result op (lowered code then stores y alone). */
+static bool layer_norm_unused_stats(FzOp *op, FzRewriter *rw, void *ud) {
+  (void)ud;
+  if (fzOpGetNumResults(op) != 3 || fzValueHasUses(fzOpGetResult(op, 1)) ||
+      fzValueHasUses(fzOpGetResult(op, 2)))
+    return false;
+  FzContext *ctx = fzOpGetContext(op);
+  FzOpState st;
+  fzOpStateInit(&st, ctx, FZ_STR("graph.layer_norm"), fzOpGetLoc(op));
+  for (size_t i = 0; i < fzOpGetNumOperands(op); ++i) {
+    FzValue *v = fzOpGetOperand(op, i);
+    fzOpStateAddOperands(&st, 1, &v);
+  }
+  FzType *t = fzValueGetType(fzOpGetResult(op, 0));
+  fzOpStateAddResults(&st, 1, &t);
+  FzAttr *props = fzOpGetPropDict(op);
+  for (size_t i = 0; props && i < fzDictAttrGetSize(props); ++i) {
+    FzNamedAttr e = fzDictAttrGetEntry(props, i);
+    fzOpStateAddProp(&st, fzIdentGetString(e.name), e.value);
+  }
+  fzOpStateAddAttrDict(&st, fzOpGetAttrDict(op));
+  FzOp *nw = fzRewriterCreateOp(rw, &st);
+  if (!nw)
+    return false;
+  FzValue *y = fzOpGetResult(nw, 0);
+  fzRewriterReplaceAllUsesWith(rw, fzOpGetResult(op, 0), y);
+  fzRewriterEraseOp(rw, op);
+  return true;
+}
+
 /*===--- The table ------------------------------------------------------===*/
 
 typedef struct PatternRow {
@@ -289,6 +324,7 @@ static const PatternRow patterns[] = {
     {"graph.concat", normalize_axis, "normalize-axis"},
     {"graph.gather", normalize_axis, "normalize-axis"},
     {"graph.layer_norm", normalize_axis, "normalize-axis"},
+    {"graph.layer_norm", layer_norm_unused_stats, "layer-norm-unused-stats"},
     {"graph.rms_norm", normalize_axis, "normalize-axis"},
     {"graph.reduce_sum", normalize_axes, "normalize-axes"},
     {"graph.reduce_mean", normalize_axes, "normalize-axes"},

@@ -34,7 +34,7 @@ static char *infer(FzContext *ctx, const char *op, size_t n,
   FzAttr *dict = attrs ? fzAttrParse(ctx, fzStringRefFromCString(attrs)) : NULL;
   if (attrs)
     ck_assert_ptr_nonnull(dict);
-  FzType *out[2] = {NULL, NULL};
+  FzType *out[4] = {NULL, NULL, NULL, NULL};
   if (!def->inferResultTypes(ctx, NULL, n, in, dict, NULL, out))
     return NULL;
   return type_str(out[0]);

@@ -3,9 +3,9 @@
  * ONNX's `_expanded` function bodies) back into the composite ops that
  * the fuser and the code generators handle best: layer_norm, rms_norm,
  * softmax, log_softmax, gelu (erf and tanh forms), silu, prelu and
- * leaky_relu, global_avg_pool. The patterns live in composites_norm.c
- * and composites_act.c; this file holds their shared bookkeeping and the
- * pass definition.
+ * leaky_relu, global_avg_pool, weighted_sum. The patterns live in
+ * composites_norm.c, composites_act.c and composites_sum.c; this file
+ * holds their shared bookkeeping and the pass definition.
  *
  * Matching is structural, constants are compared within the element
  * type's precision (fzGraphOptNear), and a near miss (another constant,
@@ -81,7 +81,7 @@ FzValue *fzCompositeSquareOf(FzValue *v, FzOp **op) {
 
 /*===--- The pass -------------------------------------------------------===*/
 
-enum { G_NORM, G_SOFTMAX, G_GELU, G_SILU, G_PRELU, G_POOL };
+enum { G_NORM, G_SOFTMAX, G_GELU, G_SILU, G_PRELU, G_POOL, G_SUM };
 
 static const FzGraphOptRow kRows[] = {
     {"graph.div", fzCompositeLayerNorm, "layer-norm", 4, G_NORM,
@@ -119,11 +119,26 @@ static const FzGraphOptRow kRows[] = {
      G_POOL, COMPOSITE_POOL},
 };
 
-static const char *const kGroups[] = {"norms", "softmax", "gelu",
-                                      "silu",  "prelu",   "pooling"};
+static const char *const kGroups[] = {"norms", "softmax", "gelu",   "silu",
+                                      "prelu", "pooling", "weighted-sum"};
 
-static const FzGraphOptTable kTable = {kRows, sizeof kRows / sizeof kRows[0],
-                                       kGroups, 6};
+/* Weighted sums and layer_norm statistics come last (see
+ * composites_sum.c and composites_stats.c). */
+static const FzGraphOptRow kLateRows[] = {
+    {"graph.layer_norm", fzCompositeLayerNormStats, "layer-norm-stats", 1,
+     G_NORM, COMPOSITE_LAYER_NORM_STATS},
+    {"graph.add", fzCompositeWeightedSum, "weighted-sum", 1, G_SUM,
+     COMPOSITE_WEIGHTED_SUM},
+    {"graph.sub", fzCompositeWeightedSum, "weighted-sum", 1, G_SUM,
+     COMPOSITE_WEIGHTED_SUM},
+    {"graph.weighted_sum", fzCompositeWeightedSum, "weighted-sum", 1, G_SUM,
+     COMPOSITE_WEIGHTED_SUM},
+};
+
+static const FzGraphOptTable kTable = {
+    kRows,    sizeof kRows / sizeof kRows[0],
+    kGroups,  7,
+    kLateRows, sizeof kLateRows / sizeof kLateRows[0]};
 
 static const FzPassOptionDef kOptions[] = {
     {"norms", FZ_PASS_OPTION_BOOL, "true",
@@ -138,6 +153,10 @@ static const FzPassOptionDef kOptions[] = {
      0},
     {"pooling", FZ_PASS_OPTION_BOOL, "true",
      "Recognize a mean over every spatial dim as global_avg_pool", NULL, 0, 0},
+    {"weighted-sum", FZ_PASS_OPTION_BOOL, "true",
+     "Recognize sums of products by scalar constants as weighted_sum (after "
+     "every other composite)",
+     NULL, 0, 0},
     {"shared-statistics", FZ_PASS_OPTION_BOOL, "true",
      "Match even when a reduced statistic (mean, variance, sum) has other "
      "uses, which keep their ops",
@@ -154,14 +173,17 @@ static const FzPassStatisticDef kStats[COMPOSITE_NUM_STATS] = {
     {"num-prelu", "prelu and leaky_relu recognized"},
     {"num-global-avg-pool", "global_avg_pool recognized"},
     {"num-norm-operands", "Scales, biases and reshapes absorbed by norms"},
+    {"num-weighted-sum", "Adds and subs grown into weighted_sum"},
+    {"num-layer-norm-stats",
+     "Means and inverse std devs taken from a layer_norm's results"},
 };
 
 const FzPassDef fzRecognizeCompositesPass = {
     .argument = "recognize-composites",
     .displayName = "RecognizeComposites",
     .summary = "Turn decomposed layer_norm, rms_norm, softmax, log_softmax, "
-               "gelu, silu, prelu/leaky_relu and global pooling back into "
-               "their composite ops",
+               "gelu, silu, prelu/leaky_relu, global pooling and weighted "
+               "sums back into their composite ops",
     .anchor = NULL,
     .options = kOptions,
     .numOptions = sizeof kOptions / sizeof kOptions[0],

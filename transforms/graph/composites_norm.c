@@ -223,11 +223,14 @@ bool fzCompositeRmsNorm(FzOp *op, FzRewriter *rw, void *ud) {
 
 /*===--- Parameters: scale, bias, reshapes ------------------------------===*/
 
-/* The normalized axis (non-negative) and epsilon of a layer_norm or
- * rms_norm; false for another op. */
+/* The normalized axis (non-negative) and epsilon of a one-result
+ * layer_norm or rms_norm; false for another op. */
 static bool norm_params(FzOp *n, int64_t *axis, double *eps) {
-  if (!fzGraphOptIsOp(n, "graph.layer_norm") &&
-      !fzGraphOptIsOp(n, "graph.rms_norm"))
+  /* A layer_norm giving its statistics is left alone: these patterns
+   * build one-result norms. */
+  if ((!fzGraphOptIsOp(n, "graph.layer_norm") &&
+       !fzGraphOptIsOp(n, "graph.rms_norm")) ||
+      fzOpGetNumResults(n) != 1)
     return false;
   FzAttr *a = fzOpGetInherentAttr(n, FZ_STR("axis"));
   FzAttr *e = fzOpGetInherentAttr(n, FZ_STR("epsilon"));

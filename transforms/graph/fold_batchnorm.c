@@ -383,7 +383,7 @@ static const FzGraphOptRow kRows[] = {
 static const char *const kGroups[] = {"batch-norm", "affine"};
 
 static const FzGraphOptTable kTable = {kRows, sizeof kRows / sizeof kRows[0],
-                                       kGroups, 2};
+                                       kGroups, 2, NULL, 0};
 
 static const FzPassOptionDef kOptions[] = {
     {"batch-norm", FZ_PASS_OPTION_BOOL, "true",

@@ -196,7 +196,7 @@ const size_t fzNumFoldTransposeCanonicalRows =
 static const char *const kGroups[] = {"into-matmul", "unit-dims-to-reshape"};
 
 static const FzGraphOptTable kTable = {kRows, sizeof kRows / sizeof kRows[0],
-                                       kGroups, 2};
+                                       kGroups, 2, NULL, 0};
 
 static const FzPassOptionDef kOptions[] = {
     {"into-matmul", FZ_PASS_OPTION_BOOL, "true",

@@ -59,8 +59,8 @@ typedef struct FzGraphOptRow {
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud);
 
 /* A pass built from a table of rows: initialize builds the pattern set
- * from the rows whose group option is on; run applies it greedily to the
- * op the pass runs on (folds off: a pass does what it says, canonicalize
+ * from the rows whose group option is on (and one of the late rows); run
+ * applies it greedily to the op the pass runs on, then the late set, (folds off: a pass does what it says, canonicalize
  * folds) and adds each row's successes to its statistic. The FzPassDef's
  * userData must point at an FzGraphOptTable. */
 typedef struct FzGraphOptTable {
@@ -69,6 +69,11 @@ typedef struct FzGraphOptTable {
   /* Names of the bool options that rows' `group` fields index. */
   const char *const *groups;
   size_t numGroups;
+  /* Rows applied in a second greedy run, once `rows` reached their
+   * fixpoint: patterns that must not take ops the others are made of
+   * (may be NULL). */
+  const FzGraphOptRow *lateRows;
+  size_t numLateRows;
 } FzGraphOptTable;
 
 bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx);
@@ -110,6 +115,9 @@ size_t fzGraphOptRank(const FzValue *v);
 bool fzGraphOptIsFloatTensor(const FzValue *v);
 
 /*===--- Building (match.c) -------------------------------------------===*/
+
+/* The most operands an op built here may have (a weighted_sum's terms). */
+#define FZ_GRAPH_OPT_MAX_OPERANDS 64
 
 typedef struct FzGraphOptProp {
   const char *name;

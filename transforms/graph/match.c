@@ -168,22 +168,25 @@ static bool swallow(const FzDiagnostic *d, void *ud) {
  * NULL (quietly). */
 static FzType *infer_types(FzContext *ctx, const FzOpDef *def, FzLoc *loc,
                            size_t n, FzType *const *in, FzAttr *props) {
-  FzType *out = NULL;
-  if (!def || !def->inferResultTypes || n > 8 || def->numResults != 1)
+  /* Room for every result (layer_norm infers its optional statistics
+   * too); the first is the one built here. */
+  FzType *out[4] = {NULL, NULL, NULL, NULL};
+  if (!def || !def->inferResultTypes || n > FZ_GRAPH_OPT_MAX_OPERANDS ||
+      (def->numResults != 1 && def->numResults != FZ_VARIADIC))
     return NULL;
   for (size_t i = 0; i < n; ++i)
     if (!in[i])
       return NULL;
   FzDiagHandlerId id = fzContextPushDiagHandler(ctx, swallow, NULL);
-  bool ok = def->inferResultTypes(ctx, loc, n, in, NULL, props, &out);
+  bool ok = def->inferResultTypes(ctx, loc, n, in, NULL, props, out);
   fzContextPopDiagHandler(ctx, id);
-  return ok ? out : NULL;
+  return ok ? out[0] : NULL;
 }
 
 static FzType *infer_type(FzContext *ctx, const FzOpDef *def, FzLoc *loc,
                           size_t n, FzValue *const *operands, FzAttr *props) {
-  FzType *in[8];
-  if (n > 8)
+  FzType *in[FZ_GRAPH_OPT_MAX_OPERANDS];
+  if (n > FZ_GRAPH_OPT_MAX_OPERANDS)
     return NULL;
   for (size_t i = 0; i < n; ++i)
     in[i] = fzValueGetType(operands[i]);

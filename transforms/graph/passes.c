@@ -27,6 +27,7 @@ typedef struct Slot {
 struct OptState {
   FzGraphOptOptions opts;
   FzPatternSet *set;
+  FzPatternSet *lateSet; /* the table's late rows; NULL when none */
   Slot *slots;    /* one per enabled row */
   uint64_t *hits; /* one per statistic of the pass */
   size_t numStats;
@@ -59,10 +60,33 @@ void fzGraphOptPassDestroy(FzPass *pass) {
     return;
   FzContext *ctx = fzPassGetContext(pass);
   fzPatternSetDestroy(st->set);
+  if (st->lateSet)
+    fzPatternSetDestroy(st->lateSet);
   fzFree(ctx, st->slots);
   fzFree(ctx, st->hits);
   fzFree(ctx, st);
   fzPassSetState(pass, NULL);
+}
+
+/* Adds the enabled rows among rows[0..n) to set, each with its slot. */
+static bool add_enabled(FzPass *pass, OptState *st, const FzGraphOptTable *table,
+                        const FzGraphOptRow *rows, size_t n, size_t *used,
+                        FzPatternSet *set) {
+  for (size_t i = 0; i < n; ++i) {
+    const FzGraphOptRow *row = &rows[i];
+    if (row->group >= 0 && (size_t)row->group < table->numGroups &&
+        !fzPassGetBoolOption(pass, table->groups[row->group]))
+      continue;
+    Slot *s = &st->slots[(*used)++];
+    s->state = st;
+    s->fn = row->fn;
+    s->stat = row->stat < st->numStats ? row->stat : 0;
+    FzPattern p = {row->root, row->benefit ? row->benefit : 1, trampoline, s,
+                   row->name};
+    if (!fzPatternSetAdd(set, &p))
+      return false;
+  }
+  return true;
 }
 
 bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
@@ -78,28 +102,20 @@ bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
   if (has_option(def, "shared-statistics"))
     st->opts.sharedStatistics = fzPassGetBoolOption(pass, "shared-statistics");
   st->numStats = def->numStatistics;
+  size_t numRows = table->numRows + table->numLateRows;
   st->hits = fzCalloc(ctx, st->numStats ? st->numStats : 1, sizeof *st->hits);
-  st->slots =
-      fzCalloc(ctx, table->numRows ? table->numRows : 1, sizeof *st->slots);
+  st->slots = fzCalloc(ctx, numRows ? numRows : 1, sizeof *st->slots);
   st->set = fzPatternSetCreate(ctx);
-  if (!st->hits || !st->slots || !st->set)
+  if (table->numLateRows)
+    st->lateSet = fzPatternSetCreate(ctx);
+  if (!st->hits || !st->slots || !st->set ||
+      (table->numLateRows && !st->lateSet))
     return false;
   size_t used = 0;
-  for (size_t i = 0; i < table->numRows; ++i) {
-    const FzGraphOptRow *row = &table->rows[i];
-    if (row->group >= 0 && (size_t)row->group < table->numGroups &&
-        !fzPassGetBoolOption(pass, table->groups[row->group]))
-      continue;
-    Slot *s = &st->slots[used++];
-    s->state = st;
-    s->fn = row->fn;
-    s->stat = row->stat < st->numStats ? row->stat : 0;
-    FzPattern p = {row->root, row->benefit ? row->benefit : 1, trampoline, s,
-                   row->name};
-    if (!fzPatternSetAdd(st->set, &p))
-      return false;
-  }
-  return true;
+  return add_enabled(pass, st, table, table->rows, table->numRows, &used,
+                     st->set) &&
+         (!st->lateSet || add_enabled(pass, st, table, table->lateRows,
+                                      table->numLateRows, &used, st->lateSet));
 }
 
 bool fzGraphOptPassRun(FzPass *pass, FzOp *op) {
@@ -108,6 +124,8 @@ bool fzGraphOptPassRun(FzPass *pass, FzOp *op) {
   fzGreedyConfigInit(&cfg);
   cfg.fold = false; /* canonicalize folds; these passes do what they say */
   bool ok = fzApplyPatternsGreedily(op, st->set, &cfg, NULL);
+  if (ok && st->lateSet)
+    ok = fzApplyPatternsGreedily(op, st->lateSet, &cfg, NULL);
   for (size_t i = 0; i < st->numStats; ++i) {
     fzPassAddStatistic(pass, i, st->hits[i]);
     st->hits[i] = 0;

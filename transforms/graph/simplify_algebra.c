@@ -309,7 +309,7 @@ const size_t fzNumSimplifyAlgebraCanonicalRows =
 static const char *const kGroups[] = {"constant-chains", "fast-math"};
 
 static const FzGraphOptTable kTable = {kRows, sizeof kRows / sizeof kRows[0],
-                                       kGroups, 2};
+                                       kGroups, 2, NULL, 0};
 
 static const FzPassOptionDef kOptions[] = {
     {"constant-chains", FZ_PASS_OPTION_BOOL, "true",

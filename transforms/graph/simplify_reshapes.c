@@ -212,7 +212,7 @@ static const char *const kGroups[] = {"fold-constants", "into-reduce",
                                       "sink-elementwise"};
 
 static const FzGraphOptTable kTable = {kRows, sizeof kRows / sizeof kRows[0],
-                                       kGroups, 3};
+                                       kGroups, 3, NULL, 0};
 
 static const FzPassOptionDef kOptions[] = {
     {"fold-constants", FZ_PASS_OPTION_BOOL, "true",
