@@ -350,6 +350,40 @@ START_TEST(test_parse_error_shows_source) {
 }
 END_TEST
 
+/* fzParseSourceInPlace borrows a NUL-terminated buffer (diagnostics
+ * point into it) and copies one that is not NUL-terminated. */
+START_TEST(test_parse_in_place) {
+  FzContext *ctx = new_context();
+  TextBuf out = {0};
+  FzDiagHandlerId id = fzContextPushDiagHandler(ctx, render_handler, &out);
+  char good[] = "\"test.a\"() : () -> ()\n";
+  FzOp *m = fzParseSourceInPlace(ctx, fzStringRefFromCString(good),
+                                 FZ_STR("in.fuse"));
+  ck_assert_ptr_nonnull(m);
+  char *text = print_op(m, FZ_PRINT_GENERIC);
+  ck_assert_ptr_nonnull(strstr(text, "\"test.a\"() : () -> ()"));
+  free(text);
+  fzOpDestroy(m);
+  char bad[] = "\"test.b\"() : () -> f33\n";
+  ck_assert_ptr_null(fzParseSourceInPlace(ctx, fzStringRefFromCString(bad),
+                                          FZ_STR("in.fuse")));
+  ck_assert_str_eq(out.data, "in.fuse:1:20: error: unknown type 'f33'\n"
+                             "\"test.b\"() : () -> f33\n"
+                             "                   ^\n");
+  /* Not NUL-terminated: copied, so the parse stops at the length given
+   * and never sees the "i32" after it. */
+  text_free(&out);
+  char cut[] = "\"test.c\"() : () -> i32";
+  FzStringRef head = {cut, strlen(cut) - 3};
+  ck_assert_ptr_null(fzParseSourceInPlace(ctx, head, FZ_STR("in2.fuse")));
+  ck_assert_ptr_nonnull(out.data);
+  ck_assert_ptr_nonnull(strstr(out.data, "in2.fuse:1:"));
+  fzContextPopDiagHandler(ctx, id);
+  text_free(&out);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 START_TEST(test_parse_reports_several_errors) {
   FzContext *ctx = new_context();
   DiagLog log;
@@ -759,6 +793,7 @@ static Suite *parser_suite(void) {
   tcase_add_test(tc, test_parse_unregistered_flag);
   tcase_add_test(tc, test_parse_line_offset);
   tcase_add_test(tc, test_parse_error_shows_source);
+  tcase_add_test(tc, test_parse_in_place);
   tcase_add_test(tc, test_parse_reports_several_errors);
   tcase_add_test(tc, test_parse_binary_input);
   tcase_add_test(tc, test_type_parse);
