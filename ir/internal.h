@@ -158,6 +158,7 @@ struct FzOp {
   uint32_t numResults;
   FzValue *results;       /* inline */
   uint32_t numRegions;
+  uint32_t worklistSlot;  /* greedy driver's worklist index + 1 (greedy.c) */
   FzRegion *regions;      /* inline */
   uint32_t orderIndex;
 };
