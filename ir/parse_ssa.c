@@ -29,20 +29,23 @@
 
 typedef struct FzpSsaSlot {
   FzValue *value;
+  FzType *type;       /* value's type, kept here so that checking a use
+                       * does not touch the value (a cache miss) */
   uint32_t line, col; /* definition, or first use of a placeholder */
 } FzpSsaSlot;
 
+/* What resolving a use reads comes first, to share a cache line. */
 typedef struct FzpSsaEntry {
-  const char *name; /* without '%' */
-  uint32_t len;
-  uint32_t numDefined;
-  uint32_t numSlots, capSlots;
-  uint32_t numFwd;
-  bool onFwdStack;
-  bool poisoned; /* its defining op failed: uses are silently accepted */
-  uint32_t defLine, defCol;
   FzpSsaSlot *slots;
   FzpSsaSlot inlineSlot;
+  uint32_t numDefined;
+  uint32_t numSlots, capSlots;
+  bool onFwdStack;
+  bool poisoned; /* its defining op failed: uses are silently accepted */
+  uint32_t numFwd;
+  uint32_t defLine, defCol;
+  const char *name; /* without '%' */
+  uint32_t len;
 } FzpSsaEntry;
 
 typedef struct FzpLabel {
@@ -239,7 +242,7 @@ FzValue *fzpResolveUse(FzAsmParser *p, const FzpUse *u, FzType *type) {
       return NULL;
     }
     FzpSsaSlot *s = &e->slots[u->number];
-    if (type && s->value->type != type) {
+    if (type && s->type != type) {
       type_mismatch(p, u, type, s);
       return NULL;
     }
@@ -260,7 +263,7 @@ FzValue *fzpResolveUse(FzAsmParser *p, const FzpUse *u, FzType *type) {
   }
   FzpSsaSlot *s = &e->slots[u->number];
   if (s->value) {
-    if (s->value->type != type) {
+    if (s->type != type) {
       type_mismatch(p, u, type, s);
       return NULL;
     }
@@ -275,6 +278,7 @@ FzValue *fzpResolveUse(FzAsmParser *p, const FzpUse *u, FzType *type) {
   ph->type = type;
   ph->index = u->number;
   s->value = ph;
+  s->type = type;
   s->line = u->line;
   s->col = u->col;
   e->numFwd++;
@@ -336,6 +340,7 @@ bool fzpDefineValues(FzAsmParser *p, const char *name, size_t len,
     return false;
   for (size_t i = 0; i < n; ++i) {
     e->slots[i].value = vals[i];
+    e->slots[i].type = vals[i]->type;
     e->slots[i].line = line;
     e->slots[i].col = col;
   }
