@@ -12,11 +12,12 @@
 #      (add mul sub max relu constant), arith/math ops for mlir-opt (addf
 #      mulf subf maximumf absf constant), same structure;
 #   2. RUNS timed runs of `fuse-opt --canonicalize --cse` and of
-#      `mlir-opt --cse --canonicalize` (each verifies after every pass,
-#      as by default), output to a file, measured with /usr/bin/time
-#      (wall seconds, peak RSS);
+#      `mlir-opt --cse --canonicalize`, interleaved (each verifies after
+#      every pass, as by default), output to a file, measured with
+#      /usr/bin/time (wall seconds, peak RSS, user + system CPU);
 #   3. the ops left in each output (fuse: graph.*, mlir: arith.*/math.*);
-#   4. a table of medians, the ratio mlir-opt / fuse-opt, and the
+#   4. a table of medians, the ratios mlir-opt / fuse-opt (wall time is
+#      the headline; CPU time is steadier on a loaded machine), and the
 #      pass-only times from --pass-timing / --mlir-timing.
 # Exit status: 0 when every run succeeded, 1 otherwise (the targets -
 # 3x faster, no more surviving ops - are reported, not enforced).
@@ -51,31 +52,37 @@ status=0
 # median of the numbers on stdin
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# time_runs NAME CMD... : RUNS runs, "wall rss" lines into $work/NAME.times
-time_runs() {
+# run_once NAME CMD... : one timed run, "wall rss user sys" appended to
+# $work/NAME.times
+run_once() {
   name=$1
   shift
-  : > "$work/$name.times"
-  i=0
-  while [ "$i" -lt "$runs" ]; do
-    if ! /usr/bin/time -f '%e %M' -o "$work/$name.t" "$@" \
-         > /dev/null 2> "$work/$name.err"; then
-      echo "canon_bench: $name failed:" >&2
-      cat "$work/$name.err" >&2
-      status=1
-    fi
-    cat "$work/$name.t" >> "$work/$name.times"
-    i=$((i + 1))
-  done
+  if ! /usr/bin/time -f '%e %M %U %S' -o "$work/$name.t" "$@" \
+       > /dev/null 2> "$work/$name.err"; then
+    echo "canon_bench: $name failed:" >&2
+    cat "$work/$name.err" >&2
+    status=1
+  fi
+  cat "$work/$name.t" >> "$work/$name.times"
 }
 
-time_runs fuse "$fuse" "$work/dag.fuse" --canonicalize --cse -o "$work/out.fuse"
-time_runs mlir "$mlir" "$work/dag.mlir" --cse --canonicalize -o "$work/out.mlir"
+# The two tools run interleaved so that a change in the machine's load
+# hits both alike.
+: > "$work/fuse.times"
+: > "$work/mlir.times"
+i=0
+while [ "$i" -lt "$runs" ]; do
+  run_once fuse "$fuse" "$work/dag.fuse" --canonicalize --cse -o "$work/out.fuse"
+  run_once mlir "$mlir" "$work/dag.mlir" --cse --canonicalize -o "$work/out.mlir"
+  i=$((i + 1))
+done
 
 fuse_t=$(cut -d' ' -f1 "$work/fuse.times" | median)
 mlir_t=$(cut -d' ' -f1 "$work/mlir.times" | median)
 fuse_m=$(cut -d' ' -f2 "$work/fuse.times" | median)
 mlir_m=$(cut -d' ' -f2 "$work/mlir.times" | median)
+fuse_c=$(awk '{print $3 + $4}' "$work/fuse.times" | median)
+mlir_c=$(awk '{print $3 + $4}' "$work/mlir.times" | median)
 fuse_ops=$(grep -c 'graph\.' "$work/out.fuse")
 mlir_ops=$(grep -cE 'arith\.|math\.' "$work/out.mlir")
 
@@ -95,14 +102,16 @@ fuse_p=$(pass_time "$work/fuse.timing" Canonicalizer CSE)
 mlir_p=$(pass_time "$work/mlir.timing" Canonicalizer CSE)
 
 echo "canonicalize+cse on a random DAG of $n elementwise ops (seed $seed, median of $runs runs)"
-printf '%-10s %10s %10s %14s %12s\n' tool "wall (s)" "RSS (MiB)" "passes (s)" "ops left"
-printf '%-10s %10s %10.1f %14s %12s\n' fuse-opt "$fuse_t" \
+printf '%-10s %10s %10s %10s %14s %12s\n' tool "wall (s)" "CPU (s)" "RSS (MiB)" "passes (s)" "ops left"
+printf '%-10s %10s %10s %10.1f %14s %12s\n' fuse-opt "$fuse_t" "$fuse_c" \
   "$(echo "$fuse_m" | awk '{print $1/1024}')" "$fuse_p" "$fuse_ops"
-printf '%-10s %10s %10.1f %14s %12s\n' mlir-opt "$mlir_t" \
+printf '%-10s %10s %10s %10.1f %14s %12s\n' mlir-opt "$mlir_t" "$mlir_c" \
   "$(echo "$mlir_m" | awk '{print $1/1024}')" "$mlir_p" "$mlir_ops"
-awk -v f="$fuse_t" -v m="$mlir_t" -v fp="$fuse_p" -v mp="$mlir_p" 'BEGIN {
-  printf "speedup (mlir-opt / fuse-opt): whole run %.2fx (target 3x), passes only %.2fx\n",
-         (f > 0 ? m / f : 0), (fp > 0 ? mp / fp : 0) }'
+awk -v f="$fuse_t" -v m="$mlir_t" -v fc="$fuse_c" -v mc="$mlir_c" \
+    -v fk="$fuse_m" -v mk="$mlir_m" -v fp="$fuse_p" -v mp="$mlir_p" 'BEGIN {
+  printf "speedup (mlir-opt / fuse-opt): whole run %.2fx wall (target 3x), %.2fx CPU; passes only %.2fx; peak memory %.2fx\n",
+         (f > 0 ? m / f : 0), (fc > 0 ? mc / fc : 0), (fp > 0 ? mp / fp : 0),
+         (fk > 0 ? mk / fk : 0) }'
 if [ "$fuse_ops" -le "$mlir_ops" ]; then
   echo "surviving ops: fuse-opt $fuse_ops <= mlir-opt $mlir_ops (target met)"
 else

@@ -12,8 +12,9 @@
 #   2. agreement: fuse-opt --print-op-generic and mlir-opt
 #      --mlir-print-op-generic must print the same text (first
 #      differences are shown otherwise);
-#   3. RUNS timed runs of each tool, both with --allow-unregistered-dialect,
-#      output to /dev/null, measured with /usr/bin/time -f '%e %M %U %S'
+#   3. RUNS timed runs of each tool, interleaved (fuse-opt, mlir-opt,
+#      fuse-opt, ...), both with --allow-unregistered-dialect, output to
+#      /dev/null, measured with /usr/bin/time -f '%e %M %U %S'
 #      (wall seconds, peak RSS in KiB, user and system CPU seconds): once
 #      with both printing the generic form, once with both printing the
 #      custom form;
@@ -76,23 +77,28 @@ else
   status=1
 fi
 
-# 3. Timing. Prints "median_wall median_peak_kib median_cpu" of RUNS runs.
-time_runs() {
-  : > "$work/times"
-  i=0
-  while [ "$i" -lt "$runs" ]; do
-    if ! /usr/bin/time -o "$work/one" -f '%e %M %U %S' "$@" "$input" \
-        > /dev/null 2> "$work/run.err"; then
-      echo "failed: $*" >&2
-      head -3 "$work/run.err" >&2
-      return 1
-    fi
-    cat "$work/one" >> "$work/times"
-    i=$((i + 1))
-  done
-  secs=$(cut -d' ' -f1 "$work/times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  kib=$(cut -d' ' -f2 "$work/times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-  cpu=$(awk '{print $3 + $4}' "$work/times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+# 3. Timing. The two tools run interleaved (fuse-opt, mlir-opt, fuse-opt,
+# ...) so that a change in the machine's load hits both alike.
+# run_once NAME CMD...: one timed run, "wall kib user sys" appended to
+# $work/NAME.times.
+run_once() {
+  name=$1
+  shift
+  if ! /usr/bin/time -o "$work/one" -f '%e %M %U %S' "$@" "$input" \
+      > /dev/null 2> "$work/run.err"; then
+    echo "failed: $*" >&2
+    head -3 "$work/run.err" >&2
+    return 1
+  fi
+  cat "$work/one" >> "$work/$name.times"
+}
+
+# medians NAME: "median_wall median_peak_kib median_cpu" of NAME's runs.
+medians() {
+  t=$work/$1.times
+  secs=$(cut -d' ' -f1 "$t" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  kib=$(cut -d' ' -f2 "$t" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+  cpu=$(awk '{print $3 + $4}' "$t" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   echo "$secs $kib $cpu"
 }
 
@@ -114,13 +120,28 @@ echo
 echo "median of $runs runs, parse + verify + print to /dev/null:"
 printf "%-8s %-9s %10s %10s %10s\n" form tool "wall s" "CPU s" "peak MB"
 for form in generic custom; do
+  : > "$work/fuse.times"
+  : > "$work/mlir.times"
   if [ "$form" = generic ]; then
-    fr=$(time_runs "$fuse" --allow-unregistered-dialect --print-op-generic) || { status=1; continue; }
-    mr=$(time_runs "$mlir" --allow-unregistered-dialect --mlir-print-op-generic) || { status=1; continue; }
+    fflag=--print-op-generic
+    mflag=--mlir-print-op-generic
   else
-    fr=$(time_runs "$fuse" --allow-unregistered-dialect) || { status=1; continue; }
-    mr=$(time_runs "$mlir" --allow-unregistered-dialect) || { status=1; continue; }
+    fflag=
+    mflag=
   fi
-  report "$form" "$fr" "$mr"
+  i=0
+  failed=0
+  while [ "$i" -lt "$runs" ]; do
+    # shellcheck disable=SC2086 # an empty flag must vanish
+    run_once fuse "$fuse" --allow-unregistered-dialect $fflag || failed=1
+    # shellcheck disable=SC2086
+    run_once mlir "$mlir" --allow-unregistered-dialect $mflag || failed=1
+    i=$((i + 1))
+  done
+  if [ "$failed" = 1 ]; then
+    status=1
+    continue
+  fi
+  report "$form" "$(medians fuse)" "$(medians mlir)"
 done
 exit $status

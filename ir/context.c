@@ -72,7 +72,8 @@ void fzContextDestroy(FzContext *ctx) {
     return;
   fzContextDestroyExtensions(ctx);
   for (size_t i = 0; i < ctx->numSources; ++i)
-    fzFree(ctx, ctx->sources[i].data);
+    if (ctx->sources[i].owned)
+      fzFree(ctx, (char *)ctx->sources[i].data);
   fzFree(ctx, ctx->sources);
   fzFree(ctx, ctx->handlers);
   fzFree(ctx, ctx->dialects);
@@ -81,6 +82,7 @@ void fzContextDestroy(FzContext *ctx) {
   fzUniqueTableFree(ctx, &ctx->types);
   fzUniqueTableFree(ctx, &ctx->attrs);
   fzUniqueTableFree(ctx, &ctx->locs);
+  fzLocRunsFree(ctx);
   fzArenaReset(&ctx->arena);
   FzAllocator a = ctx->alloc;
   a.realloc(a.userData, ctx, sizeof *ctx, 0);
@@ -161,6 +163,7 @@ FzIdent *fzIdentGet(FzContext *ctx, FzStringRef str) {
   id->hash = h;
   id->opDef = NULL;
   id->dialect = NULL;
+  id->locRun = NULL;
   ctx->identSlots[i] = id;
   ctx->identCount++;
   return id;
@@ -301,11 +304,36 @@ void fzContextForEachOpDef(const FzContext *ctx,
 
 /*===--- Source buffers -------------------------------------------------===*/
 
-const char *fzContextAddSourceBuffer(FzContext *ctx, FzStringRef name,
-                                     FzStringRef contents) {
+const char *fzContextRegisterSource(FzContext *ctx, FzStringRef name,
+                                    const char *data, size_t len,
+                                    bool owned) {
   FzIdent *id = fzIdentGet(ctx, name);
   if (!id)
-    return NULL;
+    goto fail;
+  /* The newest buffer of a name wins; older ones stay alive because
+   * earlier parses may still point into them. */
+  if (ctx->numSources == ctx->capSources) {
+    size_t c = ctx->capSources ? ctx->capSources * 2 : 4;
+    FzSourceBuffer *s = fzRealloc(ctx, ctx->sources, c * sizeof *s);
+    if (!s)
+      goto fail;
+    ctx->sources = s;
+    ctx->capSources = c;
+  }
+  FzSourceBuffer *sb = &ctx->sources[ctx->numSources++];
+  sb->name = id;
+  sb->data = data;
+  sb->len = len;
+  sb->owned = owned;
+  return data;
+fail:
+  if (owned)
+    fzFree(ctx, (char *)data);
+  return NULL;
+}
+
+const char *fzContextAddSourceBuffer(FzContext *ctx, FzStringRef name,
+                                     FzStringRef contents) {
   size_t size;
   if (!fzAddSize(contents.length, 1, &size)) {
     fzNoteAllocationFailure(ctx);
@@ -317,23 +345,7 @@ const char *fzContextAddSourceBuffer(FzContext *ctx, FzStringRef name,
   if (contents.length)
     memcpy(copy, contents.data, contents.length);
   copy[contents.length] = 0;
-  /* The newest buffer of a name wins; older copies stay alive because
-   * earlier parses may still point into them. */
-  if (ctx->numSources == ctx->capSources) {
-    size_t c = ctx->capSources ? ctx->capSources * 2 : 4;
-    FzSourceBuffer *s = fzRealloc(ctx, ctx->sources, c * sizeof *s);
-    if (!s) {
-      fzFree(ctx, copy);
-      return NULL;
-    }
-    ctx->sources = s;
-    ctx->capSources = c;
-  }
-  FzSourceBuffer *sb = &ctx->sources[ctx->numSources++];
-  sb->name = id;
-  sb->data = copy;
-  sb->len = contents.length;
-  return copy;
+  return fzContextRegisterSource(ctx, name, copy, contents.length, true);
 }
 
 const FzSourceBuffer *fzContextFindSource(const FzContext *ctx,

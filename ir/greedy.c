@@ -20,8 +20,11 @@
  * maxRewrites rewrites, is non-convergence, reported at the location of
  * the isolated-from-above op (usually the function) of the last rewrite.
  *
- * Membership of the worklist is a pointer map (op -> slot + 1), so a
- * removed op leaves a NULL hole and is never touched after it is freed.
+ * Membership of the worklist is kept in the ops (FzOp.worklistSlot, its
+ * index + 1, checked against the entry), so testing it costs no hash
+ * lookup; a removed op leaves a NULL hole and is never touched after it
+ * is freed. One driver works on an op at a time (a driver nested in a
+ * pattern would not see the outer one's erasures either).
  */
 #include "ir/pass_internal.h"
 
@@ -35,115 +38,6 @@ typedef struct ConstEntry {
   FzOp *op;
 } ConstEntry;
 
-/* Worklist membership: op -> slot + 1, open addressing with linear
- * probing and backward-shift deletion (no tombstones), sized to at most
- * half full. Faster than a general map on the driver's hot path. */
-typedef struct OpSlots {
-  FzOp **keys;
-  uint32_t *vals;
-  size_t count, cap; /* cap: 0 or a power of two */
-} OpSlots;
-
-static inline size_t slot_hash(const FzOp *op, size_t mask) {
-  uint64_t x = (uint64_t)(uintptr_t)op >> 4;
-  x *= 0x9e3779b97f4a7c15ULL;
-  return (size_t)(x >> 32) & mask;
-}
-
-static void slots_free(FzContext *ctx, OpSlots *s) {
-  fzFree(ctx, s->keys);
-  fzFree(ctx, s->vals);
-  memset(s, 0, sizeof *s);
-}
-
-/* Empties the set, keeping room for n entries. False on OOM. */
-static bool slots_reset(FzContext *ctx, OpSlots *s, size_t n) {
-  size_t cap = 64;
-  while (cap < n * 2 + 2)
-    cap *= 2;
-  if (cap != s->cap) {
-    slots_free(ctx, s);
-    s->keys = fzCalloc(ctx, cap, sizeof *s->keys);
-    s->vals = fzMalloc(ctx, cap * sizeof *s->vals);
-    if (!s->keys || !s->vals) {
-      slots_free(ctx, s);
-      return false;
-    }
-    s->cap = cap;
-  } else {
-    memset(s->keys, 0, cap * sizeof *s->keys);
-  }
-  s->count = 0;
-  return true;
-}
-
-static uint32_t slots_get(const OpSlots *s, const FzOp *op) {
-  if (!s->cap)
-    return 0;
-  size_t mask = s->cap - 1;
-  for (size_t i = slot_hash(op, mask);; i = (i + 1) & mask) {
-    if (s->keys[i] == op)
-      return s->vals[i];
-    if (!s->keys[i])
-      return 0;
-  }
-}
-
-static bool slots_put(FzContext *ctx, OpSlots *s, FzOp *op, uint32_t v) {
-  if ((s->count + 1) * 2 > s->cap) {
-    OpSlots bigger = {NULL, NULL, 0, 0};
-    if (!slots_reset(ctx, &bigger, s->count + 1))
-      return false;
-    size_t mask = bigger.cap - 1;
-    for (size_t i = 0; i < s->cap; ++i) {
-      if (!s->keys[i])
-        continue;
-      size_t j = slot_hash(s->keys[i], mask);
-      while (bigger.keys[j])
-        j = (j + 1) & mask;
-      bigger.keys[j] = s->keys[i];
-      bigger.vals[j] = s->vals[i];
-    }
-    bigger.count = s->count;
-    slots_free(ctx, s);
-    *s = bigger;
-  }
-  size_t mask = s->cap - 1;
-  size_t i = slot_hash(op, mask);
-  while (s->keys[i] && s->keys[i] != op)
-    i = (i + 1) & mask;
-  if (!s->keys[i])
-    s->count++;
-  s->keys[i] = op;
-  s->vals[i] = v;
-  return true;
-}
-
-static void slots_remove(OpSlots *s, const FzOp *op) {
-  if (!s->cap)
-    return;
-  size_t mask = s->cap - 1;
-  size_t i = slot_hash(op, mask);
-  while (s->keys[i] != op) {
-    if (!s->keys[i])
-      return;
-    i = (i + 1) & mask;
-  }
-  /* Backward-shift: move later members of the cluster into the hole
-   * when their home slot does not lie strictly between hole and them. */
-  for (size_t j = (i + 1) & mask; s->keys[j]; j = (j + 1) & mask) {
-    size_t home = slot_hash(s->keys[j], mask);
-    bool between = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-    if (!between) {
-      s->keys[i] = s->keys[j];
-      s->vals[i] = s->vals[j];
-      i = j;
-    }
-  }
-  s->keys[i] = NULL;
-  s->count--;
-}
-
 typedef struct Driver {
   FzContext *ctx;
   FzOp *root;
@@ -152,7 +46,6 @@ typedef struct Driver {
   FzGreedyStats stats;
   FzRewriter *rw;
   FzPtrVec worklist; /* ops; NULL: removed */
-  OpSlots inList;    /* op -> worklist slot + 1 */
   bool changed;      /* in this iteration */
   size_t rewrites, maxRewrites;
   FzFoldResult *fold;
@@ -170,28 +63,34 @@ typedef struct Driver {
 
 /*===--- Worklist ---------------------------------------------------------===*/
 
+/* Whether op is in the worklist: its worklistSlot (index + 1) is only
+ * trusted when that entry still holds op, so a stale value (from an
+ * earlier iteration or driver, or a popped entry) reads as absent. */
+static bool worklist_contains(const Driver *d, const FzOp *op) {
+  uint32_t s = op->worklistSlot;
+  return s && s <= d->worklist.len && d->worklist.data[s - 1] == op;
+}
+
 static void worklist_add(Driver *d, FzOp *op) {
-  if (op == d->root || slots_get(&d->inList, op))
+  if (op == d->root || worklist_contains(d, op))
     return;
-  if (!fzPtrVecPush(&d->worklist, op))
+  if (d->worklist.len >= UINT32_MAX || !fzPtrVecPush(&d->worklist, op))
     return;
-  if (!slots_put(d->ctx, &d->inList, op, (uint32_t)d->worklist.len))
-    d->worklist.data[--d->worklist.len] = NULL;
+  op->worklistSlot = (uint32_t)d->worklist.len;
 }
 
 static void worklist_remove(Driver *d, FzOp *op) {
-  uint32_t slot = slots_get(&d->inList, op);
-  if (!slot)
+  if (!worklist_contains(d, op))
     return;
-  d->worklist.data[slot - 1] = NULL;
-  slots_remove(&d->inList, op);
+  d->worklist.data[op->worklistSlot - 1] = NULL;
+  op->worklistSlot = 0;
 }
 
 static FzOp *worklist_pop(Driver *d) {
   while (d->worklist.len) {
     FzOp *op = fzPtrVecPop(&d->worklist);
     if (op) {
-      slots_remove(&d->inList, op);
+      op->worklistSlot = 0;
       return op;
     }
   }
@@ -566,13 +465,12 @@ static void seed_worklist(Driver *d) {
     d->worklist.data[i] = d->worklist.data[n - 1 - i];
     d->worklist.data[n - 1 - i] = t;
   }
-  if (n >= UINT32_MAX || !slots_reset(d->ctx, &d->inList, n)) {
-    d->worklist.len = 0; /* out of memory (reported): nothing to do */
+  if (n >= UINT32_MAX) {
+    d->worklist.len = 0;
     return;
   }
   for (size_t i = 0; i < n; ++i)
-    (void)slots_put(d->ctx, &d->inList, d->worklist.data[i],
-                    (uint32_t)(i + 1));
+    ((FzOp *)d->worklist.data[i])->worklistSlot = (uint32_t)(i + 1);
 }
 
 void fzGreedyConfigInit(FzGreedyConfig *config) {
@@ -674,7 +572,6 @@ bool fzApplyPatternsGreedily(FzOp *root, FzPatternSet *patterns,
     *stats = d.stats;
   fzRewriterDestroy(d.rw);
   fzPtrVecFree(&d.worklist);
-  slots_free(ctx, &d.inList);
   fzPtrMapFree(&d.constBlock);
   fzFree(ctx, d.fold);
   fzFree(ctx, d.repl);

@@ -21,6 +21,7 @@ struct FzIdent {
   uint32_t hash;
   const FzOpDef *opDef; /* registered op of this name, if any */
   const FzDialectDef *dialect; /* registered dialect of this name, if any */
+  struct FzLocRun *locRun; /* file:line:col locations in this file (locs.c) */
 };
 
 struct FzType {
@@ -157,6 +158,7 @@ struct FzOp {
   uint32_t numResults;
   FzValue *results;       /* inline */
   uint32_t numRegions;
+  uint32_t worklistSlot;  /* greedy driver's worklist index + 1 (greedy.c) */
   FzRegion *regions;      /* inline */
   uint32_t orderIndex;
 };
@@ -194,8 +196,9 @@ typedef struct FzDiagHandlerEntry {
 /* A source buffer kept for showing source lines in diagnostics. */
 typedef struct FzSourceBuffer {
   FzIdent *name;
-  char *data; /* NUL-terminated copy */
+  const char *data; /* NUL-terminated */
   size_t len;
+  bool owned;       /* a copy the context frees; else the caller's buffer */
 } FzSourceBuffer;
 
 /* A uniquing table: open addressing over pointers to objects that carry
@@ -212,6 +215,16 @@ typedef struct FzUniqueTable {
   size_t count, cap;
 } FzUniqueTable;
 
+/* The file:line:col locations of one file in increasing (line, col)
+ * order, as a parser creates them: one that comes after the last is
+ * appended without a hash lookup (locs.c). The array is heap memory;
+ * runs are chained from the context for fzContextDestroy. */
+typedef struct FzLocRun {
+  FzLoc **locs;
+  size_t len, cap;
+  struct FzLocRun *nextRun;
+} FzLocRun;
+
 struct FzContext {
   FzAllocator alloc;
   bool allocFailed;
@@ -224,6 +237,7 @@ struct FzContext {
   FzIdent **identSlots; /* open addressing */
   size_t identCount, identCap;
   FzUniqueTable types, attrs, locs;
+  FzLocRun *locRuns; /* every file's run (locs.c), for destruction */
 
   /* Cached builtins. */
   FzType *i1, *i8, *i16, *i32, *i64, *index, *f16, *bf16, *f32, *f64, *none;
@@ -259,6 +273,16 @@ void fzUniqueTableFree(FzContext *ctx, FzUniqueTable *t);
 static inline uint32_t fzUniqueHashOf(const void *obj) {
   return ((const FzType *)obj)->hash;
 }
+
+/* Frees the location runs' arrays (the runs live in the arena). */
+void fzLocRunsFree(FzContext *ctx);
+
+/* Registers data[0..len) (NUL-terminated) under name without copying
+ * it; the context frees it on destruction when `owned` (it must then
+ * come from the context's allocator). Returns data, or NULL on
+ * allocation failure (an owned buffer is then freed). */
+const char *fzContextRegisterSource(FzContext *ctx, FzStringRef name,
+                                    const char *data, size_t len, bool owned);
 
 /* The source buffer registered under name, or NULL. */
 const FzSourceBuffer *fzContextFindSource(const FzContext *ctx,

@@ -80,6 +80,75 @@ FzLoc *fzUnknownLocGet(FzContext *ctx) {
   return loc_get(ctx, &k);
 }
 
+/* File:line:col locations take a fast path beside the uniquing table,
+ * because a parser makes one for nearly every op and argument, in
+ * increasing (line, col) order: each file has a run (FzLocRun) sorted by
+ * (line, col). Invariant: a file:line:col location is either in its
+ * file's run or in ctx->locs, never both, and one in ctx->locs was made
+ * when its key was not above the run's last key. Since the run's last
+ * key only grows, a key above it is in neither place and is appended
+ * without a lookup; any other key is looked up in the run (binary
+ * search), then in ctx->locs. */
+static uint64_t flc_key(unsigned line, unsigned col) {
+  return ((uint64_t)line << 32) | col;
+}
+
+static uint64_t flc_key_of(const FzLoc *l) {
+  return flc_key(l->u.flc.line, l->u.flc.col);
+}
+
+static FzLocRun *loc_run(FzContext *ctx, FzIdent *file) {
+  if (file->locRun)
+    return file->locRun;
+  FzLocRun *run = fzArenaAlloc(&ctx->arena, sizeof *run);
+  if (!run)
+    return NULL;
+  memset(run, 0, sizeof *run);
+  run->nextRun = ctx->locRuns;
+  ctx->locRuns = run;
+  file->locRun = run;
+  return run;
+}
+
+void fzLocRunsFree(FzContext *ctx) {
+  for (FzLocRun *r = ctx->locRuns; r; r = r->nextRun)
+    fzFree(ctx, r->locs);
+  ctx->locRuns = NULL;
+}
+
+/* The location in run with key k, or NULL. */
+static FzLoc *run_find(const FzLocRun *run, uint64_t k) {
+  size_t lo = 0, hi = run->len;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    uint64_t m = flc_key_of(run->locs[mid]);
+    if (m == k)
+      return run->locs[mid];
+    if (m < k)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+static FzLoc *run_append(FzContext *ctx, FzLocRun *run, const FzLoc *key) {
+  if (run->len == run->cap) {
+    size_t cap = run->cap ? run->cap * 2 : 256;
+    FzLoc **locs = fzRealloc(ctx, run->locs, cap * sizeof *locs);
+    if (!locs)
+      return NULL;
+    run->locs = locs;
+    run->cap = cap;
+  }
+  FzLoc *l = loc_make(ctx, key);
+  if (!l)
+    return NULL;
+  l->hash = loc_hash(key);
+  run->locs[run->len++] = l;
+  return l;
+}
+
 FzLoc *fzFileLineColLocGetIdent(FzContext *ctx, FzIdent *file,
                                 unsigned line, unsigned col) {
   if (!file)
@@ -88,7 +157,20 @@ FzLoc *fzFileLineColLocGetIdent(FzContext *ctx, FzIdent *file,
   k.u.flc.file = file;
   k.u.flc.line = line;
   k.u.flc.col = col;
-  return loc_get(ctx, &k);
+  FzLocRun *run = loc_run(ctx, file);
+  if (!run)
+    return NULL;
+  uint64_t key = flc_key(line, col);
+  if (run->len == 0)
+    return run_append(ctx, run, &k);
+  FzLoc *last = run->locs[run->len - 1];
+  uint64_t lastKey = flc_key_of(last);
+  if (key > lastKey)
+    return run_append(ctx, run, &k);
+  if (key == lastKey)
+    return last;
+  FzLoc *found = run_find(run, key);
+  return found ? found : loc_get(ctx, &k);
 }
 
 FzLoc *fzFileLineColLocGet(FzContext *ctx, FzStringRef file, unsigned line,

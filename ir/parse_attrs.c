@@ -708,13 +708,14 @@ done:
 }
 
 FzAttr *fzpParseDictAttr(FzAsmParser *p) {
-  FzToken at = p->tok;
   size_t base, n;
   if (!fzpParseDictEntries(p, &base, &n))
     return NULL;
+  /* fzpParseDictEntries has rejected duplicate keys, the only error
+   * fzDictAttrGet reports at its location: no location is made. */
   FzAttr *d = fzDictAttrGet(p->ctx, n,
                             FZP_AT(const FzNamedAttr, p->namedStack.data, base),
-                            fzpLocAt(p, at.line, at.col));
+                            fzUnknownLocGet(p->ctx));
   p->namedStack.len = base * sizeof(FzNamedAttr);
   if (!d)
     fzpNoteFailure(p);

@@ -5,7 +5,10 @@
  * fresh name scope in which outer names do not exist. All names live in
  * one hash map keyed by (name, tag) where the tag identifies the isolated
  * name scope, so entering an isolated op is O(1) and outer names simply
- * miss. Each region scope records the entries defined in it (defStack)
+ * miss. Names ending in a number (what printers and generators write:
+ * %0, %arg3, %v12) skip the hash map: each isolated scope has arrays
+ * indexed by that number, one per prefix (families), dropped when the
+ * scope ends. Each region scope records the entries defined in it (defStack)
  * and, when it ends, marks them undefined again, so sibling regions may
  * reuse a name.
  *
@@ -26,20 +29,23 @@
 
 typedef struct FzpSsaSlot {
   FzValue *value;
+  FzType *type;       /* value's type, kept here so that checking a use
+                       * does not touch the value (a cache miss) */
   uint32_t line, col; /* definition, or first use of a placeholder */
 } FzpSsaSlot;
 
+/* What resolving a use reads comes first, to share a cache line. */
 typedef struct FzpSsaEntry {
-  const char *name; /* without '%' */
-  uint32_t len;
-  uint32_t numDefined;
-  uint32_t numSlots, capSlots;
-  uint32_t numFwd;
-  bool onFwdStack;
-  bool poisoned; /* its defining op failed: uses are silently accepted */
-  uint32_t defLine, defCol;
   FzpSsaSlot *slots;
   FzpSsaSlot inlineSlot;
+  uint32_t numDefined;
+  uint32_t numSlots, capSlots;
+  bool onFwdStack;
+  bool poisoned; /* its defining op failed: uses are silently accepted */
+  uint32_t numFwd;
+  uint32_t defLine, defCol;
+  const char *name; /* without '%' */
+  uint32_t len;
 } FzpSsaEntry;
 
 typedef struct FzpLabel {
@@ -69,51 +75,90 @@ static FzpSsaEntry *new_entry(FzAsmParser *p, const char *name, size_t len) {
   return e;
 }
 
-/* The number of a name like "0" or "123" (what printers produce), which
- * is looked up in a plain array instead of the hash map. */
-static bool numeric_name(const char *s, size_t len, size_t *out) {
-  if (len == 0 || len > 7 || (s[0] == '0' && len > 1))
+/* Splits a name into a prefix and a trailing canonical decimal number
+ * ("v12" -> "v", 12; "7" -> "", 7): at most 7 digits, no leading zero
+ * unless the number is 0, so that each name has one split. */
+static bool split_numbered(const char *s, size_t len, size_t *prefixLen,
+                           size_t *number) {
+  size_t i = len;
+  while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+    --i;
+  size_t digits = len - i;
+  if (digits == 0 || digits > 7 || (s[i] == '0' && digits > 1))
     return false;
   size_t v = 0;
-  for (size_t i = 0; i < len; ++i) {
-    if (s[i] < '0' || s[i] > '9')
-      return false;
-    v = v * 10 + (size_t)(s[i] - '0');
-  }
-  *out = v;
+  for (size_t k = i; k < len; ++k)
+    v = v * 10 + (size_t)(s[k] - '0');
+  *prefixLen = i;
+  *number = v;
   return true;
 }
 
-/* Numbered names below this use the array: large in the outer name
+/* Numbers below this use a family's array: large in the outer name
  * scopes (file, module, function), small in deeper isolated ops, so that
- * odd input cannot make every nested scope allocate a big array. The
- * bound depends only on the scope, so a name always lands in the same
- * table. */
+ * odd input cannot make every nested scope allocate big arrays. At most
+ * FZP_MAX_FAMILIES prefixes per isolated scope get a family; names with
+ * other prefixes go to the hash map. Both bounds depend only on the
+ * scope and on which prefixes came first in it, so a name always lands
+ * in the same table. */
+#define FZP_MAX_FAMILIES 4
+
 static size_t numbered_limit(const FzAsmParser *p) {
   return p->isoDepth <= 3 ? (size_t)1 << 20 : (size_t)1 << 12;
 }
 
+/* The index of the current scope's family of `prefix`, made if there is
+ * room, or SIZE_MAX. */
+static size_t family_index(FzAsmParser *p, const char *prefix, size_t len) {
+  for (size_t i = p->famBase; i < p->numFamilies; ++i) {
+    const FzpFamily *f = &p->families[i];
+    if (f->len == len && memcmp(f->prefix, prefix, len) == 0)
+      return i;
+  }
+  if (p->numFamilies - p->famBase >= FZP_MAX_FAMILIES)
+    return SIZE_MAX;
+  if (p->numFamilies == p->capFamilies) {
+    size_t cap = p->capFamilies ? p->capFamilies * 2 : 8;
+    FzpFamily *fs = fzRealloc(p->ctx, p->families, cap * sizeof *fs);
+    if (!fs) {
+      fzpOutOfMemory(p);
+      return SIZE_MAX;
+    }
+    p->families = fs;
+    p->capFamilies = cap;
+  }
+  const char *key = stable_key(p, prefix, len);
+  if (!key) {
+    fzpOutOfMemory(p);
+    return SIZE_MAX;
+  }
+  p->families[p->numFamilies] = (FzpFamily){key, (uint32_t)len, NULL, 0};
+  return p->numFamilies++;
+}
+
 static FzpSsaEntry *get_entry(FzAsmParser *p, const char *name, size_t len) {
-  size_t idx;
-  if (numeric_name(name, len, &idx) && idx < numbered_limit(p)) {
-    if (idx < p->numberedCap && p->numbered[idx])
-      return p->numbered[idx];
-    if (idx >= p->numberedCap) {
-      size_t cap = p->numberedCap ? p->numberedCap * 2 : 64;
+  size_t prefixLen, idx, fam;
+  if (split_numbered(name, len, &prefixLen, &idx) &&
+      idx < numbered_limit(p) &&
+      (fam = family_index(p, name, prefixLen)) != SIZE_MAX) {
+    FzpFamily *f = &p->families[fam];
+    if (idx < f->cap && f->slots[idx])
+      return f->slots[idx];
+    if (idx >= f->cap) {
+      size_t cap = f->cap ? f->cap * 2 : 64;
       while (cap <= idx)
         cap *= 2;
-      void **arr = fzRealloc(p->ctx, p->numbered, cap * sizeof *arr);
+      void **arr = fzRealloc(p->ctx, f->slots, cap * sizeof *arr);
       if (!arr) {
         fzpOutOfMemory(p);
         return NULL;
       }
-      memset(arr + p->numberedCap, 0,
-             (cap - p->numberedCap) * sizeof *arr);
-      p->numbered = arr;
-      p->numberedCap = cap;
+      memset(arr + f->cap, 0, (cap - f->cap) * sizeof *arr);
+      f->slots = arr;
+      f->cap = cap;
     }
     FzpSsaEntry *e = new_entry(p, name, len);
-    p->numbered[idx] = e;
+    f->slots[idx] = e;
     return e;
   }
   uint32_t hash = fzpStrHash(name, len, p->ssaTag);
@@ -197,7 +242,7 @@ FzValue *fzpResolveUse(FzAsmParser *p, const FzpUse *u, FzType *type) {
       return NULL;
     }
     FzpSsaSlot *s = &e->slots[u->number];
-    if (type && s->value->type != type) {
+    if (type && s->type != type) {
       type_mismatch(p, u, type, s);
       return NULL;
     }
@@ -218,7 +263,7 @@ FzValue *fzpResolveUse(FzAsmParser *p, const FzpUse *u, FzType *type) {
   }
   FzpSsaSlot *s = &e->slots[u->number];
   if (s->value) {
-    if (s->value->type != type) {
+    if (s->type != type) {
       type_mismatch(p, u, type, s);
       return NULL;
     }
@@ -233,6 +278,7 @@ FzValue *fzpResolveUse(FzAsmParser *p, const FzpUse *u, FzType *type) {
   ph->type = type;
   ph->index = u->number;
   s->value = ph;
+  s->type = type;
   s->line = u->line;
   s->col = u->col;
   e->numFwd++;
@@ -294,6 +340,7 @@ bool fzpDefineValues(FzAsmParser *p, const char *name, size_t len,
     return false;
   for (size_t i = 0; i < n; ++i) {
     e->slots[i].value = vals[i];
+    e->slots[i].type = vals[i]->type;
     e->slots[i].line = line;
     e->slots[i].col = col;
   }
@@ -335,15 +382,11 @@ bool fzpPushScope(FzAsmParser *p, bool isolated) {
   s->defMark = p->defStack.len;
   s->fwdMark = p->fwdStack.len;
   s->savedSsaTag = p->ssaTag;
-  s->savedNumbered = NULL;
-  s->savedNumberedCap = 0;
+  s->savedFamBase = p->famBase;
   if (isolated) {
     ++p->isoDepth;
     p->ssaTag = ++p->nextTag;
-    s->savedNumbered = p->numbered;
-    s->savedNumberedCap = p->numberedCap;
-    p->numbered = NULL;
-    p->numberedCap = 0;
+    p->famBase = p->numFamilies;
   }
   return true;
 }
@@ -420,9 +463,10 @@ void fzpPopScope(FzAsmParser *p) {
     }
     p->fwdStack.len = s->fwdMark;
     p->ssaTag = s->savedSsaTag;
-    fzFree(p->ctx, p->numbered);
-    p->numbered = s->savedNumbered;
-    p->numberedCap = s->savedNumberedCap;
+    for (size_t i = p->famBase; i < p->numFamilies; ++i)
+      fzFree(p->ctx, p->families[i].slots);
+    p->numFamilies = p->famBase;
+    p->famBase = s->savedFamBase;
     --p->isoDepth;
   }
 }
@@ -454,11 +498,11 @@ bool fzpDefineLabel(FzAsmParser *p, const FzToken *t) {
 }
 
 void fzpSsaFree(FzAsmParser *p) {
-  fzFree(p->ctx, p->numbered);
-  p->numbered = NULL;
-  for (size_t i = 0; i < p->numScopes; ++i)
-    if (p->scopes[i].isolated)
-      fzFree(p->ctx, p->scopes[i].savedNumbered);
+  for (size_t i = 0; i < p->numFamilies; ++i)
+    fzFree(p->ctx, p->families[i].slots);
+  fzFree(p->ctx, p->families);
+  p->families = NULL;
+  p->numFamilies = p->capFamilies = p->famBase = 0;
   fzpStrMapFree(&p->ssa);
   fzpStrMapFree(&p->labels);
   fzFree(p->ctx, p->scopes);

@@ -520,6 +520,16 @@ static FzOp *parse_file(FzAsmParser *p) {
 
 /*===--- Entry points -------------------------------------------------------===*/
 
+/* Parses buf[0..len), already registered as fileName's source. */
+static FzOp *parse_registered(FzContext *ctx, FzStringRef fileName,
+                              const char *buf, size_t len) {
+  FzAsmParser p;
+  fzpInit(&p, ctx, fileName, buf, len, 0);
+  FzOp *op = parse_file(&p);
+  fzpFinish(&p);
+  return op;
+}
+
 FzOp *fzParseSource(FzContext *ctx, FzStringRef contents,
                     FzStringRef fileName, unsigned lineOffset) {
   if (!contents.data)
@@ -541,13 +551,16 @@ FzOp *fzParseSource(FzContext *ctx, FzStringRef contents,
   }
   const char *buf = fzContextAddSourceBuffer(ctx, fileName, contents);
   fzBufFree(&padded);
-  if (!buf)
-    return NULL;
-  FzAsmParser p;
-  fzpInit(&p, ctx, fileName, buf, contents.length, 0);
-  FzOp *op = parse_file(&p);
-  fzpFinish(&p);
-  return op;
+  return buf ? parse_registered(ctx, fileName, buf, contents.length) : NULL;
+}
+
+FzOp *fzParseSourceInPlace(FzContext *ctx, FzStringRef contents,
+                           FzStringRef fileName) {
+  if (!contents.data || contents.data[contents.length] != 0)
+    return fzParseSource(ctx, contents, fileName, 0);
+  const char *buf = fzContextRegisterSource(ctx, fileName, contents.data,
+                                            contents.length, false);
+  return buf ? parse_registered(ctx, fileName, buf, contents.length) : NULL;
 }
 
 FzOp *fzParseFile(FzContext *ctx, const char *path) {
@@ -576,10 +589,17 @@ FzOp *fzParseFile(FzContext *ctx, const char *path) {
     return NULL;
   }
   FzStringRef name = fzStringRefFromCString(isStdin ? "<stdin>" : path);
-  FzOp *op = fzParseSource(ctx, (FzStringRef){b.data ? b.data : "", b.len},
-                           name, 0);
-  fzBufFree(&b);
-  return op;
+  if (!b.data)
+    return fzParseSource(ctx, FZ_STR(""), name, 0);
+  /* The context takes the buffer: no second copy of the file. */
+  fzBufPutc(&b, '\0');
+  if (b.failed) {
+    fzBufFree(&b);
+    return NULL;
+  }
+  size_t len = b.len - 1;
+  const char *buf = fzContextRegisterSource(ctx, name, b.data, len, true);
+  return buf ? parse_registered(ctx, name, buf, len) : NULL;
 }
 
 /* Shared by fzTypeParse and fzAttrParse: sets up a parser over a copy of

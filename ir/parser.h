@@ -82,9 +82,18 @@ typedef struct FzpScope {
   uint32_t regionTag;   /* block labels of this region */
   size_t defMark;       /* defStack length at entry */
   size_t fwdMark;       /* fwdStack length at entry (isolated only) */
-  void **savedNumbered; /* isolated: the enclosing scope's numbered names */
-  size_t savedNumberedCap;
+  size_t savedFamBase;  /* isolated: the enclosing scope's famBase */
 } FzpScope;
+
+/* SSA names that end in a canonical decimal number ("%0", "%arg3",
+ * "%v12", "%cst_4") are looked up by number in an array per prefix
+ * (a family) instead of in the hash map (see parse_ssa.c). */
+typedef struct FzpFamily {
+  const char *prefix; /* stable (buffer or arena) */
+  uint32_t len;
+  void **slots;       /* FzpSsaEntry by number; NULL: none yet */
+  size_t cap;
+} FzpFamily;
 
 /* An alias definition: #name = attr | loc, or !name = type. */
 typedef struct FzpAlias {
@@ -139,8 +148,9 @@ struct FzAsmParser {
 
   /* SSA names (see parse_ssa.c). */
   FzpStrMap ssa;      /* (name, name-scope tag) -> FzpSsaEntry */
-  void **numbered;    /* %0, %1, ...: FzpSsaEntry by number (this scope) */
-  size_t numberedCap;
+  FzpFamily *families; /* of every isolated scope entered, innermost last */
+  size_t numFamilies, capFamilies;
+  size_t famBase;     /* the current isolated scope's first family */
   unsigned isoDepth;  /* isolated name scopes entered */
   FzpStrMap labels;   /* (label, region tag) -> FzpLabel */
   uint32_t ssaTag;    /* tag of the current isolated name scope */

@@ -15,6 +15,14 @@
 
 #include "fz/ir.h"
 
+/* A hint to fetch the memory at p into the cache; never faults, so p
+ * may be NULL or dangling. */
+#if defined(__GNUC__) || defined(__clang__)
+#define FZ_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define FZ_PREFETCH(p) ((void)(p))
+#endif
+
 /* Context-backed heap. fzFree(ctx, NULL) is fine. Sizes are tracked in a
  * header so callers need not remember them. */
 void *fzMalloc(FzContext *ctx, size_t size);

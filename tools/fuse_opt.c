@@ -365,12 +365,15 @@ static void write_chunk(FzStringRef text, void *userData) {
  * The chunk is handed to the parser behind lineOffset empty lines (rather
  * than with fzParseSource's lineOffset), so that the source buffer the
  * context keeps for diagnostics has the file's line numbering and parse
- * errors show the right source line under their caret. */
+ * errors show the right source line under their caret. The first chunk
+ * (the whole input without --split-input-file) is parsed in place: the
+ * context borrows the input buffer, which outlives it, instead of
+ * copying it. */
 static FzOp *parse_chunk(FzContext *ctx, const char *fileName, FzStringRef text,
                          unsigned lineOffset) {
   FzStringRef name = fzStringRefFromCString(fileName);
   if (lineOffset == 0)
-    return fzParseSource(ctx, text, name, 0);
+    return fzParseSourceInPlace(ctx, text, name);
   char *padded = malloc((size_t)lineOffset + text.length + 1);
   if (!padded) {
     /* Fall back to the offset: right locations, no source line. */

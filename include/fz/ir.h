@@ -768,6 +768,13 @@ FZ_MUST_CHECK bool fzContextSetExtension(FzContext *ctx, const void *key,
  * The result is not verified. */
 FzOp *fzParseSource(FzContext *ctx, FzStringRef contents,
                     FzStringRef fileName, unsigned lineOffset);
+/* Like fzParseSource with lineOffset 0, but without copying the buffer:
+ * the context keeps pointing into `contents` (for diagnostics), so the
+ * caller keeps it alive and unchanged until the context is destroyed.
+ * contents.data[contents.length] must be a NUL byte; a buffer without
+ * one is copied as by fzParseSource. */
+FzOp *fzParseSourceInPlace(FzContext *ctx, FzStringRef contents,
+                           FzStringRef fileName);
 /* Reads and parses a file ("-" is stdin). NULL after an error (which
  * includes a file that cannot be read). Same ownership as fzParseSource. */
 FzOp *fzParseFile(FzContext *ctx, const char *path);

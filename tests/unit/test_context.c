@@ -361,6 +361,35 @@ START_TEST(test_loc_uniquing) {
 }
 END_TEST
 
+/* File:line:col locations are unique whatever order they are made in:
+ * ascending (the parser's order, appended to the file's run), repeated,
+ * and out of order (looked up in the run, else in the uniquing table). */
+START_TEST(test_loc_uniquing_any_order) {
+  FzContext *ctx = fzContextCreate();
+  enum { N = 600 };
+  static FzLoc *made[N];
+  /* Every other key first, ascending, then the rest descending, then
+   * everything again in a scrambled order. */
+  for (unsigned i = 0; i < N; i += 2)
+    made[i] = fzFileLineColLocGet(ctx, FZ_STR("f"), 1 + i / 10, 1 + i % 10);
+  for (unsigned i = N - 1; i < N; i -= 2)
+    made[i] = fzFileLineColLocGet(ctx, FZ_STR("f"), 1 + i / 10, 1 + i % 10);
+  for (unsigned k = 0; k < N; ++k) {
+    unsigned i = (k * 7919u) % N;
+    FzLoc *l = fzFileLineColLocGet(ctx, FZ_STR("f"), 1 + i / 10, 1 + i % 10);
+    ck_assert_ptr_eq(l, made[i]);
+    ck_assert_uint_eq(fzLocGetLine(l), 1 + i / 10);
+    ck_assert_uint_eq(fzLocGetColumn(l), 1 + i % 10);
+  }
+  for (unsigned i = 1; i < N; ++i)
+    ck_assert_ptr_ne(made[i], made[i - 1]);
+  /* Another file with the same lines and columns is distinct. */
+  ck_assert_ptr_ne(fzFileLineColLocGet(ctx, FZ_STR("g"), 1, 1), made[0]);
+  ck_assert_ptr_eq(fzFileLineColLocGet(ctx, FZ_STR("f"), 1, 1), made[0]);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 /*===--- Dictionaries ---------------------------------------------------===*/
 
 START_TEST(test_dict_sorting) {
@@ -1060,6 +1089,7 @@ static Suite *context_suite(void) {
   tcase_add_test(tc, test_type_uniquing);
   tcase_add_test(tc, test_attr_uniquing);
   tcase_add_test(tc, test_loc_uniquing);
+  tcase_add_test(tc, test_loc_uniquing_any_order);
   tcase_add_test(tc, test_dict_sorting);
   tcase_add_test(tc, test_dict_duplicates);
   tcase_add_test(tc, test_dense_splat);

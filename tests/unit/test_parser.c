@@ -350,6 +350,101 @@ START_TEST(test_parse_error_shows_source) {
 }
 END_TEST
 
+/* fzParseSourceInPlace borrows a NUL-terminated buffer (diagnostics
+ * point into it) and copies one that is not NUL-terminated. */
+START_TEST(test_parse_in_place) {
+  FzContext *ctx = new_context();
+  TextBuf out = {0};
+  FzDiagHandlerId id = fzContextPushDiagHandler(ctx, render_handler, &out);
+  char good[] = "\"test.a\"() : () -> ()\n";
+  FzOp *m = fzParseSourceInPlace(ctx, fzStringRefFromCString(good),
+                                 FZ_STR("in.fuse"));
+  ck_assert_ptr_nonnull(m);
+  char *text = print_op(m, FZ_PRINT_GENERIC);
+  ck_assert_ptr_nonnull(strstr(text, "\"test.a\"() : () -> ()"));
+  free(text);
+  fzOpDestroy(m);
+  char bad[] = "\"test.b\"() : () -> f33\n";
+  ck_assert_ptr_null(fzParseSourceInPlace(ctx, fzStringRefFromCString(bad),
+                                          FZ_STR("in.fuse")));
+  ck_assert_str_eq(out.data, "in.fuse:1:20: error: unknown type 'f33'\n"
+                             "\"test.b\"() : () -> f33\n"
+                             "                   ^\n");
+  /* Not NUL-terminated: copied, so the parse stops at the length given
+   * and never sees the "i32" after it. */
+  text_free(&out);
+  char cut[] = "\"test.c\"() : () -> i32";
+  FzStringRef head = {cut, strlen(cut) - 3};
+  ck_assert_ptr_null(fzParseSourceInPlace(ctx, head, FZ_STR("in2.fuse")));
+  ck_assert_ptr_nonnull(out.data);
+  ck_assert_ptr_nonnull(strstr(out.data, "in2.fuse:1:"));
+  fzContextPopDiagHandler(ctx, id);
+  text_free(&out);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* SSA names ending in a number are looked up per prefix by number
+ * (parse_ssa.c): distinct spellings stay distinct ("%v1" and "%v01"),
+ * more prefixes than get an array, numbers too long for one, and the
+ * same names in an isolated scope all behave like any other name. */
+START_TEST(test_parse_numbered_names) {
+  FzContext *ctx = new_context();
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  static const char kNames[] =
+      "func.func @f(%v1: i32, %v01: f32) -> (i32, f32) {\n"
+      "  %a0 = \"t.a\"(%v1) : (i32) -> i32\n"
+      "  %b0 = \"t.b\"(%a0) : (i32) -> i32\n"
+      "  %c0 = \"t.c\"(%b0) : (i32) -> i32\n"
+      "  %d0 = \"t.d\"(%c0) : (i32) -> i32\n"
+      "  %e0 = \"t.e\"(%d0) : (i32) -> i32\n"
+      "  %x9999999 = \"t.x\"(%e0, %v01) : (i32, f32) -> i32\n"
+      "  %y12345678 = \"t.y\"(%x9999999) : (i32) -> i32\n"
+      "  %0 = \"t.z\"(%y12345678) : (i32) -> i32\n"
+      "  \"t.region\"() ({\n"
+      "    %v2 = \"t.inner\"(%0, %v1) : (i32, i32) -> i32\n"
+      "  }) : () -> ()\n"
+      "  return %0, %v01 : i32, f32\n"
+      "}\n"
+      "func.func @g(%v01: i32) -> i32 {\n"
+      "  %v1 = \"t.a\"(%v01) : (i32) -> i32\n"
+      "  return %v1 : i32\n"
+      "}\n";
+  FzOp *m = parse(ctx, kNames);
+  if (!m)
+    diag_log_dump(&log);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(fzOpVerify(m));
+  char *text = print_op(m, FZ_PRINT_GENERIC);
+  FzOp *again = parse(ctx, text);
+  ck_assert_ptr_nonnull(again);
+  char *text2 = print_op(again, FZ_PRINT_GENERIC);
+  ck_assert_str_eq(text, text2);
+  free(text);
+  free(text2);
+  fzOpDestroy(again);
+  fzOpDestroy(m);
+  /* Redefinition and use before definition are still found, and %v2 of
+   * the region above is gone once its region ends. */
+  diag_log_clear(&log);
+  ck_assert_ptr_null(parse(ctx,
+      "func.func @h(%v1: i32) {\n"
+      "  %v1 = \"t.a\"() : () -> i32\n"
+      "  \"t.region\"() ({\n"
+      "    %v2 = \"t.b\"() : () -> i32\n"
+      "  }) : () -> ()\n"
+      "  \"t.use\"(%v2) : (i32) -> ()\n"
+      "  return\n"
+      "}\n"));
+  ck_assert_diag_at(&log, "redefinition of SSA value '%v1'", "in.fuse", 2, 3);
+  ck_assert_diag_at(&log, "use of undeclared SSA value name '%v2'", "in.fuse",
+                    6, 11);
+  diag_log_end(&log);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 START_TEST(test_parse_reports_several_errors) {
   FzContext *ctx = new_context();
   DiagLog log;
@@ -759,6 +854,8 @@ static Suite *parser_suite(void) {
   tcase_add_test(tc, test_parse_unregistered_flag);
   tcase_add_test(tc, test_parse_line_offset);
   tcase_add_test(tc, test_parse_error_shows_source);
+  tcase_add_test(tc, test_parse_in_place);
+  tcase_add_test(tc, test_parse_numbered_names);
   tcase_add_test(tc, test_parse_reports_several_errors);
   tcase_add_test(tc, test_parse_binary_input);
   tcase_add_test(tc, test_type_parse);

@@ -7,6 +7,8 @@
  */
 #include "test_helpers.h"
 
+#include "ir/internal.h" /* to corrupt use lists on purpose */
+
 typedef struct V {
   FzContext *ctx;
   FzOp *module;
@@ -94,6 +96,62 @@ static FzBlock *func0(V *v, const char *name) {
   ck_assert_ptr_nonnull(add_func(v->body, name, 0, NULL, 0, NULL, &entry));
   return entry;
 }
+
+/*===--- Corrupt use lists --------------------------------------------===*/
+
+/* The verifier checks use lists link by link (ir/verifier.c): each kind of
+ * broken link below is reported, and the IR verifies again once the link
+ * is restored. x has the uses u0 (by s1) and u1 (by s2), y the use w. */
+START_TEST(test_corrupt_use_lists) {
+  V v;
+  v_init(&v);
+  FzBlock *e = func0(&v, "f");
+  FzValue *x = def(&v, e, "test.x", 2, 0, NULL);
+  FzValue *y = def(&v, e, "test.y", 3, 0, NULL);
+  FzOp *s1 = use(&v, e, "test.s1", 4, 1, &x);
+  FzOp *s2 = use(&v, e, "test.s2", 5, 1, &x);
+  FzOp *s3 = use(&v, e, "test.s3", 6, 1, &y);
+  ret(&v, e, 7, 0, NULL);
+  ck_assert_verifies(&v);
+  FzOpOperand *u1 = &s1->operands[0], *u2 = &s2->operands[0];
+  FzOpOperand *w = &s3->operands[0];
+  ck_assert_ptr_eq(x->firstUse->nextUse, x->firstUse == u1 ? u2 : u1);
+
+  /* A value whose list starts with another value's use. */
+  FzOpOperand *saved = x->firstUse;
+  x->firstUse = w;
+  ck_assert_fails_with(&v, "result #0 has a corrupt use list");
+  x->firstUse = saved;
+  ck_assert_verifies(&v);
+
+  /* A use whose back link points at the wrong place. */
+  FzOpOperand **savedPrev = u2->prevUse;
+  u2->prevUse = &y->firstUse;
+  ck_assert_fails_with(&v, "operand #0 has a corrupt use list");
+  u2->prevUse = savedPrev;
+  ck_assert_verifies(&v);
+
+  /* A use spliced into another value's list (its operand still names
+   * x): y's list now runs w -> (x's second use). */
+  FzOpOperand *second = x->firstUse->nextUse;
+  FzOpOperand **secondPrev = second->prevUse;
+  x->firstUse->nextUse = NULL;
+  w->nextUse = second;
+  second->prevUse = &w->nextUse;
+  ck_assert_fails_with(&v, "operand #0 has a corrupt use list");
+  w->nextUse = NULL;
+  second->prevUse = secondPrev;
+  x->firstUse->nextUse = second;
+  ck_assert_verifies(&v);
+
+  /* A forward link whose target does not link back. */
+  x->firstUse->nextUse = w;
+  ck_assert_fails_with(&v, "operand #0 has a corrupt use list");
+  x->firstUse->nextUse = second;
+  ck_assert_verifies(&v);
+  v_fini(&v);
+}
+END_TEST
 
 /*===--- Valid IR -------------------------------------------------------===*/
 
@@ -600,6 +658,7 @@ static Suite *verifier_suite(void) {
   tcase_add_test(tc, test_func_signature);
   tcase_add_test(tc, test_func_call);
   tcase_add_test(tc, test_reports_every_error);
+  tcase_add_test(tc, test_corrupt_use_lists);
   suite_add_tcase(s, tc);
   return s;
 }
