@@ -1,8 +1,9 @@
 /* tests/unit/test_kernel.c - Check suite of the kernel dialect: the op
  * table and opcodes, the simulator through its C entry point
  * (fzKernelSimulate: ids over a 2-d grid and block, launch-limit errors),
- * and the loop interpreter's extension point running kernel.launch (and
- * refusing it without the extension). Syntax, verifier messages and the
+ * the loop interpreter's extension point running kernel.launch (and
+ * refusing it without the extension), and allocation failures during a
+ * simulated launch. Syntax, verifier messages and the
  * end-to-end kernels are lit tests (tests/lit/kernel).
  */
 #include "fz/kernel.h"
@@ -234,6 +235,43 @@ START_TEST(test_loop_extension) {
 }
 END_TEST
 
+/* Every allocation of a simulated launch may fail: an error, no crash, no
+ * leak. */
+START_TEST(test_simulate_allocation_failures) {
+  for (size_t failAt = 1;; ++failAt) {
+    CountingAlloc c = {0};
+    FzAllocator a = counting_allocator(&c);
+    FzContext *ctx = fzContextCreateWithAllocator(&a);
+    ck_assert(fzRegisterAllDialects(ctx));
+    FzOp *m = parse(ctx, kHost);
+    FzOp *f = lookup(m, "main");
+    const int64_t shape[2] = {2, 32};
+    FzTensor *out = fzTensorCreate(ctx, fzF32TypeGet(ctx), 2, shape);
+    ck_assert_ptr_nonnull(out);
+    FzLoopInterpOptions opts = {.extension = fzKernelSimExtension()};
+    DiagLog log;
+    diag_log_begin(&log, ctx);
+    size_t start = c.numAllocs;
+    c.failAt = start + failAt;
+    bool ok = fzLoopInterpretFunction(f, 1, &out, &opts);
+    c.failAt = 0;
+    diag_log_end(&log);
+    if (ok)
+      ck_assert_double_eq(fzTensorGetF64(out, 63), 131.0);
+    fzTensorDestroy(out);
+    fzOpDestroy(m);
+    fzContextDestroy(ctx);
+    ck_assert_uint_eq(c.liveBlocks, 0);
+    if (ok) {
+      ck_assert_uint_eq(c.numFailures, 0);
+      break;
+    }
+    ck_assert_uint_gt(c.numFailures, 0);
+    ck_assert_uint_lt(failAt, 10000);
+  }
+}
+END_TEST
+
 static Suite *kernel_suite(void) {
   Suite *s = suite_create("kernel");
   TCase *tc = tcase_create("core");
@@ -241,6 +279,7 @@ static Suite *kernel_suite(void) {
   tcase_add_test(tc, test_simulate_ids);
   tcase_add_test(tc, test_simulate_limits);
   tcase_add_test(tc, test_loop_extension);
+  tcase_add_test(tc, test_simulate_allocation_failures);
   suite_add_tcase(s, tc);
   return s;
 }
