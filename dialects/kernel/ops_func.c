@@ -156,7 +156,6 @@ static bool kfunc_verify(FzOp *op) {
 }
 
 static void kfunc_print(FzOp *op, FzAsmPrinter *p) {
-  FzType *ft = kfunc_type(op);
   FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(op, 0));
   FzStringRef name = fzSymbolGetName(op);
   fzAsmPrint(p, " ");
@@ -169,7 +168,6 @@ static void kfunc_print(FzOp *op, FzAsmPrinter *p) {
     fzAsmPrintArgumentDecl(p, fzBlockGetArgument(entry, i));
   }
   fzAsmPrint(p, ")");
-  (void)ft;
   fzAsmPrintOptionalAttrDict(p, fzOpGetAttrDict(op), NULL, true);
   fzAsmPrintRegion(p, fzOpGetRegion(op, 0), false);
 }

@@ -91,7 +91,7 @@ static bool slot_new(Sim *s, FzValue *v, uint32_t *out) {
   return fzPtrMapPut(&s->values, v, (void *)(uintptr_t)(*out + 1));
 }
 
-static SimBlock *compile_block(Sim *s, FzBlock *b, SimInst *site);
+static SimBlock *compile_block(Sim *s, FzBlock *b);
 
 /* Loop ops a kernel body may use; the rest are reported. */
 static bool loop_op_supported(FzLoopOpcode opc) {
@@ -182,7 +182,7 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
     break;
   }
   if (ins->lopc == FZ_LOOP_OP_FOR &&
-      !(ins->body = compile_block(s, fzLoopGetBody(op), ins)))
+      !(ins->body = compile_block(s, fzLoopGetBody(op))))
     return false;
   for (uint32_t i = 0; i < ins->nres; ++i)
     if (!slot_new(s, fzOpGetResult(op, i), &ins->res[i]))
@@ -190,8 +190,7 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   return true;
 }
 
-static SimBlock *compile_block(Sim *s, FzBlock *b, SimInst *site) {
-  (void)site;
+static SimBlock *compile_block(Sim *s, FzBlock *b) {
   if (!b)
     return NULL;
   SimBlock *blk = fzArenaAlloc(&s->arena, sizeof *blk);
@@ -600,7 +599,7 @@ bool fzKernelSimulate(FzOp *kernel, FzOp *site,
   }
   s.dynShared = cfg->sharedBytes;
   s.nthreads = s.block[0] * s.block[1] * s.block[2];
-  s.entry = compile_block(&s, entry, NULL);
+  s.entry = compile_block(&s, entry);
   bool ok = s.entry != NULL;
   if (ok && s.staticShared + s.dynShared > SIM_MAX_SHARED)
     ok = fzOpEmitError(at, "needs %lld bytes of shared memory per block, "
