@@ -16,6 +16,7 @@
  *
  * The entry is --entry NAME, else @main, else the only function with a
  * body. Devices: `interp` (the reference interpreter), `loop-interp`,
+ * `sim` (loop-interp with kernel.launch run by the kernel simulator),
  * `cpu` (native code through LLVM, tools/fuse_run_cpu.c: --threads,
  * --bench, --check-interp, ...), and `auto`, the default: cpu when the
  * module compiles to native code, else the interpreter (with a note on
@@ -31,6 +32,7 @@
 
 #include "fz/dialects.h"
 #include "fz/graph.h"
+#include "fz/kernel.h" /* --device sim */
 #include "fz/loop.h" /* --device loop-interp */
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
 #include "fz/cuda.h" /* --device auto: is there a GPU? */
@@ -70,7 +72,9 @@ static const char kUsage[] =
     "                        interpreter), or loop-interp (fuse, lower to\n"
     "                        loops, run the loop interpreter), or cuda\n"
     "                        (PTX on an NVIDIA GPU; auto picks it when a\n"
-    "                        driver and a device are present)\n"
+    "                        driver and a device are present), or sim\n"
+    "                        (loop-interp running kernel.launch in the\n"
+    "                        kernel simulator)\n"
     "  --input A.npy ...     inputs, one per argument, in order\n"
     "  --random-inputs SEED  seeded random inputs instead\n"
     "  --output-dir DIR      write DIR/output_N.npy\n"
@@ -188,9 +192,10 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     return usage_error("%s", "no input file");
   if (strcmp(o->device, "interp") != 0 && strcmp(o->device, "auto") != 0 &&
       strcmp(o->device, "loop-interp") != 0 && strcmp(o->device, "cpu") != 0 &&
-      strcmp(o->device, "cuda") != 0)
+      strcmp(o->device, "cuda") != 0 && strcmp(o->device, "sim") != 0)
     return usage_error("device '%s' is not available: this build runs "
-                       "'auto', 'cpu', 'cuda', 'interp' and 'loop-interp'",
+                       "'auto', 'cpu', 'cuda', 'interp', 'loop-interp' and "
+                       "'sim'",
                        o->device);
   o->cpu.rtol = o->rtol;
   o->cpu.atol = o->atol;
@@ -253,18 +258,19 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FuseRunCpu *cpu = NULL;
   FuseRunCuda *cuda = NULL;
   int cpuStatus = 0;
+  FzLoopInterpOptions simOptions = {.extension = fzKernelSimExtension()};
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
       !(ft = function_type(func)))
     goto done;
+  size_t want = fzFunctionTypeGetNumInputs(ft);
+  FzAttr *nOuts = fzOpGetAttr(func, FZ_STR("loop.num_outputs"));
+  if (nOuts && fzAttrGetKind(nOuts) == FZ_ATTR_INTEGER &&
+      (size_t)fzIntegerAttrGetValue(nOuts) <= want)
+    want -= (size_t)fzIntegerAttrGetValue(nOuts); /* lowered: outputs */
   if (o->haveSeed) {
-    if (!fuseRunRandomInputs(ctx, ft, o->seed, &inputs, &nIn))
+    if (!fuseRunRandomInputs(ctx, ft, want, o->seed, &inputs, &nIn))
       goto done;
   } else {
-    size_t want = fzFunctionTypeGetNumInputs(ft);
-    FzAttr *nOuts = fzOpGetAttr(func, FZ_STR("loop.num_outputs"));
-    if (nOuts && fzAttrGetKind(nOuts) == FZ_ATTR_INTEGER &&
-        (size_t)fzIntegerAttrGetValue(nOuts) <= want)
-      want -= (size_t)fzIntegerAttrGetValue(nOuts); /* lowered: outputs */
     FzStringRef fname = fzSymbolGetName(func);
     if (o->numInputs != want) {
       fprintf(stderr,
@@ -307,6 +313,9 @@ static int run(const RunOptions *o, FzContext *ctx) {
                                stdout, &cpuStatus)
       : strcmp(o->device, "loop-interp") == 0
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, NULL, &nOut, &outputs)
+      : strcmp(o->device, "sim") == 0
+          ? !fzLoopRunFunction(func, nIn, inputs, NULL, &simOptions, &nOut,
+                               &outputs)
           : !fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
     goto done;
   status = cpuStatus;

@@ -9,12 +9,14 @@
 
 #include "fz/graph.h"
 
-/* Random inputs, one per argument of the function type `ft`, from the
- * seed: floats uniform in +-[0.125, 2] (never zero or tiny), integers in
+/* Random inputs, one per argument of the first nIn arguments of the
+ * function type `ft` (tensors, or identity-layout buffers of a lowered
+ * function), from the seed: floats uniform in +-[0.125, 2] (never zero or tiny), integers in
  * +-[1, 4], i1 random bools. A dynamic dim is an error naming the
  * argument. On success *out is a malloc'ed array of n tensors. */
-bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, unsigned long long seed,
-                         FzTensor ***out, size_t *n);
+bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, size_t nIn,
+                         unsigned long long seed, FzTensor ***out,
+                         size_t *n);
 
 /* Prints "name: type" and the elements (all of them, or a summary beyond
  * limit elements) to f. */

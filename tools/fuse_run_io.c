@@ -27,9 +27,9 @@ static double uniform(uint64_t *state) {
   return (double)(splitmix64(state) >> 11) * (1.0 / 9007199254740992.0);
 }
 
-bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, unsigned long long seed,
-                         FzTensor ***out, size_t *n) {
-  size_t nIn = fzFunctionTypeGetNumInputs(ft);
+bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, size_t nIn,
+                         unsigned long long seed, FzTensor ***out,
+                         size_t *n) {
   FzTensor **ts = calloc(nIn ? nIn : 1, sizeof *ts);
   char buf[160];
   if (!ts) {
@@ -39,7 +39,10 @@ bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, unsigned long long seed,
   for (size_t i = 0; i < nIn; ++i) {
     FzType *t = fzFunctionTypeGetInput(ft, i);
     FzType *elt = fzTypeIsShaped(t) ? fzShapedTypeGetElementType(t) : NULL;
-    bool ok = fzTypeGetKind(t) == FZ_TYPE_TENSOR &&
+    /* A lowered function's inputs are identity-layout buffers. */
+    bool ok = (fzTypeGetKind(t) == FZ_TYPE_TENSOR ||
+               (fzTypeGetKind(t) == FZ_TYPE_BUFFER &&
+                !fzBufferTypeGetStrides(t))) &&
               fzShapedTypeHasStaticShape(t) && fzTensorDTypeIsSupported(elt);
     if (!ok) {
       FILE *m = fmemopen(buf, sizeof buf, "w");
@@ -57,7 +60,8 @@ bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, unsigned long long seed,
       free(ts);
       return false;
     }
-    ts[i] = fzTensorCreateFromType(ctx, t);
+    ts[i] = fzTensorCreate(ctx, elt, fzShapedTypeGetRank(t),
+                           fzShapedTypeGetShape(t));
     if (!ts[i]) {
       for (size_t k = 0; k < i; ++k)
         fzTensorDestroy(ts[k]);

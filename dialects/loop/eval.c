@@ -251,3 +251,104 @@ bool fzLoopEvalScalar(FzLoopOpcode opc, int pred, FzType *t, FzType *ot,
   *out = fzLoopNormalize(t, r);
   return true;
 }
+
+/*===--- Element access -------------------------------------------------===*/
+
+FzLoopScalar fzLoopReadElement(FzType *elt, const void *p) {
+  FzLoopScalar v = {0};
+  switch (fzTypeGetKind(elt)) {
+  case FZ_TYPE_F16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    v.f = fzHalfBitsToFloat(h);
+    return v;
+  }
+  case FZ_TYPE_BF16: {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    v.f = fzBF16BitsToFloat(h);
+    return v;
+  }
+  case FZ_TYPE_F32: {
+    float f;
+    memcpy(&f, p, 4);
+    v.f = f;
+    return v;
+  }
+  case FZ_TYPE_F64:
+    memcpy(&v.f, p, 8);
+    return v;
+  default:
+    break;
+  }
+  switch (fzTypeGetStorageSize(elt)) {
+  case 1: {
+    int8_t x;
+    memcpy(&x, p, 1);
+    v.i = x;
+    break;
+  }
+  case 2: {
+    int16_t x;
+    memcpy(&x, p, 2);
+    v.i = x;
+    break;
+  }
+  case 4: {
+    int32_t x;
+    memcpy(&x, p, 4);
+    v.i = x;
+    break;
+  }
+  default:
+    memcpy(&v.i, p, 8);
+  }
+  return fzLoopNormalize(elt, v);
+}
+
+void fzLoopWriteElement(FzType *elt, void *p, FzLoopScalar v) {
+  switch (fzTypeGetKind(elt)) {
+  case FZ_TYPE_F16: {
+    uint16_t h = fzDoubleToHalfBits(v.f);
+    memcpy(p, &h, 2);
+    return;
+  }
+  case FZ_TYPE_BF16: {
+    uint16_t h = fzDoubleToBF16Bits(v.f);
+    memcpy(p, &h, 2);
+    return;
+  }
+  case FZ_TYPE_F32: {
+    float f = (float)v.f;
+    memcpy(p, &f, 4);
+    return;
+  }
+  case FZ_TYPE_F64:
+    memcpy(p, &v.f, 8);
+    return;
+  default:
+    break;
+  }
+  int64_t x = v.i;
+  if (fzTypeGetBitWidth(elt) == 1)
+    x &= 1;
+  switch (fzTypeGetStorageSize(elt)) {
+  case 1: {
+    int8_t y = (int8_t)x;
+    memcpy(p, &y, 1);
+    return;
+  }
+  case 2: {
+    int16_t y = (int16_t)x;
+    memcpy(p, &y, 2);
+    return;
+  }
+  case 4: {
+    int32_t y = (int32_t)x;
+    memcpy(p, &y, 4);
+    return;
+  }
+  default:
+    memcpy(p, &x, 8);
+  }
+}

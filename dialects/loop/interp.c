@@ -49,7 +49,7 @@ typedef struct Slot {
 typedef struct Block Block;
 typedef struct Program Program;
 
-typedef enum InstKind { I_LOOP, I_RETURN, I_CALL } InstKind;
+typedef enum InstKind { I_LOOP, I_RETURN, I_CALL, I_EXT } InstKind;
 
 typedef struct Inst {
   FzOp *op;
@@ -95,6 +95,7 @@ typedef struct Interp {
   char *capture;
   size_t captureCap;
   unsigned depth;
+  const FzLoopInterpExtension *ext; /* foreign ops (NULL: none) */
 } Interp;
 
 static bool interp_error(Interp *in, FzOp *op, const char *fmt, ...)
@@ -200,6 +201,9 @@ static bool compile_op(Interp *in, SlotList *sl, FzOp *op, Inst *ins) {
       ins->kind = I_RETURN;
     else if (fzStringRefEqual(name, FZ_STR("func.call")))
       ins->kind = I_CALL;
+    else if (in->ext && fzOpGetNumResults(op) == 0 &&
+             in->ext->handles(in->ext->userData, op))
+      ins->kind = I_EXT;
     else
       return interp_error(in, op, "is not a loop-level op; the loop "
                                   "interpreter cannot run it (was the "
@@ -316,102 +320,11 @@ static Program *compile_function(Interp *in, FzOp *func) {
 /*===--- Memory ---------------------------------------------------------===*/
 
 static FzLoopScalar read_elem(const Buf *b, const char *p) {
-  FzLoopScalar v = {0};
-  switch (fzTypeGetKind(b->elt)) {
-  case FZ_TYPE_F16: {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    v.f = fzHalfBitsToFloat(h);
-    return v;
-  }
-  case FZ_TYPE_BF16: {
-    uint16_t h;
-    memcpy(&h, p, 2);
-    v.f = fzBF16BitsToFloat(h);
-    return v;
-  }
-  case FZ_TYPE_F32: {
-    float f;
-    memcpy(&f, p, 4);
-    v.f = f;
-    return v;
-  }
-  case FZ_TYPE_F64:
-    memcpy(&v.f, p, 8);
-    return v;
-  default:
-    break;
-  }
-  switch (b->esz) {
-  case 1: {
-    int8_t x;
-    memcpy(&x, p, 1);
-    v.i = x;
-    break;
-  }
-  case 2: {
-    int16_t x;
-    memcpy(&x, p, 2);
-    v.i = x;
-    break;
-  }
-  case 4: {
-    int32_t x;
-    memcpy(&x, p, 4);
-    v.i = x;
-    break;
-  }
-  default:
-    memcpy(&v.i, p, 8);
-  }
-  return fzLoopNormalize(b->elt, v);
+  return fzLoopReadElement(b->elt, p);
 }
 
 static void write_elem(const Buf *b, char *p, FzLoopScalar v) {
-  switch (fzTypeGetKind(b->elt)) {
-  case FZ_TYPE_F16: {
-    uint16_t h = fzDoubleToHalfBits(v.f);
-    memcpy(p, &h, 2);
-    return;
-  }
-  case FZ_TYPE_BF16: {
-    uint16_t h = fzDoubleToBF16Bits(v.f);
-    memcpy(p, &h, 2);
-    return;
-  }
-  case FZ_TYPE_F32: {
-    float f = (float)v.f;
-    memcpy(p, &f, 4);
-    return;
-  }
-  case FZ_TYPE_F64:
-    memcpy(p, &v.f, 8);
-    return;
-  default:
-    break;
-  }
-  int64_t x = v.i;
-  if (fzTypeGetBitWidth(b->elt) == 1)
-    x &= 1;
-  switch (b->esz) {
-  case 1: {
-    int8_t y = (int8_t)x;
-    memcpy(p, &y, 1);
-    return;
-  }
-  case 2: {
-    int16_t y = (int16_t)x;
-    memcpy(p, &y, 2);
-    return;
-  }
-  case 4: {
-    int32_t y = (int32_t)x;
-    memcpy(p, &y, 4);
-    return;
-  }
-  default:
-    memcpy(p, &x, 8);
-  }
+  fzLoopWriteElement(b->elt, p, v);
 }
 
 /* The address of the element at the indices in slots ops[from..], with
@@ -675,12 +588,44 @@ static bool run_call(Interp *in, const Inst *ins, Slot *slots) {
   return run_program(in, ins->callee, ins->nops, args, ins->op);
 }
 
+/* Hands a foreign op's operands to the extension. */
+static bool run_ext(Interp *in, const Inst *ins, Slot *slots) {
+  FzLoopInterpValue vals[64];
+  if (ins->nops > 64)
+    return interp_error(in, ins->op, "has more than 64 operands");
+  for (uint32_t i = 0; i < ins->nops; ++i) {
+    FzLoopInterpValue *v = &vals[i];
+    const Slot *s = &slots[ins->ops[i]];
+    memset(v, 0, sizeof *v);
+    v->type = fzValueGetType(fzOpGetOperand(ins->op, i));
+    if (fzTypeGetKind(v->type) == FZ_TYPE_VECTOR)
+      return interp_error(in, ins->op, "operand #%u is a vector; only "
+                                       "scalars and buffers can be passed",
+                          i);
+    if (fzTypeGetKind(v->type) != FZ_TYPE_BUFFER) {
+      v->scalar = s->s;
+      continue;
+    }
+    const Buf *b = s->p;
+    v->data = b->data;
+    v->rank = b->rank;
+    v->shape = b->shape;
+    v->strides = b->strides;
+    v->lo = b->lo;
+    v->hi = b->hi;
+    v->readOnly = b->readOnly;
+  }
+  return in->ext->run(in->ext->userData, ins->op, ins->nops, vals);
+}
+
 static bool run_inst(Interp *in, const Program *prog, const Inst *ins,
                      Slot *slots) {
   if (ins->kind == I_RETURN)
     return true;
   if (ins->kind == I_CALL)
     return run_call(in, ins, slots);
+  if (ins->kind == I_EXT)
+    return run_ext(in, ins, slots);
   switch (ins->opc) {
   case FZ_LOOP_OP_CONSTANT: {
     FzAttr *v = fzOpGetInherentAttr(ins->op, FZ_STR("value"));
@@ -887,6 +832,10 @@ bool fzLoopInterpretFunction(FzOp *func, size_t numArgs, FzTensor *const *args,
                                                       : DEFAULT_MAX_ALLOC;
   in.poison = options && options->poison;
   in.quiet = options && options->quiet;
+  in.ext = options && options->extension && options->extension->handles &&
+                   options->extension->run
+               ? options->extension
+               : NULL;
   in.capture = in.quiet ? options->errorMessage : NULL;
   in.captureCap = in.quiet ? options->errorMessageSize : 0;
   if (in.capture && in.captureCap)

@@ -68,18 +68,7 @@ bool fzLoopParseElementwise(FzAsmParser *p, FzOpState *st);
 bool fzLoopFoldArith(FzOp *op, FzAttr *const *constOperands,
                      FzFoldResult *results);
 
-/* Evaluation of one scalar op on constant values, shared by the folder
- * and the interpreter (eval.c). Values are doubles for floats and int64
- * (sign-extended) for integers; `t` is the result's scalar type, `ot`
- * the operands' scalar type. Returns false for an integer division by
- * zero. */
-typedef union FzLoopScalar {
-  double f;
-  int64_t i;
-} FzLoopScalar;
-bool fzLoopEvalScalar(FzLoopOpcode opc, int pred, FzType *t, FzType *ot,
-                      size_t n, const FzLoopScalar *in, FzLoopScalar *out);
-/* Rounds / wraps a value to scalar type t. */
-FzLoopScalar fzLoopNormalize(FzType *t, FzLoopScalar v);
+/* Scalar evaluation (fzLoopEvalScalar, fzLoopNormalize) and element
+ * access are declared in fz/loop.h: the kernel simulator shares them. */
 
 #endif /* FZ_LOOP_INTERNAL_H */

@@ -4,10 +4,12 @@
  */
 #include "fz/dialects.h"
 #include "fz/graph.h"
+#include "fz/kernel.h"
 #include "fz/loop.h"
 
 bool fzRegisterAllDialects(FzContext *ctx) {
   return fzRegisterBuiltinDialect(ctx) && fzRegisterFuncDialect(ctx) &&
          fzRegisterGraphDialect(ctx) &&
-         fzRegisterLoopDialect(ctx); /* dialects/loop */
+         fzRegisterLoopDialect(ctx) &&   /* dialects/loop */
+         fzRegisterKernelDialect(ctx);   /* dialects/kernel */
 }

@@ -20,6 +20,7 @@
  *   fz/fusion.h    the fuse pass, its targets and replaceable cost model
  *   fz/onnx.h      the ONNX importer
  *   fz/loop.h      the loop dialect, lower-graph-to-loop, plan-memory
+ *   fz/kernel.h    the kernel dialect (GPU execution model), its simulator
  *   fz/lowering.h  LLVM IR / assembly / objects, native code (JIT)
  *   fz/runtime.h   running compiled code on the CPU: thread pool,
  *                  executables called on host tensors
@@ -40,6 +41,7 @@
 #include "fz/fusion.h"
 #include "fz/onnx.h"
 #include "fz/loop.h"
+#include "fz/kernel.h"
 #include "fz/lowering.h"
 #include "fz/runtime.h"
 

@@ -176,6 +176,32 @@ FzValue *fzLoopCreateIndexConstant(FzBuilder *b, FzLoc *loc, int64_t v);
 FzValue *fzLoopCreateConstant(FzBuilder *b, FzLoc *loc, FzType *t, double v);
 
 /*===------------------------------------------------------------------===*
+ * Scalar semantics, shared by the folder, the loop interpreter and the
+ * interpreters of dialects whose bodies reuse loop's scalar ops (the
+ * kernel simulator). (eval.c)
+ *===------------------------------------------------------------------===*/
+
+/* A scalar value: a double already rounded to its float type, or an
+ * int64 holding an integer's low `width` bits sign-extended (i1: 0/1). */
+typedef union FzLoopScalar {
+  double f;
+  int64_t i;
+} FzLoopScalar;
+
+/* Evaluates one scalar op (arithmetic, math, cmp, select, cast) on
+ * constant operands: `t` is the result's scalar type, `ot` the operands'
+ * scalar type, pred the cmp predicate (fzLoopCmpGetPredicate) or -1.
+ * Returns false for an integer division by zero. */
+bool fzLoopEvalScalar(FzLoopOpcode opc, int pred, FzType *t, FzType *ot,
+                      size_t n, const FzLoopScalar *in, FzLoopScalar *out);
+/* Rounds / wraps a value to scalar type t. */
+FzLoopScalar fzLoopNormalize(FzType *t, FzLoopScalar v);
+/* Reads / writes one element of type elt stored at p (host byte order,
+ * f16/bf16 as their bits; p need not be aligned). */
+FzLoopScalar fzLoopReadElement(FzType *elt, const void *p);
+void fzLoopWriteElement(FzType *elt, void *p, FzLoopScalar v);
+
+/*===------------------------------------------------------------------===*
  * The loop interpreter
  *
  * Evaluates a loop-level func.func on host memory, op by op, in program
@@ -195,6 +221,32 @@ FzValue *fzLoopCreateConstant(FzBuilder *b, FzLoc *loc, FzType *t, double v);
  * an allocation above the limit, a step that is not positive.
  *===------------------------------------------------------------------===*/
 
+/* An operand handed to an interpreter extension: a scalar, or a buffer
+ * described by the address of its element (0, ..., 0), its shape and
+ * strides (in elements) and the allocation [lo, hi) it lies in. */
+typedef struct FzLoopInterpValue {
+  FzType *type;        /* the operand's type */
+  FzLoopScalar scalar; /* scalars only */
+  char *data;          /* buffers only, from here on */
+  size_t rank;
+  const int64_t *shape, *strides;
+  char *lo, *hi;
+  bool readOnly;       /* a loop.constant_buffer */
+} FzLoopInterpValue;
+
+/* Ops of other dialects that the loop interpreter runs by calling back
+ * (kernel.launch through the kernel simulator: fz/kernel.h). Only ops
+ * without results qualify. Both hooks run on the interpreter's thread. */
+typedef struct FzLoopInterpExtension {
+  /* Whether `run` handles op; asked once per foreign op at compile time. */
+  bool (*handles)(void *userData, const FzOp *op);
+  /* Runs op on its operands (operand i in operands[i]). Reports its own
+   * errors (as diagnostics) and returns false after one. */
+  bool (*run)(void *userData, FzOp *op, size_t numOperands,
+              const FzLoopInterpValue *operands);
+  void *userData;
+} FzLoopInterpExtension;
+
 typedef struct FzLoopInterpOptions {
   /* Largest loop.alloc in bytes; 0 means the default, 2^32. */
   int64_t maxAllocBytes;
@@ -206,6 +258,8 @@ typedef struct FzLoopInterpOptions {
   bool quiet;
   char *errorMessage;
   size_t errorMessageSize;
+  /* Runs ops of other dialects; NULL: such ops are errors. */
+  const FzLoopInterpExtension *extension;
 } FzLoopInterpOptions;
 
 /* Runs `func` (a func.func with a body, loop-level: buffer arguments, no

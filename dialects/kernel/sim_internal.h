@@ -1,0 +1,108 @@
+/* dialects/kernel/sim_internal.h - the kernel simulator's program and
+ * machine state, shared by sim.c (compilation, control flow, launch) and
+ * sim_ops.c (memory, atomics, shuffles, mma, barriers). See sim.c's
+ * opening comment for the design. Private to dialects/kernel.
+ */
+#ifndef FZ_KERNEL_SIM_INTERNAL_H
+#define FZ_KERNEL_SIM_INTERNAL_H
+
+#include "dialects/kernel/kernel_internal.h"
+
+#define SIM_MAX_RANK FZ_GRAPH_MAX_RANK
+#define SIM_MAX_LANES 64
+#define SIM_WARP 32
+#define SIM_MAX_BLOCK_THREADS 1024
+#define SIM_MAX_BLOCKS 65536
+#define SIM_MAX_THREADS ((int64_t)1 << 20)
+#define SIM_MAX_SHARED (227 * 1024)
+
+/* One thread's view of a buffer value. */
+typedef struct SimBuf {
+  char *data; /* address of element (0, ..., 0) */
+  FzType *elt;
+  size_t esz;
+  size_t rank;
+  int64_t shape[SIM_MAX_RANK];
+  int64_t strides[SIM_MAX_RANK];
+  char *lo, *hi;  /* the allocation it lies in */
+  bool shared;    /* in the block's shared memory (race-checked) */
+  bool readOnly;
+} SimBuf;
+
+typedef enum SimSlotKind { SLOT_SCALAR, SLOT_VECTOR, SLOT_BUF } SimSlotKind;
+
+typedef struct SimBlock SimBlock;
+
+typedef struct SimInst {
+  FzOp *op;
+  FzLoopOpcode lopc;   /* a loop op, or FZ_LOOP_OP_UNKNOWN */
+  FzKernelOpcode kopc; /* a kernel op, or FZ_KERNEL_OP_UNKNOWN */
+  int pred;            /* cmp predicate, shuffle mode, atomic kind */
+  int64_t imm;         /* shuffle width, id dimension, shared offset */
+  FzType *type;        /* scalar type of the result / stored value */
+  FzType *otype;       /* scalar type of operand 0 (1 for select) */
+  uint32_t lanes;      /* vector lanes of the result / stored value */
+  uint32_t nops, nres;
+  uint32_t *ops, *res;
+  SimBlock *body;      /* loop.for */
+} SimInst;
+
+struct SimBlock {
+  SimInst *insts;
+  size_t n;
+  uint32_t *args;
+  size_t nargs;
+};
+
+/* Per-slot storage: threads x (lanes or 1) scalars, or threads SimBufs. */
+typedef struct SimSlot {
+  SimSlotKind kind;
+  uint32_t lanes;
+  void *mem;
+} SimSlot;
+
+typedef struct Sim {
+  FzContext *ctx;
+  FzArena arena;
+  FzPtrMap values; /* FzValue -> slot + 1, while compiling */
+  SimSlot *slots;
+  size_t numSlots, capSlots;
+  SimBlock *entry;
+  int64_t staticShared; /* bytes of shared_alloc, laid out 16-aligned */
+  /* The launch. */
+  int64_t grid[3], block[3], dynShared;
+  int64_t nthreads;     /* per block */
+  int64_t blockId[3];   /* the block running */
+  char *shared;         /* this block's shared memory */
+  int64_t sharedBytes;
+  /* Race detection on shared memory: per byte, the epoch and thread of
+   * the last write and of the last read(s) (reader -2: several). The
+   * epoch grows at every barrier and block, so nothing is ever reset. */
+  uint32_t *wEpoch, *rEpoch;
+  int32_t *writer, *reader;
+  uint32_t epoch;
+} Sim;
+
+static inline FzLoopScalar *sim_scalar(const Sim *s, uint32_t slot,
+                                       int64_t t) {
+  const SimSlot *sl = &s->slots[slot];
+  return (FzLoopScalar *)sl->mem + t * (sl->lanes ? sl->lanes : 1);
+}
+
+static inline SimBuf *sim_buf(const Sim *s, uint32_t slot, int64_t t) {
+  return (SimBuf *)s->slots[slot].mem + t;
+}
+
+/* Reports msg at ins's op with the block and thread t (t < 0: none). */
+bool fzKernelSimError(Sim *s, const SimInst *ins, int64_t t, const char *fmt,
+                      ...) FZ_PRINTF(4, 5);
+
+/* sim_ops.c: one op for every thread of mask (mask[t] != 0). */
+bool fzKernelSimMemory(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimAtomic(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimView(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimShuffle(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimBarrier(Sim *s, const SimInst *ins, const uint8_t *mask);
+
+#endif /* FZ_KERNEL_SIM_INTERNAL_H */
