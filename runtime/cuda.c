@@ -283,6 +283,7 @@ void fzCudaDestroy(FzCuda *cu) {
   fzFree(cu->ctx, cu);
 }
 
+FzContext *fzCudaGetContext(const FzCuda *cu) { return cu->ctx; }
 const char *fzCudaGetDeviceName(const FzCuda *cu) { return cu->name; }
 int fzCudaGetComputeCapability(const FzCuda *cu) { return cu->cc; }
 int fzCudaGetNumSMs(const FzCuda *cu) { return cu->numSMs; }

@@ -49,6 +49,8 @@ FzCuda *fzCudaCreate(FzContext *ctx, int ordinal);
  * ignored. The library stays open (drivers do not like dlclose). */
 void fzCudaDestroy(FzCuda *cu);
 
+/* The context errors are reported to (the one given at creation). */
+FzContext *fzCudaGetContext(const FzCuda *cu);
 /* "NVIDIA H100 80GB HBM3" etc. */
 const char *fzCudaGetDeviceName(const FzCuda *cu);
 /* Compute capability as 10 * major + minor (90 for sm_90). */

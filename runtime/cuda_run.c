@@ -1,0 +1,221 @@
+/* runtime/cuda_run.c - compiling a module for the current GPU and
+ * running its functions there (fz/cuda_run.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/cuda_run.h"
+#include "fz/graph.h"
+#include "fz/loop.h"
+#include "ir/util.h"
+
+const char *fzCudaGetPtxArch(const FzCuda *cu, char *buf, size_t size) {
+  int cc = fzCudaGetComputeCapability(cu);
+  snprintf(buf, size, "sm_%d", cc > 90 ? 90 : cc);
+  return buf;
+}
+
+FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
+                                  const FzGpuOptions *options) {
+  FzOp *clone = fzOpClone(module, NULL);
+  if (!clone)
+    return NULL;
+  bool ok = true;
+  if (fzModuleIsGraphLevel(clone)) {
+    FzCpuPipelineOptions po;
+    fzCpuPipelineOptionsInit(&po);
+    po.fuse = fuse;
+    ok = fzLowerModuleForCpu(clone, &po);
+  }
+  ok = ok && fzGpuWrapSequentialNests(clone);
+  FzGpuOptions go;
+  if (options)
+    go = *options;
+  else
+    fzGpuOptionsInit(&go);
+  char arch[16];
+  go.arch = fzCudaGetPtxArch(cu, arch, sizeof arch);
+  FzGpuProgram *p = ok ? fzGpuCompile(clone, &go) : NULL;
+  fzOpDestroy(clone);
+  return p;
+}
+
+struct FzCudaCall {
+  FzCuda *cu;
+  const FzGpuProgram *prog;
+  const FzGpuFunction *f;
+  size_t nIn, numRoots;
+  FzCudaPtr *dev;     /* numRoots: arguments, then temporaries */
+  void **args;        /* numRoots pointers into dev (kernel parameters) */
+  FzCudaGraph *graph; /* NULL: launched one by one */
+};
+
+/* The grid of kernel K: enough blocks for its items (the kernels loop
+ * over the rest beyond 2^31 - 1). */
+static void kernel_grid(const FzGpuKernel *K, unsigned grid[3],
+                        unsigned block[3]) {
+  int64_t blocks = (K->numItems + K->blockSize - 1) / K->blockSize;
+  if (blocks > 0x7fffffff)
+    blocks = 0x7fffffff;
+  grid[0] = (unsigned)blocks, grid[1] = grid[2] = 1;
+  block[0] = K->blockSize, block[1] = block[2] = 1;
+}
+
+/* c's kernels with work as one CUDA graph; NULL when there are none or
+ * the driver cannot build one (its error reported). */
+static FzCudaGraph *make_graph(FzCudaCall *c) {
+  const FzGpuFunction *f = c->f;
+  size_t n = 0;
+  FzCudaKernel **ks = calloc(f->numKernels + 1, sizeof *ks);
+  unsigned(*grid)[3] = calloc(f->numKernels + 1, sizeof *grid);
+  unsigned(*block)[3] = calloc(f->numKernels + 1, sizeof *block);
+  FzCudaGraph *g = NULL;
+  bool ok = ks && grid && block;
+  for (size_t k = 0; ok && k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    if (K->numItems == 0)
+      continue;
+    ks[n] = fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
+    ok = ks[n] != NULL;
+    kernel_grid(K, grid[n], block[n]);
+    n++;
+  }
+  if (ok && n > 0)
+    g = fzCudaGraphCreate(c->cu, n, ks, (const unsigned(*)[3])grid,
+                          (const unsigned(*)[3])block, c->args);
+  free(ks);
+  free(grid);
+  free(block);
+  return g;
+}
+
+FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
+                             const char *name, size_t nIn,
+                             FzTensor *const *inputs) {
+  FzContext *ctx = fzCudaGetContext(cu);
+  const FzGpuFunction *f = fzGpuProgramLookup(p, name);
+  if (!f || f->numArgs - f->numOutputs != nIn) {
+    fzEmitError(ctx, NULL, "cuda: no compiled function @%s taking %zu inputs",
+                name, nIn);
+    return NULL;
+  }
+  FzCudaCall *c = calloc(1, sizeof *c);
+  size_t numRoots = f->numArgs + f->numTemps;
+  if (c) {
+    c->cu = cu, c->prog = p, c->f = f, c->nIn = nIn;
+    c->dev = calloc(numRoots + 1, sizeof *c->dev);
+    c->args = calloc(numRoots + 1, sizeof *c->args);
+  }
+  if (!c || !c->dev || !c->args) {
+    fzEmitError(ctx, NULL, "cuda: out of memory");
+    fzCudaCallDestroy(c);
+    return NULL;
+  }
+  bool ok = true;
+  for (size_t i = 0; ok && i < numRoots; ++i) {
+    size_t bytes;
+    if (i < f->numArgs) {
+      FzType *t = f->argTypes[i];
+      bytes = (size_t)fzShapedTypeGetNumElements(t) *
+              fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
+      if (i < nIn && fzTensorGetNumBytes(inputs[i]) != bytes) {
+        ok = fzEmitError(ctx, NULL,
+                         "cuda: input #%zu of @%s has %zu bytes, the "
+                         "function expects %zu",
+                         i, name, fzTensorGetNumBytes(inputs[i]), bytes);
+        break;
+      }
+    } else {
+      bytes = (size_t)f->tempBytes[i - f->numArgs];
+    }
+    ok = fzCudaAlloc(cu, bytes, &c->dev[i]);
+    c->numRoots = i + 1; /* freed from here on */
+    if (ok && i < nIn && bytes)
+      ok = fzCudaCopyToDevice(cu, c->dev[i], inputs[i]->data, bytes);
+    c->args[i] = &c->dev[i];
+  }
+  if (ok) {
+    c->graph = make_graph(c);
+    if (!c->graph && f->numKernels > 0)
+      fprintf(stderr, "cuda: note: no CUDA graph for @%s (see above); "
+                      "launching the kernels one by one\n", name);
+  }
+  if (!ok) {
+    fzCudaCallDestroy(c);
+    return NULL;
+  }
+  return c;
+}
+
+const FzGpuFunction *fzCudaCallGetFunction(const FzCudaCall *c) {
+  return c->f;
+}
+
+bool fzCudaCallUsesGraph(const FzCudaCall *c) { return c->graph != NULL; }
+
+bool fzCudaCallLaunch(FzCudaCall *c) {
+  if (c->graph)
+    return fzCudaGraphLaunch(c->cu, c->graph);
+  for (size_t k = 0; k < c->f->numKernels; ++k) {
+    const FzGpuKernel *K = &c->f->kernels[k];
+    if (K->numItems == 0)
+      continue;
+    FzCudaKernel *fn =
+        fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
+    unsigned grid[3], block[3];
+    kernel_grid(K, grid, block);
+    if (!fn || !fzCudaLaunch(c->cu, fn, grid, block, 0, c->args))
+      return false;
+  }
+  return true;
+}
+
+bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
+                          FzTensor ***outputs) {
+  const FzGpuFunction *f = c->f;
+  if (!fzCudaSynchronize(c->cu))
+    return false;
+  /* fzTensorArrayDestroy frees the array through the context. */
+  FzTensor **outs = fzCalloc(ctx, f->numOutputs + 1, sizeof *outs);
+  bool ok = outs != NULL;
+  if (!ok)
+    fzEmitError(ctx, NULL, "cuda: out of memory");
+  for (size_t k = 0; ok && k < f->numOutputs; ++k) {
+    FzType *t = f->argTypes[c->nIn + k];
+    outs[k] = fzTensorCreate(ctx, fzShapedTypeGetElementType(t),
+                             fzShapedTypeGetRank(t), fzShapedTypeGetShape(t));
+    size_t bytes = outs[k] ? fzTensorGetNumBytes(outs[k]) : 0;
+    ok = outs[k] && (bytes == 0 || fzCudaCopyToHost(c->cu, outs[k]->data,
+                                                    c->dev[c->nIn + k],
+                                                    bytes));
+  }
+  if (!ok) {
+    if (outs)
+      fzTensorArrayDestroy(ctx, f->numOutputs, outs);
+    return false;
+  }
+  *nOut = f->numOutputs;
+  *outputs = outs;
+  return true;
+}
+
+void fzCudaCallDestroy(FzCudaCall *c) {
+  if (!c)
+    return;
+  fzCudaGraphDestroy(c->cu, c->graph);
+  for (size_t i = 0; c->dev && i < c->numRoots; ++i)
+    fzCudaFree(c->cu, c->dev[i]);
+  free(c->dev);
+  free(c->args);
+  free(c);
+}
+
+bool fzCudaRunFunction(FzCuda *cu, const FzGpuProgram *p, const char *name,
+                       size_t nIn, FzTensor *const *inputs, FzContext *ctx,
+                       size_t *nOut, FzTensor ***outputs) {
+  FzCudaCall *c = fzCudaCallCreate(cu, p, name, nIn, inputs);
+  bool ok = c && fzCudaCallLaunch(c) &&
+            fzCudaCallGetOutputs(c, ctx, nOut, outputs);
+  fzCudaCallDestroy(c);
+  return ok;
+}
