@@ -174,7 +174,8 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
       go.arch = o->gpuArch;
     go.optLevel = o->codegen.optLevel;
     go.fastMath = o->codegen.fastMath;
-    ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
+    ok = fzGpuWrapSequentialNests(module) &&
+         fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
   }

@@ -28,8 +28,11 @@
  *    recomputed in every kernel that uses them;
  *  - `maxntid` is the block size; the kernel calling convention is the
  *    `ptx_kernel` one plus the `kernel` entry of nvvm.annotations.
- * Not supported yet (an error at the op): top-level loops or stores
- * outside a loop.parallel, func.call, sin/cos without libdevice,
+ * Top-level loop.for nests and stores (reductions to a scalar) are not
+ * kernels by themselves: fzGpuWrapSequentialNests first makes each a
+ * one-iteration loop.parallel (fzCudaCompileModule and fuse-translate
+ * --emit=ptx run it); without it they are an error at the op.
+ * Not supported yet (an error at the op): func.call, sin/cos without libdevice,
  * dynamic shapes, nests with non-constant bounds.
  *
  * Math: exp/log/log1p/tanh/erf/pow/sin/cos call the CUDA toolkit's
@@ -103,6 +106,14 @@ typedef struct FzGpuProgram {
   size_t numFunctions;
   FzGpuFunction *functions;
 } FzGpuProgram;
+
+/* Rewrites a loop-level module in place for fzGpuCompile: every
+ * top-level loop.for, loop.store and loop.vector_store of a function
+ * moves into a one-iteration loop.parallel (a kernel); a loop.for's
+ * results go through rank-0 loop.alloc temporaries that later ops read
+ * with loop.load (lowering/nvptx/sequential.c). The semantics are kept.
+ * False after reporting an error. */
+FZ_MUST_CHECK bool fzGpuWrapSequentialNests(FzOp *module);
 
 /* Compiles every func.func with a body of `module` (loop level; a
  * graph-level module must be lowered first, e.g. fzLowerModuleForCpu).

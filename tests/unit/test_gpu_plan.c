@@ -4,10 +4,13 @@
  * gets, threads per row or column, block size and grid size, for the
  * shapes the heuristic documents. No GPU is needed (PTX only).
  */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fz/fz.h"
 #include "fz/gpu.h"
+#include "fz/loop.h"
 #include "tests/unit/test_helpers.h"
 
 typedef struct Compiled {
@@ -115,6 +118,88 @@ START_TEST(test_elementwise) {
 }
 END_TEST
 
+/* fzGpuWrapSequentialNests (lowering/nvptx/sequential.c) keeps the
+ * semantics: the wrapped loop module, run by the loop interpreter on
+ * random inputs, matches the graph interpreter; and each former
+ * top-level nest is its own one-iteration kernel. */
+START_TEST(test_sequential_nests) {
+  const char *src =
+      "func.func @main(%x: tensor<16x24xf32>, %y: tensor<40xf32>) -> "
+      "(tensor<16x24xf32>, tensor<f32>) {\n"
+      "  %m = graph.reduce_mean %x {axes = array<i64: 0, 1>} : "
+      "tensor<16x24xf32> -> tensor<f32>\n"
+      "  %0 = graph.sub %x, %m : tensor<16x24xf32>, tensor<f32> -> "
+      "tensor<16x24xf32>\n"
+      "  %1 = graph.mul %y, %y : tensor<40xf32>, tensor<40xf32> -> "
+      "tensor<40xf32>\n"
+      "  %2 = graph.reduce_sum %1 {axes = array<i64: 0>} : tensor<40xf32> "
+      "-> tensor<f32>\n"
+      "  return %0, %2 : tensor<16x24xf32>, tensor<f32>\n}\n";
+  FzContext *ctx = fzContextCreate();
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(fzRegisterAllDialects(ctx));
+  ck_assert(fzRegisterAllPasses(ctx));
+  FzOp *module = fzParseSource(ctx, fzStringRefFromCString(src),
+                               FZ_STR("t.fuse"), 0);
+  ck_assert_ptr_nonnull(module);
+  FzOp *func = fzSymbolTableLookupIn(module, FZ_STR("main"));
+  ck_assert_ptr_nonnull(func);
+  int64_t xs[2] = {16, 24}, ys[1] = {40};
+  FzTensor *in[2] = {fzTensorCreate(ctx, fzF32TypeGet(ctx), 2, xs),
+                     fzTensorCreate(ctx, fzF32TypeGet(ctx), 1, ys)};
+  unsigned seed = 7;
+  for (size_t k = 0; k < 2; ++k)
+    for (int64_t i = 0; i < in[k]->numElements; ++i) {
+      seed = seed * 1103515245u + 12345u;
+      fzTensorSetF64(in[k], i, (double)(seed >> 8) / (1 << 24) * 4 - 2);
+    }
+  size_t nRef = 0, nGot = 0;
+  FzTensor **ref = NULL, **got = NULL;
+  ck_assert(fzInterpretFunction(func, 2, in, NULL, &nRef, &ref));
+
+  FzCpuPipelineOptions po;
+  fzCpuPipelineOptionsInit(&po);
+  ck_assert(fzLowerModuleForCpu(module, &po));
+  ck_assert(fzGpuWrapSequentialNests(module));
+  ck_assert(fzOpVerify(module));
+  /* Nothing sequential is left at the top level. */
+  FzBlock *body = fzRegionGetFirstBlock(fzOpGetRegion(func, 0));
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op))
+    ck_assert(fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR &&
+              fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE);
+  ck_assert(fzLoopRunFunction(func, 2, in, NULL, NULL, &nGot, &got));
+  ck_assert_uint_eq(nGot, nRef);
+  for (size_t k = 0; k < nRef; ++k) {
+    ck_assert_int_eq(got[k]->numElements, ref[k]->numElements);
+    for (int64_t i = 0; i < ref[k]->numElements; ++i) {
+      double a = fzTensorGetF64(got[k], i), e = fzTensorGetF64(ref[k], i);
+      ck_assert_double_eq_tol(a, e, 1e-5 + 1e-5 * fabs(e));
+    }
+  }
+
+  FzGpuOptions go;
+  fzGpuOptionsInit(&go);
+  FzGpuProgram *prog = fzGpuCompile(module, &go);
+  ck_assert_ptr_nonnull(prog);
+  const FzGpuFunction *f = fzGpuProgramLookup(prog, "main");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_uint_eq(f->numTemps, 2); /* the two scalars */
+  size_t single = 0;
+  for (size_t k = 0; k < f->numKernels; ++k)
+    single += f->kernels[k].numItems <= f->kernels[k].blockSize &&
+              !strcmp(f->kernels[k].mapping, "elementwise") &&
+              f->kernels[k].numItems == 1;
+  ck_assert_uint_ge(single, 1);
+  fzGpuProgramDestroy(prog);
+  fzTensorArrayDestroy(ctx, nRef, ref);
+  fzTensorArrayDestroy(ctx, nGot, got);
+  fzTensorDestroy(in[0]);
+  fzTensorDestroy(in[1]);
+  fzOpDestroy(module);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("gpu_plan");
   TCase *tc = tcase_create("plan");
@@ -122,6 +207,7 @@ int main(void) {
   tcase_add_test(tc, test_softmax_rows_by_length);
   tcase_add_test(tc, test_reductions);
   tcase_add_test(tc, test_elementwise);
+  tcase_add_test(tc, test_sequential_nests);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }
