@@ -69,6 +69,16 @@ def main():
              "tests/conformance/run.sh build       # log + summary\n"
              "python3 tests/conformance/make_doc.py build/test-logs/"
              "conformance.log   # this page\n```\n")
+    # The hand-written "## Devices" section (interp, cpu, cuda results and
+    # how to run them) is kept from the page being replaced.
+    try:
+        with open(out, encoding="utf-8") as f:
+            old = f.read()
+        m = re.search(r"^## Devices\n.*?(?=^## )", old, re.S | re.M)
+        if m:
+            w.append(m.group(0).rstrip("\n") + "\n")
+    except OSError:
+        pass
     w.append("## Result\n")
     w.append("```\n%s\n```\n" % summary)
     w.append("%d tests in all: %d passed, %d failed, %d skipped.\n" % (

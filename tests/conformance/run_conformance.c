@@ -3,7 +3,8 @@
  * interpreter.
  *
  *   run_conformance [--data DIR] [--filter SUBSTRING] [--quiet]
- *                   [--pipeline=PIPELINE] [--device interp|cpu] [TEST...]
+ *                   [--pipeline=PIPELINE] [--device interp|cpu|cuda]
+ *                   [TEST...]
  *
  * DIR defaults to /usr/share/libonnx-testdata/data/node; each test is a
  * folder test_NAME holding model.onnx and test_data_set_N/ with input_K.pb
@@ -30,6 +31,17 @@
  * core instead of the interpreter; a model that does not compile is a
  * failure. The same tolerances apply.
  *
+ * With --device cuda, every model is compiled to PTX for the first GPU
+ * (fz/cuda_run.h: the same lowering and launch code as fuse-run --device
+ * cuda, kernels replayed as one CUDA graph) and run there; outputs are
+ * compared with the same tolerances. A model the GPU code generator
+ * cannot compile is a failure whose reason starts with "cuda compile:",
+ * a failing driver call or launch one starting with "cuda:". Without a
+ * driver or a device the runner says so on stderr and exits 2 before
+ * running any test. One FzCuda (its own context, whose diagnostics go to
+ * the current test's status line) serves every test, so the driver's
+ * context and module cache are set up once.
+ *
  * With --pipeline, every imported module goes through that pass pipeline
  * (anchored on builtin.module, e.g. 'builtin.module(graph-optimize)')
  * before it runs, so the tests check that the passes keep results within
@@ -46,7 +58,8 @@
 #include "fz/graph.h"
 #include "fz/onnx.h"
 #include "fz/pass.h"
-#include "fz/runtime.h" /* --device cpu */
+#include "fz/cuda_run.h" /* --device cuda */
+#include "fz/runtime.h"  /* --device cpu */
 
 #define RTOL 1e-3
 #define ATOL 1e-7
@@ -55,16 +68,61 @@
 /* --pipeline: the passes every imported module runs through (NULL: none).
  * Set once by main before any test runs. */
 static const char *gPipeline;
-/* --device: "interp" (default) or "cpu". Set once by main. */
+/* --device: "interp" (default), "cpu" or "cuda". Set once by main. */
 static const char *gDevice = "interp";
 
+/* The diagnostics of one test, kept for its status line. */
+typedef struct Capture {
+  char first[1024];       /* the first error */
+  char unsupported[1024]; /* the first error saying "unsupported" */
+  bool any;
+} Capture;
+
+static bool capture(const FzDiagnostic *d, void *ud);
+
+/* --device cuda: the device, opened once by main with its own context
+ * (gCudaCtx), whose errors go to the running test's capture. */
+static FzContext *gCudaCtx;
+static FzCuda *gCuda;
+static Capture *gCudaCapture;
+
+static bool capture_cuda(const FzDiagnostic *d, void *ud) {
+  (void)ud;
+  return gCudaCapture ? capture(d, gCudaCapture) : true;
+}
+
+/* Compiles module for the GPU and runs func there; false after errors
+ * (captured), with the phase ("cuda compile" or "cuda") in *phase. */
+static bool run_cuda(FzOp *module, FzOp *func, size_t numArgs,
+                     FzTensor **args, size_t *nGot, FzTensor ***got,
+                     const char **phase) {
+  *phase = "cuda compile";
+  FzGpuProgram *p = fzCudaCompileModule(gCuda, module, true, NULL);
+  if (!p)
+    return false;
+  *phase = "cuda";
+  FzStringRef name = fzSymbolGetName(func);
+  char cname[256];
+  snprintf(cname, sizeof cname, "%.*s", (int)name.length, name.data);
+  bool ok = fzCudaRunFunction(gCuda, p, cname, numArgs, args,
+                              fzOpGetContext(func), nGot, got);
+  fzGpuProgramDestroy(p);
+  return ok;
+}
+
 /* Runs func (of module) on args with gDevice; false after errors were
- * reported (captured for the status line). */
+ * reported (captured for the status line), *phase naming the step that
+ * failed. */
 static bool run_function(FzContext *ctx, FzOp *module, FzOp *func,
                          size_t numArgs, FzTensor **args, size_t *nGot,
-                         FzTensor ***got) {
-  if (strcmp(gDevice, "cpu") != 0)
+                         FzTensor ***got, const char **phase) {
+  *phase = gDevice;
+  if (!strcmp(gDevice, "interp")) {
+    *phase = "interpreter";
     return fzInterpretFunction(func, numArgs, args, NULL, nGot, got);
+  }
+  if (!strcmp(gDevice, "cuda"))
+    return run_cuda(module, func, numArgs, args, nGot, got, phase);
   FzCpuRuntime *rt = fzCpuRuntimeCreate(ctx, 0);
   FzCpuExecutable *exe = rt ? fzCpuExecutableCreate(rt, module, NULL) : NULL;
   FzCpuFunction *f = exe ? fzCpuExecutableLookup(exe, fzSymbolGetName(func))
@@ -76,13 +134,6 @@ static bool run_function(FzContext *ctx, FzOp *module, FzOp *func,
   fzCpuRuntimeDestroy(rt);
   return ok;
 }
-
-/* The diagnostics of one test, kept for its status line. */
-typedef struct Capture {
-  char first[1024];       /* the first error */
-  char unsupported[1024]; /* the first error saying "unsupported" */
-  bool any;
-} Capture;
 
 static bool capture(const FzDiagnostic *d, void *ud) {
   Capture *c = ud;
@@ -404,9 +455,10 @@ static bool run_data_set(FzContext *ctx, FzOp **module, bool specialize,
   }
   size_t nGot = 0;
   FzTensor **got = NULL;
-  if (ok && !run_function(ctx, *module, func, numArgs, args, &nGot, &got)) {
-    snprintf(why, whyCap, "%s: %s",
-             strcmp(gDevice, "cpu") ? "interpreter" : "cpu", cap->first);
+  const char *phase = NULL;
+  if (ok && !run_function(ctx, *module, func, numArgs, args, &nGot, &got,
+                          &phase)) {
+    snprintf(why, whyCap, "%s: %s", phase, cap->first);
     ok = false;
   }
   if (ok && nGot != nWant) {
@@ -444,6 +496,7 @@ static Status run_test(const char *root, const char *name, char *why,
   Capture cap;
   memset(&cap, 0, sizeof cap);
   fzContextPushDiagHandler(ctx, capture, &cap);
+  gCudaCapture = &cap;
   Status status = PASSED;
   FzOp *module = optimize(ctx, fzImportOnnxFile(ctx, model));
   /* An input the importer needs as a constant: specialize on the data. */
@@ -472,8 +525,37 @@ static Status run_test(const char *root, const char *name, char *why,
     if (module)
       fzOpDestroy(module);
   }
+  gCudaCapture = NULL;
   fzContextDestroy(ctx);
   return status;
+}
+
+/* Opens the first GPU for --device cuda; false after saying why on
+ * stderr (no driver, no device). */
+static bool open_cuda(void) {
+  Capture cap;
+  memset(&cap, 0, sizeof cap);
+  gCudaCtx = fzContextCreate();
+  if (!gCudaCtx) {
+    fprintf(stderr, "run_conformance: cannot create a context\n");
+    return false;
+  }
+  FzDiagHandlerId id = fzContextPushDiagHandler(gCudaCtx, capture, &cap);
+  gCuda = fzCudaCreate(gCudaCtx, 0);
+  fzContextPopDiagHandler(gCudaCtx, id);
+  if (!gCuda) {
+    fprintf(stderr, "run_conformance: --device cuda: %s\n",
+            cap.any ? cap.first : "cannot open the GPU");
+    fzContextDestroy(gCudaCtx);
+    gCudaCtx = NULL;
+    return false;
+  }
+  fzContextPushDiagHandler(gCudaCtx, capture_cuda, NULL);
+  char arch[16];
+  fprintf(stderr, "run_conformance: cuda: %s (%s, %d SMs)\n",
+          fzCudaGetDeviceName(gCuda),
+          fzCudaGetPtxArch(gCuda, arch, sizeof arch), fzCudaGetNumSMs(gCuda));
+  return true;
 }
 
 int main(int argc, char **argv) {
@@ -495,15 +577,16 @@ int main(int argc, char **argv) {
     } else if ((!strcmp(argv[i], "--device") && i + 1 < argc) ||
                !strncmp(argv[i], "--device=", 9)) {
       gDevice = argv[i][8] == '=' ? argv[i] + 9 : argv[++i];
-      if (strcmp(gDevice, "interp") && strcmp(gDevice, "cpu")) {
-        fprintf(stderr, "run_conformance: --device is interp or cpu\n");
+      if (strcmp(gDevice, "interp") && strcmp(gDevice, "cpu") &&
+          strcmp(gDevice, "cuda")) {
+        fprintf(stderr, "run_conformance: --device is interp, cpu or cuda\n");
         free(only);
         return 2;
       }
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "usage: run_conformance [--data DIR] [--filter "
                       "SUBSTRING] [--quiet] [--pipeline=PIPELINE] "
-                      "[--device interp|cpu] [TEST...]\n");
+                      "[--device interp|cpu|cuda] [TEST...]\n");
       free(only);
       return 2;
     } else {
@@ -515,6 +598,11 @@ int main(int argc, char **argv) {
   if (!tests || n == 0) {
     fprintf(stderr, "run_conformance: no tests found in '%s' (install "
                     "Debian's libonnx-testdata)\n", root);
+    free_list(tests, n);
+    free(only);
+    return 2;
+  }
+  if (!strcmp(gDevice, "cuda") && !open_cuda()) {
     free_list(tests, n);
     free(only);
     return 2;
@@ -541,6 +629,9 @@ int main(int argc, char **argv) {
   }
   printf("%zu passed, %zu failed, %zu skipped\n", counts[PASSED],
          counts[FAILED], counts[SKIPPED]);
+  fzCudaDestroy(gCuda);
+  if (gCudaCtx)
+    fzContextDestroy(gCudaCtx);
   free_list(tests, n);
   free(only);
   return counts[FAILED] ? 1 : 0;
