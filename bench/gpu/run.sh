@@ -16,6 +16,13 @@ BUILD=${1:-build-gpu-carry}
 export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 REPS=${2:-20}
 RUN=$BUILD/bin/fuse-run
+if [ ! -x "$RUN" ] && [ -f "$RUN.xz" ]; then  # tests/gpu/pack.sh compresses it
+  RUN=$(mktemp /tmp/fuse-run.XXXXXX)
+  if command -v xz >/dev/null; then xz -dc "$BUILD/bin/fuse-run.xz" >"$RUN"
+  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BUILD/bin/fuse-run.xz" "$RUN"
+  fi
+  chmod +x "$RUN"
+fi
 [ -x "$RUN" ] || { echo "error: $RUN not found" >&2; exit 1; }
 declare -A EAGER COMPILE JAX FZ CP KS
 for f in bench/gpu/*.fuse; do

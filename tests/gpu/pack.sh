@@ -1,33 +1,51 @@
 #!/usr/bin/env bash
 # tests/gpu/pack.sh - builds the folder carried to the GPU machine (which
-# has the CUDA driver but no LLVM and maybe no libprotobuf-c):
-#     bash tests/gpu/pack.sh            -> build-gpu-carry/ (~50 MB)
+# has the CUDA driver but no LLVM, maybe no libprotobuf-c and no ONNX
+# test data):
+#     bash tests/gpu/pack.sh            -> build-gpu-carry/ (~27 MB)
 # It configures build-gpu-static with -DFZ_LLVM_STATIC=ON (Release),
-# builds fuse-run and test_cuda, and copies them stripped into
-# build-gpu-carry/bin with the few shared libraries they need beyond
-# glibc (libprotobuf-c, libzstd) in build-gpu-carry/lib. tests/gpu/run.sh
-# and bench/gpu/run.sh put BUILD/lib on LD_LIBRARY_PATH. The carry limit
-# of the device runner is 64 MiB in total, hence one tool and stripping.
+# builds fuse-run, run_conformance and test_cuda, strips them and
+# compresses each with xz -9 into build-gpu-carry/bin/NAME.xz (two
+# uncompressed static-LLVM binaries, ~50 MB each, would not fit the
+# device runner's 64 MiB carry limit). The few shared libraries they
+# need beyond glibc (libprotobuf-c, libzstd, ...) go to build-gpu-carry/lib,
+# and the ONNX backend node tests (Debian's libonnx-testdata, 27 MB) to
+# build-gpu-carry/data/onnx-node.tar.xz. tests/gpu/run.sh unpacks all of
+# it under /tmp (with xz, or Python's lzma where xz is missing) and puts
+# lib/ on LD_LIBRARY_PATH; bench/gpu/run.sh likewise.
 set -eu
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 B=$SRC/build-gpu-static
 C=$SRC/build-gpu-carry
+DATA=${FZ_ONNX_NODE_DATA:-/usr/share/libonnx-testdata/data/node}
+TOOLS="fuse-run run_conformance test_cuda"
 cmake -S "$SRC" -B "$B" -G "Unix Makefiles" -DFZ_LLVM_STATIC=ON \
       -DCMAKE_BUILD_TYPE=Release >/dev/null
-make -C "$B" -j2 fuse-run test_cuda >/dev/null
-rm -rf "$C"; mkdir -p "$C/bin" "$C/lib"
-cp "$B/bin/fuse-run" "$B/bin/test_cuda" "$C/bin/"
-strip "$C/bin/fuse-run" "$C/bin/test_cuda"
-# Every non-glibc library either binary needs (test_cuda also needs
+make -C "$B" -j2 $TOOLS >/dev/null
+for t in $TOOLS; do
+  if ldd "$B/bin/$t" | grep -q libLLVM; then
+    echo "error: $t links libLLVM dynamically" >&2; exit 1
+  fi
+done
+rm -rf "$C"; mkdir -p "$C/bin" "$C/lib" "$C/data"
+# Every non-glibc library the binaries need (test_cuda also needs
 # Check's libsubunit, absent on the GPU machine).
-for lib in $(ldd "$C/bin/fuse-run" "$C/bin/test_cuda" |
+for lib in $(for t in $TOOLS; do ldd "$B/bin/$t"; done |
              awk '/=> \// {print $3}' | sort -u); do
   case $(basename "$lib") in
     libc.so*|libm.so*|libgcc_s.so*|libstdc++.so*|ld-linux*) ;;
     *) cp -L "$lib" "$C/lib/" ;;
   esac
 done
-if ldd "$C/bin/fuse-run" | grep -q libLLVM; then
-  echo "error: fuse-run links libLLVM dynamically" >&2; exit 1
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for t in $TOOLS; do
+  strip -o "$tmp/$t" "$B/bin/$t"
+  xz -9 -T2 -c "$tmp/$t" >"$C/bin/$t.xz"
+done
+if [ -d "$DATA" ]; then
+  tar -C "$(dirname "$DATA")" -cf - "$(basename "$DATA")" |
+    xz -9 -T2 >"$C/data/onnx-node.tar.xz"
+else
+  echo "warning: $DATA not found: the carry folder has no ONNX test data" >&2
 fi
-du -sh "$C"; ls -la "$C/bin" "$C/lib"
+du -sh "$C"; ls -la "$C/bin" "$C/lib" "$C/data"

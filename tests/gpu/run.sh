@@ -5,11 +5,25 @@
 # machine (LLVM linked statically: -DFZ_LLVM_STATIC=ON), nothing is built
 # here:
 #     bash tests/gpu/run.sh [BUILD_DIR]        (default: build-gpu-carry, made by tests/gpu/pack.sh)
-# Each tests/gpu/cases/*.fuse runs with `fuse-run --device cuda
-# --random-inputs SEED --check-interp` (outputs compared with the graph
-# interpreter) for two seeds; the unit test test_cuda runs too (on a GPU
-# machine it loads a PTX module, launches and copies). Prints
-# `N passed, N failed` and exits 1 when anything failed.
+# BUILD_DIR/bin holds the tools, either plain or compressed as NAME.xz
+# (pack.sh); compressed ones and BUILD_DIR/data/onnx-node.tar.xz are
+# unpacked under /tmp (xz, or Python's lzma where xz is missing).
+# Three parts, all against the interpreter:
+#  - the unit test test_cuda (on a GPU machine it loads a PTX module,
+#    launches and copies): one check;
+#  - each tests/gpu/cases/*.fuse with `fuse-run --device cuda
+#    --random-inputs SEED --check-interp` (outputs compared with the
+#    graph interpreter) for two seeds: one check each;
+#  - the ONNX backend node tests: `run_conformance --device cuda` (every
+#    model compiled to PTX and run on the GPU, outputs compared with the
+#    expected ones with ONNX's tolerances, docs/conformance.md); its log
+#    goes to /tmp/fz_conformance_cuda.log, its FAIL lines and summary are
+#    printed, and its passed and failed tests count in the totals.
+# The last line is `N passed, N failed` (skipped conformance tests, which
+# the importer does not support, are counted on the line before); exits 1
+# when anything failed or the conformance runner did not finish.
+# FZ_GPU_DEVICE=cpu runs the same checks on the CPU (a dry run of this
+# script on a machine without a GPU).
 #
 # Tolerances: rtol 1e-4, atol 1e-5 (reductions sum in a different order
 # than the interpreter, and exp/tanh/erf are polynomial approximations);
@@ -17,16 +31,40 @@
 # outputs, where a different summation order can move one rounding step).
 set -u
 BUILD=${1:-build-gpu-carry}
-export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-RUN=$BUILD/bin/fuse-run
 DEVICE=${FZ_GPU_DEVICE:-cuda}  # cpu: check this script on a machine without a GPU
 pass=0 fail=0 failed=()
+# Decompresses .xz file $1 to $2 (xz, else Python's lzma).
+unxz_to() {
+  if command -v xz >/dev/null; then xz -dc "$1" >"$2"
+  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$1" "$2"
+  fi
+}
+BIN=$BUILD/bin
+if ls "$BUILD"/bin/*.xz >/dev/null 2>&1 || [ -f "$BUILD/data/onnx-node.tar.xz" ]; then
+  UNPACK=$(mktemp -d /tmp/fuse-gpu.XXXXXX)
+  trap 'rm -rf "$UNPACK"' EXIT
+  mkdir -p "$UNPACK/bin"
+  for f in "$BUILD"/bin/*; do
+    case $f in
+      *.xz) unxz_to "$f" "$UNPACK/bin/$(basename "$f" .xz)" || exit 1 ;;
+      *) cp "$f" "$UNPACK/bin/" ;;
+    esac
+  done
+  chmod +x "$UNPACK"/bin/*
+  BIN=$UNPACK/bin
+  if [ -f "$BUILD/data/onnx-node.tar.xz" ]; then
+    unxz_to "$BUILD/data/onnx-node.tar.xz" "$UNPACK/node.tar" &&
+      tar -C "$UNPACK" -xf "$UNPACK/node.tar" && rm -f "$UNPACK/node.tar" || exit 1
+  fi
+fi
+export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+RUN=$BIN/fuse-run
 if [ ! -x "$RUN" ]; then
   echo "error: $RUN not found (build with -DFZ_LLVM_STATIC=ON and carry the build folder)" >&2
   exit 1
 fi
-if [ -x "$BUILD/bin/test_cuda" ]; then
-  if "$BUILD/bin/test_cuda" >/tmp/fz_test_cuda.log 2>&1; then
+if [ -x "$BIN/test_cuda" ]; then
+  if "$BIN/test_cuda" >/tmp/fz_test_cuda.log 2>&1; then
     pass=$((pass+1)); echo "PASS unit test_cuda"
   else
     fail=$((fail+1)); failed+=(test_cuda); echo "FAIL unit test_cuda"; cat /tmp/fz_test_cuda.log
@@ -51,6 +89,31 @@ for f in tests/gpu/cases/*.fuse; do
     fi
   done
 done
-echo "skipped: matmul/conv (no tensor-core lowering yet), ONNX conformance on cuda (not wired yet)"
+# The ONNX backend node tests on the device.
+DATA=/usr/share/libonnx-testdata/data/node
+[ -n "${UNPACK:-}" ] && [ -d "$UNPACK/node" ] && DATA=$UNPACK/node
+if [ ! -x "$BIN/run_conformance" ]; then
+  fail=$((fail+1)); failed+=(conformance)
+  echo "FAIL conformance: $BIN/run_conformance not found"
+elif [ ! -d "$DATA" ]; then
+  fail=$((fail+1)); failed+=(conformance)
+  echo "FAIL conformance: no ONNX node test data ($DATA)"
+else
+  log=/tmp/fz_conformance_$DEVICE.log
+  timeout "${FZ_CONFORMANCE_TIMEOUT:-420}" \
+    "$BIN/run_conformance" --device "$DEVICE" --data "$DATA" >"$log" 2>&1
+  rc=$?
+  grep '^FAIL ' "$log"
+  summary=$(tail -n 1 "$log")
+  if [[ "$summary" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+    pass=$((pass+BASH_REMATCH[1])); fail=$((fail+BASH_REMATCH[2]))
+    [ "${BASH_REMATCH[2]}" -gt 0 ] && failed+=(conformance)
+    echo "conformance on $DEVICE: $summary (log: $log)"
+  else
+    fail=$((fail+1)); failed+=(conformance)
+    echo "FAIL conformance: the runner did not finish (exit $rc):"; tail -n 5 "$log"
+  fi
+fi
+echo "skipped: matmul/conv tensor-core lowering (not built yet: they run as plain loop nests)"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]
