@@ -125,8 +125,6 @@ FzValue *lgAddI(LgNest *N, FzValue *a, FzValue *b);
 FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c);
 FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c);
 FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c);
-/* The integer value of an index constant, or false. */
-bool lgIsConstIndex(FzValue *v, int64_t *out);
 
 /* Opens loop.parallel over [0, ext[i]) for n dims as a child of path
  * position `parent` (the current top when parent == depth - 1), filling

@@ -167,20 +167,10 @@ FzValue *lgCast(LgNest *N, const char *name, FzValue *a, FzType *to) {
 
 /*===--- Index arithmetic -----------------------------------------------===*/
 
-bool lgIsConstIndex(FzValue *v, int64_t *out) {
-  FzOp *d = v ? fzValueGetDefiningOp(v) : NULL;
-  if (!d || fzLoopGetOpcode(d) != FZ_LOOP_OP_CONSTANT)
-    return false;
-  FzAttr *a = fzOpGetInherentAttr(d, FZ_STR("value"));
-  if (!a || fzAttrGetKind(a) != FZ_ATTR_INTEGER)
-    return false;
-  *out = fzIntegerAttrGetValue(a);
-  return true;
-}
-
 FzValue *lgAddI(LgNest *N, FzValue *a, FzValue *b) {
   int64_t x, y;
-  bool ca = lgIsConstIndex(a, &x), cb = lgIsConstIndex(b, &y);
+  bool ca = fzLoopValueGetConstantInt(a, &x),
+       cb = fzLoopValueGetConstantInt(b, &y);
   if (ca && cb)
     return lgConstIndex(N, x + y);
   if (ca && x == 0)
@@ -196,7 +186,7 @@ FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c) {
     return lgConstIndex(N, 0);
   if (c == 1)
     return a;
-  if (lgIsConstIndex(a, &x))
+  if (fzLoopValueGetConstantInt(a, &x))
     return lgConstIndex(N, x * c);
   return lgBinary(N, "loop.muli", a, lgConstIndex(N, c));
 }
@@ -205,7 +195,7 @@ FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c) {
   int64_t x;
   if (c == 1)
     return a;
-  if (lgIsConstIndex(a, &x))
+  if (fzLoopValueGetConstantInt(a, &x))
     return lgConstIndex(N, x / c);
   return lgBinary(N, "loop.divsi", a, lgConstIndex(N, c));
 }
@@ -214,7 +204,7 @@ FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c) {
   int64_t x;
   if (c == 1)
     return lgConstIndex(N, 0);
-  if (lgIsConstIndex(a, &x))
+  if (fzLoopValueGetConstantInt(a, &x))
     return lgConstIndex(N, x % c);
   return lgBinary(N, "loop.remsi", a, lgConstIndex(N, c));
 }

@@ -502,7 +502,7 @@ static FzValue *emit_slice(LgNest *N, FzOp *op, FzValue *const *idx) {
 /* Clamps an index into [0, n). */
 static FzValue *clamp_index(LgNest *N, FzValue *i, int64_t n) {
   int64_t c;
-  if (lgIsConstIndex(i, &c))
+  if (fzLoopValueGetConstantInt(i, &c))
     return lgConstIndex(N, c < 0 ? 0 : (c >= n ? n - 1 : c));
   FzValue *lo = lgBinary(N, "loop.maxsi", i, lgConstIndex(N, 0));
   return lgBinary(N, "loop.minsi", lo, lgConstIndex(N, n - 1));

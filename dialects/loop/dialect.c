@@ -71,6 +71,17 @@ FzValue *fzLoopCreateConstant(FzBuilder *b, FzLoc *loc, FzType *t, double v) {
   return op ? fzOpGetResult(op, 0) : NULL;
 }
 
+bool fzLoopValueGetConstantInt(FzValue *v, int64_t *out) {
+  FzOp *def = v ? fzValueGetDefiningOp(v) : NULL;
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
+    return false;
+  FzAttr *a = fzOpGetInherentAttr(def, FZ_STR("value"));
+  if (!a || fzAttrGetKind(a) != FZ_ATTR_INTEGER)
+    return false;
+  *out = fzIntegerAttrGetValue(a);
+  return true;
+}
+
 FzValue *fzLoopCreateIndexConstant(FzBuilder *b, FzLoc *loc, int64_t v) {
   FzType *t = fzIndexTypeGet(b->ctx);
   FzAttr *a = fzIntegerAttrGet(b->ctx, t, v);

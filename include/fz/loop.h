@@ -169,6 +169,10 @@ FzBlock *fzLoopGetBody(const FzOp *op);
 /* loop.load/store/vector_load/vector_store: the operand index of the
  * buffer (0 for loads, 1 for stores); the indices follow it. */
 size_t fzLoopMemGetBufferOperand(const FzOp *op);
+/* True when v is the result of a loop.constant holding an integer (an
+ * index or integer scalar); the value goes to *out. False for anything
+ * else (a block argument, a float constant, a computed value). */
+bool fzLoopValueGetConstantInt(FzValue *v, int64_t *out);
 
 /* Builders (insert at b's insertion point; NULL after an error). */
 FzValue *fzLoopCreateIndexConstant(FzBuilder *b, FzLoc *loc, int64_t v);

@@ -29,24 +29,13 @@
 
 /*===--- Static facts -----------------------------------------------------===*/
 
-/* The integer held by a loop.constant, in *out. */
-static bool constant_int(FzValue *v, int64_t *out) {
-  FzOp *def = fzValueGetDefiningOp(v);
-  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
-    return false;
-  FzAttr *a = fzOpGetInherentAttr(def, FZ_STR("value"));
-  if (!a || fzAttrGetKind(a) != FZ_ATTR_INTEGER)
-    return false;
-  *out = fzIntegerAttrGetValue(a);
-  return true;
-}
-
 /* Trip count of (lb, ub, step) when all three are constants. */
 static bool trip_count(FzValue *lb, FzValue *ub, FzValue *step,
                        int64_t *out) {
   int64_t l, u, s;
-  if (!constant_int(lb, &l) || !constant_int(ub, &u) ||
-      !constant_int(step, &s) || s <= 0)
+  if (!fzLoopValueGetConstantInt(lb, &l) ||
+      !fzLoopValueGetConstantInt(ub, &u) ||
+      !fzLoopValueGetConstantInt(step, &s) || s <= 0)
     return false;
   *out = u > l ? (u - l + s - 1) / s : 0;
   return true;
@@ -234,9 +223,9 @@ static bool emit_parallel_serial(FzLLEmitter *E, FzOp *op) {
     return fzLLError(E, op, "emit-llvm: malformed 'loop.parallel'");
   LoopFrame frames[64];
   int64_t lbLast, stepLast, ubLast;
-  if (constant_int(fzOpGetOperand(op, n - 1), &lbLast) &&
-      constant_int(fzOpGetOperand(op, 2 * n - 1), &ubLast) &&
-      constant_int(fzOpGetOperand(op, 3 * n - 1), &stepLast) &&
+  if (fzLoopValueGetConstantInt(fzOpGetOperand(op, n - 1), &lbLast) &&
+      fzLoopValueGetConstantInt(fzOpGetOperand(op, 2 * n - 1), &ubLast) &&
+      fzLoopValueGetConstantInt(fzOpGetOperand(op, 3 * n - 1), &stepLast) &&
       stepLast == 1) {
     /* Outer dims as loops; the last one as an explicit vector loop. */
     for (size_t d = 0; d + 1 < n; ++d) {
@@ -343,9 +332,10 @@ static bool par_shape(FzOp *op, ParShape *s) {
   s->outer = 1;
   for (size_t d = 0; d < n; ++d) {
     int64_t ub;
-    if (!constant_int(fzOpGetOperand(op, d), &s->lb[d]) ||
-        !constant_int(fzOpGetOperand(op, n + d), &ub) ||
-        !constant_int(fzOpGetOperand(op, 2 * n + d), &s->step[d]) ||
+    if (!fzLoopValueGetConstantInt(fzOpGetOperand(op, d), &s->lb[d]) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(op, n + d), &ub) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(op, 2 * n + d),
+                                   &s->step[d]) ||
         s->step[d] <= 0)
       return false;
     s->trips[d] = ub > s->lb[d] ? (ub - s->lb[d] + s->step[d] - 1) / s->step[d]

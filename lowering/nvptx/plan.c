@@ -25,17 +25,6 @@
 
 #include "lowering/nvptx/nvptx_internal.h"
 
-static bool const_int(FzValue *v, int64_t *out) {
-  FzOp *def = fzValueGetDefiningOp(v);
-  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
-    return false;
-  FzAttr *a = fzOpGetInherentAttr(def, FZ_STR("value"));
-  if (!a || fzAttrGetKind(a) != FZ_ATTR_INTEGER)
-    return false;
-  *out = fzIntegerAttrGetValue(a);
-  return true;
-}
-
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 static unsigned pow2_ceil(int64_t v) {
@@ -157,9 +146,10 @@ static bool plan_inner(FzOp *loop, FzValue *outerLast, FzNvInnerPlan *ip,
   if (!isFor && fzLoopParallelGetNumDims(loop) != 1)
     return false;
   int64_t ub;
-  if (!const_int(fzOpGetOperand(loop, 0), &ip->lb) ||
-      !const_int(fzOpGetOperand(loop, 1), &ub) ||
-      !const_int(fzOpGetOperand(loop, 2), &ip->step) || ip->step <= 0)
+  if (!fzLoopValueGetConstantInt(fzOpGetOperand(loop, 0), &ip->lb) ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(loop, 1), &ub) ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(loop, 2), &ip->step) ||
+      ip->step <= 0)
     return false;
   ip->loop = loop;
   ip->trips = ub > ip->lb ? ceil_div(ub - ip->lb, ip->step) : 0;
@@ -387,9 +377,10 @@ bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
   p->items = 1;
   for (size_t d = 0; d < n; ++d) {
     int64_t ub;
-    if (!const_int(fzOpGetOperand(par, d), &p->lb[d]) ||
-        !const_int(fzOpGetOperand(par, n + d), &ub) ||
-        !const_int(fzOpGetOperand(par, 2 * n + d), &p->step[d]) ||
+    if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &p->lb[d]) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, n + d), &ub) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 2 * n + d),
+                                   &p->step[d]) ||
         p->step[d] <= 0)
       return false;
     p->trips[d] = ub > p->lb[d] ? ceil_div(ub - p->lb[d], p->step[d]) : 0;
