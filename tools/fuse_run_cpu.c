@@ -35,6 +35,8 @@ const char fuseRunCpuUsage[] =
     "  --fast-math           cpu: every fast-math flag\n"
     "  --exact-math          cpu: C library exp/log/tanh/erf instead of\n"
     "                        the inline approximations\n"
+    "  --no-tile             cpu: matmul nests as lowered (one k loop per\n"
+    "                        output element), not tile-contractions\n"
     "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
     "                        stderr\n";
 
@@ -82,6 +84,7 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
                : IS("no-fuse")       ? &o->noFuse
                : IS("fast-math")     ? &o->fastMath
                : IS("exact-math")    ? &o->exactMath
+               : IS("no-tile")       ? &o->noTile
                : IS("print-loop-ir") ? &o->printLoopIR
                                      : NULL;
 #undef IS
@@ -138,6 +141,7 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.pipeline.fuse = !o->noFuse;
   co.codegen.fastMath = o->fastMath;
   co.codegen.exactMath = o->exactMath;
+  co.codegen.tileContractions = !o->noTile;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);
