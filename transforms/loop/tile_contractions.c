@@ -12,9 +12,10 @@
  * What a matched nest (tile_internal.h) becomes, with W lanes (vector
  * bits / 32), tiles of MR rows x NV vectors (NR = NV * W columns):
  *
- *   [Bp = loop.alloc [y's batch dims, Nv/W, K, W] f32; a nest packing
- *    y(k, j) for every column j < Nv: each vector column contiguous in
- *    k, so the microkernel streams it]
+ *   [Bp = loop.alloc [y's batch dims, Nv * K] f32; nests packing y(k, j)
+ *    for every column j < Nv: the Nf = N / NR * NR first columns as
+ *    panels [Nf / NR][K][NR], the next ones as [(Nv - Nf) / W][K][W], so
+ *    that a tile reads one contiguous stream as k advances]
  *   loop.parallel (t) over (batch dims x column blocks x row blocks),
  *     row blocks fastest (a thread keeps one B panel in its L2 while it
  *     walks the rows):
@@ -363,6 +364,8 @@ static bool transform(TileNest *T, const FzTileContractionsOptions *o) {
   fzBuilderInit(&G.consts, T->ctx);
   fzBuilderSetInsertionPointToStart(&G.consts, fzOpGetBlock(T->par));
   G.packedCols = Nv;
+  G.panelCols = Nf;
+  G.NR = NR;
   FzOp *alloc = NULL;
   if (pack) {
     uint64_t my = tileDeps(T, T->y);
@@ -373,9 +376,7 @@ static bool transform(TileNest *T, const FzTileContractionsOptions *o) {
         G.yDims[G.numYDims++] = d;
         shape[r++] = T->trips[d];
       }
-    shape[r++] = Nv / W;
-    shape[r++] = T->K;
-    shape[r++] = W;
+    shape[r++] = Nv * T->K;
     FzType *bt = fzBufferTypeGet(T->ctx, r, shape, fzF32TypeGet(T->ctx),
                                  NULL, 0, NULL);
     if (!bt)

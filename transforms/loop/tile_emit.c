@@ -27,9 +27,9 @@ typedef struct Inst {
   FzBuilder pre, kb, post;
   FzValue *rows[TILE_MAX_ROWS];   /* i of each row */
   FzValue *cols[TILE_MAX_VECS];   /* j of lane 0 of each vector */
-  FzValue *vcol[TILE_MAX_VECS];   /* j / W: the packed vector column */
+  FzValue *pbase;                 /* the tile's panel in the packed y */
   FzValue *outer[TILE_MAX_DIMS];  /* the other dims' indices */
-  FzValue *k;
+  FzValue *k, *koff;
   FzValue *accIn[TILE_MAX_ROWS * TILE_MAX_VECS];
   FzValue *accOut[TILE_MAX_ROWS * TILE_MAX_VECS];
   FzPtrMap memo[SLOTS], splats[SLOTS];
@@ -214,15 +214,18 @@ static FzValue *pack_value(PackCtx *P, FzValue *v) {
   return r;
 }
 
-bool tileEmitPack(TileGen *G) {
+/* One packing nest: columns [col0, col0 + blocks * width) in blocks of
+ * `width`, block b's (k, q) at base + (b * K + k) * width + q. */
+static bool emit_pack(TileGen *G, int64_t col0, int64_t blocks,
+                      int64_t width, int64_t base) {
   TileNest *T = G->T;
   int64_t ub[TILE_MAX_DIMS + 3];
   size_t n = 0;
   for (size_t i = 0; i < G->numYDims; ++i)
     ub[n++] = T->trips[G->yDims[i]];
-  ub[n++] = G->packedCols / G->W;
+  ub[n++] = blocks;
   ub[n++] = T->K;
-  ub[n++] = G->W;
+  ub[n++] = width;
   FzValue *ivs[TILE_MAX_DIMS + 3];
   PackCtx P;
   P.G = G;
@@ -231,19 +234,31 @@ bool tileEmitPack(TileGen *G) {
   fzPtrMapInit(&P.map, G->ctx);
   for (size_t i = 0; i < G->numYDims; ++i)
     fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, G->yDims[i]), ivs[i]);
-  FzValue *jv = ivs[n - 3], *k = ivs[n - 2], *w = ivs[n - 1];
-  FzValue *j = ibin(G, &P.b, "loop.addi", affine(G, &P.b, jv, G->W, 0), w);
+  FzValue *blk = ivs[n - 3], *k = ivs[n - 2], *q = ivs[n - 1];
+  FzValue *j = ibin(G, &P.b, "loop.addi", affine(G, &P.b, blk, width, col0), q);
   fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, T->dJ), j);
   fzPtrMapPut(&P.map, fzBlockGetArgument(T->redBody, 0), k);
   FzValue *y = pack_value(&P, T->y);
-  FzValue *sops[2 + TILE_MAX_DIMS + 3];
+  FzValue *row = ibin(G, &P.b, "loop.addi", affine(G, &P.b, blk, T->K, 0), k);
+  FzValue *off = ibin(G, &P.b, "loop.addi", affine(G, &P.b, row, width, base), q);
+  FzValue *sops[2 + TILE_MAX_DIMS + 1];
   sops[0] = y;
   sops[1] = G->packed;
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < G->numYDims; ++i)
     sops[2 + i] = ivs[i];
-  make(G, &P.b, "loop.store", 2 + n, sops, NULL);
+  sops[2 + G->numYDims] = off;
+  make(G, &P.b, "loop.store", 3 + G->numYDims, sops, NULL);
   fzPtrMapFree(&P.map);
   return !G->failed;
+}
+
+bool tileEmitPack(TileGen *G) {
+  int64_t Nf = G->panelCols, Nv = G->packedCols, K = G->T->K;
+  if (Nf > 0 && !emit_pack(G, 0, Nf / G->NR, G->NR, 0))
+    return false;
+  if (Nv > Nf && !emit_pack(G, Nf, (Nv - Nf) / G->W, G->W, Nf * K))
+    return false;
+  return true;
 }
 
 /*===--- Materializing values for an instance -----------------------------===*/
@@ -313,17 +328,19 @@ static bool access_operands(Inst *I, FzOp *op, int r, int c, bool vec,
   return true;
 }
 
-/* y(k, j0 + c W ..) from the packed buffer. */
+/* y(k, j0 + c W ..) from the packed buffer: the tile's panel starts at
+ * pbase, row k of it is nv * W wide. */
 static FzValue *packed_y(Inst *I, int c) {
   TileGen *G = I->G;
-  FzValue *ops[TILE_MAX_DIMS + 4];
+  if (!I->koff)
+    I->koff = affine(G, &I->kb, I->k, (int64_t)I->R->nv * G->W, 0);
+  FzValue *ops[TILE_MAX_DIMS + 2];
   size_t n = 0;
   ops[n++] = G->packed;
   for (size_t i = 0; i < G->numYDims; ++i)
     ops[n++] = I->outer[G->yDims[i]];
-  ops[n++] = I->vcol[c];
-  ops[n++] = I->k;
-  ops[n++] = cidx(G, 0);
+  FzValue *off = ibin(G, &I->kb, "loop.addi", I->pbase, I->koff);
+  ops[n++] = c == 0 ? off : affine(G, &I->kb, off, 1, (int64_t)c * G->W);
   return make1(G, &I->kb, "loop.vector_load", n, ops, G->vecF32);
 }
 
@@ -442,11 +459,10 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
     I->rows[r] = r == 0 ? i0 : affine(G, &body, i0, 1, r);
   int64_t nr = (int64_t)R->nv * G->W;
   FzValue *j0 = affine(G, &body, jt, nr, R->col0);
-  FzValue *v0 = affine(G, &body, jt, R->nv, R->col0 / G->W);
-  for (unsigned c = 0; c < R->nv; ++c) {
+  for (unsigned c = 0; c < R->nv; ++c)
     I->cols[c] = c == 0 ? j0 : affine(G, &body, j0, 1, (int64_t)c * G->W);
-    I->vcol[c] = c == 0 ? v0 : affine(G, &body, v0, 1, c);
-  }
+  if (G->packed)
+    I->pbase = affine(G, &body, jt, T->K * nr, R->col0 * T->K);
   /* Accumulators start at the reduction's initial value. */
   size_t na = (size_t)R->mr * R->nv;
   FzValue *ops[3 + TILE_MAX_ROWS * TILE_MAX_VECS];

@@ -70,15 +70,19 @@ typedef struct TileGen {
   FzType *idx, *vecF32;
   FzBuilder top;           /* before the nest, at the function level */
   FzBuilder consts;        /* at the start of the function body */
-  FzValue *packed;         /* [ydims..., Nv/W, K, W] f32, or NULL */
+  FzValue *packed;         /* [ydims..., Nv * K] f32, or NULL */
   size_t numYDims;         /* P dims (besides dJ) the packed y keeps */
   size_t yDims[TILE_MAX_DIMS];
   int64_t packedCols;      /* Nv: columns the packed buffer holds */
+  int64_t panelCols;       /* Nf: those in panels of NR columns */
+  int64_t NR;
   bool failed;
 } TileGen;
 
-/* Emits (at G->top) the nest that computes y for every (batch dims of
- * y, column < packedCols, k) into G->packed. */
+/* Emits (at G->top) the nests that compute y for every (batch dims of
+ * y, column < packedCols, k) into G->packed: columns below panelCols at
+ * (j / NR * K + k) * NR + j % NR, the others at panelCols * K +
+ * ((j - panelCols) / W * K + k) * W + (j - panelCols) % W. */
 bool tileEmitPack(TileGen *G);
 /* Emits (at G->top) the loop.parallel of region R. */
 bool tileEmitRegion(TileGen *G, const TileRegion *R);
