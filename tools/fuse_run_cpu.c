@@ -37,6 +37,8 @@ const char fuseRunCpuUsage[] =
     "                        the inline approximations\n"
     "  --no-tile             cpu: matmul nests as lowered (one k loop per\n"
     "                        output element), not tile-contractions\n"
+    "  --no-stage-rows       cpu: no stage-rows (softmax recomputes exp in\n"
+    "                        its normalization phase)\n"
     "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
     "                        stderr\n";
 
@@ -85,6 +87,7 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
                : IS("fast-math")     ? &o->fastMath
                : IS("exact-math")    ? &o->exactMath
                : IS("no-tile")       ? &o->noTile
+               : IS("no-stage-rows") ? &o->noStageRows
                : IS("print-loop-ir") ? &o->printLoopIR
                                      : NULL;
 #undef IS
@@ -142,6 +145,7 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.fastMath = o->fastMath;
   co.codegen.exactMath = o->exactMath;
   co.codegen.tileContractions = !o->noTile;
+  co.codegen.stageRows = !o->noStageRows;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);

@@ -394,6 +394,24 @@ FZ_MUST_CHECK bool fzTileContractions(FzOp *func,
                                       const FzTileContractionsOptions *options,
                                       size_t *numTiled);
 
+/*===------------------------------------------------------------------===*
+ * stage-rows (CPU)
+ *
+ * In each top-level loop.parallel (a row), when a loop.for reduction
+ * accumulates a term whose computation holds a math function (exp, log,
+ * tanh, erf, ...) and a later 1-d loop.parallel phase of the row over
+ * the same range recomputes that same term, the reduction stores it
+ * into a per-row scratch buffer (loop.alloc in the row, at most maxBytes)
+ * and the phase loads it: softmax evaluates exp once per element. A
+ * CPU-only step run by emit-llvm (FzCodegenOptions.stageRows).
+ * (transforms/loop/stage_rows.c, docs/passes.md)
+ *===------------------------------------------------------------------===*/
+
+/* *numStaged (may be NULL) counts the phases changed. False after
+ * reporting an error. */
+FZ_MUST_CHECK bool fzStageRows(FzOp *func, int64_t maxBytes,
+                               size_t *numStaged);
+
 /* Registers lower-graph-to-loop (on builtin.module), plan-memory (on
  * func.func) and the named pipeline graph-to-loop
  * (func.func(fuse),lower-graph-to-loop,func.func(plan-memory)). Twice is

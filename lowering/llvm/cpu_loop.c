@@ -18,8 +18,6 @@ static bool has(const char *features, const char *f) {
 
 bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
                            const char *features) {
-  if (!o->tileContractions)
-    return true;
   FzTileContractionsOptions t;
   fzTileContractionsOptionsInit(&t);
   t.vectorBits = o->preferVectorWidth ? o->preferVectorWidth
@@ -31,8 +29,11 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
   for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
        op = fzOpGetNextInBlock(op)) {
     FzStringRef n = fzIdentGetString(fzOpGetName(op));
-    if (fzStringRefEqual(n, FZ_STR("func.func")) &&
-        !fzTileContractions(op, &t, NULL))
+    if (!fzStringRefEqual(n, FZ_STR("func.func")))
+      continue;
+    if (o->tileContractions && !fzTileContractions(op, &t, NULL))
+      return false;
+    if (o->stageRows && !fzStageRows(op, 64 * 1024, NULL))
       return false;
   }
   return true;
