@@ -15,6 +15,8 @@ typedef struct FuseRunCpuOptions {
   bool noFuse;          /* --no-fuse: every op its own loop nest */
   bool fastMath;        /* --fast-math */
   bool exactMath;       /* --exact-math */
+  bool noTile;          /* --no-tile */
+  bool noStageRows;     /* --no-stage-rows */
   bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
 } FuseRunCpuOptions;

@@ -30,6 +30,8 @@ const char fuseEmitHelp[] =
     "  --no-parallel                    No outlined parallel loops (one "
     "thread)\n"
     "  --no-fuse                        Lower every graph op on its own\n"
+    "  --no-tile                        No tile-contractions (CPU)\n"
+    "  --no-stage-rows                  No stage-rows (CPU)\n"
     "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
     "  --emit=ptx [--gpu-arch=sm_90]    PTX for NVIDIA GPUs (NVPTX; sm_80, "
     "sm_90, sm_90a)\n"
@@ -73,6 +75,10 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->codegen.parallel = false;
   } else if (flag_is(arg, "no-fuse")) {
     o->noFuse = true;
+  } else if (flag_is(arg, "no-tile")) {
+    o->codegen.tileContractions = false;
+  } else if (flag_is(arg, "no-stage-rows")) {
+    o->codegen.stageRows = false;
   } else if ((v = value_of(arg, "gpu-arch"))) {
     o->gpuArch = v;
   } else if ((v = value_of(arg, "mtriple"))) {

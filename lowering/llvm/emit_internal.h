@@ -205,6 +205,10 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
 /* Runs the optimization pipeline at o->optLevel. False after an error. */
 bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
                   const FzCodegenOptions *o);
+/* fzPrepareLoopModuleForCpu for a target with the given CPU features
+ * (cpu_loop.c). */
+bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
+                           const char *features);
 /* Translates and optimizes module: on success *llctx, *mod and *tm are
  * the caller's to dispose. */
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *o,
