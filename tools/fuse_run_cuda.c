@@ -128,9 +128,15 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
     copyMs = time_median(r, c, r->o->bench, b, a, half);
   fzCudaFree(r->cu, a);
   fzCudaFree(r->cu, b);
-  for (size_t k = 0; k < f->numKernels; ++k)
-    fprintf(out, "bench-cuda: kernel %s: %s\n", f->kernels[k].name,
-            f->kernels[k].plan ? f->kernels[k].plan : "");
+  for (size_t k = 0; k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    fprintf(out,
+            "bench-cuda: kernel %s: grid (%u, %u, %u), block (%u, %u, %u), "
+            "shared %u: %s\n",
+            K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
+            K->block[1], K->block[2], K->sharedBytes,
+            K->plan ? K->plan : K->mapping);
+  }
   double gbs = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
   double copyGbs = copyMs > 0 ? (double)(2 * half) / (copyMs * 1e6) : 0;
   fprintf(out,

@@ -74,16 +74,37 @@ typedef struct FzGpuOptions {
 
 void fzGpuOptionsInit(FzGpuOptions *o);
 
+/* What one kernel parameter receives at a launch. */
+typedef enum FzGpuArgKind {
+  FZ_GPU_ARG_BUFFER, /* the device address of a root buffer of the
+                        function: `root` indexes its arguments, then its
+                        temporaries (loop.alloc at the top level) */
+  FZ_GPU_ARG_SCALAR, /* a constant: the low `size` bytes of `bits` */
+} FzGpuArgKind;
+
+typedef struct FzGpuArg {
+  FzGpuArgKind kind;
+  size_t root;   /* BUFFER */
+  unsigned size; /* SCALAR: 1, 2, 4 or 8 bytes */
+  uint64_t bits; /* SCALAR: the value's bits (f32: its IEEE bits; bf16
+                    and f16: their 16 bits; index: an i64) */
+} FzGpuArg;
+
+/* One kernel.launch of a host function, in program order. */
 typedef struct FzGpuKernel {
-  char *name;        /* PTX entry name */
-  int64_t numItems;  /* threads to launch: ceil(numItems / blockSize)
-                        blocks of blockSize threads */
-  unsigned blockSize;
-  const char *mapping; /* "elementwise", "rows" or "columns" (static) */
-  unsigned group;      /* threads sharing one iteration of the nest */
-  char *plan;          /* the plan in one line: mapping, sizes, why */
-  /* Bytes the kernel reads and writes ideally (each root buffer that it
-   * touches counted once): for bandwidth figures. */
+  char *name;           /* PTX entry (the kernel.func's symbol) */
+  unsigned grid[3];     /* blocks along x, y, z (each at least 1) */
+  unsigned block[3];    /* threads per block along x, y, z */
+  unsigned sharedBytes; /* dynamic shared memory per block */
+  size_t numArgs;
+  FzGpuArg *args;       /* one per kernel parameter, in order */
+  /* The kernel.func's `fuse.plan` attribute (lower-loop-to-kernel's
+   * one-line plan: mapping, sizes, why), or NULL; mapping is its first
+   * word ("elementwise", "rows", "columns"), or "kernel" without one. */
+  char *plan;
+  char *mapping;
+  /* Bytes the kernel reads and writes ideally (each buffer argument that
+   * it accesses counted once): for bandwidth figures. */
   int64_t bytesMoved;
 } FzGpuKernel;
 
@@ -95,8 +116,7 @@ typedef struct FzGpuFunction {
   size_t numTemps;
   int64_t *tempBytes; /* device bytes of each temporary */
   size_t numKernels;
-  FzGpuKernel *kernels; /* in launch order; each takes numArgs + numTemps
-                           pointers (arguments, then temporaries) */
+  FzGpuKernel *kernels; /* the launches, in order */
 } FzGpuFunction;
 
 typedef struct FzGpuProgram {

@@ -375,14 +375,23 @@ static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
         fn, LLVMAttributeFunctionIndex,
         LLVMGetEnumAttributeKindForName("nosync", 6));
   out->name = strdup(name);
-  out->mapping = fzNvMappingName(plan->mapping);
+  out->mapping = strdup(fzNvMappingName(plan->mapping));
   char why[512];
   fzNvPlanDescribe(plan, why, sizeof why);
   out->plan = strdup(why);
-  out->group = plan->group;
-  out->blockSize = plan->blockSize;
-  out->numItems = grouped ? plan->numBlocks * plan->blockSize
-                          : plan->items / plan->vec;
+  int64_t numItems = grouped ? plan->numBlocks * plan->blockSize
+                             : plan->items / plan->vec;
+  int64_t blocks = (numItems + plan->blockSize - 1) / plan->blockSize;
+  out->grid[0] = (unsigned)(blocks > 0x7fffffff ? 0x7fffffff : blocks);
+  out->grid[1] = out->grid[2] = 1;
+  out->block[0] = plan->blockSize;
+  out->block[1] = out->block[2] = 1;
+  out->numArgs = numRoots;
+  out->args = calloc(numRoots + 1, sizeof *out->args);
+  for (size_t i = 0; out->args && i < numRoots; ++i) {
+    out->args[i].kind = FZ_GPU_ARG_BUFFER;
+    out->args[i].root = i;
+  }
   out->bytesMoved = 0;
   bool *readonly = calloc(numRoots + 1, sizeof(bool));
   for (size_t i = 0; i < numRoots; ++i) {
@@ -394,7 +403,8 @@ static bool emit_kernel(FzLLEmitter *E, FnState *S, FzOp *par,
       readonly[i] = i < S->numIn || !scan.touched[i];
   }
   free(scan.touched);
-  if (!fn || !out->name || !out->plan || !readonly) {
+  if (!fn || !out->name || !out->plan || !out->mapping || !out->args ||
+      !readonly) {
     free(plan);
     free(readonly);
     return E->failed = true, false;
@@ -536,26 +546,8 @@ static bool translate_function(FzLLEmitter *E, FzOp *func,
   return ok && !E->failed;
 }
 
-bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, const FzGpuOptions *o,
-                         FzGpuProgram *prog) {
-  E->b = LLVMCreateBuilderInContext(E->llctx);
-  E->tVoid = LLVMVoidTypeInContext(E->llctx);
-  E->tI1 = LLVMInt1TypeInContext(E->llctx);
-  E->tI8 = LLVMInt8TypeInContext(E->llctx);
-  E->tI16 = LLVMInt16TypeInContext(E->llctx);
-  E->tI32 = LLVMInt32TypeInContext(E->llctx);
-  E->tI64 = LLVMInt64TypeInContext(E->llctx);
-  E->tF16 = LLVMHalfTypeInContext(E->llctx);
-  E->tF32 = LLVMFloatTypeInContext(E->llctx);
-  E->tF64 = LLVMDoubleTypeInContext(E->llctx);
-  E->tPtr = LLVMPointerTypeInContext(E->llctx, 0);
-  E->fmf = E->opts.fastMath ? LLVMFastMathAll : 0;
-  E->fmfReduce = E->opts.reassocReductions ? LLVMFastMathAllowReassoc : 0;
-  E->rtArg = NULL;
-  fzPtrMapInit(&E->values, E->ctx);
-  fzPtrMapInit(&E->roots, E->ctx);
-  fzPtrMapInit(&E->reductions, E->ctx);
-
+bool fzNvTranslateLoopModule(FzLLEmitter *E, FzOp *module,
+                             const FzGpuOptions *o, FzGpuProgram *prog) {
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   size_t numFuncs = 0;
   for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
@@ -576,10 +568,5 @@ bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, const FzGpuOptions *o,
   if (ok && numFuncs == 0)
     ok = fzEmitError(E->ctx, fzOpGetLoc(module),
                      "emit-ptx: the module holds no func.func with a body");
-  fzPtrMapFree(&E->values);
-  fzPtrMapFree(&E->roots);
-  fzPtrMapFree(&E->reductions);
-  LLVMDisposeBuilder(E->b);
-  E->b = NULL;
   return ok;
 }

@@ -49,6 +49,8 @@ void fzGpuProgramDestroy(FzGpuProgram *p) {
     for (size_t k = 0; k < f->numKernels; ++k) {
       free(f->kernels[k].name);
       free(f->kernels[k].plan);
+      free(f->kernels[k].mapping);
+      free(f->kernels[k].args);
     }
     free(f->kernels);
     free(f->tempBytes);
@@ -202,14 +204,15 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
   return true;
 }
 
-/* "// fuse: KERNEL: PLAN" for every kernel of prog, malloc'ed (NULL when
- * out of memory). */
+/* For every launch of prog: "// fuse: KERNEL: PLAN" (when the kernel
+ * has a plan) and "// fuse: KERNEL: launch grid (X, Y, Z), block (X, Y,
+ * Z), shared N", malloc'ed (NULL when out of memory). */
 static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
   size_t n = 1;
   for (size_t i = 0; i < prog->numFunctions; ++i)
     for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
       const FzGpuKernel *K = &prog->functions[i].kernels[k];
-      n += strlen(K->name) + strlen(K->plan ? K->plan : "") + 16;
+      n += 2 * strlen(K->name) + strlen(K->plan ? K->plan : "") + 160;
     }
   char *s = malloc(n);
   if (!s)
@@ -218,8 +221,15 @@ static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
   for (size_t i = 0; i < prog->numFunctions; ++i)
     for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
       const FzGpuKernel *K = &prog->functions[i].kernels[k];
-      at += (size_t)snprintf(s + at, n - at, "// fuse: %s: %s\n", K->name,
-                             K->plan ? K->plan : "");
+      if (K->plan)
+        at += (size_t)snprintf(s + at, n - at, "// fuse: %s: %s\n", K->name,
+                               K->plan);
+      at += (size_t)snprintf(
+          s + at, n - at,
+          "// fuse: %s: launch grid (%u, %u, %u), block (%u, %u, %u), "
+          "shared %u\n",
+          K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
+          K->block[1], K->block[2], K->sharedBytes);
     }
   s[at] = '\0';
   *len = at;

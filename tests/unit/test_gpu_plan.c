@@ -58,11 +58,19 @@ static void check(const char *src, const char *mapping, unsigned group,
   Compiled c = compile(src);
   const FzGpuKernel *k = only_kernel(&c);
   ck_assert_str_eq(k->mapping, mapping);
-  ck_assert_uint_eq(k->group, group);
-  ck_assert_uint_eq(k->blockSize, blockSize);
-  ck_assert_int_eq((k->numItems + k->blockSize - 1) / k->blockSize, blocks);
+  ck_assert_uint_eq(k->block[0], blockSize);
+  ck_assert_uint_eq(k->block[1] * k->block[2], 1);
+  ck_assert_int_eq(k->grid[0], blocks);
+  ck_assert_uint_eq(k->grid[1] * k->grid[2], 1);
   ck_assert_ptr_nonnull(k->plan);
   ck_assert(strstr(k->plan, mapping) == k->plan);
+  /* Threads per row (column) as the plan says them. */
+  if (strcmp(mapping, "elementwise") != 0) {
+    char want[64];
+    snprintf(want, sizeof want, "%u threads per %s", group,
+             strcmp(mapping, "rows") == 0 ? "row" : "column");
+    ck_assert_msg(strstr(k->plan, want) != NULL, "plan: %s", k->plan);
+  }
   /* The plan heads the PTX as a comment. */
   ck_assert(strncmp(c.prog->ptx, "// fuse: main_k0: ", 18) == 0);
   release(&c);
@@ -186,9 +194,9 @@ START_TEST(test_sequential_nests) {
   ck_assert_uint_eq(f->numTemps, 2); /* the two scalars */
   size_t single = 0;
   for (size_t k = 0; k < f->numKernels; ++k)
-    single += f->kernels[k].numItems <= f->kernels[k].blockSize &&
+    single += f->kernels[k].grid[0] == 1 &&
               !strcmp(f->kernels[k].mapping, "elementwise") &&
-              f->kernels[k].numItems == 1;
+              strstr(f->kernels[k].plan, ": 1 iterations") != NULL;
   ck_assert_uint_ge(single, 1);
   fzGpuProgramDestroy(prog);
   fzTensorArrayDestroy(ctx, nRef, ref);
