@@ -150,40 +150,6 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
   return true;
 }
 
-/* numpy.allclose's rule; prints one line. */
-static bool compare_one(FILE *out, size_t i, const FzTensor *got,
-                        const FzTensor *want, double rtol, double atol) {
-  if (got->numElements != want->numElements || got->dtype != want->dtype) {
-    fprintf(out, "check-interp: output_%zu: MISMATCH: shapes or dtypes "
-                 "differ\n", i);
-    return false;
-  }
-  double maxAbs = 0;
-  int64_t bad = 0, first = -1;
-  for (int64_t k = 0; k < got->numElements; ++k) {
-    double a = fzTensorGetF64(got, k), b = fzTensorGetF64(want, k);
-    if (isnan(a) || isnan(b)) {
-      if (!(isnan(a) && isnan(b)) && bad++ == 0)
-        first = k;
-      continue;
-    }
-    double d = fabs(a - b);
-    maxAbs = d > maxAbs ? d : maxAbs;
-    if (!(d <= atol + rtol * fabs(b)) && bad++ == 0)
-      first = k;
-  }
-  fprintf(out, "check-interp: output_%zu: max abs error %.3g", i, maxAbs);
-  if (bad) {
-    fprintf(out, ": MISMATCH (%lld of %lld elements; first at flat index "
-                 "%lld: got %.9g, expected %.9g)\n",
-            (long long)bad, (long long)got->numElements, (long long)first,
-            fzTensorGetF64(got, first), fzTensorGetF64(want, first));
-    return false;
-  }
-  fprintf(out, ": ok\n");
-  return true;
-}
-
 bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
                         FzTensor *const *inputs, size_t *nOut,
                         FzTensor ***outputs, FILE *out, int *status) {
@@ -207,7 +173,7 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
       if (nRef != n)
         *status = 1;
       for (size_t i = 0; i < nRef && i < n; ++i)
-        if (!compare_one(out, i, outs[i], ref[i], r->o->rtol, r->o->atol))
+        if (!fuseRunCheckOne(out, i, outs[i], ref[i], r->o->rtol, r->o->atol))
           *status = 1;
       fzTensorArrayDestroy(r->ctx, nRef, ref);
     }
