@@ -27,7 +27,6 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     po.fuse = fuse;
     ok = fzLowerModuleForCpu(clone, &po);
   }
-  ok = ok && fzGpuWrapSequentialNests(clone);
   FzGpuOptions go;
   if (options)
     go = *options;
@@ -63,11 +62,6 @@ static void **kernel_args(FzCudaCall *c, const FzGpuKernel *K) {
   return a;
 }
 
-/* A launch of no blocks (an empty loop nest) is skipped. */
-static bool has_work(const FzGpuKernel *K) {
-  return K->grid[0] && K->grid[1] && K->grid[2];
-}
-
 /* c's kernels as one CUDA graph; NULL when there are none or the driver
  * cannot build one (its error reported). */
 static FzCudaGraph *make_graph(FzCudaCall *c) {
@@ -82,8 +76,6 @@ static FzCudaGraph *make_graph(FzCudaCall *c) {
   bool ok = ks && grid && block && shared && args;
   for (size_t k = 0; ok && k < m; ++k) {
     const FzGpuKernel *K = &f->kernels[k];
-    if (!has_work(K))
-      continue;
     ks[n] = fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
     ok = ks[n] != NULL;
     memcpy(grid[n], K->grid, sizeof grid[n]);
@@ -173,8 +165,6 @@ bool fzCudaCallLaunch(FzCudaCall *c) {
     return fzCudaGraphLaunch(c->cu, c->graph);
   for (size_t k = 0; k < c->f->numKernels; ++k) {
     const FzGpuKernel *K = &c->f->kernels[k];
-    if (!has_work(K))
-      continue;
     FzCudaKernel *fn =
         fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
     if (!fn || !fzCudaLaunch(c->cu, fn, K->grid, K->block, K->sharedBytes,

@@ -14,7 +14,11 @@
 #    line where the PTX has one, else derived from the `// fuse: K: PLAN`
 #    line, as lowering/nvptx printed it before launch lines existed);
 #  - ptxas -v -arch=sm_90: registers, spill stores and loads, stack frame
-#    (local memory).
+#    (local memory), static shared memory;
+#  - occupancy: the warps an H100 SM (sm_90: 64K registers allocated per
+#    warp in units of 256, 64 warps, 32 blocks, 228 KiB shared memory
+#    with 1 KiB reserved per block) can hold of the kernel with its
+#    launch's block size: what a register difference changes.
 # Prints one line per kernel (base -> new where they differ) and a
 # summary; the PTX and ptxas logs stay in OUTDIR (default a temporary
 # folder). Exits 1 when a compilation fails, 0 otherwise (differences are
@@ -108,7 +112,17 @@ def ptxas_info(text):
         m = re.search(r"Used (\d+) registers", line)
         if m and cur:
             info[cur]["regs"] = int(m.group(1))
+            sm = re.search(r"(\d+) bytes smem", line)
+            info[cur]["smem"] = int(sm.group(1)) if sm else 0
     return info
+
+def occupancy(regs, threads, smem):
+    """resident warps per sm_90 SM"""
+    warps = ceil_div(threads, 32)
+    per_warp = ceil_div(max(regs, 1) * 32, 256) * 256
+    blocks = min(65536 // (per_warp * warps), 32, 64 // warps,
+                 (228 * 1024) // (smem + 1024))
+    return blocks * warps
 
 def describe(side, name):
     ptx = open(os.path.join(out, side, name + ".ptx")).read()
@@ -124,10 +138,13 @@ def describe(side, name):
         m["regs"] = info.get("regs", -1)
         m["spill"] = info.get("spillst", 0) + info.get("spillld", 0)
         m["stack"] = info.get("stack", 0)
+        m["smem"] = info.get("smem", 0)
+        threads = launch[0][1][0] * launch[0][1][1] * launch[0][1][2] if launch else 0
+        m["occ"] = occupancy(m["regs"], threads, m["smem"]) if threads and m["regs"] >= 0 else "-"
         d[k] = m
     return d
 
-keys = [p for p, _ in PATTERNS] + ["launch", "regs", "spill", "stack"]
+keys = [p for p, _ in PATTERNS] + ["launch", "regs", "occ", "spill", "stack", "smem"]
 names = sorted(f[:-4] for f in os.listdir(os.path.join(out, "base")) if f.endswith(".ptx")
                and os.path.exists(os.path.join(out, "new", f)))
 total = same = 0

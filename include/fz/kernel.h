@@ -13,6 +13,10 @@
  * arguments; NVPTX address space 1), 3 shared (one copy per block:
  * kernel.shared_alloc, kernel.dynamic_shared), as NVPTX numbers them.
  *
+ * lower-loop-to-kernel (below) produces this level from the loop level;
+ * fz/gpu.h compiles it to PTX (lowering/nvptx, each op one PTX
+ * construct: docs/dialects/kernel.md "On the GPU").
+ *
  * The simulator runs kernel.launch on the host with the exact semantics
  * of the execution model for small grids (limits below), so lit tests
  * check kernels on machines without a GPU (fuse-run --device sim).
@@ -111,7 +115,7 @@ const FzLoopInterpExtension *fzKernelSimExtension(void);
  * kernel.launch in its place with a constant configuration. First,
  * top-level sequential nests (a loop.for, a loop.store) are wrapped into
  * one-iteration loop.parallel nests whose loop results go through rank-0
- * loop.alloc temporaries (fzGpuWrapSequentialNests of fz/gpu.h). A
+ * loop.alloc temporaries (fzKernelWrapSequentialNests below). A
  * kernel takes the root buffers it uses (arguments of the function, its
  * top-level loop.alloc temporaries) in that order; the setup ops it uses
  * (constants, views, dims, constant buffers, scalar loads and arithmetic
@@ -137,6 +141,14 @@ typedef struct FzLoopToKernelOptions {
 } FzLoopToKernelOptions;
 
 void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
+
+/* The first step of the pass, on its own: in every func.func of module,
+ * each top-level loop.for, loop.store and loop.vector_store moves into a
+ * one-iteration loop.parallel (a future kernel); a loop.for's results go
+ * through rank-0 loop.alloc temporaries (at the start of the function)
+ * that later ops read with loop.load. The semantics are kept. False
+ * after reporting an error. */
+FZ_MUST_CHECK bool fzKernelWrapSequentialNests(FzOp *module);
 
 /* Lowers every func.func of module in place (options may be NULL: the
  * defaults). A function without top-level nests is left as it is, so

@@ -6,7 +6,7 @@
  *   pass.c         the pass, its options, the mapping list, the walk
  *                  over functions and their top-level nests
  *   sequential.c   top-level sequential nests into one-iteration
- *                  loop.parallel nests (fzGpuWrapSequentialNests)
+ *                  loop.parallel nests (fzKernelWrapSequentialNests)
  *   outline.c      a nest -> kernel.func + kernel.launch: the buffers it
  *                  takes, the setup ops it recomputes
  *   build.c        IR helpers: constants, arithmetic, guards, loops,
@@ -106,13 +106,6 @@ extern const FzLkMapping fzLkElementwiseMapping; /* elementwise.c */
 bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
                  const FzLkPlan *p, const FzLoopToKernelOptions *o,
                  unsigned index);
-
-/*===--- sequential.c -----------------------------------------------------===*/
-
-/* Wraps every top-level loop.for, loop.store and loop.vector_store of
- * func into a one-iteration loop.parallel (results through rank-0
- * temporaries). False after an error (reported). */
-bool fzLkWrapSequential(FzOp *func);
 
 /*===--- build.c ----------------------------------------------------------===*/
 

@@ -3,7 +3,7 @@
  * a kernel.launch (fz/kernel.h; docs/passes.md).
  *
  * Per function: top-level sequential nests are first wrapped into
- * one-iteration loop.parallel nests (fzGpuWrapSequentialNests); then each
+ * one-iteration loop.parallel nests (fzKernelWrapSequentialNests); then each
  * top-level loop.parallel, in order, is planned by the first mapping of
  * kMappings that accepts it and outlined (outline.c) into kernel
  * `<function>_kN`; finally the setup ops no longer used at the host level
@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fz/gpu.h" /* fzGpuWrapSequentialNests */
 #include "fz/pass.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 
@@ -191,7 +190,7 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
                        "multiple of 32 up to 1024, got %u",
                        options->blockSize);
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
-  if (!fzGpuWrapSequentialNests(module))
+  if (!fzKernelWrapSequentialNests(module))
     return false;
   bool ok = true;
   FzOp *next;

@@ -50,14 +50,6 @@ static void fini_emitter(FzLLEmitter *E) {
   E->b = NULL;
 }
 
-static bool has_kernels(FzBlock *top) {
-  for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
-       op = fzOpGetNextInBlock(op))
-    if (fzKernelGetOpcode(op) == FZ_KERNEL_OP_FUNC)
-      return true;
-  return false;
-}
-
 static char *entry_name(FzStringRef sym) {
   char *s = strndup(sym.data, sym.length);
   for (char *c = s; c && *c; ++c)
@@ -187,12 +179,9 @@ static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
   return ok;
 }
 
-bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, const FzGpuOptions *o,
-                         FzGpuProgram *prog) {
-  FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
+bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog) {
   init_emitter(E);
-  bool ok = has_kernels(top) ? translate_kernel_module(E, module, prog)
-                             : fzNvTranslateLoopModule(E, module, o, prog);
+  bool ok = translate_kernel_module(E, module, prog);
   fini_emitter(E);
   return ok;
 }
