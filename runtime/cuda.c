@@ -433,7 +433,9 @@ struct FzCudaGraph {
 FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                                FzCudaKernel *const *kernels,
                                const unsigned (*grid)[3],
-                               const unsigned (*block)[3], void **args) {
+                               const unsigned (*block)[3],
+                               const unsigned *sharedBytes,
+                               void **const *args) {
   FzCudaGraph *g = calloc(1, sizeof *g);
   if (!g) {
     fzEmitError(cu->ctx, NULL, "cuda: out of memory");
@@ -449,8 +451,8 @@ FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                               block[i][0],
                               block[i][1],
                               block[i][2],
-                              0,
-                              args,
+                              sharedBytes ? sharedBytes[i] : 0,
+                              args[i],
                               NULL};
     CUgraphNode node = NULL;
     ok = cu_check(cu,

@@ -28,7 +28,7 @@ const char fuseRunCpuUsage[] =
     "  --bench N             cpu: time N runs; print the median and the\n"
     "                        effective bandwidth (inputs read once +\n"
     "                        outputs written once)\n"
-    "  --check-interp        cpu: also run the interpreter and compare\n"
+    "  --check-interp        cpu, cuda, sim: also run the interpreter and compare\n"
     "                        (--rtol/--atol)\n"
     "  --fusion-report       cpu: print the fusion report\n"
     "  --no-fuse             cpu: every op its own loop nest (no fusion)\n"
@@ -170,9 +170,8 @@ void fuseRunCpuDestroy(FuseRunCpu *r) {
 
 /*===--- Checking against the interpreter --------------------------------===*/
 
-/* Compares got with want (numpy.allclose's rule); prints one line. */
-static bool compare_one(FILE *out, size_t i, const FzTensor *got,
-                        const FzTensor *want, double rtol, double atol) {
+bool fuseRunCheckOne(FILE *out, size_t i, const FzTensor *got,
+                     const FzTensor *want, double rtol, double atol) {
   if (got->numElements != want->numElements || got->dtype != want->dtype) {
     fprintf(out, "check-interp: output_%zu: MISMATCH: shapes or dtypes "
                  "differ\n", i);
@@ -226,7 +225,7 @@ static bool check_interp(FuseRunCpu *r, FzOp *func, size_t nIn,
     fprintf(out, "check-interp: MISMATCH: %zu outputs, the interpreter "
                  "gives %zu\n", nOut, n);
   for (size_t i = 0; ok && i < n; ++i)
-    if (!compare_one(out, i, outputs[i], ref[i], r->o->rtol, r->o->atol))
+    if (!fuseRunCheckOne(out, i, outputs[i], ref[i], r->o->rtol, r->o->atol))
       *status = 1;
   if (!ok)
     *status = 1;

@@ -21,6 +21,13 @@ typedef struct FuseRunCpuOptions {
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
 } FuseRunCpuOptions;
 
+/* --check-interp's comparison of output i, got, with the interpreter's,
+ * want (numpy.allclose's rule; NaN matches NaN): prints one line
+ * "check-interp: output_I: max abs error ..., max rel error ...: ok" (or
+ * MISMATCH, with the first offending element) to out. */
+bool fuseRunCheckOne(FILE *out, size_t i, const FzTensor *got,
+                     const FzTensor *want, double rtol, double atol);
+
 /* The usage lines of the options above. */
 extern const char fuseRunCpuUsage[];
 

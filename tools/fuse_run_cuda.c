@@ -128,9 +128,15 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
     copyMs = time_median(r, c, r->o->bench, b, a, half);
   fzCudaFree(r->cu, a);
   fzCudaFree(r->cu, b);
-  for (size_t k = 0; k < f->numKernels; ++k)
-    fprintf(out, "bench-cuda: kernel %s: %s\n", f->kernels[k].name,
-            f->kernels[k].plan ? f->kernels[k].plan : "");
+  for (size_t k = 0; k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    fprintf(out,
+            "bench-cuda: kernel %s: grid (%u, %u, %u), block (%u, %u, %u), "
+            "shared %u: %s\n",
+            K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
+            K->block[1], K->block[2], K->sharedBytes,
+            K->plan ? K->plan : K->mapping);
+  }
   double gbs = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
   double copyGbs = copyMs > 0 ? (double)(2 * half) / (copyMs * 1e6) : 0;
   fprintf(out,
@@ -141,40 +147,6 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
           fzCudaCallUsesGraph(c) ? "one CUDA graph" : "launched one by one", ms * 1e3,
           r->o->bench, gbs, (long long)bytes, copyGbs,
           copyGbs > 0 ? gbs / copyGbs : 0);
-  return true;
-}
-
-/* numpy.allclose's rule; prints one line. */
-static bool compare_one(FILE *out, size_t i, const FzTensor *got,
-                        const FzTensor *want, double rtol, double atol) {
-  if (got->numElements != want->numElements || got->dtype != want->dtype) {
-    fprintf(out, "check-interp: output_%zu: MISMATCH: shapes or dtypes "
-                 "differ\n", i);
-    return false;
-  }
-  double maxAbs = 0;
-  int64_t bad = 0, first = -1;
-  for (int64_t k = 0; k < got->numElements; ++k) {
-    double a = fzTensorGetF64(got, k), b = fzTensorGetF64(want, k);
-    if (isnan(a) || isnan(b)) {
-      if (!(isnan(a) && isnan(b)) && bad++ == 0)
-        first = k;
-      continue;
-    }
-    double d = fabs(a - b);
-    maxAbs = d > maxAbs ? d : maxAbs;
-    if (!(d <= atol + rtol * fabs(b)) && bad++ == 0)
-      first = k;
-  }
-  fprintf(out, "check-interp: output_%zu: max abs error %.3g", i, maxAbs);
-  if (bad) {
-    fprintf(out, ": MISMATCH (%lld of %lld elements; first at flat index "
-                 "%lld: got %.9g, expected %.9g)\n",
-            (long long)bad, (long long)got->numElements, (long long)first,
-            fzTensorGetF64(got, first), fzTensorGetF64(want, first));
-    return false;
-  }
-  fprintf(out, ": ok\n");
   return true;
 }
 
@@ -201,7 +173,7 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
       if (nRef != n)
         *status = 1;
       for (size_t i = 0; i < nRef && i < n; ++i)
-        if (!compare_one(out, i, outs[i], ref[i], r->o->rtol, r->o->atol))
+        if (!fuseRunCheckOne(out, i, outs[i], ref[i], r->o->rtol, r->o->atol))
           *status = 1;
       fzTensorArrayDestroy(r->ctx, nRef, ref);
     }

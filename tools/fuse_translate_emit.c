@@ -180,8 +180,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
       go.arch = o->gpuArch;
     go.optLevel = o->codegen.optLevel;
     go.fastMath = o->codegen.fastMath;
-    ok = fzGpuWrapSequentialNests(module) &&
-         fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
+    ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
   }

@@ -29,9 +29,9 @@
  *
  * Kernel bodies may use the loop dialect's scalar ops (through
  * fzLoopEvalScalar, so semantics equal the loop interpreter's), loads,
- * stores, vector accesses, views, dims, constants and loop.for. Not
- * simulated (an error at the op): loop.parallel, loop.barrier,
- * loop.alloc/dealloc, loop.constant_buffer, calls.
+ * stores, vector accesses, views, dims, constants, read-only constant
+ * buffers and loop.for. Not simulated (an error at the op):
+ * loop.parallel, loop.barrier, loop.alloc/dealloc, calls.
  *
  * Limits (sim_internal.h): 1024 threads per block, 65536 blocks and 2^20
  * threads per launch, 227 KiB shared memory per block. Shared memory is
@@ -100,12 +100,41 @@ static bool loop_op_supported(FzLoopOpcode opc) {
   case FZ_LOOP_OP_BARRIER:
   case FZ_LOOP_OP_ALLOC:
   case FZ_LOOP_OP_DEALLOC:
-  case FZ_LOOP_OP_CONSTANT_BUFFER:
   case FZ_LOOP_OP_UNKNOWN:
     return false;
   default:
     return true;
   }
+}
+
+/* A loop.constant_buffer's memory, built once from its dense value (a
+ * constant a kernel recomputes instead of taking it as an argument). */
+static SimBuf *constant_buffer(Sim *s, FzOp *op) {
+  FzTensor *t =
+      fzTensorFromDenseAttr(s->ctx, fzOpGetInherentAttr(op, FZ_STR("value")));
+  SimBuf *b = t && t->rank <= SIM_MAX_RANK
+                  ? fzArenaAlloc(&s->arena, sizeof *b)
+                  : NULL;
+  size_t bytes = t ? fzTensorGetNumBytes(t) : 0;
+  char *data = b ? fzArenaAlloc(&s->arena, bytes ? bytes : 1) : NULL;
+  if (data) {
+    memcpy(data, t->data, bytes);
+    memset(b, 0, sizeof *b);
+    b->data = b->lo = data;
+    b->hi = data + bytes;
+    b->elt = t->dtype;
+    b->esz = fzTypeGetStorageSize(t->dtype);
+    b->rank = t->rank;
+    int64_t st = 1;
+    for (size_t i = t->rank; i-- > 0;) {
+      b->shape[i] = t->shape[i];
+      b->strides[i] = st;
+      st *= t->shape[i];
+    }
+    b->readOnly = true;
+  }
+  fzTensorDestroy(t);
+  return data ? b : NULL;
 }
 
 static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
@@ -184,6 +213,9 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   if (ins->lopc == FZ_LOOP_OP_FOR &&
       !(ins->body = compile_block(s, fzLoopGetBody(op))))
     return false;
+  if (ins->lopc == FZ_LOOP_OP_CONSTANT_BUFFER &&
+      !(ins->constant = constant_buffer(s, op)))
+    return fzOpEmitError(op, "cannot build this constant in the simulator");
   for (uint32_t i = 0; i < ins->nres; ++i)
     if (!slot_new(s, fzOpGetResult(op, i), &ins->res[i]))
       return false;
@@ -454,6 +486,11 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
     return fzKernelSimMemory(s, ins, mask);
   case FZ_LOOP_OP_VIEW:
     return fzKernelSimView(s, ins, mask);
+  case FZ_LOOP_OP_CONSTANT_BUFFER:
+    for (int64_t t = 0; t < s->nthreads; ++t)
+      if (mask[t])
+        *sim_buf(s, ins->res[0], t) = *ins->constant;
+    return true;
   case FZ_LOOP_OP_DIM: {
     int64_t d = fzIntegerAttrGetValue(
         fzOpGetInherentAttr(ins->op, FZ_STR("index")));

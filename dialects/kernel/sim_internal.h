@@ -45,6 +45,7 @@ typedef struct SimInst {
   uint32_t nops, nres;
   uint32_t *ops, *res;
   SimBlock *body;      /* loop.for */
+  SimBuf *constant;    /* loop.constant_buffer: its read-only memory */
 } SimInst;
 
 struct SimBlock {

@@ -90,16 +90,19 @@ FZ_MUST_CHECK bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel,
 FZ_MUST_CHECK bool fzCudaSynchronize(FzCuda *cu);
 
 /* A CUDA graph of n kernel launches, each after the previous one
- * (kernels[i] on grid[i] blocks of block[i] threads; every kernel takes
- * the parameters args points at, copied when the graph is built). A
- * function's kernels replay as one graph: one launch call instead of n,
- * about 0.8 us per node instead of ~4 us per cuLaunchKernel. NULL after
- * an error. */
+ * (kernels[i] on grid[i] blocks of block[i] threads with sharedBytes[i]
+ * bytes of dynamic shared memory, or none when sharedBytes is NULL;
+ * kernel i takes the parameters args[i] points at, copied when the graph
+ * is built). A function's kernels replay as one graph: one launch call
+ * instead of n, about 0.8 us per node instead of ~4 us per
+ * cuLaunchKernel. NULL after an error. */
 typedef struct FzCudaGraph FzCudaGraph;
 FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                                FzCudaKernel *const *kernels,
                                const unsigned (*grid)[3],
-                               const unsigned (*block)[3], void **args);
+                               const unsigned (*block)[3],
+                               const unsigned *sharedBytes,
+                               void **const *args);
 /* Launches the whole graph (asynchronous, on the default stream). */
 FZ_MUST_CHECK bool fzCudaGraphLaunch(FzCuda *cu, FzCudaGraph *g);
 void fzCudaGraphDestroy(FzCuda *cu, FzCudaGraph *g);

@@ -13,6 +13,10 @@
  * arguments; NVPTX address space 1), 3 shared (one copy per block:
  * kernel.shared_alloc, kernel.dynamic_shared), as NVPTX numbers them.
  *
+ * lower-loop-to-kernel (below) produces this level from the loop level;
+ * fz/gpu.h compiles it to PTX (lowering/nvptx, each op one PTX
+ * construct: docs/dialects/kernel.md "On the GPU").
+ *
  * The simulator runs kernel.launch on the host with the exact semantics
  * of the execution model for small grids (limits below), so lit tests
  * check kernels on machines without a GPU (fuse-run --device sim).
@@ -101,6 +105,61 @@ FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
 /* The loop-interpreter extension that runs kernel.launch through the
  * simulator (static; put it in FzLoopInterpOptions.extension). */
 const FzLoopInterpExtension *fzKernelSimExtension(void);
+
+/*===------------------------------------------------------------------===*
+ * lower-loop-to-kernel (lowering/loop_to_kernel; docs/passes.md)
+ *
+ * Lowers each loop-level func.func (fz/loop.h's calling convention) of a
+ * module to the kernel level: every top-level loop.parallel nest becomes
+ * a kernel.func `<function>_kN` (inserted before the function) and a
+ * kernel.launch in its place with a constant configuration. First,
+ * top-level sequential nests (a loop.for, a loop.store) are wrapped into
+ * one-iteration loop.parallel nests whose loop results go through rank-0
+ * loop.alloc temporaries (fzKernelWrapSequentialNests below). A
+ * kernel takes the root buffers it uses (arguments of the function, its
+ * top-level loop.alloc temporaries) in that order; the setup ops it uses
+ * (constants, views, dims, constant buffers, scalar loads and arithmetic
+ * at the top level) are recomputed inside it, and those no longer used
+ * at the host level are erased. The mapping of the nest onto threads is
+ * chosen by a documented heuristic (docs/codegen.md "GPU mappings":
+ * elementwise, rows, columns) and recorded as the kernel.func's
+ * `fuse.plan` string attribute. A nest whose bounds are not constants
+ * is an error at the nest; a nest of no iterations is erased (it does
+ * nothing).
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzLoopToKernelOptions {
+  unsigned blockSize; /* threads per block of the elementwise mapping and
+                         of grouped nests with G <= 32 (default 256; a
+                         multiple of 32 up to 1024) */
+  /* Iterations of the last dimension per thread for straight-line
+   * bodies (elementwise): 0 chooses 16 bytes / the widest element
+   * accessed; 1 is off. */
+  unsigned vector;
+  /* Rows mapping: 16-byte chunks per thread aimed at (0: 4). */
+  unsigned rowChunks;
+} FzLoopToKernelOptions;
+
+void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
+
+/* The first step of the pass, on its own: in every func.func of module,
+ * each top-level loop.for, loop.store and loop.vector_store moves into a
+ * one-iteration loop.parallel (a future kernel); a loop.for's results go
+ * through rank-0 loop.alloc temporaries (at the start of the function)
+ * that later ops read with loop.load. The semantics are kept. False
+ * after reporting an error. */
+FZ_MUST_CHECK bool fzKernelWrapSequentialNests(FzOp *module);
+
+/* Lowers every func.func of module in place (options may be NULL: the
+ * defaults). A function without top-level nests is left as it is, so
+ * running it twice is harmless. False after reporting errors. */
+FZ_MUST_CHECK bool fzLowerLoopToKernel(FzOp *module,
+                                       const FzLoopToKernelOptions *options);
+
+/* Registers lower-loop-to-kernel (on builtin.module; options block-size,
+ * vector, row-chunks) and the named pipeline graph-to-kernel
+ * (graph-to-loop,lower-loop-to-kernel). Twice is harmless. */
+FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);
 
 #ifdef __cplusplus
 }

@@ -48,8 +48,10 @@ static void check_graph(FzCuda *cu) {
   FzCudaKernel *ks[3] = {inc, inc, inc};
   unsigned dims[3][3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
   void *args[1] = {&p};
+  void **perKernel[3] = {args, args, args};
   FzCudaGraph *g = fzCudaGraphCreate(cu, 3, ks, (const unsigned(*)[3])dims,
-                                     (const unsigned(*)[3])dims, args);
+                                     (const unsigned(*)[3])dims, NULL,
+                                     perKernel);
   ck_assert_ptr_nonnull(g);
   ck_assert(fzCudaGraphLaunch(cu, g));
   ck_assert(fzCudaGraphLaunch(cu, g));
