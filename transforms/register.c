@@ -9,6 +9,7 @@
 #include "fz/graph.h"
 #include "fz/loop.h"
 #include "fz/pass.h"
+#include "lowering/loop_to_kernel/matmul.h" /* lower-matmul-to-kernel */
 #include "transforms/graph/graph_opt.h" /* graph optimizations */
 #include "transforms/passes.h"
 
@@ -22,6 +23,7 @@ static const FzPassDef *const kPasses[] = {
     &fzSimplifyReshapesPass,    /* transforms/graph */
     &fzSimplifyAlgebraPass,     /* transforms/graph */
     &fzRecognizeCompositesPass, /* transforms/graph */
+    &fzLowerMatmulToKernelPass, /* lowering/loop_to_kernel */
 };
 
 static const struct {
