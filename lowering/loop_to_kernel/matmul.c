@@ -731,18 +731,28 @@ static FzIRMapping *clone_epilogue(Gen *G, FzValue *row, FzValue *col,
                                    FzValue *accv, bool withStores) {
   KB *K = &G->K;
   const FzMatmulNest *m = G->m;
+  if (!row || !col || !accv) {
+    K->failed = true;
+    return NULL;
+  }
   FzIRMapping *map = fzIRMappingCreate(K->ctx);
   if (!map) {
     K->failed = true;
     return NULL;
   }
   for (size_t i = 0; i < m->numCaptures; ++i)
-    fzIRMappingMap(map, m->captures[i], G->capMap[i]);
+    if (G->capMap[i])
+      fzIRMappingMap(map, m->captures[i], G->capMap[i]);
   FzBlock *body = fzLoopGetBody(m->par);
   for (size_t d = 0; d < m->numDims; ++d) {
     FzValue *v = (int)d == m->dimI   ? row
                  : (int)d == m->dimJ ? col
                                      : G->batchIv[d];
+    if (!v) {
+      K->failed = true;
+      fzIRMappingDestroy(map);
+      return NULL;
+    }
     fzIRMappingMap(map, fzBlockGetArgument(body, d), v);
   }
   fzIRMappingMap(map, fzOpGetResult(m->kloop, 0), accv);
@@ -752,6 +762,15 @@ static FzIRMapping *clone_epilogue(Gen *G, FzValue *row, FzValue *col,
       continue;
     if (!withStores && fzLoopGetOpcode(op) == FZ_LOOP_OP_STORE)
       continue;
+    /* Every operand is mapped (a failed map insertion would leave a clone
+     * using a value of the host function). */
+    bool mapped = true;
+    for (size_t i = 0; i < fzOpGetNumOperands(op); ++i)
+      mapped = mapped && fzIRMappingLookup(map, fzOpGetOperand(op, i));
+    if (!mapped) {
+      K->failed = true;
+      break;
+    }
     FzOp *c = fzOpClone(op, map);
     if (!c) {
       K->failed = true;
@@ -791,11 +810,8 @@ static void epilogue_pair(Gen *G, FzValue *row, FzValue *col, FzValue *accv) {
     size_t n = fzOpGetNumOperands(st);
     FzValue *ops[2 + FZ_MATMUL_MAX_DIMS];
     ops[0] = vec;
-    for (size_t i = 1; i < n; ++i) {
-      FzValue *o = fzOpGetOperand(st, i);
-      FzValue *mo = fzIRMappingLookup(m0, o);
-      ops[i] = mo ? mo : NULL;
-    }
+    for (size_t i = 1; i < n; ++i)
+      ops[i] = fzIRMappingLookup(m0, fzOpGetOperand(st, i));
     op_n(K, "kernel.vector_store", n, ops, NULL, NULL);
   }
   fzIRMappingDestroy(m0);

@@ -208,6 +208,17 @@ static bool is_named(const FzOp *op, const char *name) {
   return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
 }
 
+/* Whether a nest holds a loop.for (a reduction: worth a remark when it
+ * is not lowered; elementwise nests are not matmuls at all). */
+static bool has_loop(FzOp *par) {
+  FzBlock *b = fzLoopGetBody(par);
+  for (FzOp *op = b ? fzBlockGetFirstOp(b) : NULL; op;
+       op = fzOpGetNextInBlock(op))
+    if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR)
+      return true;
+  return false;
+}
+
 static bool lower_function(FzPass *pass, FzOp *func, bool remarks,
                            FzStringRef tileText) {
   FzContext *ctx = fzOpGetContext(func);
@@ -222,7 +233,7 @@ static bool lower_function(FzPass *pass, FzOp *func, bool remarks,
     FzMatmulNest m;
     char why[256];
     if (!fzKernelMatchMatmulNest(op, &m, why, sizeof why)) {
-      if (remarks && m.kloop)
+      if (remarks && has_loop(op))
         fzEmitRemark(ctx, fzOpGetLoc(op), "matmul nest not lowered to "
                      "tensor cores: %s", why);
       continue;
