@@ -476,39 +476,135 @@ static void setup_ids(Gen *G) {
   G->tq = remc(K, G->lane, 4);
 }
 
-/* Per k16 step ks: the ldmatrix offsets of this lane within a stage, for
- * A (one x4 per 16 rows of the warp tile) and B (one x4 per 16 columns).
- * Lane l: q = l / 8 (the matrix it addresses), r = l % 8 (the row). */
-static void setup_fragments(Gen *G) {
+/* The ldmatrix offset of lane l within a stage (elements) for k16 step ks
+ * and the idx-th 16 rows of A (mi) or 16 columns of B (nj), with w the
+ * warp's row (A) or column (B) in the warp grid. Lane l addresses row
+ * l % 8 of matrix q = l / 8:
+ *   A[m][k] (x4):       m = w WM + 16 idx + l % 16,      k = 16 ks + 8 (q / 2)
+ *   A[k][m] (x4 trans): k = 16 ks + 8 (q / 2) + l % 8,   m = w WM + 16 idx + 8 (q % 2)
+ *   B[n][k] (x4):       n = w WN + 16 idx + 8 (q / 2) + l % 8, k = 16 ks + 8 (q % 2)
+ *   B[k][n] (x4 trans): k = 16 ks + 8 (q % 2) + l % 8,   n = w WN + 16 idx + 8 (q / 2)
+ * (matrices 0..3 are a0..a3 of the mma, or b0, b1 of two n8 tiles).
+ * frag_rc computes (row, col) of the shared tile in C; frag_off_ir builds
+ * the same in IR from the lane and warp ids. */
+static void frag_rc(const Gen *G, bool isA, int ks, int idx, int l, int w,
+                    int *row, int *col) {
+  int q = l / 8, r = l % 8;
+  if (isA && G->m->a.kLast) {
+    *row = w * G->WM + 16 * idx + l % 16;
+    *col = 16 * ks + 8 * (q / 2);
+  } else if (isA) {
+    *row = 16 * ks + 8 * (q / 2) + r;
+    *col = w * G->WM + 16 * idx + 8 * (q % 2);
+  } else if (G->m->b.kLast) {
+    *row = w * G->WN + 16 * idx + 8 * (q / 2) + r;
+    *col = 16 * ks + 8 * (q % 2);
+  } else {
+    *row = 16 * ks + 8 * (q % 2) + r;
+    *col = w * G->WN + 16 * idx + 8 * (q / 2);
+  }
+}
+
+static int64_t swz_c(int row, int col, int cols) {
+  int C = cols / 8;
+  int f = C >= 8 ? row % 8 : (row / (8 / C)) % C;
+  return (int64_t)row * cols + (int64_t)(((col / 8) ^ f) * 8);
+}
+
+static int64_t frag_off_c(const Gen *G, bool isA, int ks, int idx, int l,
+                          int w) {
+  int row, col;
+  frag_rc(G, isA, ks, idx, l, w, &row, &col);
+  return swz_c(row, col, isA ? G->A.cols : G->B.cols);
+}
+
+static FzValue *frag_off_ir(Gen *G, bool isA, int ks, int idx) {
   KB *K = &G->K;
   FzValue *q = divc(K, G->lane, 8), *r = remc(K, G->lane, 8);
   FzValue *qLo = remc(K, q, 2), *qHi = divc(K, q, 2);
-  FzValue *l16 = remc(K, G->lane, 16);
-  FzValue *aRow0 = mul(K, G->wm, G->WM), *bCol0 = mul(K, G->wn, G->WN);
-  for (int ks = 0; ks < G->t->bk / 16; ++ks) {
-    for (int mi = 0; mi < G->MT; ++mi) {
-      FzValue *mBase = addc(K, aRow0, mi * 16);
-      FzValue *off;
-      if (G->m->a.kLast) /* A[m][k]: x4, rows m, column (l / 16) * 8 */
-        off = swz(K, add(K, mBase, l16), addc(K, mul(K, qHi, 8), ks * 16),
-                  G->A.cols);
-      else /* A[k][m]: x4 trans, k row (q / 2) * 8 + r, m col (q % 2) * 8 */
-        off = swz(K, add(K, addc(K, mul(K, qHi, 8), ks * 16), r),
-                  add(K, mBase, mul(K, qLo, 8)), G->A.cols);
-      G->fragA[ks][mi] = off;
+  FzValue *row, *col;
+  if (isA) {
+    FzValue *mBase = addc(K, mul(K, G->wm, G->WM), 16 * idx);
+    if (G->m->a.kLast) {
+      row = add(K, mBase, remc(K, G->lane, 16));
+      col = addc(K, mul(K, qHi, 8), 16 * ks);
+    } else {
+      row = add(K, addc(K, mul(K, qHi, 8), 16 * ks), r);
+      col = add(K, mBase, mul(K, qLo, 8));
     }
-    for (int nj = 0; nj < G->NT / 2; ++nj) {
-      FzValue *nBase = addc(K, bCol0, nj * 16);
-      FzValue *off;
-      if (G->m->b.kLast) /* B[n][k]: x4, n row (q / 2) * 8 + r, k col (q % 2) * 8 */
-        off = swz(K, add(K, add(K, nBase, mul(K, qHi, 8)), r),
-                  addc(K, mul(K, qLo, 8), ks * 16), G->B.cols);
-      else /* B[k][n]: x4 trans, k row (q % 2) * 8 + r, n col (q / 2) * 8 */
-        off = swz(K, add(K, addc(K, mul(K, qLo, 8), ks * 16), r),
-                  add(K, nBase, mul(K, qHi, 8)), G->B.cols);
-      G->fragB[ks][nj] = off;
-    }
+    return swz(K, row, col, G->A.cols);
   }
+  FzValue *nBase = addc(K, mul(K, G->wn, G->WN), 16 * idx);
+  if (G->m->b.kLast) {
+    row = add(K, add(K, nBase, mul(K, qHi, 8)), r);
+    col = addc(K, mul(K, qLo, 8), 16 * ks);
+  } else {
+    row = add(K, addc(K, mul(K, qLo, 8), 16 * ks), r);
+    col = add(K, nBase, mul(K, qHi, 8));
+  }
+  return swz(K, row, col, G->B.cols);
+}
+
+/* Looks for constants X, Y with offset(ks, idx) = (offset(0, 0) ^ X) + Y
+ * for every lane and warp, also after adding any stage's base first:
+ * then the loop addresses a fragment as ((stage base + one precomputed
+ * lane offset) ^ X) + Y, an xor and an immediate, instead of keeping one
+ * register per fragment live across the loop (the swizzle makes k steps
+ * and 16-row blocks differ by an xor of the chunk bits and a multiple of
+ * the row length; checked exhaustively, not assumed). */
+static bool frag_decompose(const Gen *G, bool isA, int ks, int idx,
+                           int64_t *x, int64_t *y) {
+  const Tile *T = isA ? &G->A : &G->B;
+  int warps = isA ? G->t->warpsM : G->t->warpsN;
+  int64_t o0 = frag_off_c(G, isA, 0, 0, 0, 0), ok = frag_off_c(G, isA, ks,
+                                                               idx, 0, 0);
+  *y = (ok / T->cols - o0 / T->cols) * T->cols;
+  *x = (ok - *y) ^ o0;
+  for (int w = 0; w < warps; ++w)
+    for (int l = 0; l < 32; ++l) {
+      int64_t a = frag_off_c(G, isA, 0, 0, l, w);
+      int64_t b = frag_off_c(G, isA, ks, idx, l, w);
+      for (int s = 0; s < G->S; ++s) {
+        int64_t sb = T->base + s * T->stageElems;
+        if (((sb + a) ^ *x) + *y != sb + b)
+          return false;
+      }
+    }
+  return true;
+}
+
+/* Per operand: the lane's offset of fragment (0, 0), and for the
+ * fragments frag_decompose cannot express, their own offsets. */
+static void setup_fragments(Gen *G) {
+  for (int isA = 1; isA >= 0; --isA) {
+    int n = isA ? G->MT : G->NT / 2;
+    FzValue *(*frag)[64] = isA ? G->fragA : G->fragB;
+    FzValue *base = frag_off_ir(G, isA, 0, 0);
+    for (int ks = 0; ks < G->t->bk / 16; ++ks)
+      for (int i = 0; i < n; ++i) {
+        int64_t x, y;
+        frag[ks][i] = ks == 0 && i == 0 ? base
+                      : frag_decompose(G, isA, ks, i, &x, &y)
+                          ? NULL
+                          : frag_off_ir(G, isA, ks, i);
+      }
+  }
+}
+
+/* The shared-memory index of a fragment's lane address in stage base
+ * sbase (elements). */
+static FzValue *frag_addr(Gen *G, bool isA, int ks, int idx, FzValue *sbase) {
+  KB *K = &G->K;
+  FzValue *(*frag)[64] = isA ? G->fragA : G->fragB;
+  int64_t x, y;
+  if (frag[ks][idx])
+    return add(K, sbase, frag[ks][idx]);
+  if (!frag_decompose(G, isA, ks, idx, &x, &y)) {
+    K->failed = true;
+    return NULL;
+  }
+  FzValue *v = add(K, sbase, frag[0][0]);
+  return addc(K, xorv(K, v, cst(K, x)), y);
 }
 
 /*===--- Tile loads -----------------------------------------------------===*/
@@ -598,7 +694,11 @@ static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   for (int mi = 0; mi < G->MT; ++mi) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.ldmatrix"), K->loc);
-    FzValue *ops[2] = {G->smem, add(K, aBase, G->fragA[ks][mi])};
+    FzValue *ops[2] = {G->smem, frag_addr(G, true, ks, mi, aBase)};
+    if (!ops[1]) {
+      K->failed = true;
+      return;
+    }
     fzOpStateAddOperands(&st, 2, ops);
     fzOpStateAddProp(&st, FZ_STR("num"),
                      fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32), 4));
@@ -616,7 +716,11 @@ static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   for (int nj = 0; nj < G->NT / 2; ++nj) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.ldmatrix"), K->loc);
-    FzValue *ops[2] = {G->smem, add(K, bBase, G->fragB[ks][nj])};
+    FzValue *ops[2] = {G->smem, frag_addr(G, false, ks, nj, bBase)};
+    if (!ops[1]) {
+      K->failed = true;
+      return;
+    }
     fzOpStateAddOperands(&st, 2, ops);
     fzOpStateAddProp(&st, FZ_STR("num"),
                      fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32), 4));
