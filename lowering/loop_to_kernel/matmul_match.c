@@ -397,6 +397,13 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
     return false;
   m->M = m->extent[m->dimI];
   m->N = m->extent[m->dimJ];
+  int64_t batch = 1;
+  for (size_t d = 0; d < n; ++d)
+    if ((int)d != m->dimI && (int)d != m->dimJ)
+      batch *= m->extent[d];
+  if (batch > 65535)
+    return refuse(why, whyLen, "a batch of %lld matrices (more than the "
+                               "65535 blocks of grid.z)", (long long)batch);
   m->a.asyncCopies = async_ok(&m->a, m->a.kLast ? m->K : m->M);
   m->b.asyncCopies = async_ok(&m->b, m->b.kLast ? m->K : m->N);
   if (!add_capture(m, m->a.buffer, why, whyLen) ||

@@ -324,6 +324,33 @@ START_TEST(test_match_types_layouts) {
   fzOpDestroy(m);
   free(s);
   free(s2);
+  /* A batch of 65536 matrices: more blocks than grid.z takes. */
+  const char *big =
+      "func.func @f(%A: buffer<65536x16x16xbf16>, %B: buffer<16x16xbf16>, "
+      "%C: buffer<65536x16x16xf32>) attributes {loop.num_outputs = 1 : i64} "
+      "{\n"
+      "  %c0 = loop.constant 0 : index\n  %c1 = loop.constant 1 : index\n"
+      "  %c16 = loop.constant 16 : index\n"
+      "  %cb = loop.constant 65536 : index\n"
+      "  %z = loop.constant 0.000000e+00 : f32\n"
+      "  loop.parallel (%b, %i, %j) = (%c0, %c0, %c0) to (%cb, %c16, %c16) "
+      "step (%c1, %c1, %c1) {\n"
+      "    %acc = loop.for %k = %c0 to %c16 step %c1 iter_args(%s = %z) -> "
+      "(f32) {\n"
+      "      %a = loop.load %A[%b, %i, %k] : buffer<65536x16x16xbf16>\n"
+      "      %af = loop.extf %a : bf16 to f32\n"
+      "      %x = loop.load %B[%k, %j] : buffer<16x16xbf16>\n"
+      "      %xf = loop.extf %x : bf16 to f32\n"
+      "      %p = loop.mulf %af, %xf : f32\n"
+      "      %s2 = loop.addf %s, %p : f32\n"
+      "      loop.yield %s2 : f32\n"
+      "    }\n"
+      "    loop.store %acc, %C[%b, %i, %j] : buffer<65536x16x16xf32>\n"
+      "    loop.yield\n  }\n  return\n}\n";
+  m = parse_src(ctx, big);
+  ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
+  ck_assert_ptr_nonnull(strstr(why, "a batch of 65536 matrices"));
+  fzOpDestroy(m);
   /* N odd: no pair stores. */
   s = variant("(%c32, %c48) step", "(%c32, %c47) step");
   s2 = replace(s, "  %z =", "  %c47 = loop.constant 47 : index\n  %z =");
