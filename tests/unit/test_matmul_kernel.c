@@ -54,7 +54,9 @@ START_TEST(test_tile_parse) {
   fzMatmulTileFormat(&t, buf, sizeof buf);
   ck_assert_str_eq(buf, "64x128x64:1x4w:2s:g4:sync");
   FzMatmulTile u = parse_ok(buf);
-  ck_assert_mem_eq(&t, &u, sizeof t);
+  ck_assert(t.bm == u.bm && t.bn == u.bn && t.bk == u.bk &&
+            t.warpsM == u.warpsM && t.warpsN == u.warpsN &&
+            t.stages == u.stages && t.groupM == u.groupM && t.sync == u.sync);
   parse_bad("", "expected BMxBNxBK");
   parse_bad("128x128", "expected BMxBNxBK");
   parse_bad("128x128x32", "missing the warps");
@@ -70,6 +72,43 @@ START_TEST(test_tile_parse) {
   parse_bad("16x16x64:1w:2s:g0", "launch group");
   parse_bad("32x32x16:4w:2s", "do not divide evenly");
   parse_bad("48x48x32:1w:2s", "powers of two");
+}
+END_TEST
+
+/* The tile for a problem: an explicit text, else $FZ_GPU_MMA_TILE, else
+ * by size. */
+START_TEST(test_tile_choose) {
+  FzMatmulNest m;
+  memset(&m, 0, sizeof m);
+  FzMatmulTile t;
+  char why[256] = "";
+  ck_assert_int_eq(unsetenv("FZ_GPU_MMA_TILE"), 0);
+  int64_t sizes[3][2] = {{8192, 8192}, {512, 384}, {80, 4096}};
+  const char *want[3] = {"128x256x32:2x4w:4s:g8", "128x128x32:2x2w:4s:g8",
+                         "64x64x32:2x2w:3s:g8"};
+  char buf[96];
+  for (int i = 0; i < 3; ++i) {
+    m.M = sizes[i][0];
+    m.N = sizes[i][1];
+    ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                                 sizeof why));
+    fzMatmulTileFormat(&t, buf, sizeof buf);
+    ck_assert_str_eq(buf, want[i]);
+  }
+  ck_assert_int_eq(setenv("FZ_GPU_MMA_TILE", "32x32x16:1w:2s", 1), 0);
+  ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                               sizeof why));
+  ck_assert_int_eq(t.bm, 32);
+  ck_assert_int_eq(t.bk, 16);
+  /* An explicit text wins over the environment. */
+  ck_assert(fzMatmulTileChoose(&m, FZ_STR("64x64x64:4w:2s"), &t, why,
+                               sizeof why));
+  ck_assert_int_eq(t.bk, 64);
+  ck_assert_int_eq(setenv("FZ_GPU_MMA_TILE", "32x32", 1), 0);
+  ck_assert(!fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                                sizeof why));
+  ck_assert_ptr_nonnull(strstr(why, "FZ_GPU_MMA_TILE=32x32: expected"));
+  ck_assert_int_eq(unsetenv("FZ_GPU_MMA_TILE"), 0);
 }
 END_TEST
 
@@ -434,6 +473,7 @@ static Suite *matmul_suite(void) {
   TCase *tc = tcase_create("core");
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_tile_parse);
+  tcase_add_test(tc, test_tile_choose);
   tcase_add_test(tc, test_match_base);
   tcase_add_test(tc, test_match_refused);
   tcase_add_test(tc, test_match_types_layouts);
