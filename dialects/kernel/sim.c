@@ -20,7 +20,10 @@
  *  - kernel.shuffle / kernel.mma read their source lanes' operands, which
  *    the lockstep order has computed; a source lane outside the mask is a
  *    diagnosed error (undefined on hardware);
- *  - atomics run thread by thread, so they are trivially atomic.
+ *  - atomics run thread by thread, so they are trivially atomic;
+ *  - ldmatrix reads the rows its lanes address, per warp; cp.async copies
+ *    stay pending until the issuing thread's cp_async_wait completes
+ *    their group (sim_async.c says what is checked).
  * Programs that are correct on a GPU (no data races) give the same
  * results under any schedule, lockstep included. A data race on shared
  * memory (two threads touching a byte, one writing, with no barrier
@@ -186,6 +189,9 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
     break;
   case FZ_KERNEL_OP_ATOMIC:
     ins->pred = fzKernelAtomicGetKind(op);
+    break;
+  case FZ_KERNEL_OP_EXTRACT:
+    ins->imm = fzKernelExtractGetPosition(op);
     break;
   case FZ_KERNEL_OP_THREAD_ID:
   case FZ_KERNEL_OP_BLOCK_ID:
@@ -443,6 +449,21 @@ static bool run_thread_op(Sim *s, const SimInst *ins, const uint8_t *mask) {
   return true;
 }
 
+/* kernel.extract (ins->imm: the lane) and kernel.from_elements. */
+static bool run_lanes(Sim *s, const SimInst *ins, const uint8_t *mask) {
+  for (int64_t t = 0; t < s->nthreads; ++t) {
+    if (!mask[t])
+      continue;
+    FzLoopScalar *r = sim_scalar(s, ins->res[0], t);
+    if (ins->kopc == FZ_KERNEL_OP_EXTRACT)
+      *r = sim_scalar(s, ins->ops[0], t)[ins->imm];
+    else
+      for (uint32_t l = 0; l < ins->nops; ++l)
+        r[l] = *sim_scalar(s, ins->ops[l], t);
+  }
+  return true;
+}
+
 static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
   switch (ins->kopc) {
   case FZ_KERNEL_OP_RETURN:
@@ -458,6 +479,17 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
   case FZ_KERNEL_OP_VECTOR_LOAD:
   case FZ_KERNEL_OP_VECTOR_STORE:
     return fzKernelSimMemory(s, ins, mask);
+  case FZ_KERNEL_OP_LDMATRIX:
+    return fzKernelSimLdmatrix(s, ins, mask);
+  case FZ_KERNEL_OP_CP_ASYNC:
+    return fzKernelSimCpAsync(s, ins, mask);
+  case FZ_KERNEL_OP_CP_ASYNC_COMMIT:
+    return fzKernelSimCpAsyncCommit(s, ins, mask);
+  case FZ_KERNEL_OP_CP_ASYNC_WAIT:
+    return fzKernelSimCpAsyncWait(s, ins, mask);
+  case FZ_KERNEL_OP_EXTRACT:
+  case FZ_KERNEL_OP_FROM_ELEMENTS:
+    return run_lanes(s, ins, mask);
   case FZ_KERNEL_OP_UNKNOWN:
     break;
   default:
@@ -598,7 +630,10 @@ static bool alloc_state(Sim *s) {
   s->rEpoch = fzCalloc(s->ctx, bytes, sizeof *s->rEpoch);
   s->writer = fzCalloc(s->ctx, bytes, sizeof *s->writer);
   s->reader = fzCalloc(s->ctx, bytes, sizeof *s->reader);
-  return s->shared && s->wEpoch && s->rEpoch && s->writer && s->reader;
+  s->pendingBy = fzCalloc(s->ctx, bytes, sizeof *s->pendingBy);
+  s->committed = fzCalloc(s->ctx, (size_t)s->nthreads, sizeof *s->committed);
+  return s->shared && s->wEpoch && s->rEpoch && s->writer && s->reader &&
+         s->pendingBy && s->committed;
 }
 
 static void free_state(Sim *s) {
@@ -610,6 +645,9 @@ static void free_state(Sim *s) {
   fzFree(s->ctx, s->rEpoch);
   fzFree(s->ctx, s->writer);
   fzFree(s->ctx, s->reader);
+  fzFree(s->ctx, s->pendingBy);
+  fzFree(s->ctx, s->committed);
+  fzFree(s->ctx, s->copies);
   fzPtrMapFree(&s->values);
   fzArenaReset(&s->arena);
 }
@@ -657,6 +695,7 @@ bool fzKernelSimulate(FzOp *kernel, FzOp *site,
         s.blockId[1] = by;
         s.blockId[2] = bz;
         memset(s.shared, 0xff, (size_t)s.sharedBytes);
+        fzKernelSimAsyncReset(&s);
         s.epoch++;
         ok = run_block(&s, s.entry, mask);
       }

@@ -4,8 +4,10 @@
  * A kernel.func is a GPU entry point: buffer and scalar arguments, no
  * results, a body that every thread of a grid runs. Inside it, thread and
  * block ids, shared memory, barriers, warp shuffles, atomics, aligned
- * vector accesses and tensor-core mma ops join the loop dialect's scalar,
- * memory and loop ops (loop.for, loop.load, loop.addf, ...). Host code
+ * vector accesses, tensor-core mma with its ldmatrix fragment loads,
+ * asynchronous global-to-shared copies (cp.async) and vector element
+ * access join the loop dialect's scalar, memory and loop ops (loop.for,
+ * loop.load, loop.addf, ...). Host code
  * (a loop-level func.func) starts one with kernel.launch. Every op, its
  * syntax, semantics and verifier rules: docs/dialects/kernel.md.
  *
@@ -43,7 +45,11 @@ extern "C" {
   X(BARRIER, "kernel.barrier") X(SHUFFLE, "kernel.shuffle")                   \
   X(ATOMIC, "kernel.atomic")                                                  \
   X(VECTOR_LOAD, "kernel.vector_load") X(VECTOR_STORE, "kernel.vector_store") \
-  X(MMA, "kernel.mma")
+  X(MMA, "kernel.mma") X(LDMATRIX, "kernel.ldmatrix")                        \
+  X(CP_ASYNC, "kernel.cp_async")                                              \
+  X(CP_ASYNC_COMMIT, "kernel.cp_async_commit")                                \
+  X(CP_ASYNC_WAIT, "kernel.cp_async_wait")                                    \
+  X(EXTRACT, "kernel.extract") X(FROM_ELEMENTS, "kernel.from_elements")
 /* clang-format on */
 
 typedef enum FzKernelOpcode {
@@ -74,6 +80,25 @@ int fzKernelGetDimension(const FzOp *op);
  * bytes (all index), then the kernel's arguments. */
 #define FZ_KERNEL_LAUNCH_NUM_CONFIG 7
 
+/* Accessors of verified ops, for code generators (docs/dialects/kernel.md
+ * gives each op's PTX):
+ *  - kernel.ldmatrix: the number of 8x8 matrices (1, 2 or 4; -1 for
+ *    another op or a bad property) and whether it transposes them;
+ *  - kernel.cp_async: operand 0 is the shared destination buffer, then its
+ *    indices; the global source buffer is operand
+ *    fzKernelCpAsyncGetSourceOperand (then its indices); the optional
+ *    source size in bytes (index) is the last operand when
+ *    fzKernelCpAsyncHasSourceSize;
+ *  - kernel.cp_async_wait: the number of most recent groups that may stay
+ *    pending (-1 for another op);
+ *  - kernel.extract: the lane read (-1 for another op). */
+int fzKernelLdmatrixGetNum(const FzOp *op);
+bool fzKernelLdmatrixIsTransposed(const FzOp *op);
+size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
+bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
+int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
+int64_t fzKernelExtractGetPosition(const FzOp *op);
+
 /*===------------------------------------------------------------------===*
  * The simulator (dialects/kernel/sim*.c)
  *
@@ -82,8 +107,9 @@ int fzKernelGetDimension(const FzOp *op);
  * blocks and 2^20 threads per launch, 227 KiB of shared memory (static
  * plus dynamic) per block. Errors are reported at the op that fails,
  * with the block and thread: out-of-bounds or misaligned accesses,
- * divergent barriers, shuffles and mma not executed by the lanes they
- * read, data races on shared memory between two barriers, writes to
+ * divergent barriers, shuffles, mma and ldmatrix not executed by the
+ * lanes they read, data races on shared memory between two barriers,
+ * accesses to shared memory that a pending cp.async writes, writes to
  * read-only buffers.
  *===------------------------------------------------------------------===*/
 
