@@ -39,6 +39,8 @@ const char fuseRunCpuUsage[] =
     "                        output element), not tile-contractions\n"
     "  --no-stage-rows       cpu: no stage-rows (softmax recomputes exp in\n"
     "                        its normalization phase)\n"
+    "  --vector-width N      cpu: widest vectors in bits, 128, 256 or 512\n"
+    "                        (default 512 with AVX-512F, else LLVM's choice)\n"
     "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
     "                        stderr\n";
 
@@ -79,6 +81,18 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
       o->threads = (unsigned)n;
     else
       o->bench = n;
+    return 1;
+  }
+  if (IS("vector-width")) {
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v) {
+      if (*i + 1 >= argc)
+        return usage("option '%s' requires a value", a);
+      v = argv[++*i];
+    }
+    if (strcmp(v, "128") && strcmp(v, "256") && strcmp(v, "512"))
+      return usage("--vector-width expects 128, 256 or 512, got '%s'", v);
+    o->vectorWidth = (unsigned)atoi(v);
     return 1;
   }
   bool *flag = IS("check-interp")    ? &o->checkInterp
@@ -146,6 +160,7 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.exactMath = o->exactMath;
   co.codegen.tileContractions = !o->noTile;
   co.codegen.stageRows = !o->noStageRows;
+  co.codegen.preferVectorWidth = o->vectorWidth;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);

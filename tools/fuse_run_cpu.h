@@ -18,6 +18,7 @@ typedef struct FuseRunCpuOptions {
   bool noTile;          /* --no-tile */
   bool noStageRows;     /* --no-stage-rows */
   bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
+  unsigned vectorWidth; /* --vector-width N: widest vectors, bits (0: default) */
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
 } FuseRunCpuOptions;
 

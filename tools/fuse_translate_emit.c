@@ -32,6 +32,8 @@ const char fuseEmitHelp[] =
     "  --no-fuse                        Lower every graph op on its own\n"
     "  --no-tile                        No tile-contractions (CPU)\n"
     "  --no-stage-rows                  No stage-rows (CPU)\n"
+    "  --vector-width=N                 Widest vectors in bits (128, 256, 512;\n"
+    "                                   default 512 with AVX-512F, else LLVM's)\n"
     "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
     "  --emit=ptx [--gpu-arch=sm_90]    PTX for NVIDIA GPUs (NVPTX; sm_80, "
     "sm_90, sm_90a)\n"
@@ -87,6 +89,15 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->codegen.cpu = v;
   } else if ((v = value_of(arg, "mattr"))) {
     o->codegen.features = v;
+  } else if ((v = value_of(arg, "vector-width"))) {
+    char *end;
+    long w = strtol(v, &end, 10);
+    if (*end || (w != 128 && w != 256 && w != 512)) {
+      fprintf(stderr, "fuse-translate: error: --vector-width expects 128, "
+                      "256 or 512, got '%s'\n", v);
+      return -1;
+    }
+    o->codegen.preferVectorWidth = (unsigned)w;
   } else if ((v = value_of(arg, "align"))) {
     char *end;
     long a = strtol(v, &end, 10);
