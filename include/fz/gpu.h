@@ -7,7 +7,8 @@
  *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
- * file's blockSize, vector and rowChunks; a module already at the kernel
+ * file's blockSize, vector, rowChunks, noMma and mmaTile; a module
+ * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
  * as it is. Then:
  *  - every kernel.func becomes a PTX entry of the same name (characters
@@ -65,6 +66,12 @@ typedef struct FzGpuOptions {
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4); fewer
    * threads per row and more loads in flight each as it grows. */
   unsigned rowChunks;
+  /* Tensor-core matmuls (lower-loop-to-kernel's first mapping): noMma
+   * turns them off (matmul nests take the generic mappings); mmaTile is
+   * the tile "BMxBNxBK:Ww:Ss[:gG][:sync]" of every matmul kernel (NULL or
+   * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
+  bool noMma;
+  const char *mmaTile;
 } FzGpuOptions;
 
 void fzGpuOptionsInit(FzGpuOptions *o);

@@ -2,11 +2,14 @@
  * generator (lowering/loop_to_kernel/matmul*.c): tile texts (parse,
  * checks, warp splits, format round trip, the choice by size and by
  * FZ_GPU_MMA_TILE), the matcher on hand-written loop nests (what it
- * records; every refusal with its reason), and the builder under failing
- * allocations (an error, never a crash or a leak). Whole kernels against
+ * records; every refusal with its reason), the kernels lower-loop-to-kernel
+ * makes of a matched nest (with its matmul mapping, or without it), and
+ * the pass under failing allocations (an error, never a crash or a
+ * leak). Whole kernels against
  * the interpreters are lit tests (tests/lit/matmul).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fz/kernel.h"
 #include "fz/pass.h"
@@ -407,26 +410,70 @@ END_TEST
 
 /*===--- The builder ----------------------------------------------------===*/
 
-/* The kernel verifies, the nest is gone, a launch replaces it. */
+/* Through lower-loop-to-kernel (the matmul mapping first): the kernel
+ * verifies, carries its plan and flops, the nest is gone, a launch with
+ * the generator's configuration replaces it. */
 START_TEST(test_build) {
   FzContext *ctx = ctx_new();
   FzOp *m = parse_src(ctx, kBase);
   FzMatmulNest mm;
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, NULL, 0));
   FzMatmulTile t = parse_ok("32x32x32:1w:2s");
-  FzOp *k = fzKernelBuildMatmul(&mm, &t);
-  ck_assert_ptr_nonnull(k);
+  int64_t grid[3], block[3], smem;
+  fzMatmulGetLaunch(&mm, &t, grid, block, &smem);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.mmaTile = "32x32x32:1w:2s";
+  ck_assert(fzLowerLoopToKernel(m, &o));
   ck_assert(fzOpVerify(m));
+  FzOp *k = fzSymbolTableLookupIn(m, FZ_STR("f_k0"));
+  ck_assert_ptr_nonnull(k);
   ck_assert_int_eq(fzKernelGetOpcode(k), FZ_KERNEL_OP_FUNC);
+  FzAttr *plan = fzOpGetAttr(k, FZ_STR("fuse.plan"));
+  ck_assert_ptr_nonnull(plan);
+  FzStringRef ps = fzStringAttrGetValue(plan);
+  ck_assert(ps.length > 7 && memcmp(ps.data, "matmul ", 7) == 0);
+  FzAttr *flops = fzOpGetAttr(k, FZ_STR("fuse.flops"));
+  ck_assert_ptr_nonnull(flops);
+  ck_assert_int_eq(fzIntegerAttrGetValue(flops), fzMatmulGetFlops(&mm));
   FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
   FzBlock *b = fzRegionGetFirstBlock(fzOpGetRegion(f, 0));
   size_t launches = 0, nests = 0;
   for (FzOp *op = fzBlockGetFirstOp(b); op; op = fzOpGetNextInBlock(op)) {
-    launches += fzKernelGetOpcode(op) == FZ_KERNEL_OP_LAUNCH;
+    if (fzKernelGetOpcode(op) == FZ_KERNEL_OP_LAUNCH) {
+      ++launches;
+      int64_t cfg[FZ_KERNEL_LAUNCH_NUM_CONFIG] = {grid[0],  grid[1],  grid[2],
+                                                  block[0], block[1], block[2],
+                                                  smem};
+      for (size_t i = 0; i < FZ_KERNEL_LAUNCH_NUM_CONFIG; ++i) {
+        int64_t v;
+        ck_assert(fzLoopValueGetConstantInt(fzOpGetOperand(op, i), &v));
+        ck_assert_int_eq(v, cfg[i]);
+      }
+    }
     nests += fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL;
   }
   ck_assert_uint_eq(launches, 1);
   ck_assert_uint_eq(nests, 0);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* noMma: the same nest takes a generic mapping. */
+START_TEST(test_build_no_mma) {
+  FzContext *ctx = ctx_new();
+  FzOp *m = parse_src(ctx, kBase);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.noMma = true;
+  o.mmaTile = "not a tile"; /* not looked at */
+  ck_assert(fzLowerLoopToKernel(m, &o));
+  FzOp *k = fzSymbolTableLookupIn(m, FZ_STR("f_k0"));
+  ck_assert_ptr_nonnull(k);
+  ck_assert_ptr_null(fzOpGetAttr(k, FZ_STR("fuse.flops")));
+  FzStringRef ps = fzStringAttrGetValue(fzOpGetAttr(k, FZ_STR("fuse.plan")));
+  ck_assert(ps.length < 7 || memcmp(ps.data, "matmul ", 7) != 0);
   fzOpDestroy(m);
   fzContextDestroy(ctx);
 }
@@ -444,7 +491,7 @@ START_TEST(test_build_allocation_failures) {
     FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
     ck_assert_ptr_nonnull(pm);
     ck_assert(fzPassManagerParsePipeline(
-        pm, FZ_STR("lower-matmul-to-kernel{tile=32x32x32:1w:2s}")));
+        pm, FZ_STR("lower-loop-to-kernel{mma-tile=32x32x32:1w:2s}")));
     DiagLog log;
     diag_log_begin(&log, ctx);
     size_t start = c.numAllocs;
@@ -478,6 +525,7 @@ static Suite *matmul_suite(void) {
   tcase_add_test(tc, test_match_refused);
   tcase_add_test(tc, test_match_types_layouts);
   tcase_add_test(tc, test_build);
+  tcase_add_test(tc, test_build_no_mma);
   tcase_add_test(tc, test_build_allocation_failures);
   suite_add_tcase(s, tc);
   return s;
