@@ -455,9 +455,16 @@ static void main_loop(Gen *G, FzValue **acc) {
   FzValue *zero = mmConstAttr(
       K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
       K->vacc);
-  FzValue *inits[2 * MAX_ACC];
+  /* The accumulators; and, when S is not a power of two, the stage read
+   * in this iteration (kt % S, carried: a compare and a select instead
+   * of a remainder). */
+  bool carryStage = G->async && (G->S & (G->S - 1)) != 0;
+  FzValue *inits[2 * MAX_ACC + 1];
   for (size_t i = 0; i < nacc; ++i)
     inits[i] = zero;
+  if (carryStage)
+    inits[nacc] = mmConstOf(K, K->i32, 0);
+  size_t niter = nacc + (carryStage ? 1 : 0);
   if (G->async)
     for (int s = 0; s < G->S - 1; ++s) {
       if (s < G->KT) {
@@ -466,14 +473,22 @@ static void main_loop(Gen *G, FzValue **acc) {
       }
       mmPlainOp(K, "kernel.cp_async_commit");
     }
-  FzValue *kt, *iters[2 * MAX_ACC];
+  FzValue *kt, *iters[2 * MAX_ACC + 1];
   FzBuilder saved;
-  FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), nacc, inits, &kt, iters,
-                        &saved);
+  FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), niter, inits,
+                         &kt, iters, &saved);
   if (!loop)
     return;
-  FzValue *stage;
+  FzValue *stage, *nextStage = NULL;
   FzValue *kt32 = mmCast(K, kt, K->i32);
+  if (carryStage) {
+    stage = iters[nacc];
+    FzValue *inc = mmAddC(K, stage, 1);
+    FzValue *wrap = mmLtC(K, inc, G->S);
+    nextStage = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
+  } else {
+    stage = G->async ? mmRemC(K, kt32, G->S) : mmConstOf(K, K->i32, 0);
+  }
   if (G->async) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
@@ -488,23 +503,28 @@ static void main_loop(Gen *G, FzValue **acc) {
     FzOp *guard = G->KT > G->S - 1 ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf)
                                    : NULL;
     if (G->KT > G->S - 1) {
-      FzValue *ws = mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
+      /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
+      FzValue *ws =
+          carryStage ? mmSelect(K, mmLtC(K, stage, 1),
+                                mmConstOf(K, K->i32, G->S - 1),
+                                mmAddC(K, stage, -1))
+                     : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
       load_tile_async(G, &G->A, nk, ws);
       load_tile_async(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
-    stage = mmRemC(K, kt32, G->S);
   } else {
     mmPlainOp(K, "kernel.barrier");
     load_tile_sync(G, &G->A, kt);
     load_tile_sync(G, &G->B, kt);
     mmPlainOp(K, "kernel.barrier");
-    stage = mmConstOf(K, K->i32, 0);
   }
   for (int ks = 0; ks < G->t->bk / 16; ++ks)
     compute_step(G, stage, ks, iters);
-  mmForClose(K, loop, nacc, iters, &saved);
+  if (carryStage)
+    iters[nacc] = nextStage;
+  mmForClose(K, loop, niter, iters, &saved);
   for (size_t i = 0; i < nacc; ++i)
     acc[i] = fzOpGetResult(loop, i);
 }

@@ -114,9 +114,10 @@ FzValue *mmSelect(KB *K, FzValue *c, FzValue *a, FzValue *b);
 FzValue *mmId(KB *K, const char *name, const char *dim);
 /* An op without operands and results (barrier, cp_async_commit, ...). */
 void mmPlainOp(KB *K, const char *name);
-/* `loop.for %iv = lb to ub step 1 iter_args(inits)` with an empty body;
- * the builder moves into it (the previous one saved in *saved) until
- * mmForClose appends loop.yield(yields) and restores it. */
+/* `loop.for %iv = lb to ub step 1 iter_args(inits)` (n <= 2 MAX_ACC + 1)
+ * with an empty body; the builder moves into it (the previous one saved
+ * in *saved) until mmForClose appends loop.yield(yields) and restores
+ * it. */
 FzOp *mmForOpen(KB *K, FzValue *lb, FzValue *ub, size_t n,
                 FzValue *const *inits, FzValue **iv, FzValue **iters,
                 FzBuilder *saved);

@@ -244,8 +244,8 @@ void mmPlainOp(KB *K, const char *name) {
 FzOp *mmForOpen(KB *K, FzValue *lb, FzValue *ub, size_t n,
                       FzValue *const *inits, FzValue **iv, FzValue **iters,
                       FzBuilder *saved) {
-  FzValue *ops[3 + 2 * MAX_ACC];
-  FzType *types[1 + 2 * MAX_ACC];
+  FzValue *ops[3 + 2 * MAX_ACC + 1];
+  FzType *types[1 + 2 * MAX_ACC + 1];
   ops[0] = lb;
   ops[1] = ub;
   ops[2] = mmConst(K, 1);

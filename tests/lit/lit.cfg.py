@@ -70,6 +70,11 @@ if os.environ.get("FZ_SANITIZE", "") not in ("", "0", "OFF"):
 ptxas = os.environ.get("FZ_PTXAS", "/usr/local/cuda/bin/ptxas")
 if os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
+    # %ptxas_verbose (tests that say `REQUIRES: ptxas`): ptxas -v, whose
+    # registers, spills and stack a test can check. Before %ptxas, which
+    # is a prefix of it.
+    config.substitutions.append(
+        ("%ptxas_verbose", "%s -arch=sm_90 -v -o /dev/null" % ptxas))
     config.substitutions.append(
         ("%ptxas", "%s -arch=sm_90 -o /dev/null" % ptxas))
 else:
