@@ -75,8 +75,25 @@ def loop_of(items):
         lo = labels.get(target)
         if lo is not None and lo <= i:
             loops[lo] = max(loops.get(lo, i), i)
+    # Ranges that cross (a loop whose blocks LLVM laid out on both sides
+    # of its header: back edges to two labels) are one loop; nested ones
+    # stay apart.
+    ranges = sorted(loops.items())
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(ranges)):
+            for j in range(i + 1, len(ranges)):
+                (a, b), (c, d) = ranges[i], ranges[j]
+                if a < c <= b < d:
+                    ranges[i] = (a, d)
+                    del ranges[j]
+                    merged = True
+                    break
+            if merged:
+                break
     best = None
-    for lo, hi in loops.items():
+    for lo, hi in ranges:
         if any(x and opcode(x).startswith("mma.sync")
                for _, x in items[lo:hi + 1]):
             if best is None or hi - lo < best[1] - best[0]:
