@@ -538,9 +538,11 @@ bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
       (t->bm * t->bk / 8) / threads > MAX_CHUNKS ||
       (t->bn * t->bk / 8) / threads > MAX_CHUNKS) {
     if (why && whyLen)
-      snprintf(why, whyLen, "the tile is too large for the generator (at "
-               "most %d accumulator pairs and %d copies per thread, BK up to "
-               "128)", MAX_ACC, MAX_CHUNKS);
+      snprintf(why, whyLen, "the tile is too large for the generator "
+               "(%dx%d warp tiles need %d m16n8 accumulator tiles per "
+               "thread, at most %d; at most %d copies per thread and "
+               "operand, BK up to 128)", t->bm / t->warpsM, t->bn / t->warpsN,
+               mt * nt, MAX_ACC, MAX_CHUNKS);
     return false;
   }
   return true;

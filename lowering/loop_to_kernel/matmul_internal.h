@@ -16,7 +16,10 @@
 #include "lowering/loop_to_kernel/matmul.h"
 
 #define MAX_CONSTS 512
-#define MAX_ACC 512   /* accumulator pairs per thread */
+/* m16n8 accumulator tiles per thread (4 f32 registers each: 64 of them
+ * fill the 255 registers a thread may have; their 2 * 64 vector pairs
+ * and the stage fit loop.for's 256 iteration arguments). */
+#define MAX_ACC 64
 #define MAX_CHUNKS 64 /* 16-byte copies per thread per operand and stage */
 
 /* A builder of kernel IR (matmul_kb.c). */

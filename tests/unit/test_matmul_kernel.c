@@ -115,6 +115,30 @@ START_TEST(test_tile_choose) {
 }
 END_TEST
 
+/* What the generator holds: every swept tile and the defaults; not a
+ * warp tile of 128x128 (128 accumulator tiles: 512 f32 registers). */
+START_TEST(test_tile_fits) {
+  FzMatmulNest m;
+  memset(&m, 0, sizeof m);
+  char why[256] = "";
+  const char *ok[] = {"128x256x32:8w:4s", "128x256x32:8w:3s",
+                      "128x256x64:8w:3s", "256x128x32:8w:4s",
+                      "128x128x32:4w:4s", "128x128x64:4w:3s",
+                      "128x128x32:8w:4s", "64x64x32:4w:3s",
+                      "128x128x32:2w:2s" /* 64x128: the most */};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; ++i) {
+    FzMatmulTile t = parse_ok(ok[i]);
+    ck_assert_msg(fzMatmulTileFits(&m, &t, why, sizeof why), "%s: %s", ok[i],
+                  why);
+  }
+  FzMatmulTile t = parse_ok("128x128x32:1w:2s");
+  ck_assert(!fzMatmulTileFits(&m, &t, why, sizeof why));
+  ck_assert_msg(strstr(why, "128x128 warp tiles need 128 m16n8 accumulator "
+                            "tiles per thread, at most 64"),
+                "why: %s", why);
+}
+END_TEST
+
 /*===--- The matcher ----------------------------------------------------===*/
 
 /* A 32x48x64 bf16 matmul with bias and relu; `%%K%%`-style holes are
@@ -521,6 +545,7 @@ static Suite *matmul_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_tile_parse);
   tcase_add_test(tc, test_tile_choose);
+  tcase_add_test(tc, test_tile_fits);
   tcase_add_test(tc, test_match_base);
   tcase_add_test(tc, test_match_refused);
   tcase_add_test(tc, test_match_types_layouts);
