@@ -16,8 +16,10 @@
  *    convention and the `kernel` entry of nvvm.annotations; `maxntid`
  *    from its launches' block size when they agree (so ptxas may give a
  *    256-thread matmul kernel up to 255 registers); shared memory in
- *    32-bit pointers (LLVM's nvptx-short-ptr, set once per process) and
- *    the one `.extern .shared .align 16` dynamic array; each buffer
+ *    32-bit pointers (LLVM's nvptx-short-ptr, set once per process through
+ *    LLVMParseCommandLineOptions at the first GPU compilation: a program
+ *    that parses LLVM options itself must not give -nvptx-short-ptr too)
+ *    and the one `.extern .shared .align 16` dynamic array; each buffer
  *    parameter a pointer `nocapture noundef align 16 dereferenceable`,
  *    `noalias` when no launch passes it with another argument of the
  *    same buffer, `readonly` when the kernel never writes it (then its

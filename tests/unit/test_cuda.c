@@ -235,6 +235,7 @@ typedef int (*SetAttrFn)(void *, int, int);
 typedef int (*LaunchFn)(void *, unsigned, unsigned, unsigned, unsigned,
                         unsigned, unsigned, unsigned, void *, void **,
                         void **);
+typedef int (*UnloadFn)(void *);
 
 /* The fake refuses what the driver refuses: a launch with 96 KiB of
  * dynamic shared memory before the function opted in (so the runtime's
@@ -249,6 +250,7 @@ START_TEST(test_fake_driver_rules) {
   GetFn get;
   SetAttrFn set;
   LaunchFn launch;
+  UnloadFn unload;
   void *sym = dlsym(h, "cuModuleLoadDataEx");
   memcpy(&load, &sym, sizeof sym);
   sym = dlsym(h, "cuModuleGetFunction");
@@ -257,7 +259,9 @@ START_TEST(test_fake_driver_rules) {
   memcpy(&set, &sym, sizeof sym);
   sym = dlsym(h, "cuLaunchKernel");
   memcpy(&launch, &sym, sizeof sym);
-  ck_assert(load && get && set && launch);
+  sym = dlsym(h, "cuModuleUnload");
+  memcpy(&unload, &sym, sizeof sym);
+  ck_assert(load && get && set && launch && unload);
   void *mod = NULL, *f = NULL;
   ck_assert_int_eq(load(&mod, kBigSmemPtx, 0, NULL, NULL), 0);
   ck_assert_int_eq(get(&f, mod, "bigsmem"), 0);
@@ -270,6 +274,7 @@ START_TEST(test_fake_driver_rules) {
   ck_assert_int_eq(set(f, 8, 96 * 1024), 0);
   ck_assert_int_eq(launch(f, 1, 1, 1, 1, 1, 1, 96 * 1024, NULL, NULL, NULL),
                    0);
+  ck_assert_int_eq(unload(mod), 0);
   dlclose(h);
 }
 END_TEST
