@@ -45,6 +45,7 @@ struct FzCudaCall {
   const FzGpuFunction *f;
   size_t nIn, numRoots;
   FzCudaPtr *dev;     /* numRoots: arguments, then temporaries */
+  FzCudaKernel **fns; /* per kernel: the loaded function */
   void ***args;       /* per kernel: its parameters (into dev, or the
                          launch's constant scalars) */
   FzCudaGraph *graph; /* NULL: launched one by one */
@@ -76,8 +77,7 @@ static FzCudaGraph *make_graph(FzCudaCall *c) {
   bool ok = ks && grid && block && shared && args;
   for (size_t k = 0; ok && k < m; ++k) {
     const FzGpuKernel *K = &f->kernels[k];
-    ks[n] = fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
-    ok = ks[n] != NULL;
+    ks[n] = c->fns[k];
     memcpy(grid[n], K->grid, sizeof grid[n]);
     memcpy(block[n], K->block, sizeof block[n]);
     shared[n] = K->sharedBytes;
@@ -111,12 +111,26 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
     c->cu = cu, c->prog = p, c->f = f, c->nIn = nIn;
     c->dev = calloc(numRoots + 1, sizeof *c->dev);
     c->args = calloc(f->numKernels + 1, sizeof *c->args);
+    c->fns = calloc(f->numKernels + 1, sizeof *c->fns);
   }
-  bool ok = c && c->dev && c->args;
+  bool ok = c && c->dev && c->args && c->fns;
   for (size_t k = 0; ok && k < f->numKernels; ++k)
     ok = (c->args[k] = kernel_args(c, &f->kernels[k])) != NULL;
   if (!ok) {
     fzEmitError(ctx, NULL, "cuda: out of memory");
+    fzCudaCallDestroy(c);
+    return NULL;
+  }
+  /* The module (JIT-compiled once per PTX text) and each kernel, allowed
+   * its dynamic shared memory before any launch or graph: above 48 KiB
+   * (the tensor-core matmuls) CUDA needs the function's opt-in. */
+  for (size_t k = 0; ok && k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    c->fns[k] = fzCudaGetKernel(cu, p->ptx, p->ptxLen, K->name);
+    ok = c->fns[k] &&
+         fzCudaKernelAllowSharedMemory(cu, c->fns[k], K->sharedBytes);
+  }
+  if (!ok) {
     fzCudaCallDestroy(c);
     return NULL;
   }
@@ -165,10 +179,8 @@ bool fzCudaCallLaunch(FzCudaCall *c) {
     return fzCudaGraphLaunch(c->cu, c->graph);
   for (size_t k = 0; k < c->f->numKernels; ++k) {
     const FzGpuKernel *K = &c->f->kernels[k];
-    FzCudaKernel *fn =
-        fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
-    if (!fn || !fzCudaLaunch(c->cu, fn, K->grid, K->block, K->sharedBytes,
-                             c->args[k]))
+    if (!fzCudaLaunch(c->cu, c->fns[k], K->grid, K->block, K->sharedBytes,
+                      c->args[k]))
       return false;
   }
   return true;
@@ -213,6 +225,7 @@ void fzCudaCallDestroy(FzCudaCall *c) {
     free(c->args[k]);
   free(c->dev);
   free(c->args);
+  free(c->fns);
   free(c);
 }
 

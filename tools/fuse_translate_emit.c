@@ -37,6 +37,10 @@ const char fuseEmitHelp[] =
     "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
     "  --emit=ptx [--gpu-arch=sm_90]    PTX for NVIDIA GPUs (NVPTX; sm_80, "
     "sm_90, sm_90a)\n"
+    "  --mma-tile=BMxBNxBK:Ww:Ss        Tile of the tensor-core matmuls "
+    "(PTX; default:\n"
+    "                                   $FZ_GPU_MMA_TILE, else by size)\n"
+    "  --no-mma                         No tensor-core matmuls (PTX)\n"
     "  --align=N                        Alignment promised for buffer "
     "arguments (default 16)\n";
 
@@ -83,6 +87,10 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->codegen.stageRows = false;
   } else if ((v = value_of(arg, "gpu-arch"))) {
     o->gpuArch = v;
+  } else if ((v = value_of(arg, "mma-tile"))) {
+    o->mmaTile = v;
+  } else if (flag_is(arg, "no-mma")) {
+    o->noMma = true;
   } else if ((v = value_of(arg, "mtriple"))) {
     o->codegen.triple = v;
   } else if ((v = value_of(arg, "mcpu"))) {
@@ -191,6 +199,8 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
       go.arch = o->gpuArch;
     go.optLevel = o->codegen.optLevel;
     go.fastMath = o->codegen.fastMath;
+    go.mmaTile = o->mmaTile;
+    go.noMma = o->noMma;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);

@@ -10,7 +10,6 @@
 #include "fz/kernel.h"
 #include "fz/loop.h"
 #include "fz/pass.h"
-#include "lowering/loop_to_kernel/matmul.h" /* lower-matmul-to-kernel */
 #include "transforms/graph/graph_opt.h" /* graph optimizations */
 #include "transforms/passes.h"
 
@@ -24,7 +23,6 @@ static const FzPassDef *const kPasses[] = {
     &fzSimplifyReshapesPass,    /* transforms/graph */
     &fzSimplifyAlgebraPass,     /* transforms/graph */
     &fzRecognizeCompositesPass, /* transforms/graph */
-    &fzLowerMatmulToKernelPass, /* lowering/loop_to_kernel */
 };
 
 static const struct {

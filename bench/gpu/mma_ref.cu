@@ -1,5 +1,5 @@
 // bench/gpu/mma_ref.cu - a hand-written CUDA C++ GEMM + bias + gelu of the
-// SAME design as the kernels lower-matmul-to-kernel generates
+// SAME design as the kernels lower-loop-to-kernel generates for matmuls
 // (lowering/loop_to_kernel/matmul.c; docs/codegen.md "Tensor-core
 // matmul"), so that the generated kernel can be compared, in one run on
 // the GPU machine, with a hand-written one of its own tiling and with

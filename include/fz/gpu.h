@@ -7,13 +7,19 @@
  *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
- * file's blockSize, vector and rowChunks; a module already at the kernel
+ * file's blockSize, vector, rowChunks, noMma and mmaTile; a module
+ * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
  * as it is. Then:
  *  - every kernel.func becomes a PTX entry of the same name (characters
  *    PTX does not allow replaced by '_'): the `ptx_kernel` calling
  *    convention and the `kernel` entry of nvvm.annotations; `maxntid`
- *    from its launches' block size when they agree; each buffer
+ *    from its launches' block size when they agree (so ptxas may give a
+ *    256-thread matmul kernel up to 255 registers); shared memory in
+ *    32-bit pointers (LLVM's nvptx-short-ptr, set once per process through
+ *    LLVMParseCommandLineOptions at the first GPU compilation: a program
+ *    that parses LLVM options itself must not give -nvptx-short-ptr too)
+ *    and the one `.extern .shared .align 16` dynamic array; each buffer
  *    parameter a pointer `nocapture noundef align 16 dereferenceable`,
  *    `noalias` when no launch passes it with another argument of the
  *    same buffer, `readonly` when the kernel never writes it (then its
@@ -65,6 +71,12 @@ typedef struct FzGpuOptions {
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4); fewer
    * threads per row and more loads in flight each as it grows. */
   unsigned rowChunks;
+  /* Tensor-core matmuls (lower-loop-to-kernel's first mapping): noMma
+   * turns them off (matmul nests take the generic mappings); mmaTile is
+   * the tile "BMxBNxBK:Ww:Ss[:gG][:sync]" of every matmul kernel (NULL or
+   * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
+  bool noMma;
+  const char *mmaTile;
 } FzGpuOptions;
 
 void fzGpuOptionsInit(FzGpuOptions *o);
@@ -90,17 +102,25 @@ typedef struct FzGpuKernel {
   char *name;           /* PTX entry (the kernel.func's symbol) */
   unsigned grid[3];     /* blocks along x, y, z (each at least 1) */
   unsigned block[3];    /* threads per block along x, y, z */
-  unsigned sharedBytes; /* dynamic shared memory per block */
+  /* Dynamic shared memory per block: above 48 KiB (the tensor-core
+   * matmuls: 64-144 KiB) the runtime lets the kernel opt in first
+   * (fzCudaKernelAllowSharedMemory, fz/cuda.h); at most 227 KiB. */
+  unsigned sharedBytes;
   size_t numArgs;
   FzGpuArg *args;       /* one per kernel parameter, in order */
   /* The kernel.func's `fuse.plan` attribute (lower-loop-to-kernel's
    * one-line plan: mapping, sizes, why), or NULL; mapping is its first
-   * word ("elementwise", "rows", "columns"), or "kernel" without one. */
+   * word ("matmul", "elementwise", "rows", "columns"), or "kernel"
+   * without one. */
   char *plan;
   char *mapping;
   /* Bytes the kernel reads and writes ideally (each buffer argument that
    * it accesses counted once): for bandwidth figures. */
   int64_t bytesMoved;
+  /* Floating-point operations of the launch when it is compute-bound
+   * (the kernel.func's `fuse.flops`: 2 * batch * M * N * K for a
+   * tensor-core matmul, mapping "matmul"), else 0: for TFLOP/s figures. */
+  int64_t flops;
 } FzGpuKernel;
 
 typedef struct FzGpuFunction {

@@ -148,8 +148,10 @@ const FzLoopInterpExtension *fzKernelSimExtension(void);
  * at the top level) are recomputed inside it, and those no longer used
  * at the host level are erased. The mapping of the nest onto threads is
  * chosen by a documented heuristic (docs/codegen.md "GPU mappings":
- * elementwise, rows, columns) and recorded as the kernel.func's
- * `fuse.plan` string attribute. A nest whose bounds are not constants
+ * first the tensor-core matmul, whose kernels have a pipelined mma.sync
+ * GEMM with the nest's epilogue in registers; then rows, columns,
+ * elementwise) and recorded as the kernel.func's `fuse.plan` string
+ * attribute (and `fuse.flops`, the operations of a matmul launch). A nest whose bounds are not constants
  * is an error at the nest; a nest of no iterations is erased (it does
  * nothing).
  *===------------------------------------------------------------------===*/
@@ -164,6 +166,16 @@ typedef struct FzLoopToKernelOptions {
   unsigned vector;
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4). */
   unsigned rowChunks;
+  /* The tensor-core matmul mapping (tried first on every nest) is off:
+   * matmul nests take the generic mappings. */
+  bool noMma;
+  /* Its tile configuration "BMxBNxBK:Ww:Ss[:gG][:sync]" for every matmul
+   * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
+   * chosen by size. A bad text is an error. Not owned. */
+  const char *mmaTile;
+  /* A remark at every nest that holds a loop: the matmul kernel it
+   * became (its tile), or why the matmul mapping refused it. */
+  bool remarks;
 } FzLoopToKernelOptions;
 
 void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
@@ -183,7 +195,7 @@ FZ_MUST_CHECK bool fzLowerLoopToKernel(FzOp *module,
                                        const FzLoopToKernelOptions *options);
 
 /* Registers lower-loop-to-kernel (on builtin.module; options block-size,
- * vector, row-chunks) and the named pipeline graph-to-kernel
+ * vector, row-chunks, mma, mma-tile, remarks) and the named pipeline graph-to-kernel
  * (graph-to-loop,lower-loop-to-kernel). Twice is harmless. */
 FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);
 

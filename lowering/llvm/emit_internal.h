@@ -150,6 +150,10 @@ const void *fzLLGetRoot(FzLLEmitter *E, FzValue *buffer);
  * (reported). */
 LLVMValueRef fzLLElementPtr(FzLLEmitter *E, FzOp *op, FzValue *buf,
                             size_t firstIndex);
+/* The same for an op whose indices of buf, operands firstIndex to
+ * firstIndex + rank - 1, are followed by other operands. */
+LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                              size_t firstIndex);
 /* Size in bytes that a buffer type spans (largest offset + 1 element). */
 int64_t fzLLBufferSpanBytes(FzType *bufferType);
 

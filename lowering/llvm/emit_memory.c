@@ -65,10 +65,20 @@ int64_t fzLLBufferSpanBytes(FzType *t) {
 
 LLVMValueRef fzLLElementPtr(FzLLEmitter *E, FzOp *op, FzValue *buf,
                             size_t firstIndex) {
+  size_t rank = fzShapedTypeGetRank(fzValueGetType(buf));
+  if (fzOpGetNumOperands(op) != firstIndex + rank) {
+    fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
+    return NULL;
+  }
+  return fzLLElementPtrAt(E, op, buf, firstIndex);
+}
+
+LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                              size_t firstIndex) {
   FzType *bt = fzValueGetType(buf);
   size_t rank = fzShapedTypeGetRank(bt);
   if (rank > FZ_GRAPH_MAX_RANK * 4 ||
-      fzOpGetNumOperands(op) != firstIndex + rank) {
+      fzOpGetNumOperands(op) < firstIndex + rank) {
     fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
     return NULL;
   }

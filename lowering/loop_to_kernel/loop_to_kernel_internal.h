@@ -15,11 +15,13 @@
  *                  elementwise, and its numbers)
  *   elementwise.c  the elementwise mapping
  *   grouped.c      the rows and columns mappings
+ *   matmul_mapping.c  the tensor-core matmul mapping (first in the list),
+ *                  over the generator of matmul*.c (matmul.h)
  *
  * A mapping (FzLkMapping) plans a nest (the launch configuration and a
  * one-line description) and builds the kernel body. Mappings are tried
  * in the order of pass.c's list; the first whose plan accepts the nest
- * builds it. A specialized mapping (a tensor-core matmul, say) goes in
+ * builds it. The specialized mapping (the tensor-core matmul) goes in
  * front of the generic ones.
  *
  * Private to lowering/loop_to_kernel.
@@ -49,7 +51,14 @@ typedef struct FzLkPlan {
   int64_t grid[3], block[3]; /* the launch */
   int64_t sharedBytes;       /* dynamic shared memory */
   char desc[512];            /* one line: the kernel's `fuse.plan` */
+  /* Floating-point operations of one launch when the kernel is
+   * compute-bound (a matmul: 2 M N K), recorded as `fuse.flops` for
+   * TFLOP/s figures; 0: none. */
+  int64_t flops;
   void *state;               /* the mapping's own (released by it) */
+  /* Set by a plan that reported an error (a bad option): the pass
+   * fails instead of trying the next mapping. */
+  bool failed;
 } FzLkPlan;
 
 /* A value map with a parent: lookups fall back to it. */
@@ -84,7 +93,8 @@ typedef struct FzLkBuild {
 typedef struct FzLkMapping {
   const char *name;
   /* Fills p and returns true when this mapping takes the nest; false
-   * (nothing reported) lets the next mapping try. */
+   * lets the next mapping try (nothing reported but remarks), unless it
+   * set p->failed after reporting an error. */
   bool (*plan)(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                FzLkPlan *p);
   /* Builds the kernel body at kb's insertion point (the kernel's entry
@@ -95,6 +105,7 @@ typedef struct FzLkMapping {
   void (*release)(FzLkPlan *p);
 } FzLkMapping;
 
+extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
 extern const FzLkMapping fzLkGroupedMapping;     /* grouped.c */
 extern const FzLkMapping fzLkElementwiseMapping; /* elementwise.c */
 

@@ -82,7 +82,9 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
     FzValue *cc = mmMul(K, mmRemC(K, c, C), 8);
     T->row[p] = r;
     T->col[p] = cc;
-    T->dst[p] = mmSwizzle(K, r, cc, T->cols);
+    /* Shared-memory offsets are i32 (the loop's address arithmetic
+     * stays 32-bit, as the 32-bit shared pointers it ends in). */
+    T->dst[p] = mmCast(K, mmSwizzle(K, r, cc, T->cols), K->i32);
     /* The mn coordinate: rows of a k-contiguous tile, else columns. */
     FzValue *mnOff = x->kLast ? r : cc;
     FzValue *mn = mmAdd(K, mn0, mnOff);
@@ -248,23 +250,24 @@ static bool frag_decompose(const Gen *G, bool isA, int ks, int idx,
 /* Per operand: the lane's offset of fragment (0, 0), and for the
  * fragments frag_decompose cannot express, their own offsets. */
 static void setup_fragments(Gen *G) {
+  KB *K = &G->K;
   for (int isA = 1; isA >= 0; --isA) {
     int n = isA ? G->MT : G->NT / 2;
     FzValue *(*frag)[64] = isA ? G->fragA : G->fragB;
-    FzValue *base = frag_off_ir(G, isA, 0, 0);
+    FzValue *base = mmCast(K, frag_off_ir(G, isA, 0, 0), K->i32);
     for (int ks = 0; ks < G->t->bk / 16; ++ks)
       for (int i = 0; i < n; ++i) {
         int64_t x, y;
         frag[ks][i] = ks == 0 && i == 0 ? base
                       : frag_decompose(G, isA, ks, i, &x, &y)
                           ? NULL
-                          : frag_off_ir(G, isA, ks, i);
+                          : mmCast(K, frag_off_ir(G, isA, ks, i), K->i32);
       }
   }
 }
 
-/* The shared-memory index of a fragment's lane address in stage base
- * sbase (elements). */
+/* The shared-memory index (i32) of a fragment's lane address in stage
+ * base sbase (elements, i32). */
 static FzValue *frag_addr(Gen *G, bool isA, int ks, int idx, FzValue *sbase) {
   KB *K = &G->K;
   FzValue *(*frag)[64] = isA ? G->fragA : G->fragB;
@@ -276,7 +279,7 @@ static FzValue *frag_addr(Gen *G, bool isA, int ks, int idx, FzValue *sbase) {
     return NULL;
   }
   FzValue *v = mmAdd(K, sbase, frag[0][0]);
-  return mmAddC(K, mmXor(K, v, mmConst(K, x)), y);
+  return mmAddC(K, mmXorC(K, v, x), y);
 }
 
 /*===--- Tile loads -----------------------------------------------------===*/
@@ -312,17 +315,19 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
   idx[nb + 1] = x->kLast ? kc : mn;
 }
 
-/* Issues this thread's cp.async copies of k-tile kt into stage `stage`. */
+/* Issues this thread's cp.async copies of k-tile kt (index) into stage
+ * `stage` (i32). */
 static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   KB *K = &G->K;
-  FzValue *sbase = mmAdd(K, mmConst(K, T->base), mmMul(K, stage, T->stageElems));
+  FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
+                         mmMul(K, stage, T->stageElems));
   for (int p = 0; p < T->perThread; ++p) {
     FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
     chunk_indices(G, T, p, kt, 0, idx, &ok);
     FzValue *ops[3 + FZ_MATMUL_MAX_DIMS];
     size_t n = 0;
     ops[n++] = G->smem;
-    ops[n++] = mmAdd(K, sbase, T->dst[p]);
+    ops[n++] = mmCast(K, mmAdd(K, sbase, T->dst[p]), K->idx);
     ops[n++] = T->buf;
     for (size_t d = 0; d < T->x->rank; ++d)
       ops[n++] = idx[d];
@@ -347,26 +352,30 @@ static void load_tile_sync(Gen *G, Tile *T, FzValue *kt) {
       FzValue *v = mmOp(K, "loop.load", 1 + T->x->rank, ops, K->elt, NULL);
       if (ok)
         v = mmSelect(K, ok, v, G->zeroElt);
-      FzValue *st[3] = {v, G->smem,
-                        mmAddC(K, mmAdd(K, mmConst(K, T->base), T->dst[p]), e)};
+      FzValue *st[3] = {
+          v, G->smem,
+          mmCast(K, mmAddC(K, mmAddC(K, T->dst[p], T->base), e), K->idx)};
       mmOp(K, "loop.store", 3, st, NULL, NULL);
     }
 }
 
 /*===--- The k loop -----------------------------------------------------===*/
 
-/* One k16 step of the warp tile on stage `stage`: ldmatrix, then mma on
- * acc (MT * NT * 2 pairs, updated in place). */
+/* One k16 step of the warp tile on stage `stage` (i32): ldmatrix, then
+ * mma on acc (MT * NT * 2 pairs, updated in place). */
 static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   KB *K = &G->K;
-  FzValue *aBase = mmAdd(K, mmConst(K, G->A.base), mmMul(K, stage, G->A.stageElems));
-  FzValue *bBase = mmAdd(K, mmConst(K, G->B.base), mmMul(K, stage, G->B.stageElems));
+  FzValue *aBase = mmAdd(K, mmConstOf(K, K->i32, G->A.base),
+                         mmMul(K, stage, G->A.stageElems));
+  FzValue *bBase = mmAdd(K, mmConstOf(K, K->i32, G->B.base),
+                         mmMul(K, stage, G->B.stageElems));
   FzValue *a[16][4], *b[64][2];
   FzType *regs[4] = {K->vreg, K->vreg, K->vreg, K->vreg};
   for (int mi = 0; mi < G->MT; ++mi) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.ldmatrix"), K->loc);
-    FzValue *ops[2] = {G->smem, frag_addr(G, true, ks, mi, aBase)};
+    FzValue *ops[2] = {G->smem,
+                       mmCast(K, frag_addr(G, true, ks, mi, aBase), K->idx)};
     if (!ops[1]) {
       K->failed = true;
       return;
@@ -388,7 +397,8 @@ static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   for (int nj = 0; nj < G->NT / 2; ++nj) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.ldmatrix"), K->loc);
-    FzValue *ops[2] = {G->smem, frag_addr(G, false, ks, nj, bBase)};
+    FzValue *ops[2] = {G->smem,
+                       mmCast(K, frag_addr(G, false, ks, nj, bBase), K->idx)};
     if (!ops[1]) {
       K->failed = true;
       return;
@@ -445,24 +455,40 @@ static void main_loop(Gen *G, FzValue **acc) {
   FzValue *zero = mmConstAttr(
       K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
       K->vacc);
-  FzValue *inits[2 * MAX_ACC];
+  /* The accumulators; and, when S is not a power of two, the stage read
+   * in this iteration (kt % S, carried: a compare and a select instead
+   * of a remainder). */
+  bool carryStage = G->async && (G->S & (G->S - 1)) != 0;
+  FzValue *inits[2 * MAX_ACC + 1];
   for (size_t i = 0; i < nacc; ++i)
     inits[i] = zero;
+  if (carryStage)
+    inits[nacc] = mmConstOf(K, K->i32, 0);
+  size_t niter = nacc + (carryStage ? 1 : 0);
   if (G->async)
     for (int s = 0; s < G->S - 1; ++s) {
       if (s < G->KT) {
-        load_tile_async(G, &G->A, mmConst(K, s), mmConst(K, s));
-        load_tile_async(G, &G->B, mmConst(K, s), mmConst(K, s));
+        load_tile_async(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
+        load_tile_async(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
       }
       mmPlainOp(K, "kernel.cp_async_commit");
     }
-  FzValue *kt, *iters[2 * MAX_ACC];
+  FzValue *kt, *iters[2 * MAX_ACC + 1];
   FzBuilder saved;
-  FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), nacc, inits, &kt, iters,
-                        &saved);
+  FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), niter, inits,
+                         &kt, iters, &saved);
   if (!loop)
     return;
-  FzValue *stage;
+  FzValue *stage, *nextStage = NULL;
+  FzValue *kt32 = mmCast(K, kt, K->i32);
+  if (carryStage) {
+    stage = iters[nacc];
+    FzValue *inc = mmAddC(K, stage, 1);
+    FzValue *wrap = mmLtC(K, inc, G->S);
+    nextStage = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
+  } else {
+    stage = G->async ? mmRemC(K, kt32, G->S) : mmConstOf(K, K->i32, 0);
+  }
   if (G->async) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
@@ -477,57 +503,118 @@ static void main_loop(Gen *G, FzValue **acc) {
     FzOp *guard = G->KT > G->S - 1 ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf)
                                    : NULL;
     if (G->KT > G->S - 1) {
-      FzValue *ws = mmRemC(K, nk, G->S);
+      /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
+      FzValue *ws =
+          carryStage ? mmSelect(K, mmLtC(K, stage, 1),
+                                mmConstOf(K, K->i32, G->S - 1),
+                                mmAddC(K, stage, -1))
+                     : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
       load_tile_async(G, &G->A, nk, ws);
       load_tile_async(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
-    stage = mmRemC(K, kt, G->S);
   } else {
     mmPlainOp(K, "kernel.barrier");
     load_tile_sync(G, &G->A, kt);
     load_tile_sync(G, &G->B, kt);
     mmPlainOp(K, "kernel.barrier");
-    stage = mmConst(K, 0);
   }
   for (int ks = 0; ks < G->t->bk / 16; ++ks)
     compute_step(G, stage, ks, iters);
-  mmForClose(K, loop, nacc, iters, &saved);
+  if (carryStage)
+    iters[nacc] = nextStage;
+  mmForClose(K, loop, niter, iters, &saved);
   for (size_t i = 0; i < nacc; ++i)
     acc[i] = fzOpGetResult(loop, i);
 }
 
-static void set_attr(KB *K, FzOp *op, const char *name, FzAttr *a) {
-  if (!a || !fzOpSetAttr(op, fzStringRefFromCString(name), a))
-    K->failed = true;
+bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *why, size_t whyLen) {
+  (void)m;
+  int threads = 32 * t->warpsM * t->warpsN;
+  int mt = t->bm / t->warpsM / 16, nt = t->bn / t->warpsN / 8;
+  if ((size_t)mt * nt > MAX_ACC || mt > 16 || nt > 64 || t->bk / 16 > 8 ||
+      (t->bm * t->bk / 8) / threads > MAX_CHUNKS ||
+      (t->bn * t->bk / 8) / threads > MAX_CHUNKS) {
+    if (why && whyLen)
+      snprintf(why, whyLen, "the tile is too large for the generator "
+               "(%dx%d warp tiles need %d m16n8 accumulator tiles per "
+               "thread, at most %d; at most %d copies per thread and "
+               "operand, BK up to 128)", t->bm / t->warpsM, t->bn / t->warpsN,
+               mt * nt, MAX_ACC, MAX_CHUNKS);
+    return false;
+  }
+  return true;
 }
 
-FzOp *fzKernelBuildMatmul(const FzMatmulNest *m, const FzMatmulTile *t) {
+bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t) {
+  return m->a.asyncCopies && m->b.asyncCopies && !t->sync;
+}
+
+static int64_t batch_of(const FzMatmulNest *m) {
+  int64_t batch = 1;
+  for (size_t d = 0; d < m->numDims; ++d)
+    if ((int)d != m->dimI && (int)d != m->dimJ)
+      batch *= m->extent[d];
+  return batch;
+}
+
+void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
+                       int64_t grid[3], int64_t block[3],
+                       int64_t *sharedBytes) {
+  int64_t tiles = ((m->M + t->bm - 1) / t->bm) * ((m->N + t->bn - 1) / t->bn);
+  grid[0] = tiles;
+  grid[1] = 1;
+  grid[2] = batch_of(m);
+  block[0] = 32 * t->warpsM * t->warpsN;
+  block[1] = block[2] = 1;
+  int64_t stages = fzMatmulUsesAsyncCopies(m, t) ? t->stages : 1;
+  *sharedBytes = stages * (int64_t)(t->bm + t->bn) * t->bk *
+                 (int64_t)fzTypeGetStorageSize(m->elt);
+}
+
+int64_t fzMatmulGetFlops(const FzMatmulNest *m) {
+  return 2 * batch_of(m) * m->M * m->N * m->K;
+}
+
+void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *buf, size_t n) {
+  char tt[96], batch[48] = "";
+  fzMatmulTileFormat(t, tt, sizeof tt);
+  if (batch_of(m) > 1)
+    snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
+  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s",
+           (long long)m->M, (long long)m->N, (long long)m->K,
+           fzTypeGetKind(m->elt) == FZ_TYPE_BF16 ? "bf16" : "f16", batch, tt,
+           fzMatmulUsesAsyncCopies(m, t) ? "cp.async pipeline"
+                                         : "scalar tile loads");
+}
+
+bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
+                             FzBuilder *at, FzValue *const *caps) {
   FzOp *par = m->par;
   FzContext *ctx = fzOpGetContext(par);
-  FzOp *host = fzOpGetParentOp(par);
-  FzOp *module = host ? fzOpGetParentOp(host) : NULL;
-  char why[160];
-  if (!module)
-    return fzOpEmitError(par, "matmul nest outside a function in a module"),
-           NULL;
-  if (!fzMatmulTileCheck(t, why, sizeof why))
-    return fzOpEmitError(par, "matmul tile: %s", why), NULL;
+  char why[192];
+  if (!fzMatmulTileCheck(t, why, sizeof why) ||
+      !fzMatmulTileFits(m, t, why, sizeof why))
+    return fzOpEmitError(par, "matmul tile: %s", why);
   if (!fzRegisterKernelDialect(ctx))
-    return NULL;
+    return false;
   Gen *G = fzCalloc(ctx, 1, sizeof *G);
   if (!G)
-    return NULL;
+    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
   KB *K = &G->K;
   K->ctx = ctx;
   K->loc = fzOpGetLoc(par);
   K->idx = fzIndexTypeGet(ctx);
+  K->i32 = fzIntegerTypeGet(ctx, 32);
   K->i1 = fzIntegerTypeGet(ctx, 1);
   K->f32 = fzF32TypeGet(ctx);
   K->elt = m->elt;
   K->vreg = fzVectorTypeGet(ctx, 1, &(int64_t){2}, m->elt, NULL);
   K->vacc = fzVectorTypeGet(ctx, 1, &(int64_t){2}, K->f32, NULL);
+  K->b = *at;
   G->m = m;
   G->t = t;
   G->threads = 32 * t->warpsM * t->warpsN;
@@ -536,41 +623,27 @@ FzOp *fzKernelBuildMatmul(const FzMatmulNest *m, const FzMatmulTile *t) {
   G->MT = G->WM / 16;
   G->NT = G->WN / 8;
   G->KT = (int)((m->K + t->bk - 1) / t->bk);
-  G->async = m->a.asyncCopies && m->b.asyncCopies && !t->sync;
+  G->async = fzMatmulUsesAsyncCopies(m, t);
   G->S = G->async ? t->stages : 1;
-  if ((size_t)G->MT * G->NT > MAX_ACC || G->MT > 16 || G->NT > 64 ||
-      t->bk / 16 > 8 ||
-      (t->bm * t->bk / 8) / G->threads > MAX_CHUNKS ||
-      (t->bn * t->bk / 8) / G->threads > MAX_CHUNKS) {
-    fzFree(ctx, G);
-    return fzOpEmitError(par, "matmul tile too large for the generator"),
-           NULL;
-  }
-  FzBlock *entry = NULL;
-  FzOp *kernel = mmCreateKernel(G, module, host, &entry);
-  if (!kernel) {
-    fzFree(ctx, G);
-    return NULL;
-  }
-  fzBuilderInit(&K->b, ctx);
-  fzBuilderSetInsertionPointToEnd(&K->b, entry);
+  for (size_t i = 0; i < m->numCaptures; ++i)
+    if (!(G->capMap[i] = caps[i]))
+      K->failed = true;
   FzType *dynT = fzBufferTypeGet(ctx, 1, &(int64_t){FZ_DYNAMIC}, m->elt, NULL,
                                  FZ_KERNEL_SPACE_SHARED, NULL);
   FzOpState st;
   fzOpStateInit(&st, ctx, FZ_STR("kernel.dynamic_shared"), K->loc);
   fzOpStateAddResults(&st, 1, &dynT);
-  G->smem = mmCreate(K, &st, 0);
+  G->smem = K->failed ? NULL : mmCreate(K, &st, 0);
+  /* Constants go right after the shared buffer, before the body. */
   K->lastConst = G->smem ? fzValueGetDefiningOp(G->smem) : NULL;
   if (!K->lastConst) {
-    fzOpErase(kernel);
     fzFree(ctx, G);
-    return NULL;
+    return fzOpEmitError(par, "could not build the matmul kernel");
   }
-  mmMapCaptures(G, entry);
   if (!G->async)
     G->zeroElt = mmConstAttr(K, fzFloatAttrGet(ctx, m->elt, 0.0), m->elt);
   setup_ids(G);
-  int64_t aStage = (int64_t)t->bm * t->bk, bStage = (int64_t)t->bn * t->bk;
+  int64_t aStage = (int64_t)t->bm * t->bk;
   setup_tile(G, &G->A, &m->a, true, 0);
   setup_tile(G, &G->B, &m->b, false, G->S * aStage);
   setup_fragments(G);
@@ -578,26 +651,8 @@ FzOp *fzKernelBuildMatmul(const FzMatmulNest *m, const FzMatmulTile *t) {
   main_loop(G, acc);
   if (!K->failed)
     mmEpilogue(G, acc);
-  mmPlainOp(K, "kernel.return");
-  int64_t esz = (int64_t)fzTypeGetStorageSize(m->elt);
-  int64_t smemBytes = G->S * (aStage + bStage) * esz;
-  char desc[192], tt[96];
-  fzMatmulTileFormat(t, tt, sizeof tt);
-  snprintf(desc, sizeof desc, "matmul %lldx%lldx%lld, tile %s, %s",
-           (long long)m->M, (long long)m->N, (long long)m->K, tt,
-           G->async ? "cp.async pipeline" : "scalar tile loads");
-  set_attr(K, kernel, "kernel.plan",
-           fzStringAttrGet(ctx, fzStringRefFromCString(desc)));
-  set_attr(K, kernel, "kernel.max_threads",
-           fzIntegerAttrGet(ctx, fzIntegerTypeGet(ctx, 64), G->threads));
-  set_attr(K, kernel, "kernel.dynamic_shared_bytes",
-           fzIntegerAttrGet(ctx, fzIntegerTypeGet(ctx, 64), smemBytes));
-  bool ok = !K->failed && mmCreateLaunch(G, kernel, smemBytes);
+  bool ok = !K->failed;
+  *at = K->b;
   fzFree(ctx, G);
-  if (!ok) {
-    fzOpErase(kernel);
-    return fzOpEmitError(par, "could not build the matmul kernel"), NULL;
-  }
-  fzOpErase(par);
-  return kernel;
+  return ok || fzOpEmitError(par, "could not build the matmul kernel");
 }

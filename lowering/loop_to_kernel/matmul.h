@@ -16,9 +16,10 @@
  *
  * fzKernelMatchMatmulNest recognizes such a nest (bf16 or f16 operands;
  * the leading indices of A and B are batch ivs or constants) and
- * fzKernelBuildMatmul replaces it with a kernel.launch of a new
- * kernel.func: a pipelined mma.sync GEMM (docs/codegen.md "Tensor-core
- * matmul"):
+ * fzKernelBuildMatmulBody builds the body of its kernel.func: a pipelined
+ * mma.sync GEMM (docs/codegen.md "Tensor-core matmul"). It is the first
+ * mapping of lower-loop-to-kernel (matmul_mapping.c), which outlines the
+ * kernel and launches it like every other nest:
  *   - one block per BM x BN output tile (grouped launch order for L2
  *     reuse), batch along grid.z; W warps of WM x WN warp tiles;
  *   - a ring of S shared-memory stages filled by kernel.cp_async (16-byte
@@ -43,13 +44,12 @@
  * environment variable FZ_GPU_MMA_TILE, else from the problem's size.
  *
  * Ownership: the nest description points into the IR (no allocation);
- * the builder creates IR in the nest's module and erases the nest.
+ * the builder creates IR at the insertion point it is given.
  */
 #ifndef FZ_LOWERING_MATMUL_H
 #define FZ_LOWERING_MATMUL_H
 
 #include "fz/kernel.h"
-#include "fz/pass.h"
 
 /* The most kernel arguments and parallel dims a matched nest may have. */
 #define FZ_MATMUL_MAX_CAPTURES 48
@@ -132,14 +132,38 @@ bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
 /* Writes the tile's text form (parseable back) into buf. */
 void fzMatmulTileFormat(const FzMatmulTile *t, char *buf, size_t n);
 
-/* Replaces the matched nest m with a kernel.launch of a new kernel.func
- * (named after the enclosing function, placed before it in the module)
- * built with tile t. Returns the kernel.func; NULL after reporting an
- * error (the IR is then unchanged, or the new kernel erased). */
-FzOp *fzKernelBuildMatmul(const FzMatmulNest *m, const FzMatmulTile *t);
+/* Checks what the generator itself can hold for nest m with tile t (at
+ * most 64 m16n8 accumulator tiles per thread, i.e. a 64x128 or 128x64
+ * warp tile: 256 f32 registers; 64 copies per thread and stage; 8 k16
+ * steps per BK). False with the reason. */
+bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *why, size_t whyLen);
 
-/* The pass lower-matmul-to-kernel (docs/passes.md), registered by
- * fzRegisterAllPasses. */
-extern const FzPassDef fzLowerMatmulToKernelPass;
+/* The launch of the kernel for nest m with tile t: grid.x the output
+ * tiles, grid.z the batch, 32 * warps threads, the dynamic shared bytes
+ * of the stages. */
+void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
+                       int64_t grid[3], int64_t block[3],
+                       int64_t *sharedBytes);
+/* Whether the kernel uses the cp.async pipeline (both operands allow
+ * 16-byte copies and the tile does not ask for `sync`), else scalar
+ * tile loads. */
+bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t);
+/* 2 * batch * M * N * K: the floating-point operations of the product. */
+int64_t fzMatmulGetFlops(const FzMatmulNest *m);
+/* The kernel's one-line plan (its fuse.plan), e.g. "matmul 4096x4096x4096
+ * bf16, tile 128x256x32:2x4w:4s:g8, cp.async pipeline", into buf. */
+void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *buf, size_t n);
+
+/* Builds the body of the kernel of nest m with tile t at `at`: the end
+ * of a kernel.func's entry block, whose ops so far define caps[i], the
+ * kernel's value of m->captures[i] (its arguments, constants and the
+ * setup ops it recomputes; lower-loop-to-kernel's outline provides
+ * them). The kernel's launch is fzMatmulGetLaunch's; the caller adds
+ * kernel.return and erases the nest. The builder moves past what it
+ * creates. False after reporting an error at the nest. */
+bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
+                             FzBuilder *at, FzValue *const *caps);
 
 #endif /* FZ_LOWERING_MATMUL_H */

@@ -2,9 +2,7 @@
  * matmul kernel and its place in the module: the nest's epilogue cloned
  * per accumulator element (with the element's indices and the
  * accumulator in place of the k loop's result), the stores of pairs as
- * one vector store, the guards of a tile that overhangs the matrix; the
- * kernel.func with its arguments (the nest's captures), and the
- * kernel.launch that replaces the nest.
+ * one vector store, the guards of a tile that overhangs the matrix.
  */
 #include <stdio.h>
 #include <string.h>
@@ -150,111 +148,4 @@ void mmEpilogue(Gen *G, FzValue *const *acc) {
         }
       }
     }
-}
-
-/*===--- The kernel and its launch --------------------------------------===*/
-
-static bool unique_name(FzOp *module, FzOp *host, char *buf, size_t n) {
-  FzStringRef h = fzSymbolGetName(host);
-  for (int i = 0; i < 100000; ++i) {
-    snprintf(buf, n, "%.*s_mm%d", (int)h.length, h.data ? h.data : "", i);
-    if (!fzSymbolTableLookupIn(module, fzStringRefFromCString(buf)))
-      return true;
-  }
-  return false;
-}
-
-/* The kernel.func with its entry block (arguments: the non-constant
- * captures), before `host`; NULL after an error. */
-FzOp *mmCreateKernel(Gen *G, FzOp *module, FzOp *host, FzBlock **entry) {
-  KB *K = &G->K;
-  const FzMatmulNest *m = G->m;
-  FzType *types[FZ_MATMUL_MAX_CAPTURES];
-  size_t n = 0;
-  for (size_t i = 0; i < m->numCaptures; ++i) {
-    FzOp *def = fzValueGetDefiningOp(m->captures[i]);
-    if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
-      types[n++] = fzValueGetType(m->captures[i]);
-  }
-  char name[256];
-  if (!unique_name(module, host, name, sizeof name))
-    return NULL;
-  FzType *ft = fzFunctionTypeGet(K->ctx, n, types, 0, NULL);
-  FzOpState st;
-  fzOpStateInit(&st, K->ctx, FZ_STR("kernel.func"), K->loc);
-  fzOpStateAddProp(&st, FZ_STR("sym_name"),
-                   fzStringAttrGet(K->ctx, fzStringRefFromCString(name)));
-  fzOpStateAddProp(&st, FZ_STR("function_type"), fzTypeAttrGet(K->ctx, ft));
-  FzRegion *r = fzOpStateAddRegion(&st);
-  FzBlock *b = fzBlockCreate(K->ctx, n, types, NULL);
-  if (!r || !b || !ft) {
-    if (b)
-      fzBlockDestroy(b);
-    fzOpStateDispose(&st);
-    return NULL;
-  }
-  fzRegionAppendBlock(r, b);
-  FzOp *k = fzOpCreate(&st);
-  if (!k)
-    return NULL;
-  fzOpMoveBefore(k, host);
-  *entry = b;
-  return k;
-}
-
-/* Maps the captures: constants cloned into the entry block, the rest to
- * the kernel's arguments in order. */
-void mmMapCaptures(Gen *G, FzBlock *entry) {
-  KB *K = &G->K;
-  const FzMatmulNest *m = G->m;
-  size_t arg = 0;
-  for (size_t i = 0; i < m->numCaptures; ++i) {
-    FzOp *def = fzValueGetDefiningOp(m->captures[i]);
-    if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_CONSTANT) {
-      FzOp *c = fzOpClone(def, NULL);
-      if (!c) {
-        K->failed = true;
-        return;
-      }
-      fzOpMoveAfter(c, K->lastConst);
-      K->lastConst = c;
-      G->capMap[i] = fzOpGetResult(c, 0);
-    } else {
-      G->capMap[i] = fzBlockGetArgument(entry, arg++);
-    }
-  }
-}
-
-/* kernel.launch @k before the nest, with the captures' host values. */
-bool mmCreateLaunch(Gen *G, FzOp *kernel, int64_t smemBytes) {
-  KB *K = &G->K;
-  const FzMatmulNest *m = G->m;
-  const FzMatmulTile *t = G->t;
-  FzBuilder hb;
-  fzBuilderInit(&hb, K->ctx);
-  fzBuilderSetInsertionPointBefore(&hb, m->par);
-  int64_t tiles = ((m->M + t->bm - 1) / t->bm) * ((m->N + t->bn - 1) / t->bn);
-  int64_t batch = 1;
-  for (size_t d = 0; d < m->numDims; ++d)
-    if ((int)d != m->dimI && (int)d != m->dimJ)
-      batch *= m->extent[d];
-  int64_t cfg[FZ_KERNEL_LAUNCH_NUM_CONFIG] = {tiles, 1, batch, G->threads,
-                                              1,     1, smemBytes};
-  FzValue *ops[FZ_KERNEL_LAUNCH_NUM_CONFIG + FZ_MATMUL_MAX_CAPTURES];
-  size_t n = 0;
-  for (int i = 0; i < FZ_KERNEL_LAUNCH_NUM_CONFIG; ++i)
-    if (!(ops[n++] = fzLoopCreateIndexConstant(&hb, K->loc, cfg[i])))
-      return false;
-  for (size_t i = 0; i < m->numCaptures; ++i) {
-    FzOp *def = fzValueGetDefiningOp(m->captures[i]);
-    if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT)
-      ops[n++] = m->captures[i];
-  }
-  FzStringRef name = fzSymbolGetName(kernel);
-  FzOpState st;
-  fzOpStateInit(&st, K->ctx, FZ_STR("kernel.launch"), fzOpGetLoc(m->par));
-  fzOpStateAddOperands(&st, n, ops);
-  fzOpStateAddProp(&st, FZ_STR("kernel"),
-                   fzSymbolRefAttrGet(K->ctx, name, 0, NULL));
-  return fzBuilderCreate(&hb, &st) != NULL;
 }

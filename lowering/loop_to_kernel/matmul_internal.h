@@ -3,10 +3,9 @@
  *  - KB, a builder of kernel IR at an insertion point, whose index
  *    arithmetic folds constants as it is built and whose constants live
  *    at the start of the kernel's entry block (matmul_kb.c);
- *  - Gen, the state of one kernel being built: the nest, the tile, the
- *    ids and per-thread offsets every part uses (matmul.c builds the
- *    setup, tile loads and k loop; matmul_epilogue.c the epilogue, the
- *    kernel.func and its launch).
+ *  - Gen, the state of one kernel body being built: the nest, the tile,
+ *    the ids and per-thread offsets every part uses (matmul.c builds the
+ *    setup, tile loads and k loop; matmul_epilogue.c the epilogue).
  * Builders return NULL after a failure and set KB.failed; every builder
  * accepts NULL operands (and then fails), so a sequence of calls needs
  * one check at its end.
@@ -17,7 +16,10 @@
 #include "lowering/loop_to_kernel/matmul.h"
 
 #define MAX_CONSTS 512
-#define MAX_ACC 512   /* accumulator pairs per thread */
+/* m16n8 accumulator tiles per thread (4 f32 registers each: 64 of them
+ * fill the 255 registers a thread may have; their 2 * 64 vector pairs
+ * and the stage fit loop.for's 256 iteration arguments). */
+#define MAX_ACC 64
 #define MAX_CHUNKS 64 /* 16-byte copies per thread per operand and stage */
 
 /* A builder of kernel IR (matmul_kb.c). */
@@ -27,8 +29,10 @@ typedef struct KB {
   FzBuilder b;        /* where ops go */
   FzOp *lastConst;    /* constants go after it, in the entry block */
   bool failed;
-  FzType *idx, *i1, *f32, *elt, *vreg, *vacc;
-  int64_t cval[MAX_CONSTS];  /* the index constants made so far */
+  FzType *idx, *i32, *i1, *f32, *elt, *vreg, *vacc;
+  /* The integer constants made so far (index or i32). */
+  int64_t cval[MAX_CONSTS];
+  FzType *ctype[MAX_CONSTS];
   FzValue *cidx[MAX_CONSTS];
   size_t numConsts;
 } KB;
@@ -78,9 +82,11 @@ typedef struct Gen {
 /* Creates st's op at the insertion point; its result #result (NULL when
  * it has none or on failure). */
 FzValue *mmCreate(KB *K, FzOpState *st, size_t result);
-/* An index constant (cached) and a constant of any type from attribute a,
- * both at the start of the entry block. */
+/* An index constant, an integer constant of type t (index or i32), both
+ * cached, and a constant of any type from attribute a, all at the start
+ * of the entry block. */
 FzValue *mmConst(KB *K, int64_t v);
+FzValue *mmConstOf(KB *K, FzType *t, int64_t v);
 FzValue *mmConstAttr(KB *K, FzAttr *a, FzType *t);
 /* Op `name` with operands ops, result type rt (NULL: none) and an
  * optional cmp predicate. */
@@ -88,8 +94,10 @@ FzValue *mmOp(KB *K, const char *name, size_t n, FzValue *const *ops,
               FzType *rt, const char *pred);
 /* Whether v is an integer constant (its value to *c). */
 bool mmIsConst(FzValue *v, int64_t *c);
-/* Index arithmetic, folded when the operands are constants: a + b,
- * a + c, a * c, a / c and a % c (a >= 0, c > 0), min(a, c), a ^ b. */
+/* Integer arithmetic in the type of its operands (index, or i32 for
+ * shared-memory offsets), folded when the operands are constants: a + b,
+ * a + c, a * c, a / c and a % c (a >= 0, c > 0; shifts and masks for
+ * powers of two), min(a, c), a ^ b, a ^ c. */
 FzValue *mmAdd(KB *K, FzValue *a, FzValue *b);
 FzValue *mmAddC(KB *K, FzValue *a, int64_t c);
 FzValue *mmMul(KB *K, FzValue *a, int64_t c);
@@ -97,6 +105,9 @@ FzValue *mmDivC(KB *K, FzValue *a, int64_t c);
 FzValue *mmRemC(KB *K, FzValue *a, int64_t c);
 FzValue *mmMinC(KB *K, FzValue *a, int64_t c);
 FzValue *mmXor(KB *K, FzValue *a, FzValue *b);
+FzValue *mmXorC(KB *K, FzValue *a, int64_t c);
+/* loop.index_cast of v to type t (v itself when it has that type). */
+FzValue *mmCast(KB *K, FzValue *v, FzType *t);
 /* a < c as an i1 guard; NULL when always true (a constant below c).
  * mmAnd of guards treats NULL as true. */
 FzValue *mmLtC(KB *K, FzValue *a, int64_t c);
@@ -106,9 +117,10 @@ FzValue *mmSelect(KB *K, FzValue *c, FzValue *a, FzValue *b);
 FzValue *mmId(KB *K, const char *name, const char *dim);
 /* An op without operands and results (barrier, cp_async_commit, ...). */
 void mmPlainOp(KB *K, const char *name);
-/* `loop.for %iv = lb to ub step 1 iter_args(inits)` with an empty body;
- * the builder moves into it (the previous one saved in *saved) until
- * mmForClose appends loop.yield(yields) and restores it. */
+/* `loop.for %iv = lb to ub step 1 iter_args(inits)` (n <= 2 MAX_ACC + 1)
+ * with an empty body; the builder moves into it (the previous one saved
+ * in *saved) until mmForClose appends loop.yield(yields) and restores
+ * it. */
 FzOp *mmForOpen(KB *K, FzValue *lb, FzValue *ub, size_t n,
                 FzValue *const *inits, FzValue **iv, FzValue **iters,
                 FzBuilder *saved);
@@ -127,14 +139,5 @@ FzValue *mmSwizzle(KB *K, FzValue *row, FzValue *col, int cols);
 /* The nest's epilogue and stores for every accumulator pair of this
  * thread (acc: the k loop's results). */
 void mmEpilogue(Gen *G, FzValue *const *acc);
-/* The kernel.func (before host in module) with its entry block, whose
- * arguments are the non-constant captures; NULL after an error. */
-FzOp *mmCreateKernel(Gen *G, FzOp *module, FzOp *host, FzBlock **entry);
-/* G->capMap: constants cloned into the entry block, the rest the kernel's
- * arguments in order. */
-void mmMapCaptures(Gen *G, FzBlock *entry);
-/* The kernel.launch replacing the nest (grid, block, shared bytes, the
- * captures' host values); false after an error. */
-bool mmCreateLaunch(Gen *G, FzOp *kernel, int64_t smemBytes);
 
 #endif /* FZ_LOWERING_MATMUL_INTERNAL_H */

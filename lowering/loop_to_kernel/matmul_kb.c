@@ -34,21 +34,24 @@ static FzValue *create_const(KB *K, FzOpState *st) {
   return fzOpGetResult(op, 0);
 }
 
-FzValue *mmConst(KB *K, int64_t v) {
+FzValue *mmConstOf(KB *K, FzType *t, int64_t v) {
   for (size_t i = 0; i < K->numConsts; ++i)
-    if (K->cval[i] == v)
+    if (K->cval[i] == v && K->ctype[i] == t)
       return K->cidx[i];
   FzOpState st;
   fzOpStateInit(&st, K->ctx, FZ_STR("loop.constant"), K->loc);
-  fzOpStateAddProp(&st, FZ_STR("value"), fzIntegerAttrGet(K->ctx, K->idx, v));
-  fzOpStateAddResults(&st, 1, &K->idx);
+  fzOpStateAddProp(&st, FZ_STR("value"), fzIntegerAttrGet(K->ctx, t, v));
+  fzOpStateAddResults(&st, 1, &t);
   FzValue *c = create_const(K, &st);
   if (c && K->numConsts < MAX_CONSTS) {
     K->cval[K->numConsts] = v;
+    K->ctype[K->numConsts] = t;
     K->cidx[K->numConsts++] = c;
   }
   return c;
 }
+
+FzValue *mmConst(KB *K, int64_t v) { return mmConstOf(K, K->idx, v); }
 
 /* A constant of any type from an attribute (f32 / vector zero, i1). */
 FzValue *mmConstAttr(KB *K, FzAttr *a, FzType *t) {
@@ -85,75 +88,113 @@ bool mmIsConst(FzValue *v, int64_t *c) {
   return v && fzLoopValueGetConstantInt(v, c);
 }
 
+/* The type of integer arithmetic on a (index when a is NULL: the
+ * builders then fail on the NULL operand anyway). */
+static FzType *type_of(KB *K, FzValue *a) {
+  return a ? fzValueGetType(a) : K->idx;
+}
+
 FzValue *mmAdd(KB *K, FzValue *a, FzValue *b) {
   int64_t x, y;
   bool ca = mmIsConst(a, &x), cb = mmIsConst(b, &y);
+  FzType *t = type_of(K, ca ? b : a);
   if (ca && cb)
-    return mmConst(K, x + y);
+    return mmConstOf(K, t, x + y);
   if (ca && x == 0)
     return b;
   if (cb && y == 0)
     return a;
   FzValue *ops[2] = {a, b};
-  return mmOp(K, "loop.addi", 2, ops, K->idx, NULL);
+  return mmOp(K, "loop.addi", 2, ops, t, NULL);
 }
 
 FzValue *mmAddC(KB *K, FzValue *a, int64_t c) {
-  return mmAdd(K, a, mmConst(K, c));
+  return mmAdd(K, a, mmConstOf(K, type_of(K, a), c));
 }
 
 FzValue *mmMul(KB *K, FzValue *a, int64_t c) {
   int64_t x;
+  FzType *t = type_of(K, a);
   if (mmIsConst(a, &x))
-    return mmConst(K, x * c);
+    return mmConstOf(K, t, x * c);
   if (c == 0)
-    return mmConst(K, 0);
+    return mmConstOf(K, t, 0);
   if (c == 1)
     return a;
-  FzValue *ops[2] = {a, mmConst(K, c)};
-  return mmOp(K, "loop.muli", 2, ops, K->idx, NULL);
+  FzValue *ops[2] = {a, mmConstOf(K, t, c)};
+  return mmOp(K, "loop.muli", 2, ops, t, NULL);
 }
 
-/* a / c and a % c for a >= 0, c > 0. */
+static int log2_exact(int64_t c) {
+  if (c <= 0 || (c & (c - 1)) != 0)
+    return -1;
+  int k = 0;
+  while (((int64_t)1 << k) != c)
+    ++k;
+  return k;
+}
+
+/* a / c and a % c for a >= 0, c > 0: a shift and a mask for powers of
+ * two (the same values for a >= 0, and no sign fix-up for LLVM to prove
+ * away). */
 FzValue *mmDivC(KB *K, FzValue *a, int64_t c) {
   int64_t x;
+  FzType *t = type_of(K, a);
   if (mmIsConst(a, &x))
-    return mmConst(K, x / c);
+    return mmConstOf(K, t, x / c);
   if (c == 1)
     return a;
-  FzValue *ops[2] = {a, mmConst(K, c)};
-  return mmOp(K, "loop.divsi", 2, ops, K->idx, NULL);
+  int k = log2_exact(c);
+  FzValue *ops[2] = {a, mmConstOf(K, t, k >= 0 ? k : c)};
+  return mmOp(K, k >= 0 ? "loop.shrsi" : "loop.divsi", 2, ops, t, NULL);
 }
 
 FzValue *mmRemC(KB *K, FzValue *a, int64_t c) {
   int64_t x;
+  FzType *t = type_of(K, a);
   if (mmIsConst(a, &x))
-    return mmConst(K, x % c);
+    return mmConstOf(K, t, x % c);
   if (c == 1)
-    return mmConst(K, 0);
-  FzValue *ops[2] = {a, mmConst(K, c)};
-  return mmOp(K, "loop.remsi", 2, ops, K->idx, NULL);
+    return mmConstOf(K, t, 0);
+  int k = log2_exact(c);
+  FzValue *ops[2] = {a, mmConstOf(K, t, k >= 0 ? c - 1 : c)};
+  return mmOp(K, k >= 0 ? "loop.andi" : "loop.remsi", 2, ops, t, NULL);
 }
 
 FzValue *mmMinC(KB *K, FzValue *a, int64_t c) {
   int64_t x;
+  FzType *t = type_of(K, a);
   if (mmIsConst(a, &x))
-    return mmConst(K, x < c ? x : c);
-  FzValue *ops[2] = {a, mmConst(K, c)};
-  return mmOp(K, "loop.minsi", 2, ops, K->idx, NULL);
+    return mmConstOf(K, t, x < c ? x : c);
+  FzValue *ops[2] = {a, mmConstOf(K, t, c)};
+  return mmOp(K, "loop.minsi", 2, ops, t, NULL);
 }
 
 FzValue *mmXor(KB *K, FzValue *a, FzValue *b) {
   int64_t x, y;
   bool ca = mmIsConst(a, &x), cb = mmIsConst(b, &y);
+  FzType *t = type_of(K, ca ? b : a);
   if (ca && cb)
-    return mmConst(K, x ^ y);
+    return mmConstOf(K, t, x ^ y);
   if (cb && y == 0)
     return a;
   if (ca && x == 0)
     return b;
   FzValue *ops[2] = {a, b};
-  return mmOp(K, "loop.xori", 2, ops, K->idx, NULL);
+  return mmOp(K, "loop.xori", 2, ops, t, NULL);
+}
+
+FzValue *mmXorC(KB *K, FzValue *a, int64_t c) {
+  return mmXor(K, a, mmConstOf(K, type_of(K, a), c));
+}
+
+FzValue *mmCast(KB *K, FzValue *v, FzType *t) {
+  int64_t x;
+  if (!v || fzValueGetType(v) == t)
+    return v ? v : (K->failed = true, NULL);
+  if (mmIsConst(v, &x))
+    return mmConstOf(K, t, x);
+  return mmOp(K, "loop.index_cast", 1, &v, t, NULL);
 }
 
 /* a < c (i1); NULL means "always true" for the callers' guards. */
@@ -161,7 +202,7 @@ FzValue *mmLtC(KB *K, FzValue *a, int64_t c) {
   int64_t x;
   if (mmIsConst(a, &x) && x < c)
     return NULL;
-  FzValue *ops[2] = {a, mmConst(K, c)};
+  FzValue *ops[2] = {a, mmConstOf(K, type_of(K, a), c)};
   return mmOp(K, "loop.cmpi", 2, ops, K->i1, "slt");
 }
 
@@ -177,7 +218,7 @@ FzValue *mmAnd(KB *K, FzValue *a, FzValue *b) {
 
 FzValue *mmSelect(KB *K, FzValue *c, FzValue *a, FzValue *b) {
   FzValue *ops[3] = {c, a, b};
-  return mmOp(K, "loop.select", 3, ops, fzValueGetType(a), NULL);
+  return mmOp(K, "loop.select", 3, ops, a ? fzValueGetType(a) : NULL, NULL);
 }
 
 FzValue *mmId(KB *K, const char *name, const char *dim) {
@@ -203,8 +244,8 @@ void mmPlainOp(KB *K, const char *name) {
 FzOp *mmForOpen(KB *K, FzValue *lb, FzValue *ub, size_t n,
                       FzValue *const *inits, FzValue **iv, FzValue **iters,
                       FzBuilder *saved) {
-  FzValue *ops[3 + 2 * MAX_ACC];
-  FzType *types[1 + 2 * MAX_ACC];
+  FzValue *ops[3 + 2 * MAX_ACC + 1];
+  FzType *types[1 + 2 * MAX_ACC + 1];
   ops[0] = lb;
   ops[1] = ub;
   ops[2] = mmConst(K, 1);

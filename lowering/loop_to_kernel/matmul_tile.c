@@ -1,19 +1,12 @@
 /* lowering/loop_to_kernel/matmul_tile.c - the tile configurations of the
  * tensor-core GEMM (FzMatmulTile: text form, checks, the choice for a
- * problem) and the stand-alone pass lower-matmul-to-kernel.
+ * problem).
  *
  * Text form: "BMxBNxBK:Ww:Ss[:gG][:sync]": block tile BM x BN, k step BK,
  * W warps (or WMxWN for the warp grid; a count is split as squarely as
  * the tile allows, rows first), S shared-memory stages, G block rows
  * launched together (default 8), `sync` to force the scalar-load path.
  * Example: 128x256x32:8w:4s is 8 warps of 64x64, 4 stages of 24 KiB.
- *
- * The pass runs on builtin.module; for every func.func at the loop level
- * (loop.num_outputs), each top-level loop.parallel that
- * fzKernelMatchMatmulNest accepts becomes a kernel.launch of a new
- * kernel.func (fzKernelBuildMatmul); the others stay. Option `tile`
- * overrides the choice (fzMatmulTileChoose); `remarks` reports each
- * nest's outcome as a remark at the nest.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,120 +193,3 @@ bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
                                                  : "64x64x32:4w:3s";
   return fzMatmulTileParse(fzStringRefFromCString(def), out, why, whyLen);
 }
-
-/*===--- The pass -------------------------------------------------------===*/
-
-static bool is_named(const FzOp *op, const char *name) {
-  FzStringRef s = fzIdentGetString(fzOpGetName(op));
-  return s.length == strlen(name) && memcmp(s.data, name, s.length) == 0;
-}
-
-/* Whether a nest holds a loop.for (a reduction: worth a remark when it
- * is not lowered; elementwise nests are not matmuls at all). */
-static bool has_loop(FzOp *par) {
-  FzBlock *b = fzLoopGetBody(par);
-  for (FzOp *op = b ? fzBlockGetFirstOp(b) : NULL; op;
-       op = fzOpGetNextInBlock(op))
-    if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR)
-      return true;
-  return false;
-}
-
-static bool lower_function(FzPass *pass, FzOp *func, bool remarks,
-                           FzStringRef tileText) {
-  FzContext *ctx = fzOpGetContext(func);
-  FzRegion *r = fzOpGetRegion(func, 0);
-  FzBlock *body = r ? fzRegionGetFirstBlock(r) : NULL;
-  bool ok = true;
-  FzOp *next;
-  for (FzOp *op = body ? fzBlockGetFirstOp(body) : NULL; op; op = next) {
-    next = fzOpGetNextInBlock(op);
-    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_PARALLEL)
-      continue;
-    FzMatmulNest m;
-    char why[256];
-    if (!fzKernelMatchMatmulNest(op, &m, why, sizeof why)) {
-      if (remarks && has_loop(op))
-        fzEmitRemark(ctx, fzOpGetLoc(op), "matmul nest not lowered to "
-                     "tensor cores: %s", why);
-      continue;
-    }
-    FzMatmulTile tile;
-    if (!fzMatmulTileChoose(&m, tileText, &tile, why, sizeof why)) {
-      ok = fzEmitError(ctx, fzOpGetLoc(op), "lower-matmul-to-kernel: %s",
-                       why);
-      continue;
-    }
-    FzLoc *loc = fzOpGetLoc(op);
-    FzOp *k = fzKernelBuildMatmul(&m, &tile);
-    if (!k) {
-      ok = false;
-      continue;
-    }
-    fzPassAddStatistic(pass, 0, 1);
-    if (remarks) {
-      char t[96];
-      fzMatmulTileFormat(&tile, t, sizeof t);
-      FzStringRef name = fzSymbolGetName(k);
-      fzEmitRemark(ctx, loc, "matmul %lldx%lldx%lld %s -> @%.*s: tile %s, "
-                   "%s", (long long)m.M, (long long)m.N, (long long)m.K,
-                   fzTypeGetKind(m.elt) == FZ_TYPE_BF16 ? "bf16" : "f16",
-                   (int)name.length, name.data, t,
-                   m.a.asyncCopies && m.b.asyncCopies && !tile.sync
-                       ? "cp.async pipeline"
-                       : "scalar tile loads");
-    }
-  }
-  return ok;
-}
-
-static bool pass_run(FzPass *pass, FzOp *module) {
-  FzContext *ctx = fzOpGetContext(module);
-  if (!fzRegisterKernelDialect(ctx))
-    return false;
-  bool remarks = fzPassGetBoolOption(pass, "remarks");
-  FzStringRef tile = fzPassGetStringOption(pass, "tile");
-  FzMatmulTile probe;
-  char why[256];
-  if (tile.length && !fzMatmulTileParse(tile, &probe, why, sizeof why))
-    return fzEmitError(ctx, fzOpGetLoc(module), "lower-matmul-to-kernel: "
-                       "tile=%.*s: %s", (int)tile.length, tile.data, why);
-  FzRegion *r = fzOpGetNumRegions(module) ? fzOpGetRegion(module, 0) : NULL;
-  FzBlock *body = r ? fzRegionGetFirstBlock(r) : NULL;
-  bool ok = true;
-  FzOp *next;
-  for (FzOp *op = body ? fzBlockGetFirstOp(body) : NULL; op; op = next) {
-    next = fzOpGetNextInBlock(op);
-    if (is_named(op, "func.func") &&
-        fzOpGetAttr(op, FZ_STR("loop.num_outputs")))
-      ok = lower_function(pass, op, remarks, tile) && ok;
-  }
-  return ok;
-}
-
-static const FzPassOptionDef kOptions[] = {
-    {"tile", FZ_PASS_OPTION_STRING, NULL,
-     "tile configuration BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
-     "$FZ_GPU_MMA_TILE, else chosen by size)",
-     NULL, 0, 0},
-    {"remarks", FZ_PASS_OPTION_BOOL, "false",
-     "a remark per matmul nest: lowered (with its tile) or why not", NULL, 0,
-     0},
-};
-
-static const FzPassStatisticDef kStats[] = {
-    {"num-kernels", "Matmul nests lowered to tensor-core kernels"},
-};
-
-const FzPassDef fzLowerMatmulToKernelPass = {
-    .argument = "lower-matmul-to-kernel",
-    .displayName = "LowerMatmulToKernel",
-    .summary = "Replace matmul loop nests (with fused epilogues) by "
-               "pipelined tensor-core kernels (kernel dialect)",
-    .anchor = "builtin.module",
-    .options = kOptions,
-    .numOptions = sizeof kOptions / sizeof kOptions[0],
-    .statistics = kStats,
-    .numStatistics = sizeof kStats / sizeof kStats[0],
-    .run = pass_run,
-};

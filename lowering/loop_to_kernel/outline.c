@@ -106,7 +106,7 @@ static bool unique_name(FzOp *module, const char *base, char *out,
 
 static FzOp *create_kernel(FzContext *ctx, FzOp *func, const char *name,
                            size_t n, FzType *const *types, const char *plan,
-                           FzLoc *loc) {
+                           int64_t flops, FzLoc *loc) {
   FzType *ft = fzFunctionTypeGet(ctx, n, types, 0, NULL);
   FzBlock *entry = ft ? fzBlockCreate(ctx, n, types, NULL) : NULL;
   if (!entry)
@@ -118,6 +118,9 @@ static FzOp *create_kernel(FzContext *ctx, FzOp *func, const char *name,
   fzOpStateAddProp(&st, FZ_STR("function_type"), fzTypeAttrGet(ctx, ft));
   fzOpStateAddAttr(&st, FZ_STR("fuse.plan"),
                    fzStringAttrGet(ctx, fzStringRefFromCString(plan)));
+  if (flops > 0)
+    fzOpStateAddAttr(&st, FZ_STR("fuse.flops"),
+                     fzIntegerAttrGet(ctx, fzIntegerTypeGet(ctx, 64), flops));
   FzRegion *r = fzOpStateAddRegion(&st);
   if (!r) {
     fzBlockDestroy(entry);
@@ -218,7 +221,7 @@ bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
     ok = fzOpEmitError(nest->par, "lower-loop-to-kernel: no free kernel "
                                   "name for this nest");
   FzOp *kernel = ok ? create_kernel(ctx, func, name, n, types, p->desc,
-                                    fzOpGetLoc(nest->par))
+                                    p->flops, fzOpGetLoc(nest->par))
                     : NULL;
   ok = kernel != NULL;
 

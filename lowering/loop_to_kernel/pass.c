@@ -11,16 +11,19 @@
  * temporaries, constants, launches. A function without top-level nests
  * (already lowered, or a declaration) is left alone.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fz/pass.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
+#include "lowering/loop_to_kernel/matmul.h" /* fzMatmulTileParse */
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
- * A specialized mapping (a tensor-core matmul) goes in front of the
+ * The specialized mapping (the tensor-core matmul) goes in front of the
  * generic ones; elementwise accepts every nest. */
 static const FzLkMapping *const kMappings[] = {
+    &fzLkMatmulMapping,
     &fzLkGroupedMapping,
     &fzLkElementwiseMapping,
 };
@@ -117,8 +120,12 @@ static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
   for (size_t i = 0; ok && i < sizeof kMappings / sizeof kMappings[0]; ++i) {
     FzLkPlan plan;
     memset(&plan, 0, sizeof plan);
-    if (!kMappings[i]->plan(nest, o, &plan))
-      continue;
+    if (!kMappings[i]->plan(nest, o, &plan)) {
+      if (!plan.failed)
+        continue;
+      ok = false;
+      break;
+    }
     ok = fzLkOutline(nest, kMappings[i], &plan, o, (*index)++);
     if (kMappings[i]->release)
       kMappings[i]->release(&plan);
@@ -189,6 +196,14 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
                        "lower-loop-to-kernel: the block size must be a "
                        "multiple of 32 up to 1024, got %u",
                        options->blockSize);
+  FzMatmulTile probe;
+  char why[256];
+  if (!options->noMma && options->mmaTile && *options->mmaTile &&
+      !fzMatmulTileParse(fzStringRefFromCString(options->mmaTile), &probe,
+                         why, sizeof why))
+    return fzEmitError(ctx, fzOpGetLoc(module),
+                       "lower-loop-to-kernel: mma-tile=%s: %s",
+                       options->mmaTile, why);
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   if (!fzKernelWrapSequentialNests(module))
     return false;
@@ -228,6 +243,18 @@ static const FzPassOptionDef kOptions[] = {
     {"row-chunks", FZ_PASS_OPTION_INT, "0",
      "Rows mapping: 16-byte chunks per thread aimed at (0: 4)", NULL, 0,
      64},
+    {"mma", FZ_PASS_OPTION_BOOL, "true",
+     "Matmul nests (bf16/f16) become tensor-core kernels (false: they "
+     "take the generic mappings)",
+     NULL, 0, 0},
+    {"mma-tile", FZ_PASS_OPTION_STRING, NULL,
+     "Tensor-core tile BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
+     "$FZ_GPU_MMA_TILE, else chosen by size)",
+     NULL, 0, 0},
+    {"remarks", FZ_PASS_OPTION_BOOL, "false",
+     "A remark per nest with a loop: the matmul kernel it became, or why "
+     "the matmul mapping refused it",
+     NULL, 0, 0},
 };
 
 static bool run(FzPass *pass, FzOp *module) {
@@ -236,13 +263,27 @@ static bool run(FzPass *pass, FzOp *module) {
   o.blockSize = (unsigned)fzPassGetIntOption(pass, "block-size");
   o.vector = (unsigned)fzPassGetIntOption(pass, "vector");
   o.rowChunks = (unsigned)fzPassGetIntOption(pass, "row-chunks");
+  o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.remarks = fzPassGetBoolOption(pass, "remarks");
+  /* NUL-terminated for the options struct (the pass's value is a sized
+   * string that lives as long as the pass). */
+  FzStringRef tile = fzPassGetStringOption(pass, "mma-tile");
+  char text[128];
+  if (tile.length >= sizeof text)
+    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
+                       "lower-loop-to-kernel: mma-tile=%.*s: too long",
+                       (int)tile.length, tile.data);
+  snprintf(text, sizeof text, "%.*s", (int)tile.length,
+           tile.data ? tile.data : "");
+  o.mmaTile = text;
   return fzLowerLoopToKernel(module, &o);
 }
 
 static const FzPassDef kPass = {
     .argument = "lower-loop-to-kernel",
     .summary = "Top-level loop nests of loop-level functions -> kernel.func "
-               "+ kernel.launch (GPU mappings: elementwise, rows, columns)",
+               "+ kernel.launch (GPU mappings: tensor-core matmul, rows, "
+               "columns, elementwise)",
     .anchor = "builtin.module",
     .options = kOptions,
     .numOptions = sizeof kOptions / sizeof kOptions[0],

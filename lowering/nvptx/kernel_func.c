@@ -70,6 +70,8 @@ static FzWalkResult scan_op(FzOp *op, void *ud) {
   } else if (k == FZ_KERNEL_OP_VECTOR_STORE || k == FZ_KERNEL_OP_ATOMIC) {
     buf = 1;
     store = true;
+  } else if (k == FZ_KERNEL_OP_CP_ASYNC) { /* reads its global source */
+    buf = (long)fzKernelCpAsyncGetSourceOperand(op);
   }
   if (buf >= 0 && (size_t)buf < fzOpGetNumOperands(op)) {
     long p = param_of(s->entry, fzOpGetOperand(op, (size_t)buf));

@@ -26,6 +26,18 @@
  *                          llvm.maximum/minimum (loop.maxf's NaN rule)
  *   vector_load/store      one <N x T> access aligned to its size
  *   mma                    llvm.nvvm.mma.m16n8k16.row.col.{bf16,f32.f32}
+ *   ldmatrix               llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{1,2,4}
+ *                          [.trans].b16 on the shared pointer; each i32
+ *                          bitcast to the result's vector<2xT>
+ *   cp_async               cp.async.cg.shared.global as inline assembly
+ *                          (32-bit shared address, the source
+ *                          addrspacecast to global, the optional byte
+ *                          count an i32): LLVM 19 selects its intrinsic
+ *                          only for 64-bit shared pointers
+ *   cp_async_commit/wait   llvm.nvvm.cp.async.{commit,wait}.group
+ *   extract, from_elements extractelement / insertelement
+ * Fragment and copy ops count as synchronizing (warp collectives, copies
+ * that complete at a wait): the kernel loses `nosync`.
  */
 #include <stdio.h>
 #include <string.h>
@@ -356,6 +368,131 @@ static bool emit_mma(FzLLEmitter *E, FzOp *op) {
   return true;
 }
 
+/*===--- fragments and asynchronous copies ------------------------------===*/
+
+/* The declaration and type of NVVM intrinsic `name`, overloaded on
+ * `ptr` when it is (ldmatrix takes any pointer type); false when this
+ * LLVM does not know it. */
+static bool nvvm_intrinsic(FzLLEmitter *E, const char *name, LLVMTypeRef ptr,
+                           LLVMValueRef *fn, LLVMTypeRef *fty) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (!id)
+    return false;
+  size_t n = LLVMIntrinsicIsOverloaded(id) ? 1 : 0;
+  *fn = LLVMGetIntrinsicDeclaration(E->mod, id, &ptr, n);
+  *fty = LLVMIntrinsicGetType(E->llctx, id, &ptr, n);
+  return *fn && *fty;
+}
+
+/* ldmatrix.sync.aligned.m8n8.x{1,2,4}[.trans].shared.b16: one i32 per
+ * matrix, each the bits of the result's vector<2xbf16/f16/i16>. */
+static bool emit_ldmatrix(FzLLEmitter *E, FzOp *op) {
+  int num = fzKernelLdmatrixGetNum(op);
+  bool trans = fzKernelLdmatrixIsTransposed(op);
+  if (num != 1 && num != 2 && num != 4)
+    return fzLLError(E, op, "emit-ptx: malformed 'kernel.ldmatrix'");
+  char name[80];
+  snprintf(name, sizeof name, "llvm.nvvm.ldmatrix.sync.aligned.m8n8.x%d%s.b16",
+           num, trans ? ".trans" : "");
+  LLVMValueRef fn, p = fzLLElementPtr(E, op, fzOpGetOperand(op, 0), 1);
+  LLVMTypeRef fty;
+  if (!p)
+    return false;
+  if (!nvvm_intrinsic(E, name, LLVMTypeOf(p), &fn, &fty))
+    return fzLLError(E, op, "emit-ptx: this LLVM has no %s", name);
+  LLVMValueRef r = LLVMBuildCall2(E->b, fty, fn, &p, 1, "");
+  for (int q = 0; q < num; ++q) {
+    FzValue *res = fzOpGetResult(op, (size_t)q);
+    LLVMValueRef bits = num == 1 ? r : LLVMBuildExtractValue(E->b, r, q, "");
+    fzLLSet(E, res,
+            LLVMBuildBitCast(E->b, bits, fzLLType(E, fzValueGetType(res)),
+                             ""));
+  }
+  return true;
+}
+
+/* cp.async.cg.shared.global [dst], [src], 16{, src_size}. Shared
+ * pointers are 32-bit (ptx.c sets LLVM's nvptx-short-ptr), and LLVM 19
+ * selects the cp.async intrinsics only for 64-bit ones, so the
+ * instruction is inline assembly: the 32-bit shared address ("r"), the
+ * global one ("l", the source addrspacecast to global), the byte count
+ * an i32; it clobbers memory, so LLVM keeps it in order with every
+ * access (as with the intrinsic, which reads and writes memory). */
+static bool emit_cp_async(FzLLEmitter *E, FzOp *op) {
+  size_t si = fzKernelCpAsyncGetSourceOperand(op);
+  bool sized = fzKernelCpAsyncHasSourceSize(op);
+  LLVMValueRef dst = fzLLElementPtrAt(E, op, fzOpGetOperand(op, 0), 1);
+  LLVMValueRef src = fzLLElementPtrAt(E, op, fzOpGetOperand(op, si), si + 1);
+  LLVMValueRef bytes =
+      sized ? fzLLGet(E, fzOpGetOperand(op, fzOpGetNumOperands(op) - 1))
+            : NULL;
+  if (!dst || !src || (sized && !bytes))
+    return false;
+  LLVMTypeRef global = LLVMPointerTypeInContext(E->llctx, 1);
+  LLVMValueRef args[3] = {LLVMBuildPtrToInt(E->b, dst, E->tI32, ""),
+                          LLVMBuildAddrSpaceCast(E->b, src, global, ""),
+                          sized ? LLVMBuildTrunc(E->b, bytes, E->tI32, "")
+                                : NULL};
+  LLVMTypeRef params[3] = {E->tI32, global, E->tI32};
+  unsigned n = sized ? 3 : 2;
+  LLVMTypeRef fty = LLVMFunctionType(E->tVoid, params, n, 0);
+  static const char kAsm[] = "cp.async.cg.shared.global [$0], [$1], 16;";
+  static const char kAsmSized[] =
+      "cp.async.cg.shared.global [$0], [$1], 16, $2;";
+  static const char kCons[] = "r,l,~{memory}";
+  static const char kConsSized[] = "r,l,r,~{memory}";
+  const char *text = sized ? kAsmSized : kAsm;
+  const char *cons = sized ? kConsSized : kCons;
+  LLVMValueRef fn =
+      LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons,
+                       strlen(cons), /*sideEffects=*/1, /*alignStack=*/0,
+                       LLVMInlineAsmDialectATT, /*canThrow=*/0);
+  LLVMBuildCall2(E->b, fty, fn, args, n, "");
+  return true;
+}
+
+static bool emit_cp_async_commit(FzLLEmitter *E, FzOp *op) {
+  (void)op;
+  fzLLCallIntrinsic(E, "llvm.nvvm.cp.async.commit.group", NULL, 0, NULL, 0);
+  return true;
+}
+
+static bool emit_cp_async_wait(FzLLEmitter *E, FzOp *op) {
+  int64_t n = fzKernelCpAsyncWaitGetPending(op);
+  if (n < 0)
+    return fzLLError(E, op, "emit-ptx: malformed 'kernel.cp_async_wait'");
+  LLVMValueRef arg = i32c(E, n);
+  fzLLCallIntrinsic(E, "llvm.nvvm.cp.async.wait.group", NULL, 0, &arg, 1);
+  return true;
+}
+
+/* extractelement / insertelement: register moves in PTX. */
+static bool emit_extract(FzLLEmitter *E, FzOp *op) {
+  LLVMValueRef v = fzLLGet(E, fzOpGetOperand(op, 0));
+  int64_t pos = fzKernelExtractGetPosition(op);
+  if (!v)
+    return false;
+  if (pos < 0 || pos >= (int64_t)fzLLLanes(fzValueGetType(fzOpGetOperand(op,
+                                                                        0))))
+    return fzLLError(E, op, "emit-ptx: malformed 'kernel.extract'");
+  fzLLSet(E, fzOpGetResult(op, 0),
+          LLVMBuildExtractElement(E->b, v, i32c(E, pos), ""));
+  return true;
+}
+
+static bool emit_from_elements(FzLLEmitter *E, FzOp *op) {
+  FzValue *res = fzOpGetResult(op, 0);
+  LLVMValueRef v = LLVMGetPoison(fzLLType(E, fzValueGetType(res)));
+  for (size_t i = 0; i < fzOpGetNumOperands(op); ++i) {
+    LLVMValueRef x = fzLLGet(E, fzOpGetOperand(op, i));
+    if (!x)
+      return false;
+    v = LLVMBuildInsertElement(E->b, v, x, i32c(E, (int64_t)i), "");
+  }
+  fzLLSet(E, res, v);
+  return true;
+}
+
 /*===--- The table --------------------------------------------------------===*/
 
 typedef struct KernelOpEmitter {
@@ -379,6 +516,12 @@ static const KernelOpEmitter kOps[FZ_KERNEL_NUM_OPS] = {
     [FZ_KERNEL_OP_VECTOR_LOAD] = {emit_vector_access, false},
     [FZ_KERNEL_OP_VECTOR_STORE] = {emit_vector_access, false},
     [FZ_KERNEL_OP_MMA] = {emit_mma, true},
+    [FZ_KERNEL_OP_LDMATRIX] = {emit_ldmatrix, true},
+    [FZ_KERNEL_OP_CP_ASYNC] = {emit_cp_async, true},
+    [FZ_KERNEL_OP_CP_ASYNC_COMMIT] = {emit_cp_async_commit, true},
+    [FZ_KERNEL_OP_CP_ASYNC_WAIT] = {emit_cp_async_wait, true},
+    [FZ_KERNEL_OP_EXTRACT] = {emit_extract, false},
+    [FZ_KERNEL_OP_FROM_ELEMENTS] = {emit_from_elements, false},
 };
 
 bool fzNvEmitKernelOp(FzLLEmitter *E, FzOp *op) {

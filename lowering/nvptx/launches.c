@@ -197,6 +197,11 @@ static bool translate_launch(FzBlock *body, const FzPtrVec *temps, FzOp *op,
 
 static void plan_of(FzNvKernelInfo *info, FzGpuKernel *K, bool *ok) {
   FzAttr *p = fzOpGetAttr(info->func, FZ_STR("fuse.plan"));
+  FzAttr *fl = fzOpGetAttr(info->func, FZ_STR("fuse.flops"));
+  K->flops = fl && fzAttrGetKind(fl) == FZ_ATTR_INTEGER &&
+                     fzIntegerAttrGetValue(fl) > 0
+                 ? fzIntegerAttrGetValue(fl)
+                 : 0;
   K->name = strdup(info->name);
   if (p && fzAttrGetKind(p) == FZ_ATTR_STRING) {
     FzStringRef s = fzStringAttrGetValue(p);

@@ -8,6 +8,7 @@
  * is linked through the `nvptx` LLVM component (FZ_LLVM_COMPONENTS).
  */
 #include <llvm-c/BitReader.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Linker.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ void fzGpuOptionsInit(FzGpuOptions *o) {
 
 static pthread_once_t gNvInit = PTHREAD_ONCE_INIT;
 static void init_nvptx(void) {
+  const char *argv[] = {"fuse", "--nvptx-short-ptr"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
@@ -172,6 +175,8 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.blockSize = o->blockSize;
   ko.vector = o->vector;
   ko.rowChunks = o->rowChunks;
+  ko.noMma = o->noMma;
+  ko.mmaTile = o->mmaTile;
   if (!fzLowerLoopToKernel(clone, &ko)) {
     fzOpDestroy(clone);
     return NULL;

@@ -2,11 +2,14 @@
  * generator (lowering/loop_to_kernel/matmul*.c): tile texts (parse,
  * checks, warp splits, format round trip, the choice by size and by
  * FZ_GPU_MMA_TILE), the matcher on hand-written loop nests (what it
- * records; every refusal with its reason), and the builder under failing
- * allocations (an error, never a crash or a leak). Whole kernels against
+ * records; every refusal with its reason), the kernels lower-loop-to-kernel
+ * makes of a matched nest (with its matmul mapping, or without it), and
+ * the pass under failing allocations (an error, never a crash or a
+ * leak). Whole kernels against
  * the interpreters are lit tests (tests/lit/matmul).
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fz/kernel.h"
 #include "fz/pass.h"
@@ -109,6 +112,30 @@ START_TEST(test_tile_choose) {
                                 sizeof why));
   ck_assert_ptr_nonnull(strstr(why, "FZ_GPU_MMA_TILE=32x32: expected"));
   ck_assert_int_eq(unsetenv("FZ_GPU_MMA_TILE"), 0);
+}
+END_TEST
+
+/* What the generator holds: every swept tile and the defaults; not a
+ * warp tile of 128x128 (128 accumulator tiles: 512 f32 registers). */
+START_TEST(test_tile_fits) {
+  FzMatmulNest m;
+  memset(&m, 0, sizeof m);
+  char why[256] = "";
+  const char *ok[] = {"128x256x32:8w:4s", "128x256x32:8w:3s",
+                      "128x256x64:8w:3s", "256x128x32:8w:4s",
+                      "128x128x32:4w:4s", "128x128x64:4w:3s",
+                      "128x128x32:8w:4s", "64x64x32:4w:3s",
+                      "128x128x32:2w:2s" /* 64x128: the most */};
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; ++i) {
+    FzMatmulTile t = parse_ok(ok[i]);
+    ck_assert_msg(fzMatmulTileFits(&m, &t, why, sizeof why), "%s: %s", ok[i],
+                  why);
+  }
+  FzMatmulTile t = parse_ok("128x128x32:1w:2s");
+  ck_assert(!fzMatmulTileFits(&m, &t, why, sizeof why));
+  ck_assert_msg(strstr(why, "128x128 warp tiles need 128 m16n8 accumulator "
+                            "tiles per thread, at most 64"),
+                "why: %s", why);
 }
 END_TEST
 
@@ -407,26 +434,70 @@ END_TEST
 
 /*===--- The builder ----------------------------------------------------===*/
 
-/* The kernel verifies, the nest is gone, a launch replaces it. */
+/* Through lower-loop-to-kernel (the matmul mapping first): the kernel
+ * verifies, carries its plan and flops, the nest is gone, a launch with
+ * the generator's configuration replaces it. */
 START_TEST(test_build) {
   FzContext *ctx = ctx_new();
   FzOp *m = parse_src(ctx, kBase);
   FzMatmulNest mm;
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, NULL, 0));
   FzMatmulTile t = parse_ok("32x32x32:1w:2s");
-  FzOp *k = fzKernelBuildMatmul(&mm, &t);
-  ck_assert_ptr_nonnull(k);
+  int64_t grid[3], block[3], smem;
+  fzMatmulGetLaunch(&mm, &t, grid, block, &smem);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.mmaTile = "32x32x32:1w:2s";
+  ck_assert(fzLowerLoopToKernel(m, &o));
   ck_assert(fzOpVerify(m));
+  FzOp *k = fzSymbolTableLookupIn(m, FZ_STR("f_k0"));
+  ck_assert_ptr_nonnull(k);
   ck_assert_int_eq(fzKernelGetOpcode(k), FZ_KERNEL_OP_FUNC);
+  FzAttr *plan = fzOpGetAttr(k, FZ_STR("fuse.plan"));
+  ck_assert_ptr_nonnull(plan);
+  FzStringRef ps = fzStringAttrGetValue(plan);
+  ck_assert(ps.length > 7 && memcmp(ps.data, "matmul ", 7) == 0);
+  FzAttr *flops = fzOpGetAttr(k, FZ_STR("fuse.flops"));
+  ck_assert_ptr_nonnull(flops);
+  ck_assert_int_eq(fzIntegerAttrGetValue(flops), fzMatmulGetFlops(&mm));
   FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
   FzBlock *b = fzRegionGetFirstBlock(fzOpGetRegion(f, 0));
   size_t launches = 0, nests = 0;
   for (FzOp *op = fzBlockGetFirstOp(b); op; op = fzOpGetNextInBlock(op)) {
-    launches += fzKernelGetOpcode(op) == FZ_KERNEL_OP_LAUNCH;
+    if (fzKernelGetOpcode(op) == FZ_KERNEL_OP_LAUNCH) {
+      ++launches;
+      int64_t cfg[FZ_KERNEL_LAUNCH_NUM_CONFIG] = {grid[0],  grid[1],  grid[2],
+                                                  block[0], block[1], block[2],
+                                                  smem};
+      for (size_t i = 0; i < FZ_KERNEL_LAUNCH_NUM_CONFIG; ++i) {
+        int64_t v;
+        ck_assert(fzLoopValueGetConstantInt(fzOpGetOperand(op, i), &v));
+        ck_assert_int_eq(v, cfg[i]);
+      }
+    }
     nests += fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL;
   }
   ck_assert_uint_eq(launches, 1);
   ck_assert_uint_eq(nests, 0);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* noMma: the same nest takes a generic mapping. */
+START_TEST(test_build_no_mma) {
+  FzContext *ctx = ctx_new();
+  FzOp *m = parse_src(ctx, kBase);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.noMma = true;
+  o.mmaTile = "not a tile"; /* not looked at */
+  ck_assert(fzLowerLoopToKernel(m, &o));
+  FzOp *k = fzSymbolTableLookupIn(m, FZ_STR("f_k0"));
+  ck_assert_ptr_nonnull(k);
+  ck_assert_ptr_null(fzOpGetAttr(k, FZ_STR("fuse.flops")));
+  FzStringRef ps = fzStringAttrGetValue(fzOpGetAttr(k, FZ_STR("fuse.plan")));
+  ck_assert(ps.length < 7 || memcmp(ps.data, "matmul ", 7) != 0);
   fzOpDestroy(m);
   fzContextDestroy(ctx);
 }
@@ -444,7 +515,7 @@ START_TEST(test_build_allocation_failures) {
     FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
     ck_assert_ptr_nonnull(pm);
     ck_assert(fzPassManagerParsePipeline(
-        pm, FZ_STR("lower-matmul-to-kernel{tile=32x32x32:1w:2s}")));
+        pm, FZ_STR("lower-loop-to-kernel{mma-tile=32x32x32:1w:2s}")));
     DiagLog log;
     diag_log_begin(&log, ctx);
     size_t start = c.numAllocs;
@@ -474,10 +545,12 @@ static Suite *matmul_suite(void) {
   tcase_set_timeout(tc, 600);
   tcase_add_test(tc, test_tile_parse);
   tcase_add_test(tc, test_tile_choose);
+  tcase_add_test(tc, test_tile_fits);
   tcase_add_test(tc, test_match_base);
   tcase_add_test(tc, test_match_refused);
   tcase_add_test(tc, test_match_types_layouts);
   tcase_add_test(tc, test_build);
+  tcase_add_test(tc, test_build_no_mma);
   tcase_add_test(tc, test_build_allocation_failures);
   suite_add_tcase(s, tc);
   return s;
