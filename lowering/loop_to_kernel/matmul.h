@@ -124,8 +124,8 @@ bool fzMatmulTileParse(FzStringRef text, FzMatmulTile *out, char *why,
  * evenly among the threads, power-of-two rows of chunks. */
 bool fzMatmulTileCheck(const FzMatmulTile *t, char *why, size_t whyLen);
 /* The tile for nest m: `text` when not NULL/empty, else $FZ_GPU_MMA_TILE
- * when set, else by size: 128x256x32:8w:4s when M, N >= 2048,
- * 128x128x32:4w:4s when M, N >= 256, 64x64x32:4w:3s otherwise. False
+ * when set, else by size: 128x128x32:4w:4s when M, N >= 256,
+ * 64x64x32:4w:3s otherwise (the fastest measured on an H100). False
  * with the reason (a bad text or variable). */
 bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
                         FzMatmulTile *out, char *why, size_t whyLen);

@@ -188,8 +188,11 @@ bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
     }
     return false;
   }
-  const char *def = m->M >= 2048 && m->N >= 2048 ? "128x256x32:8w:4s"
-                    : m->M >= 256 && m->N >= 256 ? "128x128x32:4w:4s"
-                                                 : "64x64x32:4w:3s";
+  /* Measured on an H100 (docs/benchmarks.md, bench/gpu/run.sh's sweep):
+   * 128x128x32:4w:4s was the fastest tile at 4096^3 and 8192^3 (two
+   * blocks of 4 warps per SM, 64 KiB each); 128x256 tiles with 8 warps
+   * were 15-20% slower. */
+  const char *def = m->M >= 256 && m->N >= 256 ? "128x128x32:4w:4s"
+                                               : "64x64x32:4w:3s";
   return fzMatmulTileParse(fzStringRefFromCString(def), out, why, whyLen);
 }
