@@ -87,7 +87,7 @@ START_TEST(test_tile_choose) {
   char why[256] = "";
   ck_assert_int_eq(unsetenv("FZ_GPU_MMA_TILE"), 0);
   int64_t sizes[3][2] = {{8192, 8192}, {512, 384}, {80, 4096}};
-  const char *want[3] = {"128x256x32:2x4w:4s:g8", "128x128x32:2x2w:4s:g8",
+  const char *want[3] = {"128x128x32:2x2w:4s:g8", "128x128x32:2x2w:4s:g8",
                          "64x64x32:2x2w:3s:g8"};
   char buf[96];
   for (int i = 0; i < 3; ++i) {
