@@ -166,6 +166,18 @@ typedef struct FzLoopToKernelOptions {
   unsigned vector;
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4). */
   unsigned rowChunks;
+  /* Rows mapping, rows of one block whose chunks are not unrolled: the
+   * inputs that several inner loops read (softmax's x) are read from
+   * global memory once and kept on chip (docs/codegen.md "Long rows on
+   * chip"); noRowStage turns that off (each loop reads the row again).
+   * rowRegisters: 32-bit registers per thread that hold the first chunks
+   * of such a row (fzLoopToKernelOptionsInit: 32; 0: the staged rows go
+   * to shared memory only; at most 64). */
+  bool noRowStage;
+  unsigned rowRegisters;
+  /* Shared memory per block (static plus dynamic) the mappings may use:
+   * the device's opt-in limit (0: 227 KiB, sm_90; sm_80: 163 KiB). */
+  unsigned maxSharedBytes;
   /* The tensor-core matmul mapping (tried first on every nest) is off:
    * matmul nests take the generic mappings. */
   bool noMma;

@@ -23,6 +23,7 @@ void fzGpuOptionsInit(FzGpuOptions *o) {
   o->arch = "sm_90";
   o->blockSize = 256;
   o->optLevel = 3;
+  o->rowRegisters = 32;
 }
 
 static pthread_once_t gNvInit = PTHREAD_ONCE_INIT;
@@ -162,8 +163,29 @@ static bool has_nests(FzOp *module) {
   return false;
 }
 
+/* Shared memory a block may opt into (static plus dynamic) on arch:
+ * CUDA's sharedMemPerBlockOptin of the compute capability (sm_80 and
+ * sm_87 163 KiB, sm_86 and sm_89 99 KiB, sm_90 227 KiB); 0 (the
+ * pass's default, 227 KiB) for others. */
+static unsigned opt_in_shared(const char *arch) {
+  int cc = 0;
+  if (!arch || sscanf(arch, "sm_%d", &cc) != 1)
+    return 0;
+  switch (cc) {
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 89:
+    return 99 * 1024;
+  default:
+    return 0;
+  }
+}
+
 /* A clone of module lowered with lower-loop-to-kernel (the GPU options'
- * block size, vector and row chunks), or NULL after an error. */
+ * block size, vector, row options, and the arch's shared memory), or
+ * NULL after an error. */
 static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   FzOp *clone = fzOpClone(module, NULL);
   if (!clone) {
@@ -175,6 +197,9 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.blockSize = o->blockSize;
   ko.vector = o->vector;
   ko.rowChunks = o->rowChunks;
+  ko.noRowStage = o->noRowStage;
+  ko.rowRegisters = o->rowRegisters;
+  ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
   ko.mmaTile = o->mmaTile;
   if (!fzLowerLoopToKernel(clone, &ko)) {
