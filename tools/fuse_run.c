@@ -55,6 +55,7 @@ typedef struct RunOptions {
   const char *compareDir;
   double rtol, atol;
   long long printLimit;
+  bool simStats; /* --sim-stats */
   FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
@@ -85,6 +86,8 @@ static const char kUsage[] =
     "  --rtol R, --atol A    comparison tolerances (default 1e-5, 1e-8)\n"
     "  --print-limit N       print at most N elements per output (default\n"
     "                        256; -1: all)\n"
+    "  --sim-stats           sim: after each launch, the bytes its threads\n"
+    "                        read and wrote in global and shared memory\n"
     "  --help                this text\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -175,6 +178,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
       VALUE();
       if (!parse_double(value, rt ? &o->rtol : &o->atol))
         return usage_error("expected a non-negative number, got '%s'", value);
+    } else if (IS("sim-stats")) {
+      o->simStats = true;
     } else if (IS("print-limit")) {
       VALUE();
       char *end;
@@ -206,7 +211,22 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
                              "both");
   if (o->saveInputs && !o->outputDir)
     return usage_error("%s", "--save-inputs needs --output-dir");
+  if (o->simStats && strcmp(o->device, "sim") != 0)
+    return usage_error("%s", "--sim-stats needs --device sim");
   return 0;
+}
+
+/* --sim-stats: one line per launch. */
+static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
+                          const FzKernelSimStats *st) {
+  (void)ud;
+  (void)launch;
+  FzStringRef name = fzSymbolGetName(kernel);
+  printf("sim-stats: @%.*s: global memory %lld bytes read, %lld written; "
+         "shared memory %lld read, %lld written\n",
+         (int)name.length, name.data, (long long)st->globalRead,
+         (long long)st->globalWritten, (long long)st->sharedRead,
+         (long long)st->sharedWritten);
 }
 
 /* The entry function of module, or NULL after printing why. */
@@ -261,6 +281,12 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FuseRunCuda *cuda = NULL;
   int cpuStatus = 0;
   FzLoopInterpOptions simOptions = {.extension = fzKernelSimExtension()};
+  FzKernelSimReporter reporter = {report_launch, NULL};
+  FzLoopInterpExtension reporting;
+  if (o->simStats) {
+    fzKernelSimExtensionInitReporting(&reporting, &reporter);
+    simOptions.extension = &reporting;
+  }
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
       !(ft = function_type(func)))
     goto done;

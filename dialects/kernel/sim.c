@@ -655,6 +655,16 @@ static void free_state(Sim *s) {
 bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                       const FzKernelLaunchConfig *cfg, size_t numArgs,
                       const FzLoopInterpValue *args) {
+  FzKernelSimStats ignored;
+  memset(&ignored, 0, sizeof ignored);
+  return fzKernelSimulateWithStats(kernel, site, cfg, numArgs, args,
+                                   &ignored);
+}
+
+bool fzKernelSimulateWithStats(FzOp *kernel, FzOp *site,
+                               const FzKernelLaunchConfig *cfg,
+                               size_t numArgs, const FzLoopInterpValue *args,
+                               FzKernelSimStats *stats) {
   FzOp *at = site ? site : kernel;
   if (fzKernelGetOpcode(kernel) != FZ_KERNEL_OP_FUNC)
     return fzOpEmitError(at, "does not launch a kernel.func");
@@ -700,6 +710,10 @@ bool fzKernelSimulate(FzOp *kernel, FzOp *site,
         ok = run_block(&s, s.entry, mask);
       }
   fzFree(s.ctx, mask);
+  stats->globalRead += s.stats.globalRead;
+  stats->globalWritten += s.stats.globalWritten;
+  stats->sharedRead += s.stats.sharedRead;
+  stats->sharedWritten += s.stats.sharedWritten;
   free_state(&s);
   return ok;
 }
@@ -713,7 +727,7 @@ static bool ext_handles(void *ud, const FzOp *op) {
 
 static bool ext_run(void *ud, FzOp *op, size_t n,
                     const FzLoopInterpValue *vals) {
-  (void)ud;
+  FzKernelSimReporter *r = ud;
   FzAttr *callee = fzOpGetInherentAttr(op, FZ_STR("kernel"));
   FzOp *table = fzSymbolTableGetNearest(fzOpGetParentOp(op));
   FzOp *k = callee && table
@@ -727,8 +741,14 @@ static bool ext_run(void *ud, FzOp *op, size_t n,
     cfg.block[d] = vals[3 + d].scalar.i;
   }
   cfg.sharedBytes = vals[6].scalar.i;
-  return fzKernelSimulate(k, op, &cfg, n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
-                          vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
+  FzKernelSimStats stats = {0, 0, 0, 0};
+  if (!fzKernelSimulateWithStats(k, op, &cfg,
+                                 n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
+                                 vals + FZ_KERNEL_LAUNCH_NUM_CONFIG, &stats))
+    return false;
+  if (r && r->report)
+    r->report(r->userData, op, k, &stats);
+  return true;
 }
 
 static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,
@@ -736,4 +756,11 @@ static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,
 
 const FzLoopInterpExtension *fzKernelSimExtension(void) {
   return &sim_extension;
+}
+
+void fzKernelSimExtensionInitReporting(FzLoopInterpExtension *ext,
+                                       FzKernelSimReporter *r) {
+  ext->handles = ext_handles;
+  ext->run = ext_run;
+  ext->userData = r;
 }

@@ -98,6 +98,7 @@ typedef struct Sim {
   size_t numCopies, capCopies;
   int32_t *committed;
   int32_t *pendingBy;
+  FzKernelSimStats stats; /* what the launch moved so far */
 } Sim;
 
 static inline FzLoopScalar *sim_scalar(const Sim *s, uint32_t slot,

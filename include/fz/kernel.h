@@ -113,6 +113,14 @@ int64_t fzKernelExtractGetPosition(const FzOp *op);
  * read-only buffers.
  *===------------------------------------------------------------------===*/
 
+/* What a launch's threads moved, in bytes: global and shared memory
+ * read and written by loads and stores (vector ones included), cp.async
+ * (its global source read, its shared destination written) and ldmatrix
+ * (shared memory read); atomics are not counted. */
+typedef struct FzKernelSimStats {
+  int64_t globalRead, globalWritten, sharedRead, sharedWritten;
+} FzKernelSimStats;
+
 typedef struct FzKernelLaunchConfig {
   int64_t grid[3];      /* blocks per dimension */
   int64_t block[3];     /* threads per dimension */
@@ -127,10 +135,29 @@ FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                                     const FzKernelLaunchConfig *cfg,
                                     size_t numArgs,
                                     const FzLoopInterpValue *args);
+/* The same, adding what the launch moved to *stats (also after an
+ * error: what ran until then). */
+FZ_MUST_CHECK bool fzKernelSimulateWithStats(FzOp *kernel, FzOp *site,
+                                             const FzKernelLaunchConfig *cfg,
+                                             size_t numArgs,
+                                             const FzLoopInterpValue *args,
+                                             FzKernelSimStats *stats);
 
 /* The loop-interpreter extension that runs kernel.launch through the
  * simulator (static; put it in FzLoopInterpOptions.extension). */
 const FzLoopInterpExtension *fzKernelSimExtension(void);
+
+/* Called after each launch with what it moved (fuse-run --sim-stats). */
+typedef struct FzKernelSimReporter {
+  void (*report)(void *userData, FzOp *launch, FzOp *kernel,
+                 const FzKernelSimStats *stats);
+  void *userData;
+} FzKernelSimReporter;
+
+/* Fills *ext with fzKernelSimExtension's behaviour plus r's report after
+ * every launch. ext keeps pointing at r (which must outlive its use). */
+void fzKernelSimExtensionInitReporting(FzLoopInterpExtension *ext,
+                                       FzKernelSimReporter *r);
 
 /*===------------------------------------------------------------------===*
  * lower-loop-to-kernel (lowering/loop_to_kernel; docs/passes.md)
