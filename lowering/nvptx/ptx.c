@@ -164,22 +164,35 @@ static bool has_nests(FzOp *module) {
 }
 
 /* Shared memory a block may opt into (static plus dynamic) on arch:
- * CUDA's sharedMemPerBlockOptin of the compute capability (sm_80 and
- * sm_87 163 KiB, sm_86 and sm_89 99 KiB, sm_90 227 KiB); 0 (the
- * pass's default, 227 KiB) for others. */
+ * CUDA's sharedMemPerBlockOptin of the compute capability (sm_70 and
+ * sm_72 96 KiB, sm_75 64 KiB, sm_80 and sm_87 163 KiB, sm_86, sm_89
+ * and sm_120 99 KiB; 0, the pass's default of 227 KiB, for sm_90 and
+ * sm_100); 48 KiB, what every arch allows, for others. */
 static unsigned opt_in_shared(const char *arch) {
   int cc = 0;
   if (!arch || sscanf(arch, "sm_%d", &cc) != 1)
-    return 0;
+    return 48 * 1024;
   switch (cc) {
+  case 70:
+  case 72:
+    return 96 * 1024;
+  case 75:
+    return 64 * 1024;
   case 80:
   case 87:
     return 163 * 1024;
   case 86:
   case 89:
+  case 120:
+  case 121:
     return 99 * 1024;
-  default:
+  case 90:
+  case 100:
+  case 101:
+  case 103:
     return 0;
+  default:
+    return 48 * 1024;
   }
 }
 
