@@ -41,6 +41,8 @@
 #include "tools/fuse_run_internal.h"
 
 #define EXIT_USAGE 2
+/* parse_args's result for --help: the usage was printed, exit 0. */
+#define HELP_PRINTED (-1)
 
 typedef struct RunOptions {
   const char *file;
@@ -99,7 +101,8 @@ static bool parse_double(const char *s, double *out) {
   return *s && !*end && errno == 0 && *out >= 0;
 }
 
-/* Fills o from argv; 0, or the exit status of a usage error. */
+/* Fills o from argv; 0, HELP_PRINTED after --help, or the exit status
+ * of a usage error. */
 static int parse_args(int argc, char **argv, RunOptions *o) {
   memset(o, 0, sizeof *o);
   o->rtol = 1e-5;
@@ -139,7 +142,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     if (IS("help") || IS("h")) {
       fputs(kUsage, stdout);
       fputs(fuseRunCpuUsage, stdout);
-      exit(0);
+      return HELP_PRINTED;
     } else if (IS("entry")) {
       VALUE();
       o->entry = value;
@@ -356,7 +359,7 @@ int main(int argc, char **argv) {
   int status = parse_args(argc, argv, &o);
   if (status != 0) {
     free(o.inputs);
-    return status;
+    return status == HELP_PRINTED ? 0 : status;
   }
   FzContext *ctx = fzContextCreate();
   if (!ctx || !fzRegisterAllDialects(ctx)) {
