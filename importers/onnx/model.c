@@ -479,6 +479,12 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
   FzPtrVec results, resTypes;
   fzPtrVecInit(&results, im->ctx);
   fzPtrVecInit(&resTypes, im->ctx);
+  /* A poisoned output has no value: its node or an input of it failed.
+   * That failure was reported, but not always counted in numErrors (an
+   * allocation failure inside the core, e.g. while materializing an
+   * initializer, reports "out of memory" itself), so it fails the import
+   * here: a function that silently lost a result must not be returned. */
+  bool lost = false;
   for (size_t i = 0; i < g->n_output; ++i) {
     const Onnx__ValueInfoProto *vi = g->output[i];
     FzValue *v = lookup_value(im, vi->name ? vi->name : "");
@@ -487,8 +493,10 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
                        vi->name);
       continue;
     }
-    if (v == POISON)
+    if (v == POISON) {
+      lost = true;
       continue;
+    }
     const Onnx__TypeProto *tp = vi->type;
     if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
         tp->tensor_type->has_elem_type) {
@@ -502,7 +510,7 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
     fzPtrVecPush(&results, v);
     fzPtrVecPush(&resTypes, fzValueGetType(v));
   }
-  bool ok = im->numErrors == 0;
+  bool ok = im->numErrors == 0 && !lost;
   if (ok) {
     FzOpState st;
     fzOpStateInit(&st, im->ctx, FZ_STR("func.return"), im->fileLoc);

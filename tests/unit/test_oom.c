@@ -2,8 +2,8 @@
  * core (docs/robustness.md, "Out of memory"): the pass manager running
  * graph-optimize (composites, simplifications, fusion), the graph
  * interpreter, lower-graph-to-loop with plan-memory and the loop
- * interpreter, the kernel dialect's parser and simulator, the .npy
- * reader, and the CPU back end's compile step.
+ * interpreter, the kernel dialect's parser and simulator, the ONNX
+ * importer, the .npy reader, and the CPU back end's compile step.
  *
  * Each workload runs once cleanly to count its allocations N and to keep
  * its result (printed IR, or output bytes), then once for every k <= N
@@ -239,6 +239,17 @@ static bool wl_kernel(FzContext *ctx, TextBuf *out) {
   return ok;
 }
 
+static void *g_onnx;
+static size_t g_onnxSize;
+
+/* The ONNX importer on the example MLP (read once, outside the sweep). */
+static bool wl_onnx(FzContext *ctx, TextBuf *out) {
+  FzOp *m = fzImportOnnxBuffer(ctx, g_onnx, g_onnxSize, "mlp.onnx", NULL);
+  bool ok = m && fzOpVerify(m) && printed_ok(ctx, m, out);
+  fzOpDestroy(m);
+  return ok;
+}
+
 static TextBuf g_npy;
 
 /* The .npy reader on a serialized 3x5 f32 tensor. */
@@ -402,6 +413,22 @@ START_TEST(test_npy) {
   text_free(&g_npy);
 }
 END_TEST
+START_TEST(test_onnx) {
+  FILE *f = fopen(FZ_TEST_SOURCE_DIR "/examples/models/mlp/model.onnx", "rb");
+  ck_assert_ptr_nonnull(f);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long size = ftell(f);
+  ck_assert_int_gt(size, 0);
+  rewind(f);
+  g_onnx = malloc((size_t)size);
+  ck_assert_ptr_nonnull(g_onnx);
+  ck_assert_uint_eq(fread(g_onnx, 1, (size_t)size, f), (size_t)size);
+  fclose(f);
+  g_onnxSize = (size_t)size;
+  sweep("onnx import", wl_onnx, 1);
+  free(g_onnx);
+}
+END_TEST
 START_TEST(test_cpu) { sweep("cpu compile + run", wl_cpu, 7); }
 END_TEST
 
@@ -420,6 +447,7 @@ static Suite *oom_suite(void) {
   add_case(s, "loop", test_loop_pipeline);
   add_case(s, "kernel", test_kernel);
   add_case(s, "npy", test_npy);
+  add_case(s, "onnx", test_onnx);
   add_case(s, "cpu", test_cpu);
   return s;
 }
