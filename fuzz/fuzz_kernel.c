@@ -8,13 +8,15 @@
  *     form), as in fuzz_parser;
  *  2. every top-level kernel.func is simulated directly
  *     (fzKernelSimulate) on one small launch picked by a hash of the
- *     input (at most 256 threads in all), with buffer arguments of its
+ *     input (at most 256 threads in all, 2^20 thread-steps), with buffer
+ *     arguments of its
  *     signature's shape (a dynamic dim is 8; strided layouts get memory
  *     covering their span; nothing above 1 MiB) filled with small values,
  *     and scalar arguments set to small numbers;
  *  3. every top-level func.func with a body and static, identity-layout
  *     buffer arguments runs in the loop interpreter with kernel.launch
- *     handled by the simulator (what `fuse-run --device sim` does).
+ *     handled by the simulator (what `fuse-run --device sim` does), both
+ *     with budgets of 2^20 steps.
  * Simulation errors are expected (races, out-of-bounds accesses, bad
  * launches); a crash, a sanitizer report, a leak or a hang (libFuzzer's
  * -timeout) is a bug: the simulator must report, never fail otherwise.
@@ -23,12 +25,17 @@
 
 #define MAX_ARGS 16
 #define MAX_BYTES (1 << 20)
+/* Step budgets (a loop of 2^60 iterations is an error, not a hang). */
+#define MAX_STEPS (1 << 20)
 
 /* The launches tried: grid x, y, z, block x, y, z, dynamic shared. */
 static const FzKernelLaunchConfig kConfigs[] = {
-    {{1, 1, 1}, {1, 1, 1}, 0},     {{2, 1, 1}, {32, 1, 1}, 0},
-    {{1, 1, 1}, {64, 1, 1}, 256},  {{2, 2, 1}, {4, 2, 2}, 64},
-    {{1, 2, 1}, {32, 2, 1}, 1024}, {{3, 1, 1}, {7, 1, 1}, 12},
+    {{1, 1, 1}, {1, 1, 1}, 0, MAX_STEPS},
+    {{2, 1, 1}, {32, 1, 1}, 0, MAX_STEPS},
+    {{1, 1, 1}, {64, 1, 1}, 256, MAX_STEPS},
+    {{2, 2, 1}, {4, 2, 2}, 64, MAX_STEPS},
+    {{1, 2, 1}, {32, 2, 1}, 1024, MAX_STEPS},
+    {{3, 1, 1}, {7, 1, 1}, 12, MAX_STEPS},
 };
 
 static uint32_t hash_bytes(const uint8_t *data, size_t size) {
@@ -162,8 +169,11 @@ static void run_host(FzContext *ctx, FzOp *func, uint32_t seed) {
          tensors[made]->numElements, seed + made);
   }
   if (ok) {
-    FzLoopInterpOptions o = {.extension = fzKernelSimExtension(),
-                             .maxAllocBytes = MAX_BYTES};
+    static const FzKernelSimOptions limits = {.maxSteps = MAX_STEPS};
+    FzLoopInterpExtension ext;
+    fzKernelSimExtensionInit(&ext, &limits);
+    FzLoopInterpOptions o = {.extension = &ext, .maxAllocBytes = MAX_BYTES,
+                             .maxSteps = MAX_STEPS};
     (void)fzLoopInterpretFunction(func, n, tensors, &o);
   }
   for (size_t i = 0; i < made; ++i)

@@ -4,6 +4,7 @@
  *            [--input a.npy [b.npy ...]] [--random-inputs SEED]
  *            [--output-dir DIR] [--save-inputs]
  *            [--compare DIR] [--rtol R] [--atol A] [--print-limit N]
+ *            [--max-steps N]
  *
  * Inputs bind to the entry function's arguments in order, from .npy
  * files (--input takes every following argument up to the next option,
@@ -57,6 +58,7 @@ typedef struct RunOptions {
   const char *compareDir;
   double rtol, atol;
   long long printLimit;
+  long long maxSteps; /* --max-steps: loop-interp and sim budgets; 0: none */
   FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
@@ -85,6 +87,10 @@ static const char kUsage[] =
     "  --rtol R, --atol A    comparison tolerances (default 1e-5, 1e-8)\n"
     "  --print-limit N       print at most N elements per output (default\n"
     "                        256; -1: all)\n"
+    "  --max-steps N         loop-interp, sim: stop with an error after N\n"
+    "                        ops of the loop interpreter, and after N\n"
+    "                        thread-steps of each simulated launch\n"
+    "                        (default: no limit, and 2^32 per launch)\n"
     "  --help                this text\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -182,6 +188,15 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
       o->printLimit = strtoll(value, &end, 10);
       if (!*value || *end)
         return usage_error("--print-limit expects an integer, got '%s'", value);
+    } else if (IS("max-steps")) {
+      VALUE();
+      char *end;
+      errno = 0;
+      o->maxSteps = strtoll(value, &end, 10);
+      if (!*value || *end || errno || o->maxSteps < 1)
+        return usage_error("--max-steps expects a positive integer, got "
+                           "'%s'",
+                           value);
     } else if ((cpuArg = fuseRunCpuParseArg(&o->cpu, argc, argv, &i))) {
       if (cpuArg == 2)
         return EXIT_USAGE;
@@ -261,7 +276,12 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FuseRunCpu *cpu = NULL;
   FuseRunCuda *cuda = NULL;
   int cpuStatus = 0;
-  FzLoopInterpOptions simOptions = {.extension = fzKernelSimExtension()};
+  FzKernelSimOptions simLimits = {.maxSteps = o->maxSteps};
+  FzLoopInterpExtension simExtension;
+  fzKernelSimExtensionInit(&simExtension, &simLimits);
+  FzLoopInterpOptions loopOptions = {.maxSteps = o->maxSteps};
+  FzLoopInterpOptions simOptions = {.extension = &simExtension,
+                                    .maxSteps = o->maxSteps};
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
       !(ft = function_type(func)))
     goto done;
@@ -315,7 +335,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
       : cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
                                stdout, &cpuStatus)
       : strcmp(o->device, "loop-interp") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, NULL, NULL, &nOut, &outputs)
+          ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
+                               &outputs)
       : strcmp(o->device, "sim") == 0
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, &simOptions, &nOut,
                                &outputs)

@@ -34,7 +34,9 @@
  * loop.alloc/dealloc, loop.constant_buffer, calls.
  *
  * Limits (sim_internal.h): 1024 threads per block, 65536 blocks and 2^20
- * threads per launch, 227 KiB shared memory per block. Shared memory is
+ * threads per launch, 227 KiB shared memory per block, and a budget of
+ * thread-steps per launch (FzKernelLaunchConfig.maxSteps), so that an
+ * endless loop is an error instead of a hang. Shared memory is
  * filled with 0xff bytes (NaN, -1) at the start of every block to expose
  * reads of uninitialized memory.
  *
@@ -472,6 +474,17 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
 }
 
 static bool run_block(Sim *s, const SimBlock *blk, const uint8_t *mask) {
+  /* The budget: every op counts the block's threads (masked or not). */
+  if (blk->n) {
+    s->steps += (int64_t)blk->n * s->nthreads;
+    if (s->steps > s->maxSteps)
+      return fzKernelSimError(s, &blk->insts[0], -1,
+                              "the launch exceeds its budget of %lld "
+                              "thread-steps (an endless loop? "
+                              "FzKernelLaunchConfig.maxSteps; fuse-run "
+                              "--max-steps)",
+                              (long long)s->maxSteps);
+  }
   for (size_t i = 0; i < blk->n; ++i)
     if (!run_inst(s, &blk->insts[i], mask))
       return false;
@@ -599,6 +612,7 @@ bool fzKernelSimulate(FzOp *kernel, FzOp *site,
   }
   s.dynShared = cfg->sharedBytes;
   s.nthreads = s.block[0] * s.block[1] * s.block[2];
+  s.maxSteps = cfg->maxSteps > 0 ? cfg->maxSteps : FZ_KERNEL_SIM_DEFAULT_STEPS;
   s.entry = compile_block(&s, entry);
   bool ok = s.entry != NULL;
   if (ok && s.staticShared + s.dynShared > SIM_MAX_SHARED)
@@ -637,7 +651,7 @@ static bool ext_handles(void *ud, const FzOp *op) {
 
 static bool ext_run(void *ud, FzOp *op, size_t n,
                     const FzLoopInterpValue *vals) {
-  (void)ud;
+  const FzKernelSimOptions *o = ud;
   FzAttr *callee = fzOpGetInherentAttr(op, FZ_STR("kernel"));
   FzOp *table = fzSymbolTableGetNearest(fzOpGetParentOp(op));
   FzOp *k = callee && table
@@ -645,7 +659,7 @@ static bool ext_run(void *ud, FzOp *op, size_t n,
                 : NULL;
   if (!k || n < FZ_KERNEL_LAUNCH_NUM_CONFIG)
     return fzOpEmitError(op, "does not reference a kernel.func");
-  FzKernelLaunchConfig cfg;
+  FzKernelLaunchConfig cfg = {.maxSteps = o ? o->maxSteps : 0};
   for (int d = 0; d < 3; ++d) {
     cfg.grid[d] = vals[d].scalar.i;
     cfg.block[d] = vals[3 + d].scalar.i;
@@ -660,4 +674,10 @@ static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,
 
 const FzLoopInterpExtension *fzKernelSimExtension(void) {
   return &sim_extension;
+}
+
+void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
+                              const FzKernelSimOptions *options) {
+  *ext = sim_extension;
+  ext->userData = (void *)options;
 }

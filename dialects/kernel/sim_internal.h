@@ -81,6 +81,7 @@ typedef struct Sim {
   uint32_t *wEpoch, *rEpoch;
   int32_t *writer, *reader;
   uint32_t epoch;
+  int64_t steps, maxSteps; /* thread-steps run; the launch's budget */
 } Sim;
 
 static inline FzLoopScalar *sim_scalar(const Sim *s, uint32_t slot,

@@ -96,6 +96,7 @@ typedef struct Interp {
   size_t captureCap;
   unsigned depth;
   const FzLoopInterpExtension *ext; /* foreign ops (NULL: none) */
+  int64_t steps, maxSteps; /* ops executed; the budget (0: none) */
 } Interp;
 
 static bool interp_error(Interp *in, FzOp *op, const char *fmt, ...)
@@ -726,6 +727,15 @@ static bool run_inst(Interp *in, const Program *prog, const Inst *ins,
 /* slots[-1].p is the running program (set by run_program). */
 static bool run_block(Interp *in, const Block *blk, Slot *slots) {
   const Program *prog = (const Program *)slots[-1].p;
+  if (in->maxSteps && blk->n) {
+    in->steps += (int64_t)blk->n;
+    if (in->steps > in->maxSteps)
+      return interp_error(in, blk->insts[0].op,
+                          "the run exceeds its budget of %lld steps "
+                          "(FzLoopInterpOptions.maxSteps; fuse-run "
+                          "--max-steps)",
+                          (long long)in->maxSteps);
+  }
   for (size_t i = 0; i < blk->n; ++i)
     if (!run_inst(in, prog, &blk->insts[i], slots))
       return false;
@@ -831,6 +841,7 @@ bool fzLoopInterpretFunction(FzOp *func, size_t numArgs, FzTensor *const *args,
   in.maxAlloc = options && options->maxAllocBytes > 0 ? options->maxAllocBytes
                                                       : DEFAULT_MAX_ALLOC;
   in.poison = options && options->poison;
+  in.maxSteps = options && options->maxSteps > 0 ? options->maxSteps : 0;
   in.quiet = options && options->quiet;
   in.ext = options && options->extension && options->extension->handles &&
                    options->extension->run
