@@ -285,7 +285,8 @@ static bool surely_valid(KwType kw, bool unranked, size_t rank,
         return false;
       continue;
     }
-    if (d < 0 || d > FZ_MAX_DIM || (d != 0 && count > FZ_MAX_ELEMENTS / d))
+    if (d < 0 || d > FZ_MAX_DIM || (d != 0 && count > FZ_MAX_ELEMENTS / d) ||
+        (d == 0 && kw == KW_VECTOR))
       return false;
     count *= d;
   }

@@ -225,6 +225,11 @@ static FzType *shaped_get(FzContext *ctx, FzTypeKind kind, size_t rank,
                     (long long)d);
         return NULL;
       }
+      if (d == 0 && kind == FZ_TYPE_VECTOR) { /* as MLIR: no empty vectors */
+        fzEmitError(ctx, loc, "vector types must have positive constant "
+                              "sizes (dimension %zu is 0)", i);
+        return NULL;
+      }
       if (d > FZ_MAX_DIM) {
         fzEmitError(ctx, loc,
                     "%s dimension %zu is too large (%lld > %lld)", what, i,
