@@ -71,6 +71,13 @@ bool fzKernelSimError(Sim *s, const SimInst *ins, int64_t t, const char *fmt,
 
 /*===--- Compilation ----------------------------------------------------===*/
 
+/* The lanes of a vector type, at most SIM_MAX_LANES + 1 (a type with
+ * more must not wrap around in 32 bits; compile_op reports it). */
+static uint32_t vector_lanes(const FzType *t) {
+  int64_t n = fzShapedTypeGetDim(t, 0);
+  return n > SIM_MAX_LANES ? SIM_MAX_LANES + 1 : (uint32_t)n;
+}
+
 static bool slot_new(Sim *s, FzValue *v, uint32_t *out) {
   if (s->numSlots == s->capSlots) {
     size_t cap = s->capSlots ? s->capSlots * 2 : 64;
@@ -87,7 +94,7 @@ static bool slot_new(Sim *s, FzValue *v, uint32_t *out) {
     sl->kind = SLOT_BUF;
   else if (fzTypeGetKind(t) == FZ_TYPE_VECTOR) {
     sl->kind = SLOT_VECTOR;
-    sl->lanes = (uint32_t)fzShapedTypeGetDim(t, 0);
+    sl->lanes = vector_lanes(t);
   }
   *out = (uint32_t)s->numSlots++;
   return fzPtrMapPut(&s->values, v, (void *)(uintptr_t)(*out + 1));
@@ -141,7 +148,7 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   if (vt && fzTypeGetKind(vt) != FZ_TYPE_BUFFER) {
     bool vec = fzTypeGetKind(vt) == FZ_TYPE_VECTOR;
     ins->type = vec ? fzShapedTypeGetElementType(vt) : vt;
-    ins->lanes = vec ? (uint32_t)fzShapedTypeGetDim(vt, 0) : 0;
+    ins->lanes = vec ? vector_lanes(vt) : 0;
   }
   if (ins->lanes > SIM_MAX_LANES)
     return fzOpEmitError(op, "has more than %d vector lanes", SIM_MAX_LANES);

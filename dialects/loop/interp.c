@@ -127,6 +127,14 @@ typedef struct SlotList {
   size_t n, cap;
 } SlotList;
 
+/* The lanes of a vector type, at most MAX_LANES + 1: a type with more
+ * (up to 2^40) must not wrap around in 32 bits to a small count; the op
+ * using it then reports "more than MAX_LANES vector lanes". */
+static uint32_t vector_lanes(const FzType *t) {
+  int64_t n = fzShapedTypeGetDim(t, 0);
+  return n > MAX_LANES ? MAX_LANES + 1 : (uint32_t)n;
+}
+
 static bool slot_new(Interp *in, SlotList *sl, FzValue *v, uint32_t *out) {
   if (sl->n == sl->cap) {
     size_t cap = sl->cap ? sl->cap * 2 : 64;
@@ -142,8 +150,7 @@ static bool slot_new(Interp *in, SlotList *sl, FzValue *v, uint32_t *out) {
   }
   FzType *t = fzValueGetType(v);
   FzTypeKind k = fzTypeGetKind(t);
-  sl->lanes[sl->n] =
-      k == FZ_TYPE_VECTOR ? (uint32_t)fzShapedTypeGetDim(t, 0) : 0;
+  sl->lanes[sl->n] = k == FZ_TYPE_VECTOR ? vector_lanes(t) : 0;
   sl->isBuf[sl->n] = k == FZ_TYPE_BUFFER;
   *out = (uint32_t)sl->n++;
   return fzPtrMapPut(&in->values, v, (void *)(uintptr_t)(*out + 1));
@@ -226,7 +233,7 @@ static bool compile_op(Interp *in, SlotList *sl, FzOp *op, Inst *ins) {
   if (vt) {
     ins->type = fzLoopScalarOf(vt);
     if (fzTypeGetKind(vt) == FZ_TYPE_VECTOR)
-      ins->lanes = (uint32_t)fzShapedTypeGetDim(vt, 0);
+      ins->lanes = vector_lanes(vt);
   }
   if (ins->nops) {
     size_t oi = ins->opc == FZ_LOOP_OP_SELECT ? 1 : 0;
