@@ -87,8 +87,12 @@ pop() {
 run_one() {
   local target=$1 seconds=$2
   shift 2
-  local bin=$build/bin/fuzz_$target
-  [[ -x "$bin" ]] || { echo "fuzz-long: no $bin" >&2; return; }
+  [[ -x "$build/bin/fuzz_$target" ]] || { echo "fuzz-long: no fuzz_$target" >&2; return; }
+  # A private copy: fork mode starts its workers from the binary's path,
+  # which a rebuild during the run would swap for an incompatible one.
+  mkdir -p "$dir/bin"
+  local bin=$dir/bin/fuzz_$target.$$
+  cp "$build/bin/fuzz_$target" "$bin" || return
   local corpus=$dir/corpus/$target art=$dir/artifacts/$target
   mkdir -p "$corpus" "$art"
   local stamp log dict
@@ -114,6 +118,7 @@ run_one() {
     -print_final_stats=1 -artifact_prefix="$art/" "${dictArg[@]}" "${extra[@]}" \
     "$corpus" "${seeds[@]}" >"$log" 2>&1
   echo $? >"$log.rc"
+  rm -f "$bin"
   cmd_record "$log"
 }
 

@@ -6,7 +6,8 @@
 #   FZ_FUZZ_SECONDS   seconds per target (default 60)
 #   FZ_FUZZ_RUNS      instead: this many inputs per target from seed 1
 #                     (deterministic; CI uses it), but FZ_FUZZ_RUN_RUNS
-#                     (default 2000) for fuzz_run
+#                     (default 2000) for fuzz_run and FZ_FUZZ_DIFF_RUNS
+#                     (default 2000) for fuzz_diff
 #   FZ_FUZZ_TARGETS   which targets (default: parser onnx npy pipeline
 #                     diff kernel run)
 #   FZ_FUZZ_DIFF_CPU_RUNS  after fuzz_diff's run (graph-optimize against
@@ -92,8 +93,10 @@ for t in $targets; do
   # budget and a random seed (exploration).
   if [[ -n "${FZ_FUZZ_RUNS:-}" ]]; then
     runs=$FZ_FUZZ_RUNS
-    # fuse-run compiles and runs a module per input (tens a second).
+    # Slow targets (tens of inputs a second): fuse-run compiles and runs a
+    # module per input; fuzz_diff optimizes and interprets a program twice.
     [[ $t == run ]] && runs=${FZ_FUZZ_RUN_RUNS:-2000}
+    [[ $t == diff ]] && runs=${FZ_FUZZ_DIFF_RUNS:-2000}
     echo "==== [fuzz] $t for $runs inputs (seed 1)"
     fuzz_one "$t" "$t" -runs="$runs" -seed=1 -- FZ_FUZZ_DIFF_CPU=0
   else
