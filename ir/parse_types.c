@@ -332,7 +332,7 @@ static FzType *parse_shaped(FzAsmParser *p, KwType kw) {
   /* Building a location for every type would fill the context with
    * locations nobody asked for: pass one only when the constructor may
    * report an error. */
-  FzLoc *loc = surely_valid(kw, unranked, rank, shape, elt)
+  FzLoc *loc = surely_valid(kw, unranked, rank, shape, elt) && !hasStrides
                    ? NULL
                    : fzpLocAt(p, kwTok.line, kwTok.col);
   if (kw == KW_TENSOR)

@@ -417,6 +417,11 @@ static bool do_view(Interp *in, const Inst *ins, Slot *slots) {
   Buf *b = slots[ins->res[0]].p;
   FzType *t = fzValueGetType(fzOpGetResult(ins->op, 0));
   int64_t off = ins->nops > 1 ? slots[ins->ops[1]].s.i : 0;
+  /* Layouts span at most FZ_MAX_ELEMENTS (fzBufferTypeGet): with the
+   * offset bounded too, nothing below overflows. */
+  if (off < -FZ_MAX_ELEMENTS || off > FZ_MAX_ELEMENTS)
+    return interp_error(in, ins->op, "view (offset %lld) reaches outside "
+                                     "its source's memory", (long long)off);
   *b = *src;
   b->rank = fzShapedTypeGetRank(t);
   const int64_t *st = fzBufferTypeGetStrides(t);
