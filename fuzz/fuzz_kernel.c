@@ -30,13 +30,11 @@
 
 /* The launches tried: grid x, y, z, block x, y, z, dynamic shared. */
 static const FzKernelLaunchConfig kConfigs[] = {
-    {{1, 1, 1}, {1, 1, 1}, 0, MAX_STEPS},
-    {{2, 1, 1}, {32, 1, 1}, 0, MAX_STEPS},
-    {{1, 1, 1}, {64, 1, 1}, 256, MAX_STEPS},
-    {{2, 2, 1}, {4, 2, 2}, 64, MAX_STEPS},
-    {{1, 2, 1}, {32, 2, 1}, 1024, MAX_STEPS},
-    {{3, 1, 1}, {7, 1, 1}, 12, MAX_STEPS},
+    {{1, 1, 1}, {1, 1, 1}, 0},     {{2, 1, 1}, {32, 1, 1}, 0},
+    {{1, 1, 1}, {64, 1, 1}, 256},  {{2, 2, 1}, {4, 2, 2}, 64},
+    {{1, 2, 1}, {32, 2, 1}, 1024}, {{3, 1, 1}, {7, 1, 1}, 12},
 };
+static const FzKernelSimOptions kLimits = {.maxSteps = MAX_STEPS};
 
 static uint32_t hash_bytes(const uint8_t *data, size_t size) {
   uint32_t h = 2166136261u;
@@ -132,7 +130,7 @@ static void simulate_kernel(FzOp *kernel, const FzKernelLaunchConfig *cfg,
     vals[made] = args[made].v;
   }
   if (ok)
-    (void)fzKernelSimulate(kernel, NULL, cfg, n, vals);
+    (void)fzKernelSimulateWithOptions(kernel, NULL, cfg, &kLimits, n, vals);
   for (size_t i = 0; i < made; ++i)
     free(args[i].mem);
 }
@@ -169,9 +167,8 @@ static void run_host(FzContext *ctx, FzOp *func, uint32_t seed) {
          tensors[made]->numElements, seed + made);
   }
   if (ok) {
-    static const FzKernelSimOptions limits = {.maxSteps = MAX_STEPS};
     FzLoopInterpExtension ext;
-    fzKernelSimExtensionInit(&ext, &limits);
+    fzKernelSimExtensionInit(&ext, &kLimits);
     FzLoopInterpOptions o = {.extension = &ext, .maxAllocBytes = MAX_BYTES,
                              .maxSteps = MAX_STEPS};
     (void)fzLoopInterpretFunction(func, n, tensors, &o);

@@ -35,7 +35,7 @@
  *
  * Limits (sim_internal.h): 1024 threads per block, 65536 blocks and 2^20
  * threads per launch, 227 KiB shared memory per block, and a budget of
- * thread-steps per launch (FzKernelLaunchConfig.maxSteps), so that an
+ * thread-steps per launch (FzKernelSimOptions.maxSteps), so that an
  * endless loop is an error instead of a hang. Shared memory is
  * filled with 0xff bytes (NaN, -1) at the start of every block to expose
  * reads of uninitialized memory.
@@ -488,7 +488,7 @@ static bool run_block(Sim *s, const SimBlock *blk, const uint8_t *mask) {
       return fzKernelSimError(s, &blk->insts[0], -1,
                               "the launch exceeds its budget of %lld "
                               "thread-steps (an endless loop? "
-                              "FzKernelLaunchConfig.maxSteps; fuse-run "
+                              "FzKernelSimOptions.maxSteps; fuse-run "
                               "--max-steps)",
                               (long long)s->maxSteps);
   }
@@ -600,6 +600,14 @@ static void free_state(Sim *s) {
 bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                       const FzKernelLaunchConfig *cfg, size_t numArgs,
                       const FzLoopInterpValue *args) {
+  return fzKernelSimulateWithOptions(kernel, site, cfg, NULL, numArgs, args);
+}
+
+bool fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
+                                 const FzKernelLaunchConfig *cfg,
+                                 const FzKernelSimOptions *options,
+                                 size_t numArgs,
+                                 const FzLoopInterpValue *args) {
   FzOp *at = site ? site : kernel;
   if (fzKernelGetOpcode(kernel) != FZ_KERNEL_OP_FUNC)
     return fzOpEmitError(at, "does not launch a kernel.func");
@@ -619,7 +627,8 @@ bool fzKernelSimulate(FzOp *kernel, FzOp *site,
   }
   s.dynShared = cfg->sharedBytes;
   s.nthreads = s.block[0] * s.block[1] * s.block[2];
-  s.maxSteps = cfg->maxSteps > 0 ? cfg->maxSteps : FZ_KERNEL_SIM_DEFAULT_STEPS;
+  s.maxSteps = options && options->maxSteps > 0 ? options->maxSteps
+                                                : FZ_KERNEL_SIM_DEFAULT_STEPS;
   s.entry = compile_block(&s, entry);
   bool ok = s.entry != NULL;
   if (ok && s.staticShared + s.dynShared > SIM_MAX_SHARED)
@@ -666,14 +675,15 @@ static bool ext_run(void *ud, FzOp *op, size_t n,
                 : NULL;
   if (!k || n < FZ_KERNEL_LAUNCH_NUM_CONFIG)
     return fzOpEmitError(op, "does not reference a kernel.func");
-  FzKernelLaunchConfig cfg = {.maxSteps = o ? o->maxSteps : 0};
+  FzKernelLaunchConfig cfg;
   for (int d = 0; d < 3; ++d) {
     cfg.grid[d] = vals[d].scalar.i;
     cfg.block[d] = vals[3 + d].scalar.i;
   }
   cfg.sharedBytes = vals[6].scalar.i;
-  return fzKernelSimulate(k, op, &cfg, n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
-                          vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
+  return fzKernelSimulateWithOptions(k, op, &cfg, o,
+                                     n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
+                                     vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
 }
 
 static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,

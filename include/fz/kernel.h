@@ -76,7 +76,7 @@ int fzKernelGetDimension(const FzOp *op);
  * Limits (a launch beyond them is an error, never a hang): at most 1024
  * threads per block (x, y <= 1024, z <= 64, as CUDA), at most 65536
  * blocks and 2^20 threads per launch, 227 KiB of shared memory (static
- * plus dynamic) per block, FzKernelLaunchConfig.maxSteps thread-steps
+ * plus dynamic) per block, FzKernelSimOptions.maxSteps thread-steps
  * (default 2^32). Errors are reported at the op that fails,
  * with the block and thread: out-of-bounds or misaligned accesses,
  * divergent barriers, shuffles and mma not executed by the lanes they
@@ -88,12 +88,15 @@ typedef struct FzKernelLaunchConfig {
   int64_t grid[3];      /* blocks per dimension */
   int64_t block[3];     /* threads per dimension */
   int64_t sharedBytes;  /* dynamic shared memory per block */
-  /* The simulation's budget: thread-steps (each op run for a block
-   * counts the block's threads) before the launch stops with an error
-   * (an endless loop is a diagnostic, never a hang); 0:
-   * FZ_KERNEL_SIM_DEFAULT_STEPS. */
-  int64_t maxSteps;
 } FzKernelLaunchConfig;
+
+/* Options of a simulation. */
+typedef struct FzKernelSimOptions {
+  /* The budget: thread-steps (each op run for a block counts the block's
+   * threads) before the launch stops with an error, so that an endless
+   * loop is a diagnostic, never a hang; 0: FZ_KERNEL_SIM_DEFAULT_STEPS. */
+  int64_t maxSteps;
+} FzKernelSimOptions;
 
 #define FZ_KERNEL_SIM_DEFAULT_STEPS ((int64_t)1 << 32)
 
@@ -105,16 +108,16 @@ FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                                     const FzKernelLaunchConfig *cfg,
                                     size_t numArgs,
                                     const FzLoopInterpValue *args);
+/* The same with options (NULL: the defaults, as fzKernelSimulate). */
+FZ_MUST_CHECK bool fzKernelSimulateWithOptions(
+    FzOp *kernel, FzOp *site, const FzKernelLaunchConfig *cfg,
+    const FzKernelSimOptions *options, size_t numArgs,
+    const FzLoopInterpValue *args);
 
 /* The loop-interpreter extension that runs kernel.launch through the
  * simulator (static; put it in FzLoopInterpOptions.extension), with the
  * default budget per launch. */
 const FzLoopInterpExtension *fzKernelSimExtension(void);
-
-/* Options of the extension. */
-typedef struct FzKernelSimOptions {
-  int64_t maxSteps; /* per launch, as FzKernelLaunchConfig.maxSteps */
-} FzKernelSimOptions;
 
 /* Fills *ext with the extension using `options` (its userData; it must
  * outlive the interpretation; NULL: the defaults). */
