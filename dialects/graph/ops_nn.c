@@ -150,9 +150,9 @@ static bool read_window(FzGraphDiag *d, const FzGraphAttrs *a, bool pool,
                           &w->countIncludePad);
   if (!fzGraphGetInt(d, a, "groups", 1, &w->groups))
     return false;
-  if (w->groups < 1)
-    return fzGraphError(d, "attribute 'groups' (%lld) must be >= 1",
-                        (long long)w->groups);
+  if (w->groups < 1 || w->groups > FZ_MAX_DIM) /* a channel count */
+    return fzGraphError(d, "attribute 'groups' (%lld) must be in [1, %lld]",
+                        (long long)w->groups, (long long)FZ_MAX_DIM);
   return true;
 }
 
