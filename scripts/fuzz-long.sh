@@ -16,6 +16,9 @@
 #                                             the ledger (run-one does)
 #   bash scripts/fuzz-long.sh report          CPU time, executions, corpus
 #                                             per target from the ledger
+#   bash scripts/fuzz-long.sh merge [T...]    add the long-run inputs that
+#                                             add coverage to fuzz/corpus/T
+#                                             (-merge=1; the seeds stay)
 #
 # Everything lives under FZ_FUZZ_LONG_DIR (default build-fuzz/long, not
 # tracked): corpus/<target>/ (persistent, grows across runs; the seeds of
@@ -159,6 +162,28 @@ cmd_run() {
   echo "fuzz-long: queue empty"
 }
 
+# Adds to fuzz/corpus/<target>/ the inputs of the long-run corpus that
+# add coverage (libFuzzer's -merge=1; the seeds there stay), for the
+# targets given (default: every one with a long-run corpus).
+cmd_merge() {
+  local targets=("$@") t
+  [[ ${#targets[@]} -eq 0 ]] && targets=($(ls "$dir/corpus"))
+  for t in "${targets[@]}"; do
+    [[ -d "$dir/corpus/$t" && -x "$build/bin/fuzz_$t" ]] || continue
+    mkdir -p "$root/fuzz/corpus/$t"
+    local before
+    before=$(ls "$root/fuzz/corpus/$t" | wc -l)
+    local maxLen=4096
+    [[ $t == kernel ]] && maxLen=8192
+    FZ_FUZZ_DIFF_CPU=0 nice -n 19 "$build/bin/fuzz_$t" -merge=1 \
+      -max_len="$maxLen" -timeout=30 -rss_limit_mb=2048 -close_fd_mask=3 \
+      "$root/fuzz/corpus/$t" "$dir/corpus/$t" >"$dir/logs/merge-$t.log" 2>&1 ||
+      { echo "fuzz-long: merge of $t failed (see $dir/logs/merge-$t.log)"; continue; }
+    echo "fuzz-long: $t: $before -> $(ls "$root/fuzz/corpus/$t" | wc -l) inputs," \
+      "$(du -sk --apparent-size "$root/fuzz/corpus/$t" | cut -f1) KiB"
+  done
+}
+
 cmd_report() {
   awk -F'\t' 'NR > 1 {
       u[$2] += $5 + $6; w[$2] += $7; e[$2] += $8; c[$2] = $9; a[$2] += $10; n[$2]++
@@ -186,8 +211,12 @@ run-one)
   ;;
 record) cmd_record "$2" ;;
 report) cmd_report ;;
+merge)
+  shift
+  cmd_merge "$@"
+  ;;
 *)
-  echo "usage: fuzz-long.sh init|add|run|report" >&2
+  echo "usage: fuzz-long.sh init|add|run|run-one|record|report|merge" >&2
   exit 2
   ;;
 esac
