@@ -4,16 +4,14 @@
 # a bounded time on its corpus. docs/robustness.md describes the targets.
 #
 #   FZ_FUZZ_SECONDS   seconds per target (default 60)
-#   FZ_FUZZ_RUNS      instead: this many inputs per target from seed 1
-#                     (deterministic; CI uses it), but FZ_FUZZ_RUN_RUNS
-#                     (default 2000) for fuzz_run and FZ_FUZZ_DIFF_RUNS
-#                     (default 2000) for fuzz_diff
+#   FZ_FUZZ_RUNS      instead: this many inputs per target from seed 1,
+#                     after its corpus (deterministic; CI uses 20000)
 #   FZ_FUZZ_TARGETS   which targets (default: parser onnx npy pipeline
 #                     diff kernel run)
 #   FZ_FUZZ_DIFF_CPU_RUNS  after fuzz_diff's run (graph-optimize against
 #                     the interpreter), this many more inputs from seed 2
 #                     with the CPU backend compared too (FZ_FUZZ_DIFF_CPU=1;
-#                     about 10 inputs a second, as each is JIT-compiled);
+#                     under 10 inputs a second, as each is JIT-compiled);
 #                     default 300 with FZ_FUZZ_RUNS, else none (0)
 #
 # Long runs (hours, at nice 19, with a CPU-time ledger): scripts/fuzz-long.sh.
@@ -92,13 +90,8 @@ for t in $targets; do
   # red CI must mean a regression, not a lucky draw). Otherwise: a time
   # budget and a random seed (exploration).
   if [[ -n "${FZ_FUZZ_RUNS:-}" ]]; then
-    runs=$FZ_FUZZ_RUNS
-    # Slow targets (tens of inputs a second): fuse-run compiles and runs a
-    # module per input; fuzz_diff optimizes and interprets a program twice.
-    [[ $t == run ]] && runs=${FZ_FUZZ_RUN_RUNS:-2000}
-    [[ $t == diff ]] && runs=${FZ_FUZZ_DIFF_RUNS:-2000}
-    echo "==== [fuzz] $t for $runs inputs (seed 1)"
-    fuzz_one "$t" "$t" -runs="$runs" -seed=1 -- FZ_FUZZ_DIFF_CPU=0
+    echo "==== [fuzz] $t for $FZ_FUZZ_RUNS inputs (seed 1)"
+    fuzz_one "$t" "$t" -runs="$FZ_FUZZ_RUNS" -seed=1 -- FZ_FUZZ_DIFF_CPU=0
   else
     echo "==== [fuzz] $t for ${seconds}s"
     fuzz_one "$t" "$t" -max_total_time="$seconds" -- FZ_FUZZ_DIFF_CPU=0
