@@ -590,6 +590,16 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
     fzOnnxModelError(&im, "not an ONNX model: the file is empty");
     return NULL;
   }
+  /* protobuf-c recurses once per nested message: bound the depth first
+   * (as deep as IR may nest). */
+  unsigned maxNesting = fzContextGetMaxNesting(ctx);
+  if (!fzOnnxNestingWithin(&onnx__model_proto__descriptor, data, size,
+                           maxNesting)) {
+    fzOnnxModelError(&im, "not a supported ONNX model: its messages "
+                          "(subgraphs, types) nest more than %u deep",
+                     maxNesting);
+    return NULL;
+  }
   ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};
   Onnx__ModelProto *m = onnx__model_proto__unpack(&alloc, size, data);
   if (!m) {
