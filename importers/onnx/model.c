@@ -312,6 +312,13 @@ static bool check_node(FzOnnxImporter *im, const FzOnnxOpDef *row) {
   if ((int)present < row->minInputs)
     return fzOnnxError(im, "expects at least %d inputs, got %zu",
                        row->minInputs, present);
+  /* An empty name marks an absent optional input; a required one must be
+   * there (found by fuzz_onnx: Conv with inputs "", "w" reached its
+   * handler with a NULL x). */
+  for (int i = 0; i < row->minInputs; ++i)
+    if (!n->input[i][0])
+      return fzOnnxError(im, "required input #%d is missing (its name is "
+                             "empty)", i);
   for (size_t i = (size_t)row->maxOutputs; i < n->n_output; ++i)
     if (n->output[i][0])
       return fzOnnxError(im, "unsupported output #%zu ('%s')", i,
