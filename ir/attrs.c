@@ -241,6 +241,16 @@ FzAttr *fzTypeAttrGet(FzContext *ctx, FzType *type) {
   return attr_get(ctx, &k);
 }
 
+FzAttr *fzLocAttrGet(FzContext *ctx, FzLoc *loc) {
+  if (!loc)
+    return NULL;
+  FzAttr k = attr_key(FZ_ATTR_LOC, NULL);
+  k.u.loc = loc;
+  return attr_get(ctx, &k);
+}
+
+FzLoc *fzLocAttrGetValue(const FzAttr *a) { return a->u.loc; }
+
 FzAttr *fzArrayAttrGet(FzContext *ctx, size_t n, FzAttr *const *elements) {
   for (size_t i = 0; i < n; ++i)
     if (!elements[i])

@@ -833,6 +833,16 @@ static FzAttr *parse_attr_inner(FzAsmParser *p, FzType *type) {
       return parse_dense(p, type);
     if (fzpIsKeyword(p, "array"))
       return parse_dense_array(p);
+    if (fzpIsKeyword(p, "loc")) {
+      /* A location as an attribute value: loc(...). */
+      FzLoc *loc = NULL;
+      if (!fzpParseLoc(p, &loc, false))
+        return NULL;
+      FzAttr *a = fzLocAttrGet(ctx, loc);
+      if (!a)
+        fzpOutOfMemory(p);
+      return a;
+    }
     if (!fzpIsTypeStart(p))
       break;
     /* A type used as an attribute. */

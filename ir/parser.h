@@ -270,8 +270,6 @@ FzLoc *fzpParseLocInner(FzAsmParser *p);
  * resolved at the end of the parse (as MLIR allows for trailing
  * locations). */
 bool fzpParseLoc(FzAsmParser *p, FzLoc **out, bool allowDeferred);
-/* True when the current token is `loc` followed by '('. */
-bool fzpAtTrailingLoc(const FzAsmParser *p);
 /* Replaces deferred placeholders in the ops under `root` (reports
  * undefined aliases). */
 bool fzpResolveDeferredLocs(FzAsmParser *p, FzOp *root);

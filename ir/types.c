@@ -7,6 +7,7 @@
  * whose element count overflows.
  */
 #include <math.h>
+#include <string.h>
 
 #include "ir/internal.h"
 
@@ -543,7 +544,34 @@ uint16_t fzDoubleToBF16Bits(double v) {
       (float)round_to_format(v, 7, -126, ldexp(255.0 / 128.0, 127)));
 }
 
+/* A NaN narrowed to a format with `mant` mantissa bits by hand, as the
+ * NaN's bits: its sign and the top of its payload are kept (a hardware
+ * conversion would quiet a signaling NaN). A payload that lives only in
+ * the dropped bits would leave an infinity: it becomes the quiet NaN. */
+static double narrow_nan(double v, int mant) {
+  uint64_t d;
+  memcpy(&d, &v, sizeof d);
+  uint64_t dropped = ((uint64_t)1 << (52 - mant)) - 1;
+  d &= ~dropped;
+  if ((d & (((uint64_t)1 << 52) - 1)) == 0)
+    d |= (uint64_t)1 << 51;
+  memcpy(&v, &d, sizeof v);
+  return v;
+}
+
 double fzRoundToFloatType(const FzType *t, double v) {
+  if (v != v) {
+    switch (t->kind) {
+    case FZ_TYPE_F16:
+      return narrow_nan(v, 10);
+    case FZ_TYPE_BF16:
+      return narrow_nan(v, 7);
+    case FZ_TYPE_F32:
+      return narrow_nan(v, 23);
+    default:
+      return v;
+    }
+  }
   switch (t->kind) {
   case FZ_TYPE_F16:
     return fzHalfBitsToFloat(fzDoubleToHalfBits(v));

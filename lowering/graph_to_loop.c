@@ -597,10 +597,15 @@ static const FzPassDef kLowerPass = {
 };
 
 extern const FzPassDef fzPlanMemoryPassDef; /* transforms/plan_memory.c */
+/* transforms/loop/tile_contractions.c */
+extern const FzPassDef fzTileContractionsPassDef;
+extern const FzPassDef fzStageRowsPassDef; /* transforms/loop/stage_rows.c */
 
 bool fzRegisterLoopPasses(FzContext *ctx) {
   return fzContextRegisterPass(ctx, &kLowerPass) &&
          fzContextRegisterPass(ctx, &fzPlanMemoryPassDef) &&
+         fzContextRegisterPass(ctx, &fzTileContractionsPassDef) &&
+         fzContextRegisterPass(ctx, &fzStageRowsPassDef) &&
          fzContextRegisterPassPipeline(
              ctx, "graph-to-loop",
              "Fuse, lower to loop nests and plan memory (runs on "

@@ -112,14 +112,20 @@ FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
   e->alignment = options->codegen.alignment ? options->codegen.alignment : 1;
   double t0 = now_seconds();
   e->loopModule = fzOpClone(module, NULL);
+  /* The CPU-only loop transforms run here rather than inside code
+   * generation, so that the loop module kept (fuse-run --print-loop-ir)
+   * is the one compiled. */
+  FzCodegenOptions codegen = options->codegen;
   bool ok = e->loopModule &&
             fzLowerModuleForCpu(e->loopModule, &options->pipeline) &&
+            fzPrepareLoopModuleForCpu(e->loopModule, &codegen) &&
             fzOpVerify(e->loopModule);
+  codegen.tileContractions = false;
+  codegen.stageRows = false;
   double t1 = now_seconds();
   e->lowerSeconds = t1 - t0;
   if (ok)
-    ok = (e->native = fzNativeModuleCreate(e->loopModule,
-                                           &options->codegen)) != NULL;
+    ok = (e->native = fzNativeModuleCreate(e->loopModule, &codegen)) != NULL;
   e->codegenSeconds = now_seconds() - t1;
   if (ok)
     ok = collect_functions(e);

@@ -9,7 +9,9 @@
  *
  * The module cache is a list of (hash, PTX copy, CUmodule); a lookup
  * compares the 64-bit FNV-1a hash and then the text, so two modules are
- * never confused. Modules live until fzCudaDestroy.
+ * never confused. Modules live until fzCudaDestroy. The kernels handed
+ * out are remembered with their names and the dynamic shared memory
+ * they were allowed (cuFuncSetAttribute, once per kernel and size).
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -48,7 +50,14 @@ enum {
   CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+  CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
 };
+enum { /* CUfunction_attribute */
+  CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1,
+  CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+};
+/* Dynamic shared memory every kernel may use without opting in. */
+enum { DEFAULT_DYNAMIC_SHARED = 48 * 1024 };
 enum { /* CUjit_option */
   CU_JIT_INFO_LOG_BUFFER = 3,
   CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4,
@@ -73,6 +82,8 @@ enum { /* CUjit_option */
   X(cuModuleUnload, "cuModuleUnload", (CUmodule))                             \
   X(cuModuleGetFunction, "cuModuleGetFunction",                               \
     (CUfunction *, CUmodule, const char *))                                   \
+  X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, int, CUfunction))      \
+  X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, int, int))        \
   X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                     \
   X(cuMemFree, "cuMemFree_v2", (CUdeviceptr))                                 \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", (CUdeviceptr, const void *, size_t))     \
@@ -111,6 +122,15 @@ typedef struct CachedModule {
   CUmodule module;
 } CachedModule;
 
+/* A kernel handed out by fzCudaGetKernel: its name (for messages) and
+ * the dynamic shared memory it was allowed so far (the driver's
+ * per-function attribute; 48 KiB without one). */
+typedef struct KnownKernel {
+  CUfunction func;
+  char *name;
+  unsigned dynamicAllowed;
+} KnownKernel;
+
 struct FzCuda {
   FzContext *ctx;
   void *lib;
@@ -119,8 +139,12 @@ struct FzCuda {
   CUcontext context;
   char name[256];
   int cc, numSMs;
+  int sharedOptin; /* static + dynamic shared memory a block may opt in
+                      to (bytes; 227 KiB on sm_90) */
   CachedModule *modules;
   size_t numModules, capModules;
+  KnownKernel *kernels;
+  size_t numKernels, capKernels;
 };
 
 /*===--- Opening the driver -----------------------------------------------===*/
@@ -257,6 +281,12 @@ FzCuda *fzCudaCreate(FzContext *ctx, int ordinal) {
                          &cu->numSMs, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
                          cu->device),
                      "cuDeviceGetAttribute") &&
+            cu_check(cu,
+                     a->cuDeviceGetAttribute(
+                         &cu->sharedOptin,
+                         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                         cu->device),
+                     "cuDeviceGetAttribute") &&
             cu_check(cu, a->cuDevicePrimaryCtxRetain(&cu->context, cu->device),
                      "cuDevicePrimaryCtxRetain");
   if (ok && !cu_check(cu, a->cuCtxSetCurrent(cu->context), "cuCtxSetCurrent")) {
@@ -279,6 +309,9 @@ void fzCudaDestroy(FzCuda *cu) {
     fzFree(cu->ctx, cu->modules[i].ptx);
   }
   fzFree(cu->ctx, cu->modules);
+  for (size_t i = 0; i < cu->numKernels; ++i)
+    fzFree(cu->ctx, cu->kernels[i].name);
+  fzFree(cu->ctx, cu->kernels);
   cu->api.cuDevicePrimaryCtxRelease(cu->device);
   fzFree(cu->ctx, cu);
 }
@@ -287,6 +320,7 @@ FzContext *fzCudaGetContext(const FzCuda *cu) { return cu->ctx; }
 const char *fzCudaGetDeviceName(const FzCuda *cu) { return cu->name; }
 int fzCudaGetComputeCapability(const FzCuda *cu) { return cu->cc; }
 int fzCudaGetNumSMs(const FzCuda *cu) { return cu->numSMs; }
+int fzCudaGetSharedMemoryOptin(const FzCuda *cu) { return cu->sharedOptin; }
 
 /*===--- Memory -----------------------------------------------------------===*/
 
@@ -391,6 +425,39 @@ static CUmodule load_module(FzCuda *cu, const char *ptx, size_t len) {
   return mod;
 }
 
+static KnownKernel *known_kernel(FzCuda *cu, CUfunction f) {
+  for (size_t i = 0; i < cu->numKernels; ++i)
+    if (cu->kernels[i].func == f)
+      return &cu->kernels[i];
+  return NULL;
+}
+
+/* Records f (named name) among the kernels handed out; false when out of
+ * memory (reported). */
+static bool remember_kernel(FzCuda *cu, CUfunction f, const char *name) {
+  if (known_kernel(cu, f))
+    return true;
+  if (cu->numKernels == cu->capKernels) {
+    size_t cap = cu->capKernels ? 2 * cu->capKernels : 8;
+    KnownKernel *grown = fzCalloc(cu->ctx, cap, sizeof *grown);
+    if (!grown)
+      return fzEmitError(cu->ctx, NULL, "cuda: out of memory");
+    if (cu->numKernels)
+      memcpy(grown, cu->kernels, cu->numKernels * sizeof *grown);
+    fzFree(cu->ctx, cu->kernels);
+    cu->kernels = grown;
+    cu->capKernels = cap;
+  }
+  size_t n = strlen(name);
+  char *copy = fzMalloc(cu->ctx, n + 1);
+  if (!copy)
+    return fzEmitError(cu->ctx, NULL, "cuda: out of memory");
+  memcpy(copy, name, n + 1);
+  cu->kernels[cu->numKernels++] =
+      (KnownKernel){f, copy, DEFAULT_DYNAMIC_SHARED};
+  return true;
+}
+
 FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
                               const char *name) {
   CUmodule mod = load_module(cu, ptx, len);
@@ -403,7 +470,40 @@ FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
                 name, err_text(&cu->api, r));
     return NULL;
   }
-  return (FzCudaKernel *)f;
+  return remember_kernel(cu, f, name) ? (FzCudaKernel *)f : NULL;
+}
+
+bool fzCudaKernelAllowSharedMemory(FzCuda *cu, FzCudaKernel *kernel,
+                                   unsigned bytes) {
+  CUfunction f = (CUfunction)kernel;
+  KnownKernel *k = known_kernel(cu, f);
+  if (bytes <= DEFAULT_DYNAMIC_SHARED || (k && k->dynamicAllowed >= bytes))
+    return true;
+  const char *name = k ? k->name : "?";
+  int statics = 0;
+  if (!cu_check(cu,
+                cu->api.cuFuncGetAttribute(
+                    &statics, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
+                "cuFuncGetAttribute"))
+    return false;
+  if ((int64_t)bytes + statics > cu->sharedOptin)
+    return fzEmitError(cu->ctx, NULL,
+                       "cuda: kernel '%s' needs %u bytes of dynamic shared "
+                       "memory (and %d static); %s allows at most %d per "
+                       "block (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_"
+                       "BLOCK_OPTIN): choose a smaller tile "
+                       "(FZ_GPU_MMA_TILE)",
+                       name, bytes, statics, cu->name, cu->sharedOptin);
+  CUresult r = cu->api.cuFuncSetAttribute(
+      f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)bytes);
+  if (r != 0)
+    return fzEmitError(cu->ctx, NULL,
+                       "cuda: cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_"
+                       "BYTES, %u) failed for kernel '%s': %s (error %d)",
+                       bytes, name, err_text(&cu->api, r), r);
+  if (k)
+    k->dynamicAllowed = bytes;
+  return true;
 }
 
 size_t fzCudaGetNumCachedModules(const FzCuda *cu) { return cu->numModules; }
@@ -411,6 +511,8 @@ size_t fzCudaGetNumCachedModules(const FzCuda *cu) { return cu->numModules; }
 bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel, const unsigned grid[3],
                   const unsigned block[3], unsigned sharedBytes,
                   void **args) {
+  if (!fzCudaKernelAllowSharedMemory(cu, kernel, sharedBytes))
+    return false;
   return cu_check(cu,
                   cu->api.cuLaunchKernel((CUfunction)kernel, grid[0], grid[1],
                                          grid[2], block[0], block[1],
@@ -433,13 +535,21 @@ struct FzCudaGraph {
 FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                                FzCudaKernel *const *kernels,
                                const unsigned (*grid)[3],
-                               const unsigned (*block)[3], void **args) {
+                               const unsigned (*block)[3],
+                               const unsigned *sharedBytes,
+                               void **const *args) {
   FzCudaGraph *g = calloc(1, sizeof *g);
   if (!g) {
     fzEmitError(cu->ctx, NULL, "cuda: out of memory");
     return NULL;
   }
-  bool ok = cu_check(cu, cu->api.cuGraphCreate(&g->graph, 0), "cuGraphCreate");
+  bool ok = true;
+  /* Kernels above 48 KiB of dynamic shared memory opt in before their
+   * nodes are added and the graph is instantiated. */
+  for (size_t i = 0; i < n && ok && sharedBytes; ++i)
+    ok = fzCudaKernelAllowSharedMemory(cu, kernels[i], sharedBytes[i]);
+  ok = ok &&
+       cu_check(cu, cu->api.cuGraphCreate(&g->graph, 0), "cuGraphCreate");
   CUgraphNode prev = NULL;
   for (size_t i = 0; i < n && ok; ++i) {
     CudaKernelNodeParams p = {(CUfunction)kernels[i],
@@ -449,8 +559,8 @@ FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                               block[i][0],
                               block[i][1],
                               block[i][2],
-                              0,
-                              args,
+                              sharedBytes ? sharedBytes[i] : 0,
+                              args[i],
                               NULL};
     CUgraphNode node = NULL;
     ok = cu_check(cu,

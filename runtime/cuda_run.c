@@ -27,7 +27,6 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     po.fuse = fuse;
     ok = fzLowerModuleForCpu(clone, &po);
   }
-  ok = ok && fzGpuWrapSequentialNests(clone);
   FzGpuOptions go;
   if (options)
     go = *options;
@@ -46,46 +45,53 @@ struct FzCudaCall {
   const FzGpuFunction *f;
   size_t nIn, numRoots;
   FzCudaPtr *dev;     /* numRoots: arguments, then temporaries */
-  void **args;        /* numRoots pointers into dev (kernel parameters) */
+  FzCudaKernel **fns; /* per kernel: the loaded function */
+  void ***args;       /* per kernel: its parameters (into dev, or the
+                         launch's constant scalars) */
   FzCudaGraph *graph; /* NULL: launched one by one */
 };
 
-/* The grid of kernel K: enough blocks for its items (the kernels loop
- * over the rest beyond 2^31 - 1). */
-static void kernel_grid(const FzGpuKernel *K, unsigned grid[3],
-                        unsigned block[3]) {
-  int64_t blocks = (K->numItems + K->blockSize - 1) / K->blockSize;
-  if (blocks > 0x7fffffff)
-    blocks = 0x7fffffff;
-  grid[0] = (unsigned)blocks, grid[1] = grid[2] = 1;
-  block[0] = K->blockSize, block[1] = block[2] = 1;
+/* Kernel k's parameter array: each points at a root's device address or
+ * at a constant scalar's bits (the driver reads the parameter's size
+ * from there; the host is little-endian). NULL when out of memory. */
+static void **kernel_args(FzCudaCall *c, const FzGpuKernel *K) {
+  void **a = calloc(K->numArgs + 1, sizeof *a);
+  for (size_t i = 0; a && i < K->numArgs; ++i)
+    a[i] = K->args[i].kind == FZ_GPU_ARG_BUFFER
+               ? (void *)&c->dev[K->args[i].root]
+               : (void *)&K->args[i].bits;
+  return a;
 }
 
-/* c's kernels with work as one CUDA graph; NULL when there are none or
- * the driver cannot build one (its error reported). */
+/* c's kernels as one CUDA graph; NULL when there are none or the driver
+ * cannot build one (its error reported). */
 static FzCudaGraph *make_graph(FzCudaCall *c) {
   const FzGpuFunction *f = c->f;
-  size_t n = 0;
-  FzCudaKernel **ks = calloc(f->numKernels + 1, sizeof *ks);
-  unsigned(*grid)[3] = calloc(f->numKernels + 1, sizeof *grid);
-  unsigned(*block)[3] = calloc(f->numKernels + 1, sizeof *block);
+  size_t m = f->numKernels, n = 0;
+  FzCudaKernel **ks = calloc(m + 1, sizeof *ks);
+  unsigned(*grid)[3] = calloc(m + 1, sizeof *grid);
+  unsigned(*block)[3] = calloc(m + 1, sizeof *block);
+  unsigned *shared = calloc(m + 1, sizeof *shared);
+  void ***args = calloc(m + 1, sizeof *args);
   FzCudaGraph *g = NULL;
-  bool ok = ks && grid && block;
-  for (size_t k = 0; ok && k < f->numKernels; ++k) {
+  bool ok = ks && grid && block && shared && args;
+  for (size_t k = 0; ok && k < m; ++k) {
     const FzGpuKernel *K = &f->kernels[k];
-    if (K->numItems == 0)
-      continue;
-    ks[n] = fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
-    ok = ks[n] != NULL;
-    kernel_grid(K, grid[n], block[n]);
-    n++;
+    ks[n] = c->fns[k];
+    memcpy(grid[n], K->grid, sizeof grid[n]);
+    memcpy(block[n], K->block, sizeof block[n]);
+    shared[n] = K->sharedBytes;
+    args[n++] = c->args[k];
   }
   if (ok && n > 0)
     g = fzCudaGraphCreate(c->cu, n, ks, (const unsigned(*)[3])grid,
-                          (const unsigned(*)[3])block, c->args);
+                          (const unsigned(*)[3])block, shared,
+                          (void **const *)args);
   free(ks);
   free(grid);
   free(block);
+  free(shared);
+  free(args);
   return g;
 }
 
@@ -104,14 +110,30 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
   if (c) {
     c->cu = cu, c->prog = p, c->f = f, c->nIn = nIn;
     c->dev = calloc(numRoots + 1, sizeof *c->dev);
-    c->args = calloc(numRoots + 1, sizeof *c->args);
+    c->args = calloc(f->numKernels + 1, sizeof *c->args);
+    c->fns = calloc(f->numKernels + 1, sizeof *c->fns);
   }
-  if (!c || !c->dev || !c->args) {
+  bool ok = c && c->dev && c->args && c->fns;
+  for (size_t k = 0; ok && k < f->numKernels; ++k)
+    ok = (c->args[k] = kernel_args(c, &f->kernels[k])) != NULL;
+  if (!ok) {
     fzEmitError(ctx, NULL, "cuda: out of memory");
     fzCudaCallDestroy(c);
     return NULL;
   }
-  bool ok = true;
+  /* The module (JIT-compiled once per PTX text) and each kernel, allowed
+   * its dynamic shared memory before any launch or graph: above 48 KiB
+   * (the tensor-core matmuls) CUDA needs the function's opt-in. */
+  for (size_t k = 0; ok && k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    c->fns[k] = fzCudaGetKernel(cu, p->ptx, p->ptxLen, K->name);
+    ok = c->fns[k] &&
+         fzCudaKernelAllowSharedMemory(cu, c->fns[k], K->sharedBytes);
+  }
+  if (!ok) {
+    fzCudaCallDestroy(c);
+    return NULL;
+  }
   for (size_t i = 0; ok && i < numRoots; ++i) {
     size_t bytes;
     if (i < f->numArgs) {
@@ -132,7 +154,6 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
     c->numRoots = i + 1; /* freed from here on */
     if (ok && i < nIn && bytes)
       ok = fzCudaCopyToDevice(cu, c->dev[i], inputs[i]->data, bytes);
-    c->args[i] = &c->dev[i];
   }
   if (ok) {
     c->graph = make_graph(c);
@@ -158,13 +179,8 @@ bool fzCudaCallLaunch(FzCudaCall *c) {
     return fzCudaGraphLaunch(c->cu, c->graph);
   for (size_t k = 0; k < c->f->numKernels; ++k) {
     const FzGpuKernel *K = &c->f->kernels[k];
-    if (K->numItems == 0)
-      continue;
-    FzCudaKernel *fn =
-        fzCudaGetKernel(c->cu, c->prog->ptx, c->prog->ptxLen, K->name);
-    unsigned grid[3], block[3];
-    kernel_grid(K, grid, block);
-    if (!fn || !fzCudaLaunch(c->cu, fn, grid, block, 0, c->args))
+    if (!fzCudaLaunch(c->cu, c->fns[k], K->grid, K->block, K->sharedBytes,
+                      c->args[k]))
       return false;
   }
   return true;
@@ -205,8 +221,11 @@ void fzCudaCallDestroy(FzCudaCall *c) {
   fzCudaGraphDestroy(c->cu, c->graph);
   for (size_t i = 0; c->dev && i < c->numRoots; ++i)
     fzCudaFree(c->cu, c->dev[i]);
+  for (size_t k = 0; c->args && k < c->f->numKernels; ++k)
+    free(c->args[k]);
   free(c->dev);
   free(c->args);
+  free(c->fns);
   free(c);
 }
 

@@ -135,6 +135,20 @@ run_build() {
       total_failed=$((total_failed + 1))
     fi
     summaries+=("$name: ONNX conformance on cpu: $cpu")
+    # And through the GPU path on the kernel simulator (lower-loop-to-
+    # kernel, PTX compiled, kernels simulated): the same counts too.
+    echo "==== [$name] ONNX conformance on --device sim"
+    FZ_CONFORMANCE_LOG=conformance-sim.log \
+      bash "$root/tests/conformance/run.sh" "$dir" --device sim |
+      tee "$log/conformance-sim-summary.log"
+    st=${PIPESTATUS[0]}
+    local sim
+    sim=$(tail -n 1 "$log/conformance-sim-summary.log")
+    if [[ $st -ne 0 || "$sim" != "$interp" ]]; then
+      echo "conformance on sim ($sim) differs from the interpreter ($interp)"
+      total_failed=$((total_failed + 1))
+    fi
+    summaries+=("$name: ONNX conformance on sim: $sim")
   fi
   summaries+=("$name: build and tests took $(($(date +%s) - t0))s")
 }

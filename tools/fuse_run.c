@@ -77,8 +77,10 @@ static const char kUsage[] =
     "                        loops, run the loop interpreter), or cuda\n"
     "                        (PTX on an NVIDIA GPU; auto picks it when a\n"
     "                        driver and a device are present), or sim\n"
-    "                        (loop-interp running kernel.launch in the\n"
-    "                        kernel simulator)\n"
+    "                        (the GPU path on the kernel simulator: a\n"
+    "                        graph-level function is lowered with\n"
+    "                        graph-to-kernel, then the loop interpreter\n"
+    "                        runs it, each kernel.launch in the simulator)\n"
     "  --input A.npy ...     inputs, one per argument, in order\n"
     "  --random-inputs SEED  seeded random inputs instead\n"
     "  --output-dir DIR      write DIR/output_N.npy\n"
@@ -269,8 +271,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
   if (!module)
     return 1;
   int status = 1;
-  FzTensor **inputs = NULL, **outputs = NULL;
-  size_t nIn = 0, nOut = 0;
+  FzTensor **inputs = NULL, **outputs = NULL, **ref = NULL;
+  size_t nIn = 0, nOut = 0, nRef = 0;
   FzOp *func = NULL;
   FzType *ft = NULL;
   FuseRunCpu *cpu = NULL;
@@ -330,6 +332,17 @@ static int run(const RunOptions *o, FzContext *ctx) {
       fprintf(stderr, "fuse-run: note: --device auto runs the interpreter: "
                       "no native code (%s)\n", why);
   }
+  /* --device sim --check-interp: the reference first (the simulator's
+   * run lowers the graph-level function in place). */
+  bool simCheck = !strcmp(o->device, "sim") && o->cpu.checkInterp;
+  if (simCheck && nOuts) {
+    fprintf(stderr, "fuse-run: error: --check-interp needs a graph-level "
+                    "function (this one is already lowered)\n");
+    goto done;
+  }
+  if (simCheck &&
+      !fzInterpretFunction(func, nIn, inputs, NULL, &nRef, &ref))
+    goto done;
   if (cuda ? !fuseRunCudaExecute(cuda, func, nIn, inputs, &nOut, &outputs,
                                  stdout, &cpuStatus)
       : cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
@@ -338,11 +351,22 @@ static int run(const RunOptions *o, FzContext *ctx) {
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
                                &outputs)
       : strcmp(o->device, "sim") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, NULL, &simOptions, &nOut,
-                               &outputs)
+          ? !fzLoopRunFunction(func, nIn, inputs, "graph-to-kernel",
+                               &simOptions, &nOut, &outputs)
           : !fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
     goto done;
   status = cpuStatus;
+  if (simCheck) {
+    if (nRef != nOut) {
+      printf("check-interp: MISMATCH: %zu outputs, the interpreter gives "
+             "%zu\n", nOut, nRef);
+      status = 1;
+    }
+    for (size_t i = 0; i < nRef && i < nOut; ++i)
+      if (!fuseRunCheckOne(stdout, i, outputs[i], ref[i], o->cpu.rtol,
+                           o->cpu.atol))
+        status = 1;
+  }
   if (o->outputDir) {
     if (o->saveInputs &&
         !fuseRunWriteAll(ctx, o->outputDir, "input", nIn, inputs))
@@ -365,6 +389,7 @@ done:
     fzTensorDestroy(inputs[i]);
   free(inputs);
   fzTensorArrayDestroy(ctx, nOut, outputs);
+  fzTensorArrayDestroy(ctx, nRef, ref);
   fuseRunCpuDestroy(cpu);
   fuseRunCudaDestroy(cuda);
   fzOpDestroy(module);

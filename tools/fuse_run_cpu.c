@@ -28,13 +28,19 @@ const char fuseRunCpuUsage[] =
     "  --bench N             cpu: time N runs; print the median and the\n"
     "                        effective bandwidth (inputs read once +\n"
     "                        outputs written once)\n"
-    "  --check-interp        cpu: also run the interpreter and compare\n"
+    "  --check-interp        cpu, cuda, sim: also run the interpreter and compare\n"
     "                        (--rtol/--atol)\n"
     "  --fusion-report       cpu: print the fusion report\n"
     "  --no-fuse             cpu: every op its own loop nest (no fusion)\n"
     "  --fast-math           cpu: every fast-math flag\n"
     "  --exact-math          cpu: C library exp/log/tanh/erf instead of\n"
     "                        the inline approximations\n"
+    "  --no-tile             cpu: matmul nests as lowered (one k loop per\n"
+    "                        output element), not tile-contractions\n"
+    "  --no-stage-rows       cpu: no stage-rows (softmax recomputes exp in\n"
+    "                        its normalization phase)\n"
+    "  --vector-width N      cpu: widest vectors in bits, 128, 256 or 512\n"
+    "                        (default 512 with AVX-512F, else LLVM's choice)\n"
     "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
     "                        stderr\n";
 
@@ -77,11 +83,25 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
       o->bench = n;
     return 1;
   }
+  if (IS("vector-width")) {
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v) {
+      if (*i + 1 >= argc)
+        return usage("option '%s' requires a value", a);
+      v = argv[++*i];
+    }
+    if (strcmp(v, "128") && strcmp(v, "256") && strcmp(v, "512"))
+      return usage("--vector-width expects 128, 256 or 512, got '%s'", v);
+    o->vectorWidth = (unsigned)atoi(v);
+    return 1;
+  }
   bool *flag = IS("check-interp")    ? &o->checkInterp
                : IS("fusion-report") ? &o->fusionReport
                : IS("no-fuse")       ? &o->noFuse
                : IS("fast-math")     ? &o->fastMath
                : IS("exact-math")    ? &o->exactMath
+               : IS("no-tile")       ? &o->noTile
+               : IS("no-stage-rows") ? &o->noStageRows
                : IS("print-loop-ir") ? &o->printLoopIR
                                      : NULL;
 #undef IS
@@ -138,6 +158,9 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.pipeline.fuse = !o->noFuse;
   co.codegen.fastMath = o->fastMath;
   co.codegen.exactMath = o->exactMath;
+  co.codegen.tileContractions = !o->noTile;
+  co.codegen.stageRows = !o->noStageRows;
+  co.codegen.preferVectorWidth = o->vectorWidth;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);
@@ -162,9 +185,8 @@ void fuseRunCpuDestroy(FuseRunCpu *r) {
 
 /*===--- Checking against the interpreter --------------------------------===*/
 
-/* Compares got with want (numpy.allclose's rule); prints one line. */
-static bool compare_one(FILE *out, size_t i, const FzTensor *got,
-                        const FzTensor *want, double rtol, double atol) {
+bool fuseRunCheckOne(FILE *out, size_t i, const FzTensor *got,
+                     const FzTensor *want, double rtol, double atol) {
   if (got->numElements != want->numElements || got->dtype != want->dtype) {
     fprintf(out, "check-interp: output_%zu: MISMATCH: shapes or dtypes "
                  "differ\n", i);
@@ -218,7 +240,7 @@ static bool check_interp(FuseRunCpu *r, FzOp *func, size_t nIn,
     fprintf(out, "check-interp: MISMATCH: %zu outputs, the interpreter "
                  "gives %zu\n", nOut, n);
   for (size_t i = 0; ok && i < n; ++i)
-    if (!compare_one(out, i, outputs[i], ref[i], r->o->rtol, r->o->atol))
+    if (!fuseRunCheckOne(out, i, outputs[i], ref[i], r->o->rtol, r->o->atol))
       *status = 1;
   if (!ok)
     *status = 1;
@@ -227,6 +249,12 @@ static bool check_interp(FuseRunCpu *r, FzOp *func, size_t nIn,
 }
 
 /*===--- Benchmark ---------------------------------------------------------===*/
+
+static double cpu_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -341,12 +369,14 @@ static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
   if (ok) {
     for (size_t w = 0; w < sets + 1; ++w)
       fzCpuFunctionCallRaw(f, bufs + (w % sets) * na);
+    double c0 = cpu_seconds();
     for (long k = 0; k < r->o->bench; ++k) {
       void **set = bufs + ((size_t)k % sets) * na;
       double t0 = now_seconds();
       fzCpuFunctionCallRaw(f, set);
       times[k] = now_seconds() - t0;
     }
+    double cpu = (cpu_seconds() - c0) / (double)r->o->bench;
     qsort(times, (size_t)r->o->bench, sizeof *times, cmp_double);
     double med = times[r->o->bench / 2];
     fprintf(out,
@@ -358,6 +388,12 @@ static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
             fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s", med * 1e3,
             times[0] * 1e3, r->o->bench, bytes / 1e6,
             med > 0 ? bytes / med / 1e9 : 0.0);
+    /* On a machine shared with other work the wall time includes waits;
+     * the process's CPU time does not (the pool's brief spinning adds a
+     * little with several threads). */
+    fprintf(out, "bench: cpu time %.4f ms per run (this process, every "
+                 "thread)\n",
+            cpu * 1e3);
     bench_memcpy(r, bytes, r->o->bench, out);
     fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
             fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,

@@ -15,9 +15,19 @@ typedef struct FuseRunCpuOptions {
   bool noFuse;          /* --no-fuse: every op its own loop nest */
   bool fastMath;        /* --fast-math */
   bool exactMath;       /* --exact-math */
+  bool noTile;          /* --no-tile */
+  bool noStageRows;     /* --no-stage-rows */
   bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
+  unsigned vectorWidth; /* --vector-width N: widest vectors, bits (0: default) */
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
 } FuseRunCpuOptions;
+
+/* --check-interp's comparison of output i, got, with the interpreter's,
+ * want (numpy.allclose's rule; NaN matches NaN): prints one line
+ * "check-interp: output_I: max abs error ..., max rel error ...: ok" (or
+ * MISMATCH, with the first offending element) to out. */
+bool fuseRunCheckOne(FILE *out, size_t i, const FzTensor *got,
+                     const FzTensor *want, double rtol, double atol);
 
 /* The usage lines of the options above. */
 extern const char fuseRunCpuUsage[];

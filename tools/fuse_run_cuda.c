@@ -10,12 +10,14 @@
  * built once per call; plain launches when the driver cannot build it),
  * and copies the outputs back.
  * --bench N times N replays of the graph with CUDA events (after 3
- * warm-up runs), prints the
- * median, the effective bandwidth over the ideal bytes (inputs read once,
- * outputs written once), and a device-to-device copy of the same bytes
- * in the same process as the limit.
+ * warm-up runs), prints the median, TFLOP/s when the function holds
+ * compute-bound kernels (the tensor-core matmuls' 2 M N K each:
+ * FzGpuKernel.flops), the effective bandwidth over the ideal bytes
+ * (inputs read once, outputs written once), and a device-to-device copy
+ * of the same bytes in the same process as the limit.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +56,12 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *vec = getenv("FZ_GPU_VECTOR");
   if (vec && atoi(vec) > 0 && atoi(vec) <= 64)
     go.vector = (unsigned)atoi(vec);
+  /* FZ_GPU_MMA=0: matmul nests take the generic mappings instead of the
+   * tensor-core kernel (for comparisons); FZ_GPU_MMA_TILE, the tile of
+   * the tensor-core kernels, is read by lower-loop-to-kernel itself. */
+  const char *mma = getenv("FZ_GPU_MMA");
+  if (mma && !strcmp(mma, "0"))
+    go.noMma = true;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;
@@ -128,53 +136,33 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
     copyMs = time_median(r, c, r->o->bench, b, a, half);
   fzCudaFree(r->cu, a);
   fzCudaFree(r->cu, b);
-  for (size_t k = 0; k < f->numKernels; ++k)
-    fprintf(out, "bench-cuda: kernel %s: %s\n", f->kernels[k].name,
-            f->kernels[k].plan ? f->kernels[k].plan : "");
+  for (size_t k = 0; k < f->numKernels; ++k) {
+    const FzGpuKernel *K = &f->kernels[k];
+    fprintf(out,
+            "bench-cuda: kernel %s: grid (%u, %u, %u), block (%u, %u, %u), "
+            "shared %u: %s\n",
+            K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
+            K->block[1], K->block[2], K->sharedBytes,
+            K->plan ? K->plan : K->mapping);
+  }
   double gbs = ms > 0 ? (double)bytes / (ms * 1e6) : 0;
   double copyGbs = copyMs > 0 ? (double)(2 * half) / (copyMs * 1e6) : 0;
+  /* Compute-bound kernels (matmuls: 2 M N K each) also in TFLOP/s. */
+  int64_t flops = 0;
+  for (size_t k = 0; k < f->numKernels; ++k)
+    flops += f->kernels[k].flops;
+  char tflops[96] = "";
+  if (flops > 0 && ms > 0)
+    snprintf(tflops, sizeof tflops, ", %.1f TFLOP/s (%lld flops)",
+             (double)flops / (ms * 1e9), (long long)flops);
   fprintf(out,
           "bench-cuda: @%s: %zu kernel%s (%s), median %.3f us over %ld "
-          "runs, %.1f GB/s (%lld ideal bytes); device copy %.1f GB/s; "
+          "runs%s, %.1f GB/s (%lld ideal bytes); device copy %.1f GB/s; "
           "ratio %.3f\n",
           f->name, f->numKernels, f->numKernels == 1 ? "" : "s",
-          fzCudaCallUsesGraph(c) ? "one CUDA graph" : "launched one by one", ms * 1e3,
-          r->o->bench, gbs, (long long)bytes, copyGbs,
+          fzCudaCallUsesGraph(c) ? "one CUDA graph" : "launched one by one",
+          ms * 1e3, r->o->bench, tflops, gbs, (long long)bytes, copyGbs,
           copyGbs > 0 ? gbs / copyGbs : 0);
-  return true;
-}
-
-/* numpy.allclose's rule; prints one line. */
-static bool compare_one(FILE *out, size_t i, const FzTensor *got,
-                        const FzTensor *want, double rtol, double atol) {
-  if (got->numElements != want->numElements || got->dtype != want->dtype) {
-    fprintf(out, "check-interp: output_%zu: MISMATCH: shapes or dtypes "
-                 "differ\n", i);
-    return false;
-  }
-  double maxAbs = 0;
-  int64_t bad = 0, first = -1;
-  for (int64_t k = 0; k < got->numElements; ++k) {
-    double a = fzTensorGetF64(got, k), b = fzTensorGetF64(want, k);
-    if (isnan(a) || isnan(b)) {
-      if (!(isnan(a) && isnan(b)) && bad++ == 0)
-        first = k;
-      continue;
-    }
-    double d = fabs(a - b);
-    maxAbs = d > maxAbs ? d : maxAbs;
-    if (!(d <= atol + rtol * fabs(b)) && bad++ == 0)
-      first = k;
-  }
-  fprintf(out, "check-interp: output_%zu: max abs error %.3g", i, maxAbs);
-  if (bad) {
-    fprintf(out, ": MISMATCH (%lld of %lld elements; first at flat index "
-                 "%lld: got %.9g, expected %.9g)\n",
-            (long long)bad, (long long)got->numElements, (long long)first,
-            fzTensorGetF64(got, first), fzTensorGetF64(want, first));
-    return false;
-  }
-  fprintf(out, ": ok\n");
   return true;
 }
 
@@ -201,7 +189,7 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
       if (nRef != n)
         *status = 1;
       for (size_t i = 0; i < nRef && i < n; ++i)
-        if (!compare_one(out, i, outs[i], ref[i], r->o->rtol, r->o->atol))
+        if (!fuseRunCheckOne(out, i, outs[i], ref[i], r->o->rtol, r->o->atol))
           *status = 1;
       fzTensorArrayDestroy(r->ctx, nRef, ref);
     }

@@ -30,9 +30,17 @@ const char fuseEmitHelp[] =
     "  --no-parallel                    No outlined parallel loops (one "
     "thread)\n"
     "  --no-fuse                        Lower every graph op on its own\n"
+    "  --no-tile                        No tile-contractions (CPU)\n"
+    "  --no-stage-rows                  No stage-rows (CPU)\n"
+    "  --vector-width=N                 Widest vectors in bits (128, 256, 512;\n"
+    "                                   default 512 with AVX-512F, else LLVM's)\n"
     "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
     "  --emit=ptx [--gpu-arch=sm_90]    PTX for NVIDIA GPUs (NVPTX; sm_80, "
     "sm_90, sm_90a)\n"
+    "  --mma-tile=BMxBNxBK:Ww:Ss        Tile of the tensor-core matmuls "
+    "(PTX; default:\n"
+    "                                   $FZ_GPU_MMA_TILE, else by size)\n"
+    "  --no-mma                         No tensor-core matmuls (PTX)\n"
     "  --align=N                        Alignment promised for buffer "
     "arguments (default 16)\n";
 
@@ -73,14 +81,31 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->codegen.parallel = false;
   } else if (flag_is(arg, "no-fuse")) {
     o->noFuse = true;
+  } else if (flag_is(arg, "no-tile")) {
+    o->codegen.tileContractions = false;
+  } else if (flag_is(arg, "no-stage-rows")) {
+    o->codegen.stageRows = false;
   } else if ((v = value_of(arg, "gpu-arch"))) {
     o->gpuArch = v;
+  } else if ((v = value_of(arg, "mma-tile"))) {
+    o->mmaTile = v;
+  } else if (flag_is(arg, "no-mma")) {
+    o->noMma = true;
   } else if ((v = value_of(arg, "mtriple"))) {
     o->codegen.triple = v;
   } else if ((v = value_of(arg, "mcpu"))) {
     o->codegen.cpu = v;
   } else if ((v = value_of(arg, "mattr"))) {
     o->codegen.features = v;
+  } else if ((v = value_of(arg, "vector-width"))) {
+    char *end;
+    long w = strtol(v, &end, 10);
+    if (*end || (w != 128 && w != 256 && w != 512)) {
+      fprintf(stderr, "fuse-translate: error: --vector-width expects 128, "
+                      "256 or 512, got '%s'\n", v);
+      return -1;
+    }
+    o->codegen.preferVectorWidth = (unsigned)w;
   } else if ((v = value_of(arg, "align"))) {
     char *end;
     long a = strtol(v, &end, 10);
@@ -174,8 +199,9 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
       go.arch = o->gpuArch;
     go.optLevel = o->codegen.optLevel;
     go.fastMath = o->codegen.fastMath;
-    ok = fzGpuWrapSequentialNests(module) &&
-         fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
+    go.mmaTile = o->mmaTile;
+    go.noMma = o->noMma;
+    ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
   }

@@ -8,6 +8,8 @@
 typedef struct FuseEmitOptions {
   const char *kind;    /* "llvm", "asm", "obj" or "ptx"; NULL: none */
   const char *gpuArch; /* --gpu-arch=sm_NN for --emit=ptx (default sm_90) */
+  const char *mmaTile; /* --mma-tile=T: the tensor-core tile (--emit=ptx) */
+  bool noMma;          /* --no-mma: no tensor-core matmuls (--emit=ptx) */
   FzCodegenOptions codegen;
   bool noFuse;         /* lower a graph-level module without fusion */
 } FuseEmitOptions;
@@ -16,7 +18,8 @@ void fuseEmitOptionsInit(FuseEmitOptions *o);
 
 /* Parses one command-line argument belonging to emission (--emit=K,
  * -O0..-O3, --fast-math, --exact-math, --no-parallel, --mcpu=,
- * --mattr=, --mtriple=, --no-fuse, --align=N). Returns 1 when consumed,
+ * --mattr=, --mtriple=, --no-fuse, --align=N, --gpu-arch=, --mma-tile=,
+ * --no-mma). Returns 1 when consumed,
  * 0 when not ours, -1 after printing a usage error. */
 int fuseEmitParseArg(FuseEmitOptions *o, const char *arg);
 

@@ -7,6 +7,7 @@
  */
 #include "fz/fusion.h"
 #include "fz/graph.h"
+#include "fz/kernel.h"
 #include "fz/loop.h"
 #include "fz/pass.h"
 #include "transforms/graph/graph_opt.h" /* graph optimizations */
@@ -52,6 +53,8 @@ bool fzRegisterAllPasses(FzContext *ctx) {
   if (!fzContextAddCanonicalizationProvider(ctx, fzGraphAddProfitablePatterns))
     return false;
   if (!fzRegisterLoopPasses(ctx)) /* lower-graph-to-loop, plan-memory */
+    return false;
+  if (!fzRegisterKernelPasses(ctx)) /* lower-loop-to-kernel */
     return false;
   for (size_t i = 0; i < sizeof kPipelines / sizeof kPipelines[0]; ++i)
     if (!fzContextRegisterPassPipeline(ctx, kPipelines[i].name,

@@ -2,8 +2,14 @@
 """numpy and PyTorch (CPU) on the CPU benchmark's workloads.
 
   peers.py NAME ELEMENTS COLUMNS RUNS THREADS
+  peers.py mmgelu M RUNS THREADS [DTYPE]     gelu(x @ w + b), M^3
 
-prints one line per peer: `peer NAME median_ms` (or `peer NAME n/a why`).
+prints one line per peer: `peer NAME median_ms cpu_ms` (or `peer NAME n/a
+why`): the median wall time of a call and the process CPU time per call
+(all threads; what counts on a machine shared with other work).
+mmgelu: numpy computes x @ w (its BLAS: OpenBLAS where python3-numpy is
+linked to libopenblas) + b, then gelu with the same rational erf as
+below; PyTorch F.gelu(torch.addmm(b, x, w)) (bf16: numpy n/a).
 The workloads are those of workloads.py, written as a user of each library
 would: numpy evaluates op by op (a temporary per op; it has no erf, so gelu
 uses the Abramowitz-Stegun 7.1.26 rational erf, five more ops); PyTorch
@@ -20,16 +26,19 @@ import time
 
 
 def timeit(fns, runs):
-    """Median ms of runs calls, rotating through fns (one per input set)."""
+    """Median ms of runs calls, rotating through fns (one per input set),
+    and the process CPU ms per call."""
     for fn in fns:
         fn()
     ts = []
+    c0 = time.process_time()
     for k in range(runs):
         fn = fns[k % len(fns)]
         t0 = time.perf_counter()
         fn()
         ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
+    cpu = (time.process_time() - c0) / runs
+    return "%.4f %.4f" % (statistics.median(ts) * 1e3, cpu * 1e3)
 
 
 def rotation(nbytes):
@@ -106,7 +115,53 @@ def torch_fn(torch, name, args):
     return lambda: F.layer_norm(x + r, (x.shape[1],), g, b, 1e-5)
 
 
+def erf_as(np, z):
+    # Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7).
+    a = np.abs(z)
+    t = 1.0 / (1.0 + 0.3275911 * a)
+    y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t
+                - 0.284496736) * t + 0.254829592) * t * np.exp(-a * a)
+    return np.copysign(y, z)
+
+
+def main_mm(argv):
+    m, runs, threads = map(int, argv[:3])
+    dt = argv[3] if len(argv) > 3 else "f32"
+    try:
+        import numpy as np
+    except ImportError as e:
+        print("peer numpy n/a", e)
+        print("peer torch n/a", e)
+        return
+    rng = np.random.default_rng(1)
+
+    def full(*shape):
+        return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+    x, w, b = full(m, m), full(m, m), full(m)
+    if dt == "f32":
+        def np_fn():
+            h = x @ w + b
+            return 0.5 * h * (1.0 + erf_as(np, h * np.float32(0.7071067811865476)))
+        print("peer numpy %s" % timeit([np_fn], runs), flush=True)
+    else:
+        print("peer numpy n/a no bf16 matmul")
+    try:
+        import torch
+        torch.set_num_threads(threads)
+        tdt = torch.float32 if dt == "f32" else torch.bfloat16
+        tx, tw, tb = (torch.from_numpy(a).to(tdt) for a in (x, w, b))
+        F = torch.nn.functional
+        with torch.no_grad():
+            print("peer torch %s" % timeit([lambda: F.gelu(torch.addmm(tb, tx, tw))],
+                                           runs))
+    except Exception as e:  # not installed, or failed to load
+        print("peer torch n/a", str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "mmgelu":
+        return main_mm(sys.argv[2:])
     if len(sys.argv) != 6:
         raise SystemExit(__doc__)
     name, n, c, runs, threads = sys.argv[1], *map(int, sys.argv[2:])
@@ -120,14 +175,14 @@ def main():
     from workloads import nbytes
     sets = [inputs(np, name, n // c, c, seed=1 + k)
             for k in range(rotation(nbytes(name, n, c)))]
-    print("peer numpy %.4f" % timeit([numpy_fn(np, name, a) for a in sets], runs),
+    print("peer numpy %s" % timeit([numpy_fn(np, name, a) for a in sets], runs),
           flush=True)
     try:
         import torch
         torch.set_num_threads(threads)
         with torch.no_grad():
-            print("peer torch %.4f" % timeit([torch_fn(torch, name, a) for a in sets],
-                                             runs))
+            print("peer torch %s" % timeit([torch_fn(torch, name, a) for a in sets],
+                                           runs))
     except Exception as e:  # not installed, or failed to load
         print("peer torch n/a", str(e).splitlines()[0] if str(e) else type(e).__name__)
 

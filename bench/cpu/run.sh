@@ -19,8 +19,19 @@
 # reference interpreter at a small size (f32: rtol 1e-5; atol 1e-5 for
 # layer_norm, whose outputs are O(1) and whose f32 mean loses ~1e-6).
 #
+# Then matmul + bias + gelu, gelu(x @ w + b) with x, w [S, S] for each S
+# in MM_SIZES and each dtype in MM_DTYPES: fuse (tile-contractions),
+# numpy (its BLAS for x @ w, then + b and gelu op by op; f32 only) and
+# PyTorch (F.gelu(torch.addmm(b, x, w))), MM_RUNS timed runs each, as
+# GFLOP/s (2 S^3 flops over the median wall time) and CPU ms per call
+# (the process's CPU time over the timed runs: on a machine shared with
+# other work, compare those). Checked first against the interpreter on
+# ragged shapes (f32 rtol 1e-5 atol 1e-5; bf16 rtol 2e-2 atol 2e-2).
+#
 # BIN_DIR holds fuse-run (default: build/bin). Environment:
 #   SIZES="16777216 33554432 67108864"  COLS=4096  RUNS=20
+#   MM_SIZES="1024 2048"  MM_DTYPES="f32 bf16"  MM_RUNS=10
+#   WORKLOADS="relu gelu softmax layernorm mmgelu"
 #   THREADS=$(nproc)  PY=/usr/bin/python3  OUT=bench/cpu/last_output.txt
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,6 +41,11 @@ fuse_run=$bin/fuse-run
 SIZES=${SIZES:-"16777216 33554432 67108864"}
 COLS=${COLS:-4096}
 RUNS=${RUNS:-20}
+MM_SIZES=${MM_SIZES:-"1024 2048"}
+MM_DTYPES=${MM_DTYPES:-"f32 bf16"}
+MM_RUNS=${MM_RUNS:-10}
+WORKLOADS=${WORKLOADS:-"relu gelu softmax layernorm mmgelu"}
+EW=$(tr ' ' '\n' <<<"$WORKLOADS" | grep -v '^mmgelu$' | tr '\n' ' ' || true)
 THREADS=${THREADS:-$(nproc)}
 PY=${PY:-/usr/bin/python3}
 OUT=${OUT:-$here/last_output.txt}
@@ -44,7 +60,7 @@ echo "fuse-run: $fuse_run"
 echo
 
 echo "correctness (65536 elements, --check-interp):"
-for w in relu gelu softmax layernorm; do
+for w in $EW; do
   "$PY" "$here/workloads.py" $w 65536 1024 >"$tmp/check_$w.fuse"
   atol=1e-8
   [[ $w == layernorm ]] && atol=1e-5
@@ -55,12 +71,22 @@ for w in relu gelu softmax layernorm; do
     echo "  $w ${mode:-(fused)}: ${res#check-interp: }"
   done
 done
+if [[ " $WORKLOADS " == *" mmgelu "* ]]; then
+  for dt in $MM_DTYPES; do
+    tol="--rtol 1e-5 --atol 1e-5"
+    [[ $dt == bf16 ]] && tol="--rtol 2e-2 --atol 2e-2"
+    "$PY" "$here/workloads.py" mmgelu 77 45 203 $dt >"$tmp/check_mm.fuse"
+    res=$("$fuse_run" "$tmp/check_mm.fuse" --device cpu --random-inputs 7 \
+      --check-interp $tol --print-limit 0 | grep '^check-interp')
+    echo "  mmgelu 77x45 @ 45x203 $dt (tiled): ${res#check-interp: }"
+  done
+fi
 echo
 
-printf '%-10s %10s | %9s %7s %6s | %9s %5s | %9s %5s | %9s %5s | %8s %8s\n' \
+[[ -n ${EW// /} ]] && printf '%-10s %10s | %9s %7s %6s | %9s %5s | %9s %5s | %9s %5s | %8s %8s\n' \
   workload elements "fused ms" "GB/s" "%cpy" "unfus ms" "x" "numpy ms" "x" \
   "torch ms" "x" "cpy1 GB/s" "cpyN GB/s"
-for w in relu gelu softmax layernorm; do
+for w in $EW; do
   for n in $SIZES; do
     "$PY" "$here/workloads.py" $w "$n" "$COLS" >"$tmp/$w.fuse"
     f=$("$fuse_run" "$tmp/$w.fuse" --device cpu --random-inputs 1 \
@@ -83,8 +109,41 @@ for w in relu gelu softmax layernorm; do
       "$c1" "$cn"
   done
 done
+if [[ -n ${EW// /} ]]; then
 echo
 echo "x: how many times longer the peer takes than fuse's fused kernel."
 echo "%cpy: fused GB/s / memcpy GB/s on $THREADS threads (same run)."
 grep -h '^peer .* n/a' <<<"${p:-}" || true
+fi
+
+if [[ " $WORKLOADS " == *" mmgelu "* ]]; then
+  echo
+  echo "matmul + bias + gelu, gelu(x @ w + b), x and w [S, S]; $THREADS threads, median of $MM_RUNS; cpu: process CPU ms per call"
+  printf '%-6s %5s | %9s %8s %9s | %9s %8s %9s %5s | %9s %8s %9s %5s\n' \
+    S dtype "fuse ms" GFLOP/s "cpu ms" "numpy ms" GFLOP/s "cpu ms" "x" \
+    "torch ms" GFLOP/s "cpu ms" "x"
+  for dt in $MM_DTYPES; do
+    for n in $MM_SIZES; do
+      "$PY" "$here/workloads.py" mmgelu "$n" $dt >"$tmp/mm.fuse"
+      fl=$("$PY" "$here/workloads.py" --flops mmgelu "$n")
+      f=$("$fuse_run" "$tmp/mm.fuse" --device cpu --random-inputs 1 \
+        --bench "$MM_RUNS" --threads "$THREADS" --print-limit 0)
+      p=$("$PY" "$here/peers.py" mmgelu "$n" "$MM_RUNS" "$THREADS" $dt)
+      fms=$(sed -n 's/.*median \([0-9.]*\) ms.*/\1/p' <<<"$f" | head -1)
+      fcpu=$(sed -n 's/.*cpu time \([0-9.]*\) ms.*/\1/p' <<<"$f")
+      nms=$(awk '$2 == "numpy" && $3 != "n/a" {print $3}' <<<"$p")
+      ncpu=$(awk '$2 == "numpy" && $3 != "n/a" {print $4}' <<<"$p")
+      tms=$(awk '$2 == "torch" && $3 != "n/a" {print $3}' <<<"$p")
+      tcpu=$(awk '$2 == "torch" && $3 != "n/a" {print $4}' <<<"$p")
+      gf() { [[ -n ${1:-} ]] && awk -v f="$fl" -v t="$1" 'BEGIN {printf "%.1f", f / t / 1e6}' || echo "-"; }
+      rt() { [[ -n ${1:-} && -n ${2:-} ]] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo "-"; }
+      printf '%-6s %5s | %9s %8s %9s | %9s %8s %9s %5s | %9s %8s %9s %5s\n' \
+        "$n" $dt "$fms" "$(gf "$fms")" "$fcpu" "${nms:--}" "$(gf "$nms")" \
+        "${ncpu:--}" "$(rt "$nms" "$fms")" "${tms:--}" "$(gf "$tms")" \
+        "${tcpu:--}" "$(rt "$tms" "$fms")"
+      grep -h '^peer .* n/a' <<<"$p" || true
+    done
+  done
+  echo "x: peer wall time / fuse wall time."
+fi
 } | tee "$OUT"

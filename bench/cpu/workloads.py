@@ -12,6 +12,11 @@ NAME is one of (x: [R, C]; s, b, g: [C]; r: [R, C]):
             reduce_mean, sub, mul, reduce_mean, add, sqrt, div, mul, add)
 Bytes counted (ideal: every input read once, every output written once)
 are printed by `workloads.py --bytes NAME ELEMENTS [COLUMNS]`.
+
+  workloads.py mmgelu M [K N [DTYPE]]    gelu(x @ w + b): x [M, K], w [K, N],
+                                         b [N] (K = N = M by default;
+                                         DTYPE f32 or bf16, default f32)
+`workloads.py --flops mmgelu M [K N]` prints 2 M K N.
 """
 import sys
 
@@ -63,6 +68,16 @@ def text(name, n, c):
     raise SystemExit(f"workloads.py: unknown workload '{name}'")
 
 
+def mm_text(m, k, n, dt="f32"):
+    x, w = f"tensor<{m}x{k}x{dt}>", f"tensor<{k}x{n}x{dt}>"
+    b, y = f"tensor<{n}x{dt}>", f"tensor<{m}x{n}x{dt}>"
+    return (f"func.func @main(%x: {x}, %w: {w}, %b: {b}) -> {y} {{\n"
+            f"  %0 = graph.matmul %x, %w : {x}, {w} -> {y}\n"
+            f"  %1 = graph.add %0, %b : {y}, {b} -> {y}\n"
+            f"  %2 = graph.gelu %1 : {y}\n"
+            f"  return %2 : {y}\n}}\n")
+
+
 def nbytes(name, n, c):
     full, vec = 4 * n, 4 * c
     return {"relu": 2 * full + 2 * vec, "gelu": 2 * full + vec,
@@ -71,6 +86,18 @@ def nbytes(name, n, c):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args and args[-1] in ("f32", "bf16") and "mmgelu" in args:
+        dt = args.pop()
+    else:
+        dt = "f32"
+    if "mmgelu" in args:
+        flops = args[0] == "--flops"
+        rest = [int(a) for a in args[2 if flops else 1:]]
+        if len(rest) not in (1, 3):
+            raise SystemExit(__doc__)
+        m, k, n = rest if len(rest) == 3 else rest * 3
+        print(2 * m * k * n if flops else mm_text(m, k, n, dt), end="\n" if flops else "")
+        raise SystemExit(0)
     want_bytes = args and args[0] == "--bytes"
     if want_bytes:
         args = args[1:]

@@ -4,6 +4,11 @@
 # Prints `name eager_GBs compile_GBs` lines (ideal bytes: inputs read
 # once, outputs written once); prints nothing and exits 0 when torch or a
 # GPU is missing.
+# With --matmul: the matmul workloads of bench/gpu/matmul instead, as
+# `name eager_TFLOPs compile_TFLOPs mm_TFLOPs`: torch eager (torch.mm,
+# i.e. cuBLAS, then + bias and the exact gelu, three kernels), the same
+# under torch.compile, and cuBLAS's mm alone (the limit: no epilogue).
+# TFLOP/s count 2 M N K.
 import sys
 try:
     import torch
@@ -11,8 +16,10 @@ try:
     assert torch.cuda.is_available()
 except Exception:
     sys.exit(0)
-N = int(sys.argv[1]) if len(sys.argv) > 1 else 20
-only = set(sys.argv[2:])
+matmul = "--matmul" in sys.argv
+argv = [a for a in sys.argv if a != "--matmul"]
+N = int(argv[1]) if len(argv) > 1 else 20
+only = set(argv[2:])
 dev = "cuda"
 f32, bf16 = torch.float32, torch.bfloat16
 
@@ -65,6 +72,33 @@ def work():
     yield "12_row_sum", lambda x: x.sum(1), (r(16384, 8192),)
     yield "13_col_sum", lambda x: x.sum(0), (r(16384, 8192),)
 
+
+def mm_bias_gelu(a, b, bias):
+    return F.gelu(torch.mm(a, b) + bias)
+
+
+def mm_work():
+    for n in (4096, 8192):
+        g = torch.Generator(device=dev).manual_seed(n)
+        r = lambda *s: torch.randn(*s, device=dev, dtype=bf16, generator=g)
+        yield f"mm_bias_gelu_bf16_{n}", (r(n, n), r(n, n), r(n)), 2.0 * n ** 3
+
+
+if matmul:
+    for name, args, flops in mm_work():
+        if only and name not in only:
+            continue
+        tf = lambda ms: flops / (ms * 1e-3) / 1e12
+        eager = med(mm_bias_gelu, args)
+        try:
+            comp = med(torch.compile(mm_bias_gelu), args)
+        except Exception:
+            comp = float("nan")
+        mm = med(torch.mm, args[:2])
+        print(f"{name} {tf(eager):.1f} {tf(comp):.1f} {tf(mm):.1f}", flush=True)
+        del args
+        torch.cuda.empty_cache()
+    sys.exit(0)
 
 for name, fn, args in work():
     if only and name not in only:

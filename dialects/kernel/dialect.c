@@ -2,7 +2,8 @@
  * and opcode lookup. The op list comes from FZ_KERNEL_OPS in fz/kernel.h;
  * each op is defined once in its family's file (ops_func.c: func, return,
  * launch; ops_thread.c: ids, shared memory, barrier, shuffle; ops_mem.c:
- * atomics, vector accesses, mma).
+ * atomics, vector accesses, mma; ops_frag.c: ldmatrix, extract,
+ * from_elements; ops_async.c: cp.async and its groups).
  */
 #include "dialects/kernel/kernel_internal.h"
 

@@ -20,7 +20,10 @@
  *  - kernel.shuffle / kernel.mma read their source lanes' operands, which
  *    the lockstep order has computed; a source lane outside the mask is a
  *    diagnosed error (undefined on hardware);
- *  - atomics run thread by thread, so they are trivially atomic.
+ *  - atomics run thread by thread, so they are trivially atomic;
+ *  - ldmatrix reads the rows its lanes address, per warp; cp.async copies
+ *    stay pending until the issuing thread's cp_async_wait completes
+ *    their group (sim_async.c says what is checked).
  * Programs that are correct on a GPU (no data races) give the same
  * results under any schedule, lockstep included. A data race on shared
  * memory (two threads touching a byte, one writing, with no barrier
@@ -29,9 +32,9 @@
  *
  * Kernel bodies may use the loop dialect's scalar ops (through
  * fzLoopEvalScalar, so semantics equal the loop interpreter's), loads,
- * stores, vector accesses, views, dims, constants and loop.for. Not
- * simulated (an error at the op): loop.parallel, loop.barrier,
- * loop.alloc/dealloc, loop.constant_buffer, calls.
+ * stores, vector accesses, views, dims, constants, read-only constant
+ * buffers and loop.for. Not simulated (an error at the op):
+ * loop.parallel, loop.barrier, loop.alloc/dealloc, calls.
  *
  * Limits (sim_internal.h): 1024 threads per block, 65536 blocks and 2^20
  * threads per launch, 227 KiB shared memory per block, and a budget of
@@ -109,12 +112,41 @@ static bool loop_op_supported(FzLoopOpcode opc) {
   case FZ_LOOP_OP_BARRIER:
   case FZ_LOOP_OP_ALLOC:
   case FZ_LOOP_OP_DEALLOC:
-  case FZ_LOOP_OP_CONSTANT_BUFFER:
   case FZ_LOOP_OP_UNKNOWN:
     return false;
   default:
     return true;
   }
+}
+
+/* A loop.constant_buffer's memory, built once from its dense value (a
+ * constant a kernel recomputes instead of taking it as an argument). */
+static SimBuf *constant_buffer(Sim *s, FzOp *op) {
+  FzTensor *t =
+      fzTensorFromDenseAttr(s->ctx, fzOpGetInherentAttr(op, FZ_STR("value")));
+  SimBuf *b = t && t->rank <= SIM_MAX_RANK
+                  ? fzArenaAlloc(&s->arena, sizeof *b)
+                  : NULL;
+  size_t bytes = t ? fzTensorGetNumBytes(t) : 0;
+  char *data = b ? fzArenaAlloc(&s->arena, bytes ? bytes : 1) : NULL;
+  if (data) {
+    memcpy(data, t->data, bytes);
+    memset(b, 0, sizeof *b);
+    b->data = b->lo = data;
+    b->hi = data + bytes;
+    b->elt = t->dtype;
+    b->esz = fzTypeGetStorageSize(t->dtype);
+    b->rank = t->rank;
+    int64_t st = 1;
+    for (size_t i = t->rank; i-- > 0;) {
+      b->shape[i] = t->shape[i];
+      b->strides[i] = st;
+      st *= t->shape[i];
+    }
+    b->readOnly = true;
+  }
+  fzTensorDestroy(t);
+  return data ? b : NULL;
 }
 
 static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
@@ -167,6 +199,9 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   case FZ_KERNEL_OP_ATOMIC:
     ins->pred = fzKernelAtomicGetKind(op);
     break;
+  case FZ_KERNEL_OP_EXTRACT:
+    ins->imm = fzKernelExtractGetPosition(op);
+    break;
   case FZ_KERNEL_OP_THREAD_ID:
   case FZ_KERNEL_OP_BLOCK_ID:
   case FZ_KERNEL_OP_BLOCK_DIM:
@@ -193,6 +228,9 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   if (ins->lopc == FZ_LOOP_OP_FOR &&
       !(ins->body = compile_block(s, fzLoopGetBody(op))))
     return false;
+  if (ins->lopc == FZ_LOOP_OP_CONSTANT_BUFFER &&
+      !(ins->constant = constant_buffer(s, op)))
+    return fzOpEmitError(op, "cannot build this constant in the simulator");
   for (uint32_t i = 0; i < ins->nres; ++i)
     if (!slot_new(s, fzOpGetResult(op, i), &ins->res[i]))
       return false;
@@ -420,6 +458,21 @@ static bool run_thread_op(Sim *s, const SimInst *ins, const uint8_t *mask) {
   return true;
 }
 
+/* kernel.extract (ins->imm: the lane) and kernel.from_elements. */
+static bool run_lanes(Sim *s, const SimInst *ins, const uint8_t *mask) {
+  for (int64_t t = 0; t < s->nthreads; ++t) {
+    if (!mask[t])
+      continue;
+    FzLoopScalar *r = sim_scalar(s, ins->res[0], t);
+    if (ins->kopc == FZ_KERNEL_OP_EXTRACT)
+      *r = sim_scalar(s, ins->ops[0], t)[ins->imm];
+    else
+      for (uint32_t l = 0; l < ins->nops; ++l)
+        r[l] = *sim_scalar(s, ins->ops[l], t);
+  }
+  return true;
+}
+
 static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
   switch (ins->kopc) {
   case FZ_KERNEL_OP_RETURN:
@@ -435,6 +488,17 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
   case FZ_KERNEL_OP_VECTOR_LOAD:
   case FZ_KERNEL_OP_VECTOR_STORE:
     return fzKernelSimMemory(s, ins, mask);
+  case FZ_KERNEL_OP_LDMATRIX:
+    return fzKernelSimLdmatrix(s, ins, mask);
+  case FZ_KERNEL_OP_CP_ASYNC:
+    return fzKernelSimCpAsync(s, ins, mask);
+  case FZ_KERNEL_OP_CP_ASYNC_COMMIT:
+    return fzKernelSimCpAsyncCommit(s, ins, mask);
+  case FZ_KERNEL_OP_CP_ASYNC_WAIT:
+    return fzKernelSimCpAsyncWait(s, ins, mask);
+  case FZ_KERNEL_OP_EXTRACT:
+  case FZ_KERNEL_OP_FROM_ELEMENTS:
+    return run_lanes(s, ins, mask);
   case FZ_KERNEL_OP_UNKNOWN:
     break;
   default:
@@ -463,6 +527,11 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
     return fzKernelSimMemory(s, ins, mask);
   case FZ_LOOP_OP_VIEW:
     return fzKernelSimView(s, ins, mask);
+  case FZ_LOOP_OP_CONSTANT_BUFFER:
+    for (int64_t t = 0; t < s->nthreads; ++t)
+      if (mask[t])
+        *sim_buf(s, ins->res[0], t) = *ins->constant;
+    return true;
   case FZ_LOOP_OP_DIM: {
     int64_t d = fzIntegerAttrGetValue(
         fzOpGetInherentAttr(ins->op, FZ_STR("index")));
@@ -581,7 +650,10 @@ static bool alloc_state(Sim *s) {
   s->rEpoch = fzCalloc(s->ctx, bytes, sizeof *s->rEpoch);
   s->writer = fzCalloc(s->ctx, bytes, sizeof *s->writer);
   s->reader = fzCalloc(s->ctx, bytes, sizeof *s->reader);
-  return s->shared && s->wEpoch && s->rEpoch && s->writer && s->reader;
+  s->pendingBy = fzCalloc(s->ctx, bytes, sizeof *s->pendingBy);
+  s->committed = fzCalloc(s->ctx, (size_t)s->nthreads, sizeof *s->committed);
+  return s->shared && s->wEpoch && s->rEpoch && s->writer && s->reader &&
+         s->pendingBy && s->committed;
 }
 
 static void free_state(Sim *s) {
@@ -593,6 +665,9 @@ static void free_state(Sim *s) {
   fzFree(s->ctx, s->rEpoch);
   fzFree(s->ctx, s->writer);
   fzFree(s->ctx, s->reader);
+  fzFree(s->ctx, s->pendingBy);
+  fzFree(s->ctx, s->committed);
+  fzFree(s->ctx, s->copies);
   fzPtrMapFree(&s->values);
   fzArenaReset(&s->arena);
 }
@@ -650,6 +725,7 @@ bool fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
         s.blockId[1] = by;
         s.blockId[2] = bz;
         memset(s.shared, 0xff, (size_t)s.sharedBytes);
+        fzKernelSimAsyncReset(&s);
         s.epoch++;
         ok = run_block(&s, s.entry, mask);
       }

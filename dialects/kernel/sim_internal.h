@@ -45,6 +45,7 @@ typedef struct SimInst {
   uint32_t nops, nres;
   uint32_t *ops, *res;
   SimBlock *body;      /* loop.for */
+  SimBuf *constant;    /* loop.constant_buffer: its read-only memory */
 } SimInst;
 
 struct SimBlock {
@@ -60,6 +61,15 @@ typedef struct SimSlot {
   uint32_t lanes;
   void *mem;
 } SimSlot;
+
+/* A cp.async issued and not yet completed by a kernel.cp_async_wait: the
+ * bytes it will write, read from global memory at issue. */
+typedef struct SimAsyncCopy {
+  char *dst;      /* 16 bytes of this block's shared memory */
+  int32_t thread; /* the issuing thread */
+  int32_t group;  /* the thread's group number; -1 while not committed */
+  unsigned char data[16];
+} SimAsyncCopy;
 
 typedef struct Sim {
   FzContext *ctx;
@@ -81,6 +91,13 @@ typedef struct Sim {
   uint32_t *wEpoch, *rEpoch;
   int32_t *writer, *reader;
   uint32_t epoch;
+  /* cp.async: the block's pending copies, per thread the number of groups
+   * it committed, per shared byte the issuing thread + 1 of a pending
+   * copy that writes it (0: none). */
+  SimAsyncCopy *copies;
+  size_t numCopies, capCopies;
+  int32_t *committed;
+  int32_t *pendingBy;
   int64_t steps, maxSteps; /* thread-steps run; the launch's budget */
 } Sim;
 
@@ -98,6 +115,20 @@ static inline SimBuf *sim_buf(const Sim *s, uint32_t slot, int64_t t) {
 bool fzKernelSimError(Sim *s, const SimInst *ins, int64_t t, const char *fmt,
                       ...) FZ_PRINTF(4, 5);
 
+/* Records thread t's access to [p, p+n) of shared memory: reports a race
+ * with another thread's access since the last barrier, or an access to
+ * bytes that a pending cp.async writes. */
+bool fzKernelSimRaceCheck(Sim *s, const SimInst *ins, int64_t t, const char *p,
+                          int64_t n, bool write);
+/* Thread t's address of the element at the indices in operands from...,
+ * spanning `span` elements of the last dimension; NULL after an error. */
+char *fzKernelSimAddress(Sim *s, const SimInst *ins, int64_t t,
+                         const SimBuf *b, uint32_t from, int64_t span);
+/* Reports, at warp-wide ins, a warp of which some lane (from w0) is not in
+ * mask; false then. *any is whether any lane of the warp is. */
+bool fzKernelSimWarpCheck(Sim *s, const SimInst *ins, const uint8_t *mask,
+                          int64_t w0, bool *any);
+
 /* sim_ops.c: one op for every thread of mask (mask[t] != 0). */
 bool fzKernelSimMemory(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimAtomic(Sim *s, const SimInst *ins, const uint8_t *mask);
@@ -105,5 +136,14 @@ bool fzKernelSimView(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimShuffle(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimBarrier(Sim *s, const SimInst *ins, const uint8_t *mask);
+/* sim_async.c: ldmatrix and the cp.async family. */
+bool fzKernelSimLdmatrix(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimCpAsync(Sim *s, const SimInst *ins, const uint8_t *mask);
+bool fzKernelSimCpAsyncCommit(Sim *s, const SimInst *ins,
+                              const uint8_t *mask);
+bool fzKernelSimCpAsyncWait(Sim *s, const SimInst *ins, const uint8_t *mask);
+/* Drops the pending copies of the block that ended (a new block starts
+ * with none). */
+void fzKernelSimAsyncReset(Sim *s);
 
 #endif /* FZ_KERNEL_SIM_INTERNAL_H */

@@ -14,13 +14,26 @@
 
 enum { READERS_MANY = -2 };
 
-/* Records thread t's access to [p, p+n) of shared memory and reports a
- * race with another thread's access since the last barrier. */
-static bool race_check(Sim *s, const SimInst *ins, int64_t t, const char *p,
-                       int64_t n, bool write) {
+static void thread_name(const Sim *s, int64_t t, char *buf, size_t n) {
+  int64_t bx = s->block[0], by = s->block[1];
+  snprintf(buf, n, "thread (%lld, %lld, %lld)", (long long)(t % bx),
+           (long long)(t / bx % by), (long long)(t / (bx * by)));
+}
+
+bool fzKernelSimRaceCheck(Sim *s, const SimInst *ins, int64_t t, const char *p,
+                          int64_t n, bool write) {
   int64_t base = p - s->shared;
   int32_t me = (int32_t)t;
   for (int64_t k = base; k < base + n; ++k) {
+    if (s->pendingBy[k]) {
+      char who[64];
+      thread_name(s, s->pendingBy[k] - 1, who, sizeof who);
+      return fzKernelSimError(s, ins, t, "%s shared memory (byte %lld) that "
+                              "a pending cp.async of %s writes: that thread's "
+                              "kernel.cp_async_wait (then a kernel.barrier "
+                              "for other threads) must come first",
+                              write ? "writes" : "reads", (long long)k, who);
+    }
     bool wNow = s->wEpoch[k] == s->epoch, rNow = s->rEpoch[k] == s->epoch;
     int32_t other = -1;
     if (wNow && s->writer[k] != me)
@@ -29,12 +42,8 @@ static bool race_check(Sim *s, const SimInst *ins, int64_t t, const char *p,
       other = s->reader[k];
     if (other != -1) {
       char who[64] = "several threads";
-      if (other >= 0) {
-        int64_t bx = s->block[0], by = s->block[1];
-        snprintf(who, sizeof who, "thread (%lld, %lld, %lld)",
-                 (long long)(other % bx), (long long)(other / bx % by),
-                 (long long)(other / (bx * by)));
-      }
+      if (other >= 0)
+        thread_name(s, other, who, sizeof who);
       return fzKernelSimError(s, ins, t, "data race on shared memory (byte "
                               "%lld): %s it after %s %s it with no "
                               "kernel.barrier between",
@@ -56,10 +65,8 @@ static bool race_check(Sim *s, const SimInst *ins, int64_t t, const char *p,
 
 /*===--- Loads and stores -----------------------------------------------===*/
 
-/* Thread t's address of the element at the indices in operands from...,
- * spanning `span` elements of the last dimension; NULL after an error. */
-static char *address(Sim *s, const SimInst *ins, int64_t t, const SimBuf *b,
-                     uint32_t from, int64_t span) {
+char *fzKernelSimAddress(Sim *s, const SimInst *ins, int64_t t,
+                         const SimBuf *b, uint32_t from, int64_t span) {
   int64_t off = 0;
   for (size_t d = 0; d < b->rank; ++d) {
     int64_t i = sim_scalar(s, ins->ops[from + d], t)->i;
@@ -95,7 +102,7 @@ bool fzKernelSimMemory(Sim *s, const SimInst *ins, const uint8_t *mask) {
     const SimBuf *b = sim_buf(s, ins->ops[bi], t);
     if (isStore && b->readOnly)
       return fzKernelSimError(s, ins, t, "writes a read-only buffer");
-    char *p = address(s, ins, t, b, bi + 1, span);
+    char *p = fzKernelSimAddress(s, ins, t, b, bi + 1, span);
     if (!p)
       return false;
     int64_t bytes = span * (int64_t)b->esz;
@@ -103,7 +110,7 @@ bool fzKernelSimMemory(Sim *s, const SimInst *ins, const uint8_t *mask) {
       return fzKernelSimError(s, ins, t, "accesses %lld bytes at an "
                               "address that is not a multiple of %lld",
                               (long long)bytes, (long long)bytes);
-    if (b->shared && !race_check(s, ins, t, p, bytes, isStore))
+    if (b->shared && !fzKernelSimRaceCheck(s, ins, t, p, bytes, isStore))
       return false;
     if (isStore) {
       const FzLoopScalar *v = sim_scalar(s, ins->ops[0], t);
@@ -195,7 +202,7 @@ bool fzKernelSimAtomic(Sim *s, const SimInst *ins, const uint8_t *mask) {
     const SimBuf *b = sim_buf(s, ins->ops[1], t);
     if (b->readOnly)
       return fzKernelSimError(s, ins, t, "writes a read-only buffer");
-    char *p = address(s, ins, t, b, 2, 1);
+    char *p = fzKernelSimAddress(s, ins, t, b, 2, 1);
     if (!p)
       return false;
     FzLoopScalar in[2] = {fzLoopReadElement(b->elt, p),
@@ -304,19 +311,29 @@ static void frag_c(int64_t lane, int i, int *row, int *col) {
   *col = tig * 2 + (i & 1);
 }
 
+bool fzKernelSimWarpCheck(Sim *s, const SimInst *ins, const uint8_t *mask,
+                          int64_t w0, bool *any) {
+  *any = false;
+  for (int64_t l = 0; l < SIM_WARP && w0 + l < s->nthreads; ++l)
+    *any = *any || mask[w0 + l];
+  if (!*any)
+    return true;
+  for (int64_t l = 0; l < SIM_WARP; ++l)
+    if (w0 + l >= s->nthreads || !mask[w0 + l])
+      return fzKernelSimError(s, ins, w0, "is a warp-wide operation, but "
+                              "lane %lld of this warp does not execute it",
+                              (long long)l);
+  return true;
+}
+
 bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask) {
   FzType *f32 = fzF32TypeGet(s->ctx);
   for (int64_t w0 = 0; w0 < s->nthreads; w0 += SIM_WARP) {
-    bool any = false;
-    for (int64_t l = 0; l < SIM_WARP && w0 + l < s->nthreads; ++l)
-      any = any || mask[w0 + l];
+    bool any;
+    if (!fzKernelSimWarpCheck(s, ins, mask, w0, &any))
+      return false;
     if (!any)
       continue;
-    for (int64_t l = 0; l < SIM_WARP; ++l)
-      if (w0 + l >= s->nthreads || !mask[w0 + l])
-        return fzKernelSimError(s, ins, w0, "is a warp-wide operation, but "
-                                "lane %lld of this warp does not execute it",
-                                (long long)l);
     double a[16][16], b[16][8], c[16][8];
     /* Register r of a fragment holds its elements 2r and 2r + 1. */
     for (int64_t l = 0; l < SIM_WARP; ++l) {

@@ -18,7 +18,7 @@
 #include "dialects/loop/loop_internal.h"
 
 #define MAX_PAR_DIMS FZ_GRAPH_MAX_RANK
-#define MAX_ITERS 64
+#define MAX_ITERS 256 /* a 64x64 warp tile has 64 accumulator pairs, plus loop state */
 
 FzBlock *fzLoopGetBody(const FzOp *op) {
   if (fzOpGetNumRegions(op) != 1)

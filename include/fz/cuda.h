@@ -56,6 +56,10 @@ const char *fzCudaGetDeviceName(const FzCuda *cu);
 /* Compute capability as 10 * major + minor (90 for sm_90). */
 int fzCudaGetComputeCapability(const FzCuda *cu);
 int fzCudaGetNumSMs(const FzCuda *cu);
+/* Shared memory (static + dynamic, bytes) a block may use after opting
+ * in: CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (227 KiB on
+ * sm_80/sm_90). */
+int fzCudaGetSharedMemoryOptin(const FzCuda *cu);
 
 /* Device memory. Alloc of 0 bytes allocates 1. False after an error. */
 FZ_MUST_CHECK bool fzCudaAlloc(FzCuda *cu, size_t bytes, FzCudaPtr *out);
@@ -78,10 +82,25 @@ FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
 /* Number of modules in the cache (for tests). */
 size_t fzCudaGetNumCachedModules(const FzCuda *cu);
 
-/* Launches kernel on a grid of grid[0..3) blocks of block[0..3) threads;
- * args[i] points at the value of parameter i (the driver's convention).
- * Asynchronous: errors of the kernel itself show up at the next
- * synchronizing call. */
+/* Lets kernel (from fzCudaGetKernel) be launched with `bytes` of dynamic
+ * shared memory. Up to 48 KiB every kernel may; above, CUDA needs the
+ * function's opt-in, cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_
+ * SHARED_SIZE_BYTES, bytes), before a launch and before a CUDA graph
+ * holding it is instantiated. Done once per kernel and size (the tensor-
+ * core matmul kernels take 64-144 KiB); fzCudaLaunch and
+ * fzCudaGraphCreate call it. False after reporting an error: the
+ * device's opt-in limit (fzCudaGetSharedMemoryOptin) is smaller than
+ * the kernel's static plus dynamic shared memory, named with the
+ * kernel. */
+FZ_MUST_CHECK bool fzCudaKernelAllowSharedMemory(FzCuda *cu,
+                                                 FzCudaKernel *kernel,
+                                                 unsigned bytes);
+
+/* Launches kernel on a grid of grid[0..3) blocks of block[0..3) threads
+ * with sharedBytes of dynamic shared memory (allowed first:
+ * fzCudaKernelAllowSharedMemory); args[i] points at the value of
+ * parameter i (the driver's convention). Asynchronous: errors of the
+ * kernel itself show up at the next synchronizing call. */
 FZ_MUST_CHECK bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel,
                                 const unsigned grid[3],
                                 const unsigned block[3],
@@ -90,16 +109,21 @@ FZ_MUST_CHECK bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel,
 FZ_MUST_CHECK bool fzCudaSynchronize(FzCuda *cu);
 
 /* A CUDA graph of n kernel launches, each after the previous one
- * (kernels[i] on grid[i] blocks of block[i] threads; every kernel takes
- * the parameters args points at, copied when the graph is built). A
- * function's kernels replay as one graph: one launch call instead of n,
- * about 0.8 us per node instead of ~4 us per cuLaunchKernel. NULL after
- * an error. */
+ * (kernels[i] on grid[i] blocks of block[i] threads with sharedBytes[i]
+ * bytes of dynamic shared memory, or none when sharedBytes is NULL;
+ * kernel i takes the parameters args[i] points at, copied when the graph
+ * is built). A function's kernels replay as one graph: one launch call
+ * instead of n, about 0.8 us per node instead of ~4 us per
+ * cuLaunchKernel. Kernels with more than 48 KiB of dynamic shared memory
+ * are allowed it first (fzCudaKernelAllowSharedMemory). NULL after an
+ * error. */
 typedef struct FzCudaGraph FzCudaGraph;
 FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                                FzCudaKernel *const *kernels,
                                const unsigned (*grid)[3],
-                               const unsigned (*block)[3], void **args);
+                               const unsigned (*block)[3],
+                               const unsigned *sharedBytes,
+                               void **const *args);
 /* Launches the whole graph (asynchronous, on the default stream). */
 FZ_MUST_CHECK bool fzCudaGraphLaunch(FzCuda *cu, FzCudaGraph *g);
 void fzCudaGraphDestroy(FzCuda *cu, FzCudaGraph *g);

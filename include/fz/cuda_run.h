@@ -5,9 +5,9 @@
  *
  * fzCudaCompileModule lowers a clone of a graph-level module with the CPU
  * pipeline's graph -> loop part (fusion unless told otherwise; a
- * loop-level module is taken as is), wraps top-level sequential nests
- * into kernels (fzGpuWrapSequentialNests) and compiles it to PTX for the
- * device's compute capability (capped at sm_90, the newest LLVM 19
+ * loop-level or kernel-level module is taken as is) and compiles it with
+ * fzGpuCompile (lower-loop-to-kernel, then the kernel dialect to PTX) for
+ * the device's compute capability (capped at sm_90, the newest LLVM 19
  * knows; the driver JIT-compiles PTX forward).
  *
  * An FzCudaCall is one call of a compiled function: every argument and

@@ -1,39 +1,39 @@
-/* fz/gpu.h - code generation for NVIDIA GPUs: a loop-level module to
- * PTX through LLVM's NVPTX back end (`nvptx64-nvidia-cuda`).
+/* fz/gpu.h - code generation for NVIDIA GPUs: a loop- or kernel-level
+ * module to PTX through LLVM's NVPTX back end (`nvptx64-nvidia-cuda`),
+ * with the launch plan of each host function.
  *
- * The GPU path goes loop -> NVPTX directly for now (the kernel dialect
- * of ARCHITECTURE.md section 5 is not built yet). What a lowered
- * function @f (fz/loop.h calling convention) becomes:
- *  - each top-level loop.parallel of @f is one kernel `f_kN`, launched
- *    in program order. Its parameters are every root buffer of @f: the
- *    function's arguments in order, then its top-level loop.alloc
- *    temporaries (allocated on the device by the runtime), each a
- *    `noalias align 16 dereferenceable` pointer, inputs `readonly` (so
- *    their loads become ld.global.nc, marked !invariant.load);
- *  - a planning step (lowering/nvptx/plan.c; docs/codegen.md "GPU
- *    mappings") picks one of three mappings per nest:
- *    elementwise: one iteration per thread, blockIdx.x * blockDim.x +
- *      threadIdx.x in a grid-stride loop; for a straight-line body each
- *      thread runs `vector` consecutive iterations of the last dimension,
- *      loads first and stores last, so that they form 16-byte accesses;
- *      inner loops run inside the thread;
- *    rows: a nest whose inner loops (loop.for reductions, loop.parallel
- *      phases) walk the contiguous last dimension: `group` consecutive
- *      threads share a row, each taking 16-byte chunks; reductions
- *      combine by warp shuffles, then shared memory; the row stays in
- *      registers across phases when it fits;
- *    columns: reductions over a non-contiguous axis (column sums): 32
- *      columns per block, the reduced axis split over the block's warps;
- *  - top-level scalar ops (constants, views, loads of scalars) are
- *    recomputed in every kernel that uses them;
- *  - `maxntid` is the block size; the kernel calling convention is the
- *    `ptx_kernel` one plus the `kernel` entry of nvvm.annotations.
- * Top-level loop.for nests and stores (reductions to a scalar) are not
- * kernels by themselves: fzGpuWrapSequentialNests first makes each a
- * one-iteration loop.parallel (fzCudaCompileModule and fuse-translate
- * --emit=ptx run it); without it they are an error at the op.
- * Not supported yet (an error at the op): func.call, sin/cos without libdevice,
- * dynamic shapes, nests with non-constant bounds.
+ * The pipeline (ARCHITECTURE.md section 1; docs/codegen.md "GPU"):
+ *   loop-level module ──lower-loop-to-kernel──> kernel-level module
+ *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
+ * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
+ * clone of a module that still has top-level loop nests, with this
+ * file's blockSize, vector, rowChunks, noMma and mmaTile; a module
+ * already at the kernel
+ * level (kernel.func + host functions of kernel.launch ops) is compiled
+ * as it is. Then:
+ *  - every kernel.func becomes a PTX entry of the same name (characters
+ *    PTX does not allow replaced by '_'): the `ptx_kernel` calling
+ *    convention and the `kernel` entry of nvvm.annotations; `maxntid`
+ *    from its launches' block size when they agree (so ptxas may give a
+ *    256-thread matmul kernel up to 255 registers); shared memory in
+ *    32-bit pointers (LLVM's nvptx-short-ptr, set once per process through
+ *    LLVMParseCommandLineOptions at the first GPU compilation: a program
+ *    that parses LLVM options itself must not give -nvptx-short-ptr too)
+ *    and the one `.extern .shared .align 16` dynamic array; each buffer
+ *    parameter a pointer `nocapture noundef align 16 dereferenceable`,
+ *    `noalias` when no launch passes it with another argument of the
+ *    same buffer, `readonly` when the kernel never writes it (then its
+ *    loads carry `!invariant.load` and become ld.global.nc); each kernel
+ *    op one PTX construct (docs/dialects/kernel.md "On the GPU");
+ *  - every func.func with a body is a host function: its kernel.launch
+ *    ops, whose sizes must be constants at the host level, become its
+ *    FzGpuFunction's launch list, each launch passing root buffers (the
+ *    function's arguments, then its top-level loop.alloc temporaries,
+ *    which the runtime allocates on the device) and constant scalars.
+ *    A function that launches nothing and takes scalars is left out.
+ * Not supported (an error at the op): func.call in kernels, sin/cos
+ * without libdevice, dynamic shapes, a launch argument that is neither a
+ * root buffer nor a host constant.
  *
  * Math: exp/log/log1p/tanh/erf/pow/sin/cos call the CUDA toolkit's
  * libdevice (__nv_expf, ...: CUDA's own accuracy, e.g. expf 2 ulp,
@@ -57,7 +57,8 @@ extern "C" {
 
 typedef struct FzGpuOptions {
   const char *arch;   /* "sm_80", "sm_90" (default), "sm_90a" */
-  unsigned blockSize; /* threads per block (default 256) */
+  unsigned blockSize; /* lower-loop-to-kernel: threads per block
+                         (default 256) */
   unsigned optLevel;  /* LLVM optimization level (default 3) */
   bool fastMath;      /* every fast-math flag (default off) */
   /* Iterations of the last dimension per thread for straight-line
@@ -70,21 +71,56 @@ typedef struct FzGpuOptions {
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4); fewer
    * threads per row and more loads in flight each as it grows. */
   unsigned rowChunks;
+  /* Tensor-core matmuls (lower-loop-to-kernel's first mapping): noMma
+   * turns them off (matmul nests take the generic mappings); mmaTile is
+   * the tile "BMxBNxBK:Ww:Ss[:gG][:sync]" of every matmul kernel (NULL or
+   * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
+  bool noMma;
+  const char *mmaTile;
 } FzGpuOptions;
 
 void fzGpuOptionsInit(FzGpuOptions *o);
 
+/* What one kernel parameter receives at a launch. */
+typedef enum FzGpuArgKind {
+  FZ_GPU_ARG_BUFFER, /* the device address of a root buffer of the
+                        function: `root` indexes its arguments, then its
+                        temporaries (loop.alloc at the top level) */
+  FZ_GPU_ARG_SCALAR, /* a constant: the low `size` bytes of `bits` */
+} FzGpuArgKind;
+
+typedef struct FzGpuArg {
+  FzGpuArgKind kind;
+  size_t root;   /* BUFFER */
+  unsigned size; /* SCALAR: 1, 2, 4 or 8 bytes */
+  uint64_t bits; /* SCALAR: the value's bits (f32: its IEEE bits; bf16
+                    and f16: their 16 bits; index: an i64) */
+} FzGpuArg;
+
+/* One kernel.launch of a host function, in program order. */
 typedef struct FzGpuKernel {
-  char *name;        /* PTX entry name */
-  int64_t numItems;  /* threads to launch: ceil(numItems / blockSize)
-                        blocks of blockSize threads */
-  unsigned blockSize;
-  const char *mapping; /* "elementwise", "rows" or "columns" (static) */
-  unsigned group;      /* threads sharing one iteration of the nest */
-  char *plan;          /* the plan in one line: mapping, sizes, why */
-  /* Bytes the kernel reads and writes ideally (each root buffer that it
-   * touches counted once): for bandwidth figures. */
+  char *name;           /* PTX entry (the kernel.func's symbol) */
+  unsigned grid[3];     /* blocks along x, y, z (each at least 1) */
+  unsigned block[3];    /* threads per block along x, y, z */
+  /* Dynamic shared memory per block: above 48 KiB (the tensor-core
+   * matmuls: 64-144 KiB) the runtime lets the kernel opt in first
+   * (fzCudaKernelAllowSharedMemory, fz/cuda.h); at most 227 KiB. */
+  unsigned sharedBytes;
+  size_t numArgs;
+  FzGpuArg *args;       /* one per kernel parameter, in order */
+  /* The kernel.func's `fuse.plan` attribute (lower-loop-to-kernel's
+   * one-line plan: mapping, sizes, why), or NULL; mapping is its first
+   * word ("matmul", "elementwise", "rows", "columns"), or "kernel"
+   * without one. */
+  char *plan;
+  char *mapping;
+  /* Bytes the kernel reads and writes ideally (each buffer argument that
+   * it accesses counted once): for bandwidth figures. */
   int64_t bytesMoved;
+  /* Floating-point operations of the launch when it is compute-bound
+   * (the kernel.func's `fuse.flops`: 2 * batch * M * N * K for a
+   * tensor-core matmul, mapping "matmul"), else 0: for TFLOP/s figures. */
+  int64_t flops;
 } FzGpuKernel;
 
 typedef struct FzGpuFunction {
@@ -95,28 +131,21 @@ typedef struct FzGpuFunction {
   size_t numTemps;
   int64_t *tempBytes; /* device bytes of each temporary */
   size_t numKernels;
-  FzGpuKernel *kernels; /* in launch order; each takes numArgs + numTemps
-                           pointers (arguments, then temporaries) */
+  FzGpuKernel *kernels; /* the launches, in order */
 } FzGpuFunction;
 
 typedef struct FzGpuProgram {
-  char *ptx; /* NUL-terminated PTX text of every kernel, after one
-                `// fuse: KERNEL: PLAN` comment line per kernel */
+  /* NUL-terminated PTX text of every kernel, after comment lines per
+   * launch: `// fuse: KERNEL: PLAN` (when the kernel has a plan) and
+   * `// fuse: KERNEL: launch grid (X, Y, Z), block (X, Y, Z), shared N` */
+  char *ptx;
   size_t ptxLen;
   size_t numFunctions;
   FzGpuFunction *functions;
 } FzGpuProgram;
 
-/* Rewrites a loop-level module in place for fzGpuCompile: every
- * top-level loop.for, loop.store and loop.vector_store of a function
- * moves into a one-iteration loop.parallel (a kernel); a loop.for's
- * results go through rank-0 loop.alloc temporaries that later ops read
- * with loop.load (lowering/nvptx/sequential.c). The semantics are kept.
- * False after reporting an error. */
-FZ_MUST_CHECK bool fzGpuWrapSequentialNests(FzOp *module);
-
-/* Compiles every func.func with a body of `module` (loop level; a
- * graph-level module must be lowered first, e.g. fzLowerModuleForCpu).
+/* Compiles `module` (loop or kernel level; a graph-level module must be
+ * lowered first, e.g. fzLowerModuleForCpu), which it leaves unchanged.
  * NULL after reporting errors at the offending ops. */
 FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options);
 void fzGpuProgramDestroy(FzGpuProgram *p);

@@ -297,7 +297,7 @@ typedef enum FzAttrKind {
   FZ_ATTR_DENSE,      /* dense<...> : tensor<...> */
   FZ_ATTR_DENSE_ARRAY,/* array<i64: 1, 2> */
   FZ_ATTR_OPAQUE,     /* #dialect.body / #dialect<body>: unregistered */
-  FZ_ATTR_LOC,        /* a location used as an attribute (internal) */
+  FZ_ATTR_LOC,        /* loc(...) used as an attribute value */
 } FzAttrKind;
 
 typedef struct FzNamedAttr {
@@ -335,6 +335,9 @@ FzAttr *fzDenseArrayAttrGet(FzContext *ctx, FzType *elementType, size_t n,
                             const void *data);
 FzAttr *fzOpaqueAttrGet(FzContext *ctx, FzStringRef dialect,
                         FzStringRef body);
+/* A location as an attribute value (`{l = loc("f":1:2)}`, as MLIR's
+ * LocationAttr); uniqued like every attribute. */
+FzAttr *fzLocAttrGet(FzContext *ctx, FzLoc *loc);
 
 /* Constructors above return NULL, without a diagnostic, for arguments they
  * do not accept (a NULL type or element, a type of the wrong kind, dense
@@ -376,6 +379,7 @@ int64_t fzDenseArrayAttrGetInt(const FzAttr *a, size_t i);
 double fzDenseArrayAttrGetFloat(const FzAttr *a, size_t i);
 FzStringRef fzOpaqueAttrGetDialect(const FzAttr *a);
 FzStringRef fzOpaqueAttrGetBody(const FzAttr *a);
+FzLoc *fzLocAttrGetValue(const FzAttr *a);
 
 /* Storage size in bytes of one element of type t in dense data (iN
  * rounded up to 1, 2, 4 or 8 bytes; index 8); 0 for non-scalar types. */

@@ -4,14 +4,20 @@
  * A kernel.func is a GPU entry point: buffer and scalar arguments, no
  * results, a body that every thread of a grid runs. Inside it, thread and
  * block ids, shared memory, barriers, warp shuffles, atomics, aligned
- * vector accesses and tensor-core mma ops join the loop dialect's scalar,
- * memory and loop ops (loop.for, loop.load, loop.addf, ...). Host code
+ * vector accesses, tensor-core mma with its ldmatrix fragment loads,
+ * asynchronous global-to-shared copies (cp.async) and vector element
+ * access join the loop dialect's scalar, memory and loop ops (loop.for,
+ * loop.load, loop.addf, ...). Host code
  * (a loop-level func.func) starts one with kernel.launch. Every op, its
  * syntax, semantics and verifier rules: docs/dialects/kernel.md.
  *
  * Memory spaces of buffer types at the kernel level: 0 global (kernel
  * arguments; NVPTX address space 1), 3 shared (one copy per block:
  * kernel.shared_alloc, kernel.dynamic_shared), as NVPTX numbers them.
+ *
+ * lower-loop-to-kernel (below) produces this level from the loop level;
+ * fz/gpu.h compiles it to PTX (lowering/nvptx, each op one PTX
+ * construct: docs/dialects/kernel.md "On the GPU").
  *
  * The simulator runs kernel.launch on the host with the exact semantics
  * of the execution model for small grids (limits below), so lit tests
@@ -39,7 +45,11 @@ extern "C" {
   X(BARRIER, "kernel.barrier") X(SHUFFLE, "kernel.shuffle")                   \
   X(ATOMIC, "kernel.atomic")                                                  \
   X(VECTOR_LOAD, "kernel.vector_load") X(VECTOR_STORE, "kernel.vector_store") \
-  X(MMA, "kernel.mma")
+  X(MMA, "kernel.mma") X(LDMATRIX, "kernel.ldmatrix")                        \
+  X(CP_ASYNC, "kernel.cp_async")                                              \
+  X(CP_ASYNC_COMMIT, "kernel.cp_async_commit")                                \
+  X(CP_ASYNC_WAIT, "kernel.cp_async_wait")                                    \
+  X(EXTRACT, "kernel.extract") X(FROM_ELEMENTS, "kernel.from_elements")
 /* clang-format on */
 
 typedef enum FzKernelOpcode {
@@ -70,6 +80,25 @@ int fzKernelGetDimension(const FzOp *op);
  * bytes (all index), then the kernel's arguments. */
 #define FZ_KERNEL_LAUNCH_NUM_CONFIG 7
 
+/* Accessors of verified ops, for code generators (docs/dialects/kernel.md
+ * gives each op's PTX):
+ *  - kernel.ldmatrix: the number of 8x8 matrices (1, 2 or 4; -1 for
+ *    another op or a bad property) and whether it transposes them;
+ *  - kernel.cp_async: operand 0 is the shared destination buffer, then its
+ *    indices; the global source buffer is operand
+ *    fzKernelCpAsyncGetSourceOperand (then its indices); the optional
+ *    source size in bytes (index) is the last operand when
+ *    fzKernelCpAsyncHasSourceSize;
+ *  - kernel.cp_async_wait: the number of most recent groups that may stay
+ *    pending (-1 for another op);
+ *  - kernel.extract: the lane read (-1 for another op). */
+int fzKernelLdmatrixGetNum(const FzOp *op);
+bool fzKernelLdmatrixIsTransposed(const FzOp *op);
+size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
+bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
+int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
+int64_t fzKernelExtractGetPosition(const FzOp *op);
+
 /*===------------------------------------------------------------------===*
  * The simulator (dialects/kernel/sim*.c)
  *
@@ -79,8 +108,9 @@ int fzKernelGetDimension(const FzOp *op);
  * plus dynamic) per block, FzKernelSimOptions.maxSteps thread-steps
  * (default 2^32). Errors are reported at the op that fails,
  * with the block and thread: out-of-bounds or misaligned accesses,
- * divergent barriers, shuffles and mma not executed by the lanes they
- * read, data races on shared memory between two barriers, writes to
+ * divergent barriers, shuffles, mma and ldmatrix not executed by the
+ * lanes they read, data races on shared memory between two barriers,
+ * accesses to shared memory that a pending cp.async writes, writes to
  * read-only buffers.
  *===------------------------------------------------------------------===*/
 
@@ -123,6 +153,73 @@ const FzLoopInterpExtension *fzKernelSimExtension(void);
  * outlive the interpretation; NULL: the defaults). */
 void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
                               const FzKernelSimOptions *options);
+
+/*===------------------------------------------------------------------===*
+ * lower-loop-to-kernel (lowering/loop_to_kernel; docs/passes.md)
+ *
+ * Lowers each loop-level func.func (fz/loop.h's calling convention) of a
+ * module to the kernel level: every top-level loop.parallel nest becomes
+ * a kernel.func `<function>_kN` (inserted before the function) and a
+ * kernel.launch in its place with a constant configuration. First,
+ * top-level sequential nests (a loop.for, a loop.store) are wrapped into
+ * one-iteration loop.parallel nests whose loop results go through rank-0
+ * loop.alloc temporaries (fzKernelWrapSequentialNests below). A
+ * kernel takes the root buffers it uses (arguments of the function, its
+ * top-level loop.alloc temporaries) in that order; the setup ops it uses
+ * (constants, views, dims, constant buffers, scalar loads and arithmetic
+ * at the top level) are recomputed inside it, and those no longer used
+ * at the host level are erased. The mapping of the nest onto threads is
+ * chosen by a documented heuristic (docs/codegen.md "GPU mappings":
+ * first the tensor-core matmul, whose kernels have a pipelined mma.sync
+ * GEMM with the nest's epilogue in registers; then rows, columns,
+ * elementwise) and recorded as the kernel.func's `fuse.plan` string
+ * attribute (and `fuse.flops`, the operations of a matmul launch). A nest whose bounds are not constants
+ * is an error at the nest; a nest of no iterations is erased (it does
+ * nothing).
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzLoopToKernelOptions {
+  unsigned blockSize; /* threads per block of the elementwise mapping and
+                         of grouped nests with G <= 32 (default 256; a
+                         multiple of 32 up to 1024) */
+  /* Iterations of the last dimension per thread for straight-line
+   * bodies (elementwise): 0 chooses 16 bytes / the widest element
+   * accessed; 1 is off. */
+  unsigned vector;
+  /* Rows mapping: 16-byte chunks per thread aimed at (0: 4). */
+  unsigned rowChunks;
+  /* The tensor-core matmul mapping (tried first on every nest) is off:
+   * matmul nests take the generic mappings. */
+  bool noMma;
+  /* Its tile configuration "BMxBNxBK:Ww:Ss[:gG][:sync]" for every matmul
+   * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
+   * chosen by size. A bad text is an error. Not owned. */
+  const char *mmaTile;
+  /* A remark at every nest that holds a loop: the matmul kernel it
+   * became (its tile), or why the matmul mapping refused it. */
+  bool remarks;
+} FzLoopToKernelOptions;
+
+void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
+
+/* The first step of the pass, on its own: in every func.func of module,
+ * each top-level loop.for, loop.store and loop.vector_store moves into a
+ * one-iteration loop.parallel (a future kernel); a loop.for's results go
+ * through rank-0 loop.alloc temporaries (at the start of the function)
+ * that later ops read with loop.load. The semantics are kept. False
+ * after reporting an error. */
+FZ_MUST_CHECK bool fzKernelWrapSequentialNests(FzOp *module);
+
+/* Lowers every func.func of module in place (options may be NULL: the
+ * defaults). A function without top-level nests is left as it is, so
+ * running it twice is harmless. False after reporting errors. */
+FZ_MUST_CHECK bool fzLowerLoopToKernel(FzOp *module,
+                                       const FzLoopToKernelOptions *options);
+
+/* Registers lower-loop-to-kernel (on builtin.module; options block-size,
+ * vector, row-chunks, mma, mma-tile, remarks) and the named pipeline graph-to-kernel
+ * (graph-to-loop,lower-loop-to-kernel). Twice is harmless. */
+FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);
 
 #ifdef __cplusplus
 }

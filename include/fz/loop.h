@@ -359,6 +359,65 @@ typedef struct FzMemoryPlanStats {
 /* Plans the temporaries of one lowered func.func. stats may be NULL. */
 FZ_MUST_CHECK bool fzPlanMemory(FzOp *func, FzMemoryPlanStats *stats);
 
+/*===------------------------------------------------------------------===*
+ * tile-contractions (CPU)
+ *
+ * Rewrites each top-level contraction nest of a lowered function (a
+ * matmul as lower-graph-to-loop emits it: a loop.parallel over the
+ * output whose body holds one loop.for reduction sum of x * y, x not
+ * depending on the last dim, y not on a row dim, then the fused epilogue
+ * and stores contiguous in the last dim) into register-blocked tiles of
+ * `rows` x `vectors` vectors of vectorBits / 32 f32 lanes: one fma per
+ * accumulator and k, the epilogue computed on the accumulators as
+ * vector ops, vector stores; y optionally packed into contiguous panels
+ * first. Edges get smaller tiles; the last N % lanes columns keep the
+ * original nest. Nests that do not match are left alone. A CPU-only
+ * step: emit-llvm runs it with the target's vector width
+ * (FzCodegenOptions.tileContractions); the loop IR the GPU path reads
+ * does not contain it. (transforms/loop/tile_contractions.c,
+ * docs/passes.md)
+ *===------------------------------------------------------------------===*/
+
+typedef enum FzTilePack {
+  FZ_TILE_PACK_AUTO,   /* pack when y is reused by >= 4 row tiles, or
+                          when y cannot be read lanes at a time */
+  FZ_TILE_PACK_NEVER,  /* never (nests whose y needs packing stay) */
+  FZ_TILE_PACK_ALWAYS,
+} FzTilePack;
+
+typedef struct FzTileContractionsOptions {
+  unsigned vectorBits; /* vector register width (default 256) */
+  unsigned rows;       /* MR: rows of a register tile (default 6) */
+  unsigned vectors;    /* NV: vectors per row of a tile (default 2) */
+  FzTilePack pack;     /* default FZ_TILE_PACK_AUTO */
+} FzTileContractionsOptions;
+
+void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);
+/* Tiles the contraction nests of one lowered func.func in place;
+ * *numTiled (may be NULL) counts them. options may be NULL. False after
+ * reporting an error. */
+FZ_MUST_CHECK bool fzTileContractions(FzOp *func,
+                                      const FzTileContractionsOptions *options,
+                                      size_t *numTiled);
+
+/*===------------------------------------------------------------------===*
+ * stage-rows (CPU)
+ *
+ * In each top-level loop.parallel (a row), when a loop.for reduction
+ * accumulates a term whose computation holds a math function (exp, log,
+ * tanh, erf, ...) and a later 1-d loop.parallel phase of the row over
+ * the same range recomputes that same term, the reduction stores it
+ * into a per-row scratch buffer (loop.alloc in the row, at most maxBytes)
+ * and the phase loads it: softmax evaluates exp once per element. A
+ * CPU-only step run by emit-llvm (FzCodegenOptions.stageRows).
+ * (transforms/loop/stage_rows.c, docs/passes.md)
+ *===------------------------------------------------------------------===*/
+
+/* *numStaged (may be NULL) counts the phases changed. False after
+ * reporting an error. */
+FZ_MUST_CHECK bool fzStageRows(FzOp *func, int64_t maxBytes,
+                               size_t *numStaged);
+
 /* Registers lower-graph-to-loop (on builtin.module), plan-memory (on
  * func.func) and the named pipeline graph-to-loop
  * (func.func(fuse),lower-graph-to-loop,func.func(plan-memory)). Twice is

@@ -78,6 +78,13 @@ typedef struct FzCodegenOptions {
   /* The byte alignment promised for every buffer argument (a power of
    * two, at least 1; default 16). Callers must honour it. */
   unsigned alignment;
+  /* CPU loop transforms run before translation (default on; see
+   * fzPrepareLoopModuleForCpu): tile-contractions with the target's
+   * vector width. */
+  bool tileContractions;
+  /* ... and stage-rows (softmax's exp stored by the sum, loaded by the
+   * normalization; default on). */
+  bool stageRows;
   /* The target: NULL means the host (its triple, CPU name and CPU
    * features, as LLVMGetHostCPUName/Features report them). When cpu is
    * given without features, the CPU's default features are used. */
@@ -88,6 +95,18 @@ typedef struct FzCodegenOptions {
 
 /* Fills the defaults listed above. */
 void fzCodegenOptionsInit(FzCodegenOptions *options);
+
+/* Runs, in place on a loop-level module, the loop transforms that only
+ * the CPU code generator wants, as options selects them, with the
+ * parameters of options' target (the host when it names none):
+ * tile-contractions (vector width: preferVectorWidth, else 512 with
+ * AVX-512F, 256 with AVX, else 128; 6 rows; 4 vectors per row at 512
+ * bits, else 2); stage-rows (per-row scratch up to 64 KiB). fzEmitLLVM and fzNativeModuleCreate run this on a copy
+ * of their input; the loop IR of fzLowerModuleForCpu, which the GPU path
+ * also reads, never contains it. Running it twice changes nothing more.
+ * False after reporting an error. */
+FZ_MUST_CHECK bool fzPrepareLoopModuleForCpu(FzOp *module,
+                                             const FzCodegenOptions *options);
 
 /*===------------------------------------------------------------------===*
  * The ABI shared with the CPU runtime

@@ -69,6 +69,12 @@ typedef struct FzLLEmitter {
   /* GPU only: f32 -> bf16 by the target's own conversion (fptrunc to
    * bfloat: cvt.rn.bf16.f32 on sm_80+) rather than integer rounding. */
   bool nativeBF16;
+  /* Ops of other dialects met by fzLLEmitBlock (the kernel dialect's,
+   * in a GPU kernel body: lowering/nvptx): called for an op that is not
+   * a loop op, func.call or func.return; false after an error. NULL:
+   * such ops are errors. */
+  bool (*emitForeignOp)(struct FzLLEmitter *E, FzOp *op);
+  void *foreignData; /* for emitForeignOp */
   LLVMFastMathFlags fmf;       /* on every float op */
   LLVMFastMathFlags fmfReduce; /* on reduction accumulations */
   bool failed;
@@ -145,6 +151,15 @@ bool fzLLEmitMemoryOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code);
 /* Records the root of a buffer function argument. */
 void fzLLSetRoot(FzLLEmitter *E, FzValue *buffer, const void *root);
 const void *fzLLGetRoot(FzLLEmitter *E, FzValue *buffer);
+/* The address of the element of buffer `buf` whose indices are op's
+ * operands from firstIndex on (one per dimension). NULL after an error
+ * (reported). */
+LLVMValueRef fzLLElementPtr(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                            size_t firstIndex);
+/* The same for an op whose indices of buf, operands firstIndex to
+ * firstIndex + rank - 1, are followed by other operands. */
+LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                              size_t firstIndex);
 /* Size in bytes that a buffer type spans (largest offset + 1 element). */
 int64_t fzLLBufferSpanBytes(FzType *bufferType);
 
@@ -211,6 +226,10 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
 /* Runs the optimization pipeline at o->optLevel. False after an error. */
 bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
                   const FzCodegenOptions *o);
+/* fzPrepareLoopModuleForCpu for a target with the given CPU features
+ * (cpu_loop.c). */
+bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
+                           const char *features);
 /* Translates and optimizes module: on success *llctx, *mod and *tm are
  * the caller's to dispose. */
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *o,

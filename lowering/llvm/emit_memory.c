@@ -63,13 +63,22 @@ int64_t fzLLBufferSpanBytes(FzType *t) {
   return span * (int64_t)storage_size(fzShapedTypeGetElementType(t));
 }
 
-/* The address of element (indices...) of buffer. */
-static LLVMValueRef element_ptr(FzLLEmitter *E, FzOp *op, FzValue *buf,
-                                size_t firstIndex) {
+LLVMValueRef fzLLElementPtr(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                            size_t firstIndex) {
+  size_t rank = fzShapedTypeGetRank(fzValueGetType(buf));
+  if (fzOpGetNumOperands(op) != firstIndex + rank) {
+    fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
+    return NULL;
+  }
+  return fzLLElementPtrAt(E, op, buf, firstIndex);
+}
+
+LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                              size_t firstIndex) {
   FzType *bt = fzValueGetType(buf);
   size_t rank = fzShapedTypeGetRank(bt);
   if (rank > FZ_GRAPH_MAX_RANK * 4 ||
-      fzOpGetNumOperands(op) != firstIndex + rank) {
+      fzOpGetNumOperands(op) < firstIndex + rank) {
     fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
     return NULL;
   }
@@ -105,7 +114,7 @@ static bool emit_load(FzLLEmitter *E, FzOp *op, bool vector) {
   FzValue *buf = fzOpGetOperand(op, 0);
   FzType *elt = fzShapedTypeGetElementType(fzValueGetType(buf));
   FzType *rt = fzValueGetType(fzOpGetResult(op, 0));
-  LLVMValueRef p = element_ptr(E, op, buf, 1);
+  LLVMValueRef p = fzLLElementPtr(E, op, buf, 1);
   if (!p)
     return false;
   LLVMTypeRef mem = fzLLStorageType(E, elt);
@@ -126,7 +135,7 @@ static bool emit_store(FzLLEmitter *E, FzOp *op) {
   FzValue *buf = fzOpGetOperand(op, 1);
   FzType *elt = fzShapedTypeGetElementType(fzValueGetType(buf));
   LLVMValueRef v = fzLLGet(E, fzOpGetOperand(op, 0));
-  LLVMValueRef p = element_ptr(E, op, buf, 2);
+  LLVMValueRef p = fzLLElementPtr(E, op, buf, 2);
   if (!v || !p)
     return false;
   if (is_i1(elt)) {

@@ -170,6 +170,10 @@ bool fzLLEmitBlock(FzLLEmitter *E, FzBlock *block, bool skipTerminator) {
         ok = emit_call(E, op);
         break;
       }
+      if (E->emitForeignOp) {
+        ok = E->emitForeignOp(E, op);
+        break;
+      }
       FzStringRef n = fzIdentGetString(fzOpGetName(op));
       ok = fzLLError(E, op,
                      "emit-llvm: '%.*s' has no translation to LLVM IR (only "

@@ -26,6 +26,8 @@ void fzCodegenOptionsInit(FzCodegenOptions *o) {
   o->parallel = true;
   o->alignment = 16;
   o->explicitVectors = true;
+  o->tileContractions = true;
+  o->stageRows = true;
   o->nontemporalMinBytes = (int64_t)16 << 20;
 }
 
@@ -168,8 +170,17 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(E.mod, td);
   LLVMDisposeTargetData(td);
-  bool ok = fzLLTranslateModule(&E, module) &&
-            fzLLOptimize(ctx, E.mod, tm, options);
+  /* The CPU-only loop transforms, on a copy of the caller's module. */
+  FzOp *copy = NULL;
+  bool ok = true;
+  if (options->tileContractions || options->stageRows) {
+    copy = fzOpClone(module, NULL);
+    ok = copy && fzLLPrepareLoopModule(copy, options, features);
+  }
+  ok = ok && fzLLTranslateModule(&E, copy ? copy : module) &&
+       fzLLOptimize(ctx, E.mod, tm, options);
+  if (copy)
+    fzOpDestroy(copy);
   free(cpu);
   free(features);
   if (!ok) {

@@ -8,6 +8,7 @@
  * is linked through the `nvptx` LLVM component (FZ_LLVM_COMPONENTS).
  */
 #include <llvm-c/BitReader.h>
+#include <llvm-c/Support.h>
 #include <llvm-c/Linker.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +27,8 @@ void fzGpuOptionsInit(FzGpuOptions *o) {
 
 static pthread_once_t gNvInit = PTHREAD_ONCE_INIT;
 static void init_nvptx(void) {
+  const char *argv[] = {"fuse", "--nvptx-short-ptr"};
+  LLVMParseCommandLineOptions(2, argv, NULL);
   LLVMInitializeNVPTXTargetInfo();
   LLVMInitializeNVPTXTarget();
   LLVMInitializeNVPTXTargetMC();
@@ -49,6 +52,8 @@ void fzGpuProgramDestroy(FzGpuProgram *p) {
     for (size_t k = 0; k < f->numKernels; ++k) {
       free(f->kernels[k].name);
       free(f->kernels[k].plan);
+      free(f->kernels[k].mapping);
+      free(f->kernels[k].args);
     }
     free(f->kernels);
     free(f->tempBytes);
@@ -135,6 +140,50 @@ static bool link_libdevice(FzContext *ctx, LLVMContextRef llctx,
   return true;
 }
 
+/* Whether a function of module still has top-level loop nests (it is at
+ * the loop level, not yet lowered to kernels). */
+static bool has_nests(FzOp *module) {
+  FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
+  for (FzOp *f = top ? fzBlockGetFirstOp(top) : NULL; f;
+       f = fzOpGetNextInBlock(f)) {
+    FzBlock *body = fzOpGetNumRegions(f) == 1
+                        ? fzRegionGetFirstBlock(fzOpGetRegion(f, 0))
+                        : NULL;
+    if (fzKernelGetOpcode(f) == FZ_KERNEL_OP_FUNC)
+      continue;
+    for (FzOp *op = body ? fzBlockGetFirstOp(body) : NULL; op;
+         op = fzOpGetNextInBlock(op)) {
+      FzLoopOpcode c = fzLoopGetOpcode(op);
+      if (c == FZ_LOOP_OP_PARALLEL || c == FZ_LOOP_OP_FOR ||
+          c == FZ_LOOP_OP_STORE || c == FZ_LOOP_OP_VECTOR_STORE)
+        return true;
+    }
+  }
+  return false;
+}
+
+/* A clone of module lowered with lower-loop-to-kernel (the GPU options'
+ * block size, vector and row chunks), or NULL after an error. */
+static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
+  FzOp *clone = fzOpClone(module, NULL);
+  if (!clone) {
+    fzEmitError(fzOpGetContext(module), NULL, "emit-ptx: out of memory");
+    return NULL;
+  }
+  FzLoopToKernelOptions ko;
+  fzLoopToKernelOptionsInit(&ko);
+  ko.blockSize = o->blockSize;
+  ko.vector = o->vector;
+  ko.rowChunks = o->rowChunks;
+  ko.noMma = o->noMma;
+  ko.mmaTile = o->mmaTile;
+  if (!fzLowerLoopToKernel(clone, &ko)) {
+    fzOpDestroy(clone);
+    return NULL;
+  }
+  return clone;
+}
+
 /* Translates and optimizes module for the GPU. On success the caller
  * disposes *mod, *llctx and *tm. */
 static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
@@ -185,10 +234,14 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(*tm);
   LLVMSetModuleDataLayout(E.mod, td);
   LLVMDisposeTargetData(td);
-  bool ok = fzNvTranslateModule(&E, module, o, prog) &&
+  FzOp *lowered = has_nests(module) ? lowered_clone(module, o) : NULL;
+  bool ok = (!has_nests(module) || lowered) &&
+            fzNvTranslateModule(&E, lowered ? lowered : module, prog) &&
             (!libdevice || !uses_libdevice(E.mod) ||
              link_libdevice(ctx, E.llctx, E.mod, libdevice)) &&
             fzLLOptimize(ctx, E.mod, *tm, &co);
+  if (lowered)
+    fzOpDestroy(lowered);
   free(cpu);
   free(features);
   if (!ok) {
@@ -202,14 +255,15 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
   return true;
 }
 
-/* "// fuse: KERNEL: PLAN" for every kernel of prog, malloc'ed (NULL when
- * out of memory). */
+/* For every launch of prog: "// fuse: KERNEL: PLAN" (when the kernel
+ * has a plan) and "// fuse: KERNEL: launch grid (X, Y, Z), block (X, Y,
+ * Z), shared N", malloc'ed (NULL when out of memory). */
 static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
   size_t n = 1;
   for (size_t i = 0; i < prog->numFunctions; ++i)
     for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
       const FzGpuKernel *K = &prog->functions[i].kernels[k];
-      n += strlen(K->name) + strlen(K->plan ? K->plan : "") + 16;
+      n += 2 * strlen(K->name) + strlen(K->plan ? K->plan : "") + 160;
     }
   char *s = malloc(n);
   if (!s)
@@ -218,8 +272,15 @@ static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
   for (size_t i = 0; i < prog->numFunctions; ++i)
     for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
       const FzGpuKernel *K = &prog->functions[i].kernels[k];
-      at += (size_t)snprintf(s + at, n - at, "// fuse: %s: %s\n", K->name,
-                             K->plan ? K->plan : "");
+      if (K->plan)
+        at += (size_t)snprintf(s + at, n - at, "// fuse: %s: %s\n", K->name,
+                               K->plan);
+      at += (size_t)snprintf(
+          s + at, n - at,
+          "// fuse: %s: launch grid (%u, %u, %u), block (%u, %u, %u), "
+          "shared %u\n",
+          K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
+          K->block[1], K->block[2], K->sharedBytes);
     }
   s[at] = '\0';
   *len = at;

@@ -3,7 +3,7 @@
  * interpreter.
  *
  *   run_conformance [--data DIR] [--filter SUBSTRING] [--quiet]
- *                   [--pipeline=PIPELINE] [--device interp|cpu|cuda]
+ *                   [--pipeline=PIPELINE] [--device interp|cpu|cuda|sim]
  *                   [TEST...]
  *
  * DIR defaults to /usr/share/libonnx-testdata/data/node; each test is a
@@ -42,6 +42,13 @@
  * the current test's status line) serves every test, so the driver's
  * context and module cache are set up once.
  *
+ * With --device sim, every model goes the GPU path without a GPU: the
+ * lowering of fz/cuda_run.h (graph -> loop, then lower-loop-to-kernel),
+ * compiled to PTX by fzGpuCompile (a failure is "sim compile: ..."), then
+ * run by the loop interpreter with every kernel.launch in the kernel
+ * simulator (fz/kernel.h), which checks bounds, barriers, shuffles and
+ * shared-memory races; outputs are compared with the same tolerances.
+ *
  * With --pipeline, every imported module goes through that pass pipeline
  * (anchored on builtin.module, e.g. 'builtin.module(graph-optimize)')
  * before it runs, so the tests check that the passes keep results within
@@ -59,6 +66,8 @@
 #include "fz/onnx.h"
 #include "fz/pass.h"
 #include "fz/cuda_run.h" /* --device cuda */
+#include "fz/kernel.h"   /* --device sim */
+#include "fz/loop.h"
 #include "fz/runtime.h"  /* --device cpu */
 
 #define RTOL 1e-3
@@ -68,7 +77,8 @@
 /* --pipeline: the passes every imported module runs through (NULL: none).
  * Set once by main before any test runs. */
 static const char *gPipeline;
-/* --device: "interp" (default), "cpu" or "cuda". Set once by main. */
+/* --device: "interp" (default), "cpu", "cuda" or "sim". Set once by
+ * main. */
 static const char *gDevice = "interp";
 
 /* The diagnostics of one test, kept for its status line. */
@@ -110,6 +120,33 @@ static bool run_cuda(FzOp *module, FzOp *func, size_t numArgs,
   return ok;
 }
 
+/* --device sim: lowers a clone of module the way fzCudaCompileModule
+ * does, compiles it to PTX (dropped: only that it compiles counts), and
+ * runs func's clone on the loop interpreter with the kernel simulator;
+ * false after errors, with the phase in *phase. */
+static bool run_sim(FzOp *module, FzOp *func, size_t numArgs,
+                    FzTensor **args, size_t *nGot, FzTensor ***got,
+                    const char **phase) {
+  *phase = "sim compile";
+  FzOp *clone = fzOpClone(module, NULL);
+  FzCpuPipelineOptions po;
+  fzCpuPipelineOptionsInit(&po);
+  bool ok = clone && fzLowerModuleForCpu(clone, &po) &&
+            fzLowerLoopToKernel(clone, NULL);
+  FzGpuProgram *p = ok ? fzGpuCompile(clone, NULL) : NULL;
+  ok = p != NULL;
+  fzGpuProgramDestroy(p);
+  FzOp *f = ok ? fzSymbolTableLookupIn(clone, fzSymbolGetName(func)) : NULL;
+  if (ok) {
+    *phase = "sim";
+    FzLoopInterpOptions opts = {.extension = fzKernelSimExtension()};
+    ok = f && fzLoopRunFunction(f, numArgs, args, NULL, &opts, nGot, got);
+  }
+  if (clone)
+    fzOpDestroy(clone);
+  return ok;
+}
+
 /* Runs func (of module) on args with gDevice; false after errors were
  * reported (captured for the status line), *phase naming the step that
  * failed. */
@@ -123,6 +160,8 @@ static bool run_function(FzContext *ctx, FzOp *module, FzOp *func,
   }
   if (!strcmp(gDevice, "cuda"))
     return run_cuda(module, func, numArgs, args, nGot, got, phase);
+  if (!strcmp(gDevice, "sim"))
+    return run_sim(module, func, numArgs, args, nGot, got, phase);
   FzCpuRuntime *rt = fzCpuRuntimeCreate(ctx, 0);
   FzCpuExecutable *exe = rt ? fzCpuExecutableCreate(rt, module, NULL) : NULL;
   FzCpuFunction *f = exe ? fzCpuExecutableLookup(exe, fzSymbolGetName(func))
@@ -578,15 +617,16 @@ int main(int argc, char **argv) {
                !strncmp(argv[i], "--device=", 9)) {
       gDevice = argv[i][8] == '=' ? argv[i] + 9 : argv[++i];
       if (strcmp(gDevice, "interp") && strcmp(gDevice, "cpu") &&
-          strcmp(gDevice, "cuda")) {
-        fprintf(stderr, "run_conformance: --device is interp, cpu or cuda\n");
+          strcmp(gDevice, "cuda") && strcmp(gDevice, "sim")) {
+        fprintf(stderr,
+                "run_conformance: --device is interp, cpu, cuda or sim\n");
         free(only);
         return 2;
       }
     } else if (argv[i][0] == '-') {
       fprintf(stderr, "usage: run_conformance [--data DIR] [--filter "
                       "SUBSTRING] [--quiet] [--pipeline=PIPELINE] "
-                      "[--device interp|cpu|cuda] [TEST...]\n");
+                      "[--device interp|cpu|cuda|sim] [TEST...]\n");
       free(only);
       return 2;
     } else {

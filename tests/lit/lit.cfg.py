@@ -63,6 +63,13 @@ if os.path.isfile(os.path.join(llvm_bin, "mlir-opt")):
 if os.environ.get("FZ_SANITIZE", "") not in ("", "0", "OFF"):
     config.available_features.add("sanitize")
 
+# The fake CUDA driver (tests/unit/fake_cuda.c, built next to the tools):
+# `env FZ_CUDA_LIBRARY=%fake_cuda fuse-run ... --device cuda` runs the
+# CUDA runtime's host side (module loading, shared-memory opt-in, CUDA
+# graphs, the --bench flow) without a GPU; no kernel runs.
+config.substitutions.append(
+    ("%fake_cuda", os.path.join(build_dir, "lib", "libfz_fake_cuda.so")))
+
 # PTX assembly check: where the CUDA toolkit's ptxas is installed (or
 # $FZ_PTXAS names one), `%ptxas FILE.ptx` assembles FILE for sm_90 and
 # fails the test on invalid PTX; elsewhere it only checks that the file
@@ -70,6 +77,11 @@ if os.environ.get("FZ_SANITIZE", "") not in ("", "0", "OFF"):
 ptxas = os.environ.get("FZ_PTXAS", "/usr/local/cuda/bin/ptxas")
 if os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
     config.available_features.add("ptxas")
+    # %ptxas_verbose (tests that say `REQUIRES: ptxas`): ptxas -v, whose
+    # registers, spills and stack a test can check. Before %ptxas, which
+    # is a prefix of it.
+    config.substitutions.append(
+        ("%ptxas_verbose", "%s -arch=sm_90 -v -o /dev/null" % ptxas))
     config.substitutions.append(
         ("%ptxas", "%s -arch=sm_90 -o /dev/null" % ptxas))
 else:

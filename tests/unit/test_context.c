@@ -695,6 +695,57 @@ START_TEST(test_round_to_float_type) {
 }
 END_TEST
 
+static uint64_t bits_of(double v) {
+  uint64_t u;
+  memcpy(&u, &v, sizeof u);
+  return u;
+}
+
+static double from_bits(uint64_t u) {
+  double v;
+  memcpy(&v, &u, sizeof v);
+  return v;
+}
+
+/* NaNs narrow by their bits: a signaling NaN stays signaling (a hardware
+ * conversion would quiet it), sign and top payload kept; a payload only
+ * in the dropped bits becomes the quiet NaN rather than an infinity. */
+START_TEST(test_round_nan_keeps_bits) {
+  FzContext *ctx = fzContextCreate();
+  FzType *f32 = fzF32TypeGet(ctx), *f16 = fzF16TypeGet(ctx);
+  double snan32 = from_bits(UINT64_C(0x7FF0000020000000)); /* f32 0x7F800001 */
+  ck_assert_uint_eq(bits_of(fzRoundToFloatType(f32, snan32)),
+                    UINT64_C(0x7FF0000020000000));
+  FzAttr *a = fzFloatAttrGet(ctx, f32, snan32);
+  ck_assert_uint_eq(bits_of(fzFloatAttrGetValue(a)),
+                    UINT64_C(0x7FF0000020000000));
+  double neg = from_bits(UINT64_C(0xFFF4000000000001));
+  ck_assert_uint_eq(bits_of(fzRoundToFloatType(f16, neg)),
+                    UINT64_C(0xFFF4000000000000));
+  double low = from_bits(UINT64_C(0x7FF0000000000001)); /* payload dropped */
+  ck_assert(isnan(fzRoundToFloatType(f32, low)));
+  ck_assert(isnan(fzRoundToFloatType(f16, low)));
+  ck_assert_uint_eq(bits_of(fzRoundToFloatType(fzF64TypeGet(ctx), low)),
+                    UINT64_C(0x7FF0000000000001));
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* Locations as attribute values are uniqued like any attribute. */
+START_TEST(test_loc_attr) {
+  FzContext *ctx = fzContextCreate();
+  FzLoc *l = fzFileLineColLocGet(ctx, FZ_STR("a.py"), 3, 5);
+  FzAttr *a = fzLocAttrGet(ctx, l);
+  ck_assert_ptr_nonnull(a);
+  ck_assert_int_eq(fzAttrGetKind(a), FZ_ATTR_LOC);
+  ck_assert_ptr_eq(a, fzLocAttrGet(ctx, l));
+  ck_assert_ptr_eq(fzLocAttrGetValue(a), l);
+  ck_assert_ptr_ne(a, fzLocAttrGet(ctx, fzUnknownLocGet(ctx)));
+  ck_assert_ptr_null(fzLocAttrGet(ctx, NULL));
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 /*===--- Shape limits ---------------------------------------------------===*/
 
 START_TEST(test_absurd_dims) {
@@ -1089,6 +1140,8 @@ static Suite *context_suite(void) {
   tcase_add_test(tc, test_type_uniquing);
   tcase_add_test(tc, test_attr_uniquing);
   tcase_add_test(tc, test_loc_uniquing);
+  tcase_add_test(tc, test_loc_attr);
+  tcase_add_test(tc, test_round_nan_keeps_bits);
   tcase_add_test(tc, test_loc_uniquing_any_order);
   tcase_add_test(tc, test_dict_sorting);
   tcase_add_test(tc, test_dict_duplicates);

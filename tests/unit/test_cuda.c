@@ -4,10 +4,18 @@
  * crash; a library that is not a CUDA driver (FZ_CUDA_LIBRARY=libm.so.6)
  * is named with the missing entry point. On a machine with a driver and
  * a device, the same tests check that creation works instead, that
- * the module cache loads one PTX text once, and that a CUDA graph of
- * three kernel launches runs them in order.
+ * the module cache loads one PTX text once, that a CUDA graph of three
+ * kernel launches runs them in order, and that a kernel with 96 KiB of
+ * dynamic shared memory (above the 48 KiB needing no opt-in, like the
+ * tensor-core matmuls) runs, launched and in a graph.
+ * Against the fake driver of fake_cuda.c (FZ_FAKE_CUDA, when built),
+ * which enforces the real driver's shared-memory rules: the runtime opts
+ * such kernels in before launching them or building a graph, and names
+ * the kernel and the device's limit when the device cannot.
  */
+#include <dlfcn.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "fz/cuda.h"
 #include "tests/unit/test_helpers.h"
@@ -48,8 +56,10 @@ static void check_graph(FzCuda *cu) {
   FzCudaKernel *ks[3] = {inc, inc, inc};
   unsigned dims[3][3] = {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}};
   void *args[1] = {&p};
+  void **perKernel[3] = {args, args, args};
   FzCudaGraph *g = fzCudaGraphCreate(cu, 3, ks, (const unsigned(*)[3])dims,
-                                     (const unsigned(*)[3])dims, args);
+                                     (const unsigned(*)[3])dims, NULL,
+                                     perKernel);
   ck_assert_ptr_nonnull(g);
   ck_assert(fzCudaGraphLaunch(cu, g));
   ck_assert(fzCudaGraphLaunch(cu, g));
@@ -58,6 +68,65 @@ static void check_graph(FzCuda *cu) {
   ck_assert_int_eq(back, 6);
   fzCudaGraphDestroy(cu, g);
   fzCudaFree(cu, p);
+}
+
+/* Writes its `n` (the dynamic shared bytes it is launched with) into the
+ * last word of its dynamic shared memory, reads it back and stores it to
+ * *p: n only when the launch had n bytes. */
+static const char kBigSmemPtx[] = ".version 7.0\n"
+                                  ".target sm_80\n"
+                                  ".address_size 64\n"
+                                  ".extern .shared .align 16 .b8 dsm[];\n"
+                                  ".visible .entry bigsmem(.param .u64 p, "
+                                  ".param .u32 n)\n"
+                                  "{\n"
+                                  "  .reg .b64 %rd<3>;\n"
+                                  "  .reg .b32 %r<6>;\n"
+                                  "  ld.param.u64 %rd1, [p];\n"
+                                  "  cvta.to.global.u64 %rd1, %rd1;\n"
+                                  "  ld.param.u32 %r1, [n];\n"
+                                  "  add.s32 %r2, %r1, -4;\n"
+                                  "  mov.u32 %r3, dsm;\n"
+                                  "  add.s32 %r4, %r3, %r2;\n"
+                                  "  st.shared.u32 [%r4], %r1;\n"
+                                  "  ld.shared.u32 %r5, [%r4];\n"
+                                  "  st.global.u32 [%rd1], %r5;\n"
+                                  "  ret;\n"
+                                  "}\n";
+
+/* bigsmem with 96 KiB, launched and in a graph; the stored value is
+ * checked when the driver runs kernels (real). False when a call
+ * failed. */
+static bool run_big_smem(FzCuda *cu, bool real) {
+  FzCudaKernel *k =
+      fzCudaGetKernel(cu, kBigSmemPtx, strlen(kBigSmemPtx), "bigsmem");
+  if (!k)
+    return false;
+  unsigned n = 96 * 1024, one[3] = {1, 1, 1};
+  FzCudaPtr p = 0;
+  int zero = 0, back = -1;
+  bool ok = fzCudaAlloc(cu, sizeof zero, &p) &&
+            fzCudaCopyToDevice(cu, p, &zero, sizeof zero);
+  void *args[2] = {&p, &n};
+  ok = ok && fzCudaLaunch(cu, k, one, one, n, args) && fzCudaSynchronize(cu) &&
+       fzCudaCopyToHost(cu, &back, p, sizeof back);
+  if (ok && real)
+    ck_assert_int_eq(back, (int)n);
+  if (ok)
+    ok = fzCudaCopyToDevice(cu, p, &zero, sizeof zero);
+  void **perKernel[1] = {args};
+  FzCudaGraph *g = ok ? fzCudaGraphCreate(cu, 1, &k,
+                                          (const unsigned(*)[3])&one,
+                                          (const unsigned(*)[3])&one, &n,
+                                          perKernel)
+                      : NULL;
+  ok = g && fzCudaGraphLaunch(cu, g) && fzCudaSynchronize(cu) &&
+       fzCudaCopyToHost(cu, &back, p, sizeof back);
+  if (ok && real)
+    ck_assert_int_eq(back, (int)n);
+  fzCudaGraphDestroy(cu, g);
+  fzCudaFree(cu, p);
+  return ok;
 }
 
 START_TEST(test_probe_without_or_with_driver) {
@@ -104,6 +173,8 @@ START_TEST(test_create_reports_missing_driver) {
     ck_assert_int_eq(memcmp(host, back, sizeof host), 0);
     fzCudaFree(cu, p);
     check_graph(cu);
+    ck_assert_int_ge(fzCudaGetSharedMemoryOptin(cu), 96 * 1024);
+    ck_assert(run_big_smem(cu, true));
     fzCudaDestroy(cu);
   } else {
     ck_assert_ptr_null(cu);
@@ -145,6 +216,123 @@ START_TEST(test_library_that_does_not_exist) {
 }
 END_TEST
 
+/*===--- Against the fake driver (tests/unit/fake_cuda.c) ---------------===*/
+
+#ifdef FZ_FAKE_CUDA
+/* The fake driver when it was built here (not on a GPU machine that
+ * runs a carried test_cuda), else NULL: the tests below then pass
+ * without checking anything. */
+static const char *fake_driver(void) {
+  return access(FZ_FAKE_CUDA, R_OK) == 0 ? FZ_FAKE_CUDA : NULL;
+}
+#else
+static const char *fake_driver(void) { return NULL; }
+#endif
+
+typedef int (*LoadFn)(void **, const void *, unsigned, int *, void **);
+typedef int (*GetFn)(void **, void *, const char *);
+typedef int (*SetAttrFn)(void *, int, int);
+typedef int (*LaunchFn)(void *, unsigned, unsigned, unsigned, unsigned,
+                        unsigned, unsigned, unsigned, void *, void **,
+                        void **);
+typedef int (*UnloadFn)(void *);
+
+/* The fake refuses what the driver refuses: a launch with 96 KiB of
+ * dynamic shared memory before the function opted in (so the runtime's
+ * successes below mean something), and an opt-in above the limit. */
+START_TEST(test_fake_driver_rules) {
+  const char *path = fake_driver();
+  if (!path)
+    return;
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  ck_assert_ptr_nonnull(h);
+  LoadFn load;
+  GetFn get;
+  SetAttrFn set;
+  LaunchFn launch;
+  UnloadFn unload;
+  void *sym = dlsym(h, "cuModuleLoadDataEx");
+  memcpy(&load, &sym, sizeof sym);
+  sym = dlsym(h, "cuModuleGetFunction");
+  memcpy(&get, &sym, sizeof sym);
+  sym = dlsym(h, "cuFuncSetAttribute");
+  memcpy(&set, &sym, sizeof sym);
+  sym = dlsym(h, "cuLaunchKernel");
+  memcpy(&launch, &sym, sizeof sym);
+  sym = dlsym(h, "cuModuleUnload");
+  memcpy(&unload, &sym, sizeof sym);
+  ck_assert(load && get && set && launch && unload);
+  void *mod = NULL, *f = NULL;
+  ck_assert_int_eq(load(&mod, kBigSmemPtx, 0, NULL, NULL), 0);
+  ck_assert_int_eq(get(&f, mod, "bigsmem"), 0);
+  ck_assert_int_ne(get(&f, mod, "absent"), 0);
+  ck_assert_int_eq(launch(f, 1, 1, 1, 1, 1, 1, 48 * 1024, NULL, NULL, NULL),
+                   0);
+  ck_assert_int_ne(launch(f, 1, 1, 1, 1, 1, 1, 96 * 1024, NULL, NULL, NULL),
+                   0);
+  ck_assert_int_ne(set(f, 8, 300 * 1024), 0);
+  ck_assert_int_eq(set(f, 8, 96 * 1024), 0);
+  ck_assert_int_eq(launch(f, 1, 1, 1, 1, 1, 1, 96 * 1024, NULL, NULL, NULL),
+                   0);
+  ck_assert_int_eq(unload(mod), 0);
+  dlclose(h);
+}
+END_TEST
+
+/* Through the runtime: the kernel opts in before the launch and before
+ * the graph. */
+START_TEST(test_shared_memory_opt_in) {
+  const char *path = fake_driver();
+  if (!path)
+    return;
+  setenv("FZ_CUDA_LIBRARY", path, 1);
+  unsetenv("FZ_FAKE_CUDA_OPTIN");
+  FzContext *ctx = new_context();
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  FzCuda *cu = fzCudaCreate(ctx, 0);
+  ck_assert_ptr_nonnull(cu);
+  ck_assert_int_eq(fzCudaGetSharedMemoryOptin(cu), 227 * 1024);
+  ck_assert(run_big_smem(cu, false));
+  ck_assert_uint_eq(log.numErrors, 0);
+  fzCudaDestroy(cu);
+  diag_log_end(&log);
+  fzContextDestroy(ctx);
+  unsetenv("FZ_CUDA_LIBRARY");
+}
+END_TEST
+
+/* A device whose opt-in limit is below the kernel's needs: a clear
+ * error naming the kernel, its bytes and the limit; nothing launched. */
+START_TEST(test_shared_memory_over_the_limit) {
+  const char *path = fake_driver();
+  if (!path)
+    return;
+  setenv("FZ_CUDA_LIBRARY", path, 1);
+  setenv("FZ_FAKE_CUDA_OPTIN", "65536", 1);
+  FzContext *ctx = new_context();
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  FzCuda *cu = fzCudaCreate(ctx, 0);
+  ck_assert_ptr_nonnull(cu);
+  ck_assert(!run_big_smem(cu, false));
+  ck_assert_uint_ge(log.numErrors, 1);
+  const DiagRecord *r = diag_log_find(&log, "kernel 'bigsmem' needs 98304 "
+                                            "bytes of dynamic shared memory");
+  ck_assert_ptr_nonnull(r);
+  ck_assert_ptr_nonnull(diag_log_find(&log, "allows at most 65536 per block"));
+  /* 48 KiB needs no opt-in. */
+  FzCudaKernel *k =
+      fzCudaGetKernel(cu, kBigSmemPtx, strlen(kBigSmemPtx), "bigsmem");
+  ck_assert(fzCudaKernelAllowSharedMemory(cu, k, 48 * 1024));
+  fzCudaDestroy(cu);
+  diag_log_end(&log);
+  fzContextDestroy(ctx);
+  unsetenv("FZ_FAKE_CUDA_OPTIN");
+  unsetenv("FZ_CUDA_LIBRARY");
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("cuda");
   TCase *tc = tcase_create("driver");
@@ -152,6 +340,9 @@ int main(void) {
   tcase_add_test(tc, test_create_reports_missing_driver);
   tcase_add_test(tc, test_library_that_is_not_a_driver);
   tcase_add_test(tc, test_library_that_does_not_exist);
+  tcase_add_test(tc, test_fake_driver_rules);
+  tcase_add_test(tc, test_shared_memory_opt_in);
+  tcase_add_test(tc, test_shared_memory_over_the_limit);
   suite_add_tcase(s, tc);
   return run_suite(s);
 }

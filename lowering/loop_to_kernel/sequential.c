@@ -1,6 +1,7 @@
-/* lowering/nvptx/sequential.c - fzGpuWrapSequentialNests (fz/gpu.h):
- * top-level nests that are not a loop.parallel become one-iteration
- * loop.parallel nests, so that each is a kernel.
+/* lowering/loop_to_kernel/sequential.c - fzKernelWrapSequentialNests
+ * (fz/kernel.h), the first step of lower-loop-to-kernel: top-level nests
+ * that are not a loop.parallel become one-iteration loop.parallel nests,
+ * so that each is a kernel.
  *
  * The CPU pipeline leaves a reduction to a scalar (reduce over every
  * axis, a loss with reduction=sum/mean, an inner product) as a top-level
@@ -17,13 +18,13 @@
  *     the load is a scalar setup op that each later kernel re-reads;
  *   - a loop.for without results, or a store: moved into such a
  *     one-iteration loop.parallel.
- * The nest is computed once; the GPU planner maps it like any other
- * (a reduction over the contiguous axis gets a block's threads).
+ * The nest is computed once; the planner maps it like any other (a
+ * reduction over the contiguous axis gets a block's threads).
  */
 #include <string.h>
 
 #include "ir/util.h"
-#include "lowering/nvptx/nvptx_internal.h"
+#include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 
 static bool named(FzOp *op, const char *name) {
   FzStringRef n = fzIdentGetString(fzOpGetName(op));
@@ -120,7 +121,7 @@ static bool wrap(FzContext *ctx, FzBlock *fbody, FzOp *op) {
   return ok;
 }
 
-bool fzGpuWrapSequentialNests(FzOp *module) {
+bool fzKernelWrapSequentialNests(FzOp *module) {
   FzContext *ctx = fzOpGetContext(module);
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   for (FzOp *f = top ? fzBlockGetFirstOp(top) : NULL; f;
@@ -137,8 +138,8 @@ bool fzGpuWrapSequentialNests(FzOp *module) {
         continue;
       if (!wrap(ctx, body, op))
         return fzEmitError(ctx, fzOpGetLoc(op),
-                           "emit-ptx: cannot wrap this top-level nest in a "
-                           "kernel (out of memory)");
+                           "lower-loop-to-kernel: cannot wrap this top-level "
+                           "nest in a kernel (out of memory)");
     }
   }
   return true;

@@ -1,10 +1,8 @@
-/* lowering/nvptx/plan.c - choosing how one top-level loop.parallel nest
- * maps onto the GPU (the planning step; emission is emit_kernels.c for
- * the elementwise mapping and emit_rows.c for the grouped ones).
- *
- * The plan depends only on the loop IR and the options, never on LLVM:
- * it is what a lower-loop-to-kernel pass will produce as kernel-dialect
- * IR. The heuristic is documented in docs/codegen.md ("GPU mappings").
+/* lowering/loop_to_kernel/plan.c - the generic planner: how one
+ * top-level loop.parallel nest maps onto the GPU (the kernel is then
+ * built by elementwise.c or grouped.c). The heuristic is documented in
+ * docs/codegen.md ("GPU mappings"); the plan reads only the loop IR and
+ * the options.
  *
  *  ROWS      the nest's body holds inner loops (loop.for reductions,
  *            1-D loop.parallel phases) whose iteration variable indexes
@@ -23,7 +21,7 @@
  */
 #include <string.h>
 
-#include "lowering/nvptx/nvptx_internal.h"
+#include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -34,7 +32,7 @@ static unsigned pow2_ceil(int64_t v) {
   return p;
 }
 
-bool fzNvIsCombineOp(FzLoopOpcode c) {
+static bool is_combine_op(FzLoopOpcode c) {
   switch (c) {
   case FZ_LOOP_OP_ADDF:
   case FZ_LOOP_OP_MULF:
@@ -53,7 +51,7 @@ bool fzNvIsCombineOp(FzLoopOpcode c) {
   }
 }
 
-FzOp *fzNvReductionCombine(FzOp *forOp, size_t i) {
+FzOp *fzLkReductionCombine(FzOp *forOp, size_t i) {
   FzBlock *body = fzLoopGetBody(forOp);
   FzOp *yield = body ? fzBlockGetLastOp(body) : NULL;
   if (!yield || fzLoopGetOpcode(yield) != FZ_LOOP_OP_YIELD ||
@@ -63,7 +61,7 @@ FzOp *fzNvReductionCombine(FzOp *forOp, size_t i) {
   FzOp *def = fzValueGetDefiningOp(fzOpGetOperand(yield, i));
   FzValue *iter = fzBlockGetArgument(body, i + 1);
   if (!def || fzOpGetBlock(def) != body ||
-      !fzNvIsCombineOp(fzLoopGetOpcode(def)) ||
+      !is_combine_op(fzLoopGetOpcode(def)) ||
       fzOpGetNumOperands(def) != 2 || !fzValueHasOneUse(iter))
     return NULL;
   if (fzOpGetOperand(def, 0) != iter && fzOpGetOperand(def, 1) != iter)
@@ -137,7 +135,7 @@ static FzWalkResult scan_inner(FzOp *op, void *ud) {
 /* Fills ip for inner loop `loop` (a loop.for reduction or a 1-D
  * loop.parallel). False when the loop does not qualify for a grouped
  * mapping. */
-static bool plan_inner(FzOp *loop, FzValue *outerLast, FzNvInnerPlan *ip,
+static bool plan_inner(FzOp *loop, FzValue *outerLast, FzLkInnerPlan *ip,
                        Access *acc) {
   bool isFor = fzLoopGetOpcode(loop) == FZ_LOOP_OP_FOR;
   FzBlock *body = fzLoopGetBody(loop);
@@ -156,10 +154,10 @@ static bool plan_inner(FzOp *loop, FzValue *outerLast, FzNvInnerPlan *ip,
   ip->isReduction = isFor;
   if (isFor) {
     size_t k = fzOpGetNumResults(loop);
-    if (k == 0 || k > FZ_NV_MAX_ACCUMULATORS)
+    if (k == 0 || k > FZ_LK_MAX_ACCUMULATORS)
       return false;
     for (size_t i = 0; i < k; ++i)
-      if (!fzNvReductionCombine(loop, i) ||
+      if (!fzLkReductionCombine(loop, i) ||
           !combinable_type(fzValueGetType(fzOpGetResult(loop, i))))
         return false;
   }
@@ -180,26 +178,26 @@ static bool plan_inner(FzOp *loop, FzValue *outerLast, FzNvInnerPlan *ip,
   return true;
 }
 
-static void plan_elementwise(FzNvNestPlan *p, const FzGpuOptions *o,
-                             size_t widestBytes, bool straightLine) {
+static void plan_elementwise(const FzLkNest *n, FzLkNestPlan *p,
+                             const FzLoopToKernelOptions *o) {
   unsigned vec = o->vector;
   if (vec == 0)
-    vec = widestBytes >= 16 ? 1 : (unsigned)(16 / widestBytes);
-  if (!straightLine || vec < 1 || p->trips[p->numDims - 1] % vec != 0)
+    vec = n->widestBytes >= 16 ? 1 : (unsigned)(16 / n->widestBytes);
+  if (!n->straightLine || vec < 1 || n->trips[n->numDims - 1] % vec != 0)
     vec = 1;
-  p->mapping = FZ_NV_MAP_ELEMENTWISE;
+  p->mapping = FZ_LK_MAP_ELEMENTWISE;
   p->vec = vec;
   p->group = 1;
   p->itemsPerBlock = o->blockSize;
   p->blockSize = o->blockSize;
-  p->numBlocks = ceil_div(p->items / vec, o->blockSize);
+  p->numBlocks = ceil_div(n->items / vec, o->blockSize);
 }
 
 /* Whether the body of par has the ROWS or COLUMNS shape; fills the
  * inner plans. */
-static FzNvMapping classify(FzOp *par, FzNvNestPlan *p) {
-  FzBlock *body = fzLoopGetBody(par);
-  FzValue *outerLast = fzBlockGetArgument(body, p->numDims - 1);
+static FzLkMappingKind classify(const FzLkNest *n, FzLkNestPlan *p) {
+  FzBlock *body = fzLoopGetBody(n->par);
+  FzValue *outerLast = fzBlockGetArgument(body, n->numDims - 1);
   int ivLast = 0, ivOther = 0, outerLastLast = 0;
   bool phases = false;
   p->numInner = 0;
@@ -210,13 +208,13 @@ static FzNvMapping classify(FzOp *par, FzNvNestPlan *p) {
     switch (c) {
     case FZ_LOOP_OP_FOR:
     case FZ_LOOP_OP_PARALLEL: {
-      if (p->numInner == FZ_NV_MAX_INNER)
-        return FZ_NV_MAP_ELEMENTWISE;
+      if (p->numInner == FZ_LK_MAX_INNER)
+        return FZ_LK_MAP_ELEMENTWISE;
       Access a;
-      FzNvInnerPlan *ip = &p->inner[p->numInner];
+      FzLkInnerPlan *ip = &p->inner[p->numInner];
       memset(ip, 0, sizeof *ip);
       if (!plan_inner(op, outerLast, ip, &a))
-        return FZ_NV_MAP_ELEMENTWISE;
+        return FZ_LK_MAP_ELEMENTWISE;
       ip->widest = a.widest;
       ip->contiguous = a.ivOther == 0 && a.ivLast > 0;
       ivLast += a.ivLast;
@@ -233,24 +231,25 @@ static FzNvMapping classify(FzOp *par, FzNvNestPlan *p) {
     case FZ_LOOP_OP_DEALLOC:
     case FZ_LOOP_OP_UNKNOWN:
     case FZ_LOOP_OP_VECTOR_STORE:
-      return FZ_NV_MAP_ELEMENTWISE;
+      return FZ_LK_MAP_ELEMENTWISE;
     default:
       break;
     }
   }
   if (p->numInner == 0)
-    return FZ_NV_MAP_ELEMENTWISE;
+    return FZ_LK_MAP_ELEMENTWISE;
   if (ivOther == 0 && ivLast > 0)
-    return FZ_NV_MAP_ROWS;
+    return FZ_LK_MAP_ROWS;
   if (!phases && ivLast == 0 && ivOther > 0 && outerLastLast > 0)
-    return FZ_NV_MAP_COLUMNS;
-  return FZ_NV_MAP_ELEMENTWISE;
+    return FZ_LK_MAP_COLUMNS;
+  return FZ_LK_MAP_ELEMENTWISE;
 }
 
-static void plan_rows(FzNvNestPlan *p, const FzGpuOptions *o) {
+static void plan_rows(const FzLkNest *n, FzLkNestPlan *p,
+                      const FzLoopToKernelOptions *o) {
   int64_t maxChunks = 1;
   for (size_t i = 0; i < p->numInner; ++i) {
-    FzNvInnerPlan *ip = &p->inner[i];
+    FzLkInnerPlan *ip = &p->inner[i];
     unsigned v = ip->widest >= 16 ? 1 : (unsigned)(16 / ip->widest);
     if (!ip->contiguous || ip->step != 1 || ip->trips % v != 0)
       v = 1;
@@ -264,7 +263,7 @@ static void plan_rows(FzNvNestPlan *p, const FzGpuOptions *o) {
   unsigned g = pow2_ceil(ceil_div(maxChunks, o->rowChunks ? o->rowChunks : 4));
   if (g > 1024)
     g = 1024;
-  p->mapping = FZ_NV_MAP_ROWS;
+  p->mapping = FZ_LK_MAP_ROWS;
   p->group = g;
   p->vec = 1;
   if (g <= 32) {
@@ -274,13 +273,13 @@ static void plan_rows(FzNvNestPlan *p, const FzGpuOptions *o) {
     p->blockSize = g;
     p->itemsPerBlock = 1;
   }
-  p->numBlocks = ceil_div(p->items, p->itemsPerBlock);
+  p->numBlocks = ceil_div(n->items, p->itemsPerBlock);
 }
 
-static void plan_columns(FzNvNestPlan *p) {
+static void plan_columns(const FzLkNest *n, FzLkNestPlan *p) {
   /* Enough threads to fill the GPU (~2^18) with 32 columns per block;
    * 4..32 threads share each column's reduction. */
-  int64_t cols32 = ceil_div(p->items, 32) * 32;
+  int64_t cols32 = ceil_div(n->items, 32) * 32;
   int64_t ty = ((int64_t)1 << 18) / cols32;
   unsigned g = 4;
   while ((int64_t)g * 2 <= ty && g < 32)
@@ -289,12 +288,12 @@ static void plan_columns(FzNvNestPlan *p) {
     p->inner[i].vec = 1;
     p->inner[i].chunks = p->inner[i].trips;
   }
-  p->mapping = FZ_NV_MAP_COLUMNS;
+  p->mapping = FZ_LK_MAP_COLUMNS;
   p->group = g;
   p->vec = 1;
   p->itemsPerBlock = 32;
   p->blockSize = 32 * g;
-  p->numBlocks = ceil_div(p->items, 32);
+  p->numBlocks = ceil_div(n->items, 32);
 }
 
 /* Follows views back to the buffer they view. */
@@ -348,8 +347,8 @@ static bool shares_memory(FzOp *par) {
 
 /* Static shared memory the grouped kernel needs: per reduction result,
  * one slot per warp of a row (rows, G > 32) or per thread (columns). */
-static int64_t shared_bytes(const FzNvNestPlan *p) {
-  int64_t slots = p->mapping == FZ_NV_MAP_COLUMNS ? (int64_t)p->group * 32
+static int64_t shared_bytes(const FzLkNestPlan *p) {
+  int64_t slots = p->mapping == FZ_LK_MAP_COLUMNS ? (int64_t)p->group * 32
                   : p->group > 32                 ? p->group / 32
                                                   : 0;
   int64_t total = 0;
@@ -367,92 +366,72 @@ static int64_t shared_bytes(const FzNvNestPlan *p) {
   return total;
 }
 
-bool fzNvPlanNest(FzOp *par, const FzGpuOptions *o, size_t widestBytes,
-                  bool straightLine, FzNvNestPlan *p) {
+void fzLkPlanNest(const FzLkNest *n, const FzLoopToKernelOptions *o,
+                  FzLkNestPlan *p) {
   memset(p, 0, sizeof *p);
-  size_t n = fzLoopParallelGetNumDims(par);
-  if (n == 0 || n > FZ_NV_MAX_DIMS || !fzLoopGetBody(par))
-    return false;
-  p->numDims = n;
-  p->items = 1;
-  for (size_t d = 0; d < n; ++d) {
-    int64_t ub;
-    if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &p->lb[d]) ||
-        !fzLoopValueGetConstantInt(fzOpGetOperand(par, n + d), &ub) ||
-        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 2 * n + d),
-                                   &p->step[d]) ||
-        p->step[d] <= 0)
-      return false;
-    p->trips[d] = ub > p->lb[d] ? ceil_div(ub - p->lb[d], p->step[d]) : 0;
-    p->items = p->trips[d] > 0 && p->items <= ((int64_t)1 << 50) / p->trips[d]
-                   ? p->items * p->trips[d]
-                   : (p->trips[d] == 0 ? 0 : ((int64_t)1 << 50));
-  }
-  FzNvMapping m = classify(par, p);
-  if (m == FZ_NV_MAP_ROWS)
-    plan_rows(p, o);
-  else if (m == FZ_NV_MAP_COLUMNS)
-    plan_columns(p);
+  FzLkMappingKind m = classify(n, p);
+  if (m == FZ_LK_MAP_ROWS)
+    plan_rows(n, p, o);
+  else if (m == FZ_LK_MAP_COLUMNS)
+    plan_columns(n, p);
   else
-    plan_elementwise(p, o, widestBytes, straightLine);
-  if (p->mapping != FZ_NV_MAP_ELEMENTWISE && shared_bytes(p) > 40 * 1024)
-    plan_elementwise(p, o, widestBytes, straightLine); /* static limit */
-  p->phasesShareMemory = shares_memory(par);
-  for (size_t i = 0; p->mapping != FZ_NV_MAP_ELEMENTWISE && i < p->numInner;
+    plan_elementwise(n, p, o);
+  if (p->mapping != FZ_LK_MAP_ELEMENTWISE && shared_bytes(p) > 40 * 1024)
+    plan_elementwise(n, p, o); /* static limit */
+  p->phasesShareMemory = shares_memory(n->par);
+  for (size_t i = 0; p->mapping != FZ_LK_MAP_ELEMENTWISE && i < p->numInner;
        ++i) {
-    FzNvInnerPlan *ip = &p->inner[i];
+    FzLkInnerPlan *ip = &p->inner[i];
     ip->perThread = ceil_div(ip->chunks, p->group);
     /* Unrolled: every access of a thread has a constant offset, so the
      * loads of later phases are the same SSA values as the first ones
      * (with !invariant.load, GVN keeps the row in registers). */
     ip->unroll = ip->perThread * ip->vec <= 32 && ip->perThread <= 16;
   }
-  return true;
 }
 
-void fzNvPlanDescribe(const FzNvNestPlan *p, char *buf, size_t size) {
+void fzLkPlanLaunch(const FzLkNestPlan *p, FzLkPlan *out) {
+  int64_t blocks = p->numBlocks;
+  out->grid[0] = blocks > 0x7fffffff ? 0x7fffffff : blocks < 1 ? 1 : blocks;
+  out->grid[1] = out->grid[2] = 1;
+  out->block[0] = p->blockSize;
+  out->block[1] = out->block[2] = 1;
+  out->sharedBytes = 0;
+}
+
+void fzLkPlanDescribe(const FzLkNest *nest, const FzLkNestPlan *p, char *buf,
+                      size_t size) {
   int n = 0;
   switch (p->mapping) {
-  case FZ_NV_MAP_ROWS:
+  case FZ_LK_MAP_ROWS:
     n = snprintf(buf, size,
                  "rows: %lld rows, inner loops on the contiguous last "
                  "dimension; %u threads per row, %u rows per block of %u",
-                 (long long)p->items, p->group, p->itemsPerBlock,
+                 (long long)nest->items, p->group, p->itemsPerBlock,
                  p->blockSize);
     break;
-  case FZ_NV_MAP_COLUMNS:
+  case FZ_LK_MAP_COLUMNS:
     n = snprintf(buf, size,
                  "columns: %lld columns, reduced along a strided dimension; "
                  "32 columns per block, %u threads per column",
-                 (long long)p->items, p->group);
+                 (long long)nest->items, p->group);
     break;
   default:
     n = snprintf(buf, size,
                  "elementwise: %lld iterations, %u per thread (no inner "
                  "loop on the contiguous dimension to share)",
-                 (long long)p->items, p->vec);
+                 (long long)nest->items, p->vec);
     break;
   }
-  for (size_t i = 0; p->mapping != FZ_NV_MAP_ELEMENTWISE && i < p->numInner &&
+  for (size_t i = 0; p->mapping != FZ_LK_MAP_ELEMENTWISE && i < p->numInner &&
                      n > 0 && (size_t)n < size;
        ++i) {
-    const FzNvInnerPlan *ip = &p->inner[i];
+    const FzLkInnerPlan *ip = &p->inner[i];
     n += snprintf(buf + n, size - (size_t)n,
                   "; %s of %lld: %lld chunks of %u, %lld per thread%s",
                   ip->isReduction ? "reduction" : "phase",
                   (long long)ip->trips, (long long)ip->chunks, ip->vec,
                   (long long)ip->perThread,
                   ip->unroll ? " (unrolled)" : " (loop)");
-  }
-}
-
-const char *fzNvMappingName(FzNvMapping m) {
-  switch (m) {
-  case FZ_NV_MAP_ROWS:
-    return "rows";
-  case FZ_NV_MAP_COLUMNS:
-    return "columns";
-  default:
-    return "elementwise";
   }
 }

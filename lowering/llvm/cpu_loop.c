@@ -1,0 +1,58 @@
+/* lowering/llvm/cpu_loop.c - the loop-level transforms that only the CPU
+ * code generator runs (fzPrepareLoopModuleForCpu), with parameters taken
+ * from the target's CPU features.
+ *
+ * The loop IR that lower-graph-to-loop produces is the input of both the
+ * CPU and the GPU back ends; what suits a CPU's vector registers and
+ * caches (register tiles, packed panels) is applied here, on the code
+ * generator's own copy, so the GPU path never sees it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowering/llvm/emit_internal.h"
+
+static bool has(const char *features, const char *f) {
+  return features && strstr(features, f) != NULL;
+}
+
+bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
+                           const char *features) {
+  FzTileContractionsOptions t;
+  fzTileContractionsOptionsInit(&t);
+  t.vectorBits = o->preferVectorWidth ? o->preferVectorWidth
+                 : has(features, "+avx512f") ? 512
+                 : has(features, "+avx")     ? 256
+                                             : 128;
+  t.vectors = t.vectorBits >= 512 ? 4 : 2;
+  FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
+  for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
+       op = fzOpGetNextInBlock(op)) {
+    FzStringRef n = fzIdentGetString(fzOpGetName(op));
+    if (!fzStringRefEqual(n, FZ_STR("func.func")))
+      continue;
+    if (o->tileContractions && !fzTileContractions(op, &t, NULL))
+      return false;
+    if (o->stageRows && !fzStageRows(op, 64 * 1024, NULL))
+      return false;
+  }
+  return true;
+}
+
+bool fzPrepareLoopModuleForCpu(FzOp *module, const FzCodegenOptions *options) {
+  FzCodegenOptions defaults;
+  if (!options) {
+    fzCodegenOptionsInit(&defaults);
+    options = &defaults;
+  }
+  char *cpu = NULL, *features = NULL;
+  LLVMTargetMachineRef tm = fzLLCreateTargetMachine(
+      fzOpGetContext(module), options, &cpu, &features);
+  if (!tm)
+    return false;
+  bool ok = fzLLPrepareLoopModule(module, options, features);
+  LLVMDisposeTargetMachine(tm);
+  free(cpu);
+  free(features);
+  return ok;
+}

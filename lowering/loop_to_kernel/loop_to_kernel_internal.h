@@ -1,0 +1,276 @@
+/* lowering/loop_to_kernel/loop_to_kernel_internal.h - what the files of
+ * lower-loop-to-kernel share: the nest being lowered, the mapping
+ * interface every mapping implements, and the helpers that build kernel
+ * IR.
+ *
+ *   pass.c         the pass, its options, the mapping list, the walk
+ *                  over functions and their top-level nests
+ *   sequential.c   top-level sequential nests into one-iteration
+ *                  loop.parallel nests (fzKernelWrapSequentialNests)
+ *   outline.c      a nest -> kernel.func + kernel.launch: the buffers it
+ *                  takes, the setup ops it recomputes
+ *   build.c        IR helpers: constants, arithmetic, guards, loops,
+ *                  cloning through value maps, bodies unrolled in phases
+ *   plan.c         the generic planner (which of rows / columns /
+ *                  elementwise, and its numbers)
+ *   elementwise.c  the elementwise mapping
+ *   grouped.c      the rows and columns mappings
+ *   matmul_mapping.c  the tensor-core matmul mapping (first in the list),
+ *                  over the generator of matmul*.c (matmul.h)
+ *
+ * A mapping (FzLkMapping) plans a nest (the launch configuration and a
+ * one-line description) and builds the kernel body. Mappings are tried
+ * in the order of pass.c's list; the first whose plan accepts the nest
+ * builds it. The specialized mapping (the tensor-core matmul) goes in
+ * front of the generic ones.
+ *
+ * Private to lowering/loop_to_kernel.
+ */
+#ifndef FZ_LOWERING_LOOP_TO_KERNEL_INTERNAL_H
+#define FZ_LOWERING_LOOP_TO_KERNEL_INTERNAL_H
+
+#include "fz/kernel.h"
+#include "ir/util.h"
+
+#define FZ_LK_MAX_DIMS 64
+
+/* A top-level loop.parallel of a host function, with constant bounds. */
+typedef struct FzLkNest {
+  FzContext *ctx;
+  FzOp *par;   /* the nest (still in the host function) */
+  FzOp *func;  /* its func.func */
+  size_t numDims;
+  int64_t lb[FZ_LK_MAX_DIMS], step[FZ_LK_MAX_DIMS], trips[FZ_LK_MAX_DIMS];
+  int64_t items;      /* iterations of the nest (capped at 2^50) */
+  size_t widestBytes; /* largest element the nest loads or stores */
+  bool straightLine;  /* no loop, allocation or barrier inside */
+} FzLkNest;
+
+/* What a mapping decided for a nest. */
+typedef struct FzLkPlan {
+  int64_t grid[3], block[3]; /* the launch */
+  int64_t sharedBytes;       /* dynamic shared memory */
+  char desc[512];            /* one line: the kernel's `fuse.plan` */
+  /* Floating-point operations of one launch when the kernel is
+   * compute-bound (a matmul: 2 M N K), recorded as `fuse.flops` for
+   * TFLOP/s figures; 0: none. */
+  int64_t flops;
+  void *state;               /* the mapping's own (released by it) */
+  /* Set by a plan that reported an error (a bad option): the pass
+   * fails instead of trying the next mapping. */
+  bool failed;
+} FzLkPlan;
+
+/* A value map with a parent: lookups fall back to it. */
+typedef struct FzLkMap {
+  FzPtrMap own;
+  const struct FzLkMap *parent;
+} FzLkMap;
+
+void fzLkMapInit(FzLkMap *m, FzContext *ctx, const FzLkMap *parent);
+void fzLkMapFree(FzLkMap *m);
+/* False when out of memory. */
+bool fzLkMapPut(FzLkMap *m, FzValue *from, FzValue *to);
+/* The value from maps to, or NULL. */
+FzValue *fzLkMapGet(const FzLkMap *m, FzValue *from);
+
+/* Building a kernel body. */
+typedef struct FzLkBuild {
+  FzContext *ctx;
+  FzLoc *loc;          /* of the nest: every new op gets it */
+  FzBuilder b;         /* the insertion point */
+  FzOp *kernel;        /* the kernel.func */
+  FzBlock *entry;      /* its entry block */
+  FzOp *firstBody;     /* the first op after the entry's constants */
+  const FzLkNest *nest;
+  const FzLoopToKernelOptions *opts;
+  FzLkMap base;        /* host values -> kernel values (roots, setup) */
+  /* Constants made so far (at the start of the entry block). */
+  FzPtrVec constants;
+  bool failed;         /* an error was reported, or out of memory */
+} FzLkBuild;
+
+typedef struct FzLkMapping {
+  const char *name;
+  /* Fills p and returns true when this mapping takes the nest; false
+   * lets the next mapping try (nothing reported but remarks), unless it
+   * set p->failed after reporting an error. */
+  bool (*plan)(const FzLkNest *nest, const FzLoopToKernelOptions *o,
+               FzLkPlan *p);
+  /* Builds the kernel body at kb's insertion point (the kernel's entry
+   * block, its setup ops already cloned; kernel.return follows). False
+   * after an error (reported). */
+  bool (*build)(FzLkBuild *kb, const FzLkPlan *p);
+  /* Frees p->state (may be NULL). */
+  void (*release)(FzLkPlan *p);
+} FzLkMapping;
+
+extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
+extern const FzLkMapping fzLkGroupedMapping;     /* grouped.c */
+extern const FzLkMapping fzLkElementwiseMapping; /* elementwise.c */
+
+/*===--- outline.c --------------------------------------------------------===*/
+
+/* Replaces nest (a top-level loop.parallel of func) by a kernel.func
+ * built with mapping m (plan p) inserted before func, and a kernel.launch
+ * in its place. False after an error (reported). */
+bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
+                 const FzLkPlan *p, const FzLoopToKernelOptions *o,
+                 unsigned index);
+
+/*===--- build.c ----------------------------------------------------------===*/
+
+/* Constants (made once per kernel, at the start of its entry block). */
+FzValue *fzLkIndex(FzLkBuild *kb, int64_t v);
+FzValue *fzLkConst(FzLkBuild *kb, FzType *t, double v);
+FzValue *fzLkConstInt(FzLkBuild *kb, FzType *t, int64_t v);
+/* The constant of type t holding attribute a (a loop.constant value). */
+FzValue *fzLkConstAttr(FzLkBuild *kb, FzType *t, FzAttr *a);
+/* `name`(operands) -> one result of type t (NULL: the first operand's). */
+FzValue *fzLkOp(FzLkBuild *kb, const char *name, FzType *t, size_t n,
+                FzValue *const *operands);
+FzValue *fzLkBin(FzLkBuild *kb, const char *name, FzValue *a, FzValue *b);
+/* a + b, a * b, a / b, a % b on index (or iN) values, folding constant
+ * operands and the identities x+0, x*1, x/1. */
+FzValue *fzLkAdd(FzLkBuild *kb, FzValue *a, FzValue *b);
+FzValue *fzLkMul(FzLkBuild *kb, FzValue *a, FzValue *b);
+FzValue *fzLkDiv(FzLkBuild *kb, FzValue *a, FzValue *b);
+FzValue *fzLkRem(FzLkBuild *kb, FzValue *a, FzValue *b);
+/* loop.cmpi `pred` (an i1). */
+FzValue *fzLkCmp(FzLkBuild *kb, const char *pred, FzValue *a, FzValue *b);
+FzValue *fzLkSelect(FzLkBuild *kb, FzValue *c, FzValue *a, FzValue *b);
+FzValue *fzLkCast(FzLkBuild *kb, const char *name, FzValue *v, FzType *t);
+/* kernel.thread_id / block_id / block_dim / grid_dim `name` along x. */
+FzValue *fzLkId(FzLkBuild *kb, const char *name);
+/* A kernel.shared_alloc of `n` elements of elt (at the start of the
+ * entry block). */
+FzValue *fzLkSharedAlloc(FzLkBuild *kb, FzType *elt, int64_t n);
+/* loop.load / loop.store of one element. */
+FzValue *fzLkLoad(FzLkBuild *kb, FzValue *buf, size_t n, FzValue *const *idx);
+bool fzLkStore(FzLkBuild *kb, FzValue *v, FzValue *buf, size_t n,
+               FzValue *const *idx);
+bool fzLkBarrier(FzLkBuild *kb);
+/* kernel.shuffle xor v, off, 32; the value read. */
+FzValue *fzLkShuffleXor(FzLkBuild *kb, FzValue *v, int64_t off);
+
+/* `loop.for %i = lb to ub step step iter_args(inits)`: Begin creates it
+ * and moves the insertion point to the end of its body (*iv and
+ * iters[0..n) receive its block arguments); End adds the loop.yield of
+ * yields and moves after the loop, whose results are then the loop's
+ * (n of them). */
+FzOp *fzLkForBegin(FzLkBuild *kb, FzValue *lb, FzValue *ub, FzValue *step,
+                   size_t n, FzValue *const *inits, FzValue **iv,
+                   FzValue **iters);
+bool fzLkForEnd(FzLkBuild *kb, FzOp *loop, size_t n,
+                FzValue *const *yields);
+/* A structured `if (cond)` (i1): a loop.for of one iteration where cond
+ * holds, none elsewhere. */
+FzOp *fzLkIfBegin(FzLkBuild *kb, FzValue *cond, size_t n,
+                  FzValue *const *inits, FzValue **iters);
+
+/* Clones op (regions included) at the insertion point, its operands
+ * (and the values its regions use from outside) looked up in map, its
+ * results recorded in map. NULL after an error. */
+FzOp *fzLkClone(FzLkBuild *kb, FzLkMap *map, FzOp *op);
+
+/* `count` iterations of a loop body without regions (terminator
+ * excluded) cloned side by side in three phases: the loads and the ops
+ * their addresses need for every iteration, then the rest, then the
+ * stores (so that the loads of consecutive iterations are adjacent and
+ * LLVM's load/store vectorizer makes 16-byte accesses of them). When an
+ * address depends on a loop-carried value, the body's own order is kept.
+ * Per iteration u: its block arguments are bound by bind(u, phase) before
+ * each phase; the results of the last phase's ops are in maps[u]. */
+typedef struct FzLkUnroll {
+  FzLkBuild *kb;
+  FzBlock *body;
+  unsigned count;
+  size_t numIvs;        /* leading block arguments that are not carried */
+  FzOp **ops;           /* the body's ops, terminator excluded */
+  size_t numOps;
+  unsigned char *phase; /* per op: 0, 1 or 2 */
+  FzLkMap *maps;        /* per iteration, children of the caller's map */
+  /* Iteration u's value of block argument laneIv is laneBase + u (NULL:
+   * no such argument). An access whose last index is laneIv and whose
+   * other indices do not depend on it, in a buffer of the identity
+   * layout, goes through a view of the iterations' `count` consecutive
+   * elements at constant indices 0..count-1 (views[op], made once): its
+   * copies then share one base address, so that LLVM's load/store
+   * vectorizer always finds them adjacent. */
+  FzValue *laneIv, *laneBase;
+  FzValue **views; /* per op: the view, or NULL */
+  bool *viewed;    /* per op: accessed through a view */
+} FzLkUnroll;
+
+/* laneIv and laneBase: see above (both NULL: no views). */
+bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
+                    size_t numIvs, unsigned count, const FzLkMap *parent,
+                    FzValue *laneIv, FzValue *laneBase);
+void fzLkUnrollFree(FzLkUnroll *U);
+/* Clones the ops of `phase` for iteration u (after binding block
+ * arguments in maps[u]). */
+bool fzLkUnrollPhase(FzLkUnroll *U, unsigned u, unsigned phase);
+
+/* Replaces every loop.parallel nested in op by loop.for nests (last
+ * dimension innermost) and drops loop.barrier: a kernel thread runs each
+ * such nest alone, in order. False when out of memory. */
+bool fzLkSerializeNested(FzLkBuild *kb, FzOp *op);
+
+/*===--- plan.c -----------------------------------------------------------===*/
+
+#define FZ_LK_MAX_INNER 16
+#define FZ_LK_MAX_ACCUMULATORS 8
+
+typedef enum FzLkMappingKind {
+  FZ_LK_MAP_ELEMENTWISE, /* one iteration per thread, grid-stride loop */
+  FZ_LK_MAP_ROWS,        /* `group` consecutive threads per iteration */
+  FZ_LK_MAP_COLUMNS,     /* 32 iterations per block, reductions split
+                            over blockDim / 32 threads */
+} FzLkMappingKind;
+
+/* One inner loop of a grouped nest (a loop.for reduction or a 1-D
+ * loop.parallel phase): its chunks of `vec` consecutive iterations are
+ * dealt to the group's threads, chunk c = g + k * group. */
+typedef struct FzLkInnerPlan {
+  FzOp *loop;
+  bool isReduction;
+  bool contiguous;   /* its variable indexes only last dimensions */
+  int64_t lb, step, trips;
+  size_t widest;     /* largest element accessed, bytes */
+  unsigned vec;      /* iterations per chunk */
+  int64_t chunks;    /* ceil(trips / vec) */
+  int64_t perThread; /* ceil(chunks / group) */
+  bool unroll;       /* the per-thread chunk loop is fully unrolled */
+} FzLkInnerPlan;
+
+typedef struct FzLkNestPlan {
+  FzLkMappingKind mapping;
+  unsigned vec;           /* elementwise: iterations of the last dim each */
+  unsigned group;         /* threads sharing one outer iteration */
+  unsigned itemsPerBlock; /* outer iterations per block */
+  unsigned blockSize;
+  int64_t numBlocks;      /* blocks that cover every item once */
+  size_t numInner;
+  FzLkInnerPlan inner[FZ_LK_MAX_INNER];
+  /* The nest stores into a buffer (root) that it also loads from, so
+   * loop.barrier must order its phases. */
+  bool phasesShareMemory;
+} FzLkNestPlan;
+
+/* Plans nest (the generic heuristic of docs/codegen.md "GPU mappings"):
+ * rows or columns when the nest's shape allows and their shared memory
+ * fits, elementwise otherwise. */
+void fzLkPlanNest(const FzLkNest *nest, const FzLoopToKernelOptions *o,
+                  FzLkNestPlan *p);
+/* The plan's one line (the kernel's fuse.plan), truncated to size. */
+void fzLkPlanDescribe(const FzLkNest *nest, const FzLkNestPlan *p,
+                      char *buf, size_t size);
+/* The launch of a plan. */
+void fzLkPlanLaunch(const FzLkNestPlan *p, FzLkPlan *out);
+/* The op of reduction loop forOp that folds iteration argument i into
+ * its accumulator (its yield's operand i), or NULL when there is none of
+ * the kinds that combine partial results (add, mul, max, min, and, or,
+ * xor). */
+FzOp *fzLkReductionCombine(FzOp *forOp, size_t i);
+
+#endif /* FZ_LOWERING_LOOP_TO_KERNEL_INTERNAL_H */

@@ -1,0 +1,658 @@
+/* lowering/loop_to_kernel/matmul.c - fzKernelBuildMatmul: the kernel.func
+ * of a tensor-core GEMM with its epilogue, and the kernel.launch that
+ * replaces the matched nest (matmul.h gives the design; docs/codegen.md
+ * "Tensor-core matmul" the details and the numbers). This file builds
+ * the setup, the tile loads and the k loop; matmul_epilogue.c the rest,
+ * with matmul_kb.c's builders.
+ *
+ * Kernel structure (T = 32 * warps threads, S stages, KT = ceil(K / BK)):
+ *
+ *   setup: tile (pid_m, pid_n) from block_id.x in grouped order, batch
+ *          indices from block_id.z, warp (wm, wn), lane (g, t);
+ *          per thread: its 16-byte chunks of the A and B tiles (shared
+ *          offsets, swizzled; the invariant half of the global indices,
+ *          clamped, with their validity); per lane: the ldmatrix offsets
+ *          within a stage;
+ *   prologue: tiles 0 .. S-2 into stages 0 .. S-2, one commit each;
+ *   loop kt (accumulators in iter_args):
+ *          cp_async_wait S-2; barrier;
+ *          tile kt+S-1 into stage (kt+S-1) % S if it exists; commit;
+ *          for each k16 step of stage kt % S: ldmatrix the A and B
+ *          fragments of the warp tile, MT x NT mma;
+ *   epilogue: per accumulator pair (row, col), guarded where the tile
+ *          overhangs the matrix: the nest's epilogue cloned for both
+ *          elements, the stores as one vector store of the pair (or as
+ *          scalar stores).
+ * The scalar-load path (operands that cannot use 16-byte copies) has one
+ * stage: barrier, scalar loads and shared stores, barrier, compute.
+ *
+ * Shared layout: stage s of A at s * BM * BK elements, of B after all of
+ * A's stages. A tile is `rows` x `cols` elements (A: BM x BK when A is
+ * k-contiguous, else BK x BM; B: BN x BK or BK x BN); element (r, c) is
+ * at r * cols + ((c / 8) ^ f(r)) * 8 + c % 8 with f(r) = r % 8 for rows
+ * of 8 or more chunks, else (r / (8 / C)) % C for C chunks per row: the
+ * 8 rows an ldmatrix phase reads fall in 8 different 16-byte bank groups.
+ *
+ * Index arithmetic folds constants as it is built (the folds of the loop
+ * dialect), so static parts of addresses cost nothing. Constants live at
+ * the start of the kernel's entry block.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ir/util.h"
+#include "lowering/loop_to_kernel/matmul_internal.h"
+
+/* The kernel value standing for capture v. */
+static FzValue *cap(Gen *G, FzValue *v) {
+  for (size_t i = 0; i < G->m->numCaptures; ++i)
+    if (G->m->captures[i] == v)
+      return G->capMap[i];
+  G->K.failed = true;
+  return NULL;
+}
+
+/* The value of one batch index of an operand. */
+static FzValue *batch_index(Gen *G, FzMatmulIndex ix) {
+  return ix.dim >= 0 ? G->batchIv[ix.dim] : mmConst(&G->K, ix.value);
+}
+
+/*===--- Setup ----------------------------------------------------------===*/
+
+static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
+                       int64_t base) {
+  KB *K = &G->K;
+  const FzMatmulTile *t = G->t;
+  T->x = x;
+  T->buf = cap(G, x->buffer);
+  T->tileMN = isA ? t->bm : t->bn;
+  T->mnExtent = isA ? G->m->M : G->m->N;
+  T->rows = x->kLast ? T->tileMN : t->bk;
+  T->cols = x->kLast ? t->bk : T->tileMN;
+  T->stageElems = (int64_t)T->rows * T->cols;
+  T->base = base;
+  T->async = G->async;
+  int chunks = T->rows * T->cols / 8;
+  T->perThread = chunks / G->threads;
+  FzValue *mn0 = isA ? G->m0 : G->n0;
+  int C = T->cols / 8;
+  for (int p = 0; p < T->perThread; ++p) {
+    FzValue *c = mmAddC(K, G->tid, (int64_t)p * G->threads);
+    FzValue *r = mmDivC(K, c, C);
+    FzValue *cc = mmMul(K, mmRemC(K, c, C), 8);
+    T->row[p] = r;
+    T->col[p] = cc;
+    /* Shared-memory offsets are i32 (the loop's address arithmetic
+     * stays 32-bit, as the 32-bit shared pointers it ends in). */
+    T->dst[p] = mmCast(K, mmSwizzle(K, r, cc, T->cols), K->i32);
+    /* The mn coordinate: rows of a k-contiguous tile, else columns. */
+    FzValue *mnOff = x->kLast ? r : cc;
+    FzValue *mn = mmAdd(K, mn0, mnOff);
+    bool ragged = T->mnExtent % T->tileMN != 0;
+    T->mnOk[p] = ragged ? mmLtC(K, mn, T->mnExtent) : NULL;
+    /* Clamped so that the address stays valid where nothing is read. */
+    int64_t hi = x->kLast ? T->mnExtent - 1 : T->mnExtent - 8;
+    if (!x->kLast && !T->async)
+      hi = T->mnExtent - 1;
+    T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
+    T->kOff[p] = x->kLast ? cc : r;
+  }
+}
+
+/* Tile (pid_m, pid_n) in grouped order, batch ivs, warp and lane ids. */
+static void setup_ids(Gen *G) {
+  KB *K = &G->K;
+  const FzMatmulNest *m = G->m;
+  const FzMatmulTile *t = G->t;
+  int64_t tilesM = (m->M + t->bm - 1) / t->bm;
+  int64_t tilesN = (m->N + t->bn - 1) / t->bn;
+  FzValue *pid = mmId(K, "kernel.block_id", "x");
+  /* Triton's grouped order: groupM rows of tiles walk the columns
+   * together, so the B tiles they share stay in L2. */
+  int64_t inGroup = t->groupM * tilesN;
+  FzValue *group = mmDivC(K, pid, inGroup);
+  FzValue *first = mmMul(K, group, t->groupM);
+  FzValue *rest = mmRemC(K, pid, inGroup);
+  FzValue *size;
+  if (tilesM % t->groupM == 0) {
+    size = mmConst(K, t->groupM);
+  } else {
+    FzValue *left = mmAdd(K, mmConst(K, tilesM), mmMul(K, first, -1));
+    size = mmMinC(K, left, t->groupM);
+  }
+  FzValue *pidM, *pidN;
+  int64_t sc;
+  if (mmIsConst(size, &sc)) {
+    pidM = mmAdd(K, first, mmRemC(K, rest, sc));
+    pidN = mmDivC(K, rest, sc);
+  } else {
+    FzValue *o1[2] = {rest, size};
+    pidM = mmAdd(K, first, mmOp(K, "loop.remsi", 2, o1, K->idx, NULL));
+    pidN = mmOp(K, "loop.divsi", 2, o1, K->idx, NULL);
+  }
+  G->m0 = mmMul(K, pidM, t->bm);
+  G->n0 = mmMul(K, pidN, t->bn);
+  /* Batch dims: block_id.z, row-major over their extents. */
+  FzValue *bz = mmId(K, "kernel.block_id", "z");
+  int64_t inner = 1;
+  for (size_t d = m->numDims; d-- > 0;) {
+    if ((int)d == m->dimI || (int)d == m->dimJ)
+      continue;
+    G->batchIv[d] = mmRemC(K, mmDivC(K, bz, inner), m->extent[d]);
+    inner *= m->extent[d];
+  }
+  G->tid = mmId(K, "kernel.thread_id", "x");
+  G->lane = mmId(K, "kernel.lane_id", NULL);
+  FzValue *warp = mmDivC(K, G->tid, 32);
+  G->wm = mmDivC(K, warp, t->warpsN);
+  G->wn = mmRemC(K, warp, t->warpsN);
+  G->g = mmDivC(K, G->lane, 4);
+  G->tq = mmRemC(K, G->lane, 4);
+}
+
+/* The ldmatrix offset of lane l within a stage (elements) for k16 step ks
+ * and the idx-th 16 rows of A (mi) or 16 columns of B (nj), with w the
+ * warp's row (A) or column (B) in the warp grid. Lane l addresses row
+ * l % 8 of matrix q = l / 8:
+ *   A[m][k] (x4):       m = w WM + 16 idx + l % 16,      k = 16 ks + 8 (q / 2)
+ *   A[k][m] (x4 trans): k = 16 ks + 8 (q / 2) + l % 8,   m = w WM + 16 idx + 8 (q % 2)
+ *   B[n][k] (x4):       n = w WN + 16 idx + 8 (q / 2) + l % 8, k = 16 ks + 8 (q % 2)
+ *   B[k][n] (x4 trans): k = 16 ks + 8 (q % 2) + l % 8,   n = w WN + 16 idx + 8 (q / 2)
+ * (matrices 0..3 are a0..a3 of the mma, or b0, b1 of two n8 tiles).
+ * frag_rc computes (row, col) of the shared tile in C; frag_off_ir builds
+ * the same in IR from the lane and warp ids. */
+static void frag_rc(const Gen *G, bool isA, int ks, int idx, int l, int w,
+                    int *row, int *col) {
+  int q = l / 8, r = l % 8;
+  if (isA && G->m->a.kLast) {
+    *row = w * G->WM + 16 * idx + l % 16;
+    *col = 16 * ks + 8 * (q / 2);
+  } else if (isA) {
+    *row = 16 * ks + 8 * (q / 2) + r;
+    *col = w * G->WM + 16 * idx + 8 * (q % 2);
+  } else if (G->m->b.kLast) {
+    *row = w * G->WN + 16 * idx + 8 * (q / 2) + r;
+    *col = 16 * ks + 8 * (q % 2);
+  } else {
+    *row = 16 * ks + 8 * (q % 2) + r;
+    *col = w * G->WN + 16 * idx + 8 * (q / 2);
+  }
+}
+
+static int64_t swz_c(int row, int col, int cols) {
+  int C = cols / 8;
+  int f = C >= 8 ? row % 8 : (row / (8 / C)) % C;
+  return (int64_t)row * cols + (int64_t)(((col / 8) ^ f) * 8);
+}
+
+static int64_t frag_off_c(const Gen *G, bool isA, int ks, int idx, int l,
+                          int w) {
+  int row, col;
+  frag_rc(G, isA, ks, idx, l, w, &row, &col);
+  return swz_c(row, col, isA ? G->A.cols : G->B.cols);
+}
+
+static FzValue *frag_off_ir(Gen *G, bool isA, int ks, int idx) {
+  KB *K = &G->K;
+  FzValue *q = mmDivC(K, G->lane, 8), *r = mmRemC(K, G->lane, 8);
+  FzValue *qLo = mmRemC(K, q, 2), *qHi = mmDivC(K, q, 2);
+  FzValue *row, *col;
+  if (isA) {
+    FzValue *mBase = mmAddC(K, mmMul(K, G->wm, G->WM), 16 * idx);
+    if (G->m->a.kLast) {
+      row = mmAdd(K, mBase, mmRemC(K, G->lane, 16));
+      col = mmAddC(K, mmMul(K, qHi, 8), 16 * ks);
+    } else {
+      row = mmAdd(K, mmAddC(K, mmMul(K, qHi, 8), 16 * ks), r);
+      col = mmAdd(K, mBase, mmMul(K, qLo, 8));
+    }
+    return mmSwizzle(K, row, col, G->A.cols);
+  }
+  FzValue *nBase = mmAddC(K, mmMul(K, G->wn, G->WN), 16 * idx);
+  if (G->m->b.kLast) {
+    row = mmAdd(K, mmAdd(K, nBase, mmMul(K, qHi, 8)), r);
+    col = mmAddC(K, mmMul(K, qLo, 8), 16 * ks);
+  } else {
+    row = mmAdd(K, mmAddC(K, mmMul(K, qLo, 8), 16 * ks), r);
+    col = mmAdd(K, nBase, mmMul(K, qHi, 8));
+  }
+  return mmSwizzle(K, row, col, G->B.cols);
+}
+
+/* Looks for constants X, Y with offset(ks, idx) = (offset(0, 0) ^ X) + Y
+ * for every lane and warp, also after adding any stage's base first:
+ * then the loop addresses a fragment as ((stage base + one precomputed
+ * lane offset) ^ X) + Y, an xor and an immediate, instead of keeping one
+ * register per fragment live across the loop (the swizzle makes k steps
+ * and 16-row blocks differ by an xor of the chunk bits and a multiple of
+ * the row length; checked exhaustively, not assumed). */
+static bool frag_decompose(const Gen *G, bool isA, int ks, int idx,
+                           int64_t *x, int64_t *y) {
+  const Tile *T = isA ? &G->A : &G->B;
+  int warps = isA ? G->t->warpsM : G->t->warpsN;
+  int64_t o0 = frag_off_c(G, isA, 0, 0, 0, 0), ok = frag_off_c(G, isA, ks,
+                                                               idx, 0, 0);
+  *y = (ok / T->cols - o0 / T->cols) * T->cols;
+  *x = (ok - *y) ^ o0;
+  for (int w = 0; w < warps; ++w)
+    for (int l = 0; l < 32; ++l) {
+      int64_t a = frag_off_c(G, isA, 0, 0, l, w);
+      int64_t b = frag_off_c(G, isA, ks, idx, l, w);
+      for (int s = 0; s < G->S; ++s) {
+        int64_t sb = T->base + s * T->stageElems;
+        if (((sb + a) ^ *x) + *y != sb + b)
+          return false;
+      }
+    }
+  return true;
+}
+
+/* Per operand: the lane's offset of fragment (0, 0), and for the
+ * fragments frag_decompose cannot express, their own offsets. */
+static void setup_fragments(Gen *G) {
+  KB *K = &G->K;
+  for (int isA = 1; isA >= 0; --isA) {
+    int n = isA ? G->MT : G->NT / 2;
+    FzValue *(*frag)[64] = isA ? G->fragA : G->fragB;
+    FzValue *base = mmCast(K, frag_off_ir(G, isA, 0, 0), K->i32);
+    for (int ks = 0; ks < G->t->bk / 16; ++ks)
+      for (int i = 0; i < n; ++i) {
+        int64_t x, y;
+        frag[ks][i] = ks == 0 && i == 0 ? base
+                      : frag_decompose(G, isA, ks, i, &x, &y)
+                          ? NULL
+                          : mmCast(K, frag_off_ir(G, isA, ks, i), K->i32);
+      }
+  }
+}
+
+/* The shared-memory index (i32) of a fragment's lane address in stage
+ * base sbase (elements, i32). */
+static FzValue *frag_addr(Gen *G, bool isA, int ks, int idx, FzValue *sbase) {
+  KB *K = &G->K;
+  FzValue *(*frag)[64] = isA ? G->fragA : G->fragB;
+  int64_t x, y;
+  if (frag[ks][idx])
+    return mmAdd(K, sbase, frag[ks][idx]);
+  if (!frag_decompose(G, isA, ks, idx, &x, &y)) {
+    K->failed = true;
+    return NULL;
+  }
+  FzValue *v = mmAdd(K, sbase, frag[0][0]);
+  return mmAddC(K, mmXorC(K, v, x), y);
+}
+
+/*===--- Tile loads -----------------------------------------------------===*/
+
+/* The global indices of chunk p of tile T at k-tile kt (element `e` of
+ * the chunk along the contiguous dim) and its validity (NULL: valid). */
+static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
+                          FzValue **idx, FzValue **ok) {
+  KB *K = &G->K;
+  const FzMatmulOperand *x = T->x;
+  size_t nb = x->numBatch;
+  for (size_t d = 0; d < nb; ++d)
+    idx[d] = batch_index(G, x->batch[d]);
+  int64_t Kx = G->m->K;
+  FzValue *k = mmAddC(K, mmAdd(K, mmMul(K, kt, G->t->bk), T->kOff[p]),
+                    x->kLast ? e : 0);
+  FzValue *mn = T->mnIdx[p];
+  FzValue *mnOk = T->mnOk[p];
+  if (!x->kLast && e) {
+    /* The scalar path: the mn coordinate moves along the chunk. */
+    FzValue *mnE = mmAddC(K, mmAdd(K, x == &G->m->a ? G->m0 : G->n0, T->col[p]),
+                        e);
+    bool ragged = T->mnExtent % T->tileMN != 0;
+    mnOk = ragged ? mmLtC(K, mnE, T->mnExtent) : NULL;
+    mn = ragged ? mmMinC(K, mnE, T->mnExtent - 1) : mnE;
+  }
+  bool kRagged = Kx % G->t->bk != 0;
+  FzValue *kOk = kRagged ? mmLtC(K, k, Kx) : NULL;
+  int64_t kHi = x->kLast && T->async ? Kx - 8 : Kx - 1;
+  FzValue *kc = kRagged ? mmMinC(K, k, kHi) : k;
+  *ok = mmAnd(K, mnOk, kOk);
+  idx[nb] = x->kLast ? mn : kc;
+  idx[nb + 1] = x->kLast ? kc : mn;
+}
+
+/* Issues this thread's cp.async copies of k-tile kt (index) into stage
+ * `stage` (i32). */
+static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+  KB *K = &G->K;
+  FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
+                         mmMul(K, stage, T->stageElems));
+  for (int p = 0; p < T->perThread; ++p) {
+    FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
+    chunk_indices(G, T, p, kt, 0, idx, &ok);
+    FzValue *ops[3 + FZ_MATMUL_MAX_DIMS];
+    size_t n = 0;
+    ops[n++] = G->smem;
+    ops[n++] = mmCast(K, mmAdd(K, sbase, T->dst[p]), K->idx);
+    ops[n++] = T->buf;
+    for (size_t d = 0; d < T->x->rank; ++d)
+      ops[n++] = idx[d];
+    if (ok)
+      ops[n++] = mmSelect(K, ok, mmConst(K, 16), mmConst(K, 0));
+    mmOp(K, "kernel.cp_async", n, ops, NULL, NULL);
+  }
+}
+
+/* The scalar path: loads 8 elements per chunk (zero outside the matrix)
+ * and stores them into stage 0. */
+static void load_tile_sync(Gen *G, Tile *T, FzValue *kt) {
+  KB *K = &G->K;
+  for (int p = 0; p < T->perThread; ++p)
+    for (int e = 0; e < 8; ++e) {
+      FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
+      chunk_indices(G, T, p, kt, e, idx, &ok);
+      FzValue *ops[1 + FZ_MATMUL_MAX_DIMS];
+      ops[0] = T->buf;
+      for (size_t d = 0; d < T->x->rank; ++d)
+        ops[1 + d] = idx[d];
+      FzValue *v = mmOp(K, "loop.load", 1 + T->x->rank, ops, K->elt, NULL);
+      if (ok)
+        v = mmSelect(K, ok, v, G->zeroElt);
+      FzValue *st[3] = {
+          v, G->smem,
+          mmCast(K, mmAddC(K, mmAddC(K, T->dst[p], T->base), e), K->idx)};
+      mmOp(K, "loop.store", 3, st, NULL, NULL);
+    }
+}
+
+/*===--- The k loop -----------------------------------------------------===*/
+
+/* One k16 step of the warp tile on stage `stage` (i32): ldmatrix, then
+ * mma on acc (MT * NT * 2 pairs, updated in place). */
+static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
+  KB *K = &G->K;
+  FzValue *aBase = mmAdd(K, mmConstOf(K, K->i32, G->A.base),
+                         mmMul(K, stage, G->A.stageElems));
+  FzValue *bBase = mmAdd(K, mmConstOf(K, K->i32, G->B.base),
+                         mmMul(K, stage, G->B.stageElems));
+  FzValue *a[16][4], *b[64][2];
+  FzType *regs[4] = {K->vreg, K->vreg, K->vreg, K->vreg};
+  for (int mi = 0; mi < G->MT; ++mi) {
+    FzOpState st;
+    fzOpStateInit(&st, K->ctx, FZ_STR("kernel.ldmatrix"), K->loc);
+    FzValue *ops[2] = {G->smem,
+                       mmCast(K, frag_addr(G, true, ks, mi, aBase), K->idx)};
+    if (!ops[1]) {
+      K->failed = true;
+      return;
+    }
+    fzOpStateAddOperands(&st, 2, ops);
+    fzOpStateAddProp(&st, FZ_STR("num"),
+                     fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32), 4));
+    if (!G->m->a.kLast)
+      fzOpStateAddProp(&st, FZ_STR("trans"), fzUnitAttrGet(K->ctx));
+    fzOpStateAddResults(&st, 4, regs);
+    FzOp *op = fzBuilderCreate(&K->b, &st);
+    if (!op) {
+      K->failed = true;
+      return;
+    }
+    for (int r = 0; r < 4; ++r)
+      a[mi][r] = fzOpGetResult(op, r);
+  }
+  for (int nj = 0; nj < G->NT / 2; ++nj) {
+    FzOpState st;
+    fzOpStateInit(&st, K->ctx, FZ_STR("kernel.ldmatrix"), K->loc);
+    FzValue *ops[2] = {G->smem,
+                       mmCast(K, frag_addr(G, false, ks, nj, bBase), K->idx)};
+    if (!ops[1]) {
+      K->failed = true;
+      return;
+    }
+    fzOpStateAddOperands(&st, 2, ops);
+    fzOpStateAddProp(&st, FZ_STR("num"),
+                     fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32), 4));
+    if (!G->m->b.kLast)
+      fzOpStateAddProp(&st, FZ_STR("trans"), fzUnitAttrGet(K->ctx));
+    fzOpStateAddResults(&st, 4, regs);
+    FzOp *op = fzBuilderCreate(&K->b, &st);
+    if (!op) {
+      K->failed = true;
+      return;
+    }
+    /* Matrices 0, 1: (b0, b1) of n tile 2nj; 2, 3: of n tile 2nj + 1. */
+    b[2 * nj][0] = fzOpGetResult(op, 0);
+    b[2 * nj][1] = fzOpGetResult(op, 1);
+    b[2 * nj + 1][0] = fzOpGetResult(op, 2);
+    b[2 * nj + 1][1] = fzOpGetResult(op, 3);
+  }
+  for (int mi = 0; mi < G->MT; ++mi)
+    for (int ni = 0; ni < G->NT; ++ni) {
+      /* Serpentine over n keeps one B fragment live across rows. */
+      int nn = mi % 2 ? G->NT - 1 - ni : ni;
+      FzValue **c = &acc[(mi * G->NT + nn) * 2];
+      FzValue *ops[8] = {a[mi][0], a[mi][1], a[mi][2], a[mi][3],
+                         b[nn][0], b[nn][1], c[0],     c[1]};
+      for (int i = 0; i < 8; ++i)
+        if (!ops[i]) {
+          K->failed = true;
+          return;
+        }
+      FzOpState st;
+      fzOpStateInit(&st, K->ctx, FZ_STR("kernel.mma"), K->loc);
+      fzOpStateAddOperands(&st, 8, ops);
+      fzOpStateAddProp(&st, FZ_STR("shape"),
+                       fzStringAttrGet(K->ctx, FZ_STR("m16n8k16")));
+      FzType *rt[2] = {K->vacc, K->vacc};
+      fzOpStateAddResults(&st, 2, rt);
+      FzOp *op = fzBuilderCreate(&K->b, &st);
+      if (!op) {
+        K->failed = true;
+        return;
+      }
+      c[0] = fzOpGetResult(op, 0);
+      c[1] = fzOpGetResult(op, 1);
+    }
+}
+
+static void main_loop(Gen *G, FzValue **acc) {
+  KB *K = &G->K;
+  size_t nacc = (size_t)G->MT * G->NT * 2;
+  FzValue *zero = mmConstAttr(
+      K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
+      K->vacc);
+  /* The accumulators; and, when S is not a power of two, the stage read
+   * in this iteration (kt % S, carried: a compare and a select instead
+   * of a remainder). */
+  bool carryStage = G->async && (G->S & (G->S - 1)) != 0;
+  FzValue *inits[2 * MAX_ACC + 1];
+  for (size_t i = 0; i < nacc; ++i)
+    inits[i] = zero;
+  if (carryStage)
+    inits[nacc] = mmConstOf(K, K->i32, 0);
+  size_t niter = nacc + (carryStage ? 1 : 0);
+  if (G->async)
+    for (int s = 0; s < G->S - 1; ++s) {
+      if (s < G->KT) {
+        load_tile_async(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
+        load_tile_async(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
+      }
+      mmPlainOp(K, "kernel.cp_async_commit");
+    }
+  FzValue *kt, *iters[2 * MAX_ACC + 1];
+  FzBuilder saved;
+  FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), niter, inits,
+                         &kt, iters, &saved);
+  if (!loop)
+    return;
+  FzValue *stage, *nextStage = NULL;
+  FzValue *kt32 = mmCast(K, kt, K->i32);
+  if (carryStage) {
+    stage = iters[nacc];
+    FzValue *inc = mmAddC(K, stage, 1);
+    FzValue *wrap = mmLtC(K, inc, G->S);
+    nextStage = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
+  } else {
+    stage = G->async ? mmRemC(K, kt32, G->S) : mmConstOf(K, K->i32, 0);
+  }
+  if (G->async) {
+    FzOpState st;
+    fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
+    fzOpStateAddProp(&st, FZ_STR("pending"),
+                     fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32),
+                                      G->S - 2));
+    mmCreate(K, &st, 0);
+    mmPlainOp(K, "kernel.barrier");
+    /* Refill the stage the barrier freed with tile kt + S - 1. */
+    FzValue *nk = mmAddC(K, kt, G->S - 1);
+    FzBuilder inIf;
+    FzOp *guard = G->KT > G->S - 1 ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf)
+                                   : NULL;
+    if (G->KT > G->S - 1) {
+      /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
+      FzValue *ws =
+          carryStage ? mmSelect(K, mmLtC(K, stage, 1),
+                                mmConstOf(K, K->i32, G->S - 1),
+                                mmAddC(K, stage, -1))
+                     : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
+      load_tile_async(G, &G->A, nk, ws);
+      load_tile_async(G, &G->B, nk, ws);
+    }
+    mmIfClose(K, guard, &inIf);
+    mmPlainOp(K, "kernel.cp_async_commit");
+  } else {
+    mmPlainOp(K, "kernel.barrier");
+    load_tile_sync(G, &G->A, kt);
+    load_tile_sync(G, &G->B, kt);
+    mmPlainOp(K, "kernel.barrier");
+  }
+  for (int ks = 0; ks < G->t->bk / 16; ++ks)
+    compute_step(G, stage, ks, iters);
+  if (carryStage)
+    iters[nacc] = nextStage;
+  mmForClose(K, loop, niter, iters, &saved);
+  for (size_t i = 0; i < nacc; ++i)
+    acc[i] = fzOpGetResult(loop, i);
+}
+
+bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *why, size_t whyLen) {
+  (void)m;
+  int threads = 32 * t->warpsM * t->warpsN;
+  int mt = t->bm / t->warpsM / 16, nt = t->bn / t->warpsN / 8;
+  if ((size_t)mt * nt > MAX_ACC || mt > 16 || nt > 64 || t->bk / 16 > 8 ||
+      (t->bm * t->bk / 8) / threads > MAX_CHUNKS ||
+      (t->bn * t->bk / 8) / threads > MAX_CHUNKS) {
+    if (why && whyLen)
+      snprintf(why, whyLen, "the tile is too large for the generator "
+               "(%dx%d warp tiles need %d m16n8 accumulator tiles per "
+               "thread, at most %d; at most %d copies per thread and "
+               "operand, BK up to 128)", t->bm / t->warpsM, t->bn / t->warpsN,
+               mt * nt, MAX_ACC, MAX_CHUNKS);
+    return false;
+  }
+  return true;
+}
+
+bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t) {
+  return m->a.asyncCopies && m->b.asyncCopies && !t->sync;
+}
+
+static int64_t batch_of(const FzMatmulNest *m) {
+  int64_t batch = 1;
+  for (size_t d = 0; d < m->numDims; ++d)
+    if ((int)d != m->dimI && (int)d != m->dimJ)
+      batch *= m->extent[d];
+  return batch;
+}
+
+void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
+                       int64_t grid[3], int64_t block[3],
+                       int64_t *sharedBytes) {
+  int64_t tiles = ((m->M + t->bm - 1) / t->bm) * ((m->N + t->bn - 1) / t->bn);
+  grid[0] = tiles;
+  grid[1] = 1;
+  grid[2] = batch_of(m);
+  block[0] = 32 * t->warpsM * t->warpsN;
+  block[1] = block[2] = 1;
+  int64_t stages = fzMatmulUsesAsyncCopies(m, t) ? t->stages : 1;
+  *sharedBytes = stages * (int64_t)(t->bm + t->bn) * t->bk *
+                 (int64_t)fzTypeGetStorageSize(m->elt);
+}
+
+int64_t fzMatmulGetFlops(const FzMatmulNest *m) {
+  return 2 * batch_of(m) * m->M * m->N * m->K;
+}
+
+void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *buf, size_t n) {
+  char tt[96], batch[48] = "";
+  fzMatmulTileFormat(t, tt, sizeof tt);
+  if (batch_of(m) > 1)
+    snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
+  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s",
+           (long long)m->M, (long long)m->N, (long long)m->K,
+           fzTypeGetKind(m->elt) == FZ_TYPE_BF16 ? "bf16" : "f16", batch, tt,
+           fzMatmulUsesAsyncCopies(m, t) ? "cp.async pipeline"
+                                         : "scalar tile loads");
+}
+
+bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
+                             FzBuilder *at, FzValue *const *caps) {
+  FzOp *par = m->par;
+  FzContext *ctx = fzOpGetContext(par);
+  char why[192];
+  if (!fzMatmulTileCheck(t, why, sizeof why) ||
+      !fzMatmulTileFits(m, t, why, sizeof why))
+    return fzOpEmitError(par, "matmul tile: %s", why);
+  if (!fzRegisterKernelDialect(ctx))
+    return false;
+  Gen *G = fzCalloc(ctx, 1, sizeof *G);
+  if (!G)
+    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+  KB *K = &G->K;
+  K->ctx = ctx;
+  K->loc = fzOpGetLoc(par);
+  K->idx = fzIndexTypeGet(ctx);
+  K->i32 = fzIntegerTypeGet(ctx, 32);
+  K->i1 = fzIntegerTypeGet(ctx, 1);
+  K->f32 = fzF32TypeGet(ctx);
+  K->elt = m->elt;
+  K->vreg = fzVectorTypeGet(ctx, 1, &(int64_t){2}, m->elt, NULL);
+  K->vacc = fzVectorTypeGet(ctx, 1, &(int64_t){2}, K->f32, NULL);
+  K->b = *at;
+  G->m = m;
+  G->t = t;
+  G->threads = 32 * t->warpsM * t->warpsN;
+  G->WM = t->bm / t->warpsM;
+  G->WN = t->bn / t->warpsN;
+  G->MT = G->WM / 16;
+  G->NT = G->WN / 8;
+  G->KT = (int)((m->K + t->bk - 1) / t->bk);
+  G->async = fzMatmulUsesAsyncCopies(m, t);
+  G->S = G->async ? t->stages : 1;
+  for (size_t i = 0; i < m->numCaptures; ++i)
+    if (!(G->capMap[i] = caps[i]))
+      K->failed = true;
+  FzType *dynT = fzBufferTypeGet(ctx, 1, &(int64_t){FZ_DYNAMIC}, m->elt, NULL,
+                                 FZ_KERNEL_SPACE_SHARED, NULL);
+  FzOpState st;
+  fzOpStateInit(&st, ctx, FZ_STR("kernel.dynamic_shared"), K->loc);
+  fzOpStateAddResults(&st, 1, &dynT);
+  G->smem = K->failed ? NULL : mmCreate(K, &st, 0);
+  /* Constants go right after the shared buffer, before the body. */
+  K->lastConst = G->smem ? fzValueGetDefiningOp(G->smem) : NULL;
+  if (!K->lastConst) {
+    fzFree(ctx, G);
+    return fzOpEmitError(par, "could not build the matmul kernel");
+  }
+  if (!G->async)
+    G->zeroElt = mmConstAttr(K, fzFloatAttrGet(ctx, m->elt, 0.0), m->elt);
+  setup_ids(G);
+  int64_t aStage = (int64_t)t->bm * t->bk;
+  setup_tile(G, &G->A, &m->a, true, 0);
+  setup_tile(G, &G->B, &m->b, false, G->S * aStage);
+  setup_fragments(G);
+  FzValue *acc[2 * MAX_ACC];
+  main_loop(G, acc);
+  if (!K->failed)
+    mmEpilogue(G, acc);
+  bool ok = !K->failed;
+  *at = K->b;
+  fzFree(ctx, G);
+  return ok || fzOpEmitError(par, "could not build the matmul kernel");
+}

@@ -1,0 +1,169 @@
+/* lowering/loop_to_kernel/matmul.h - tensor-core GEMM kernels for the
+ * matmul nests of the loop level (issue 9).
+ *
+ * lower-graph-to-loop lowers a matmul group (with its fused epilogue) to
+ *
+ *   loop.parallel (%b..., %i, %j) = (0...) to (B..., M, N) step (1...) {
+ *     %acc = loop.for %k = 0 to K step 1 iter_args(%s = 0.0) -> (f32) {
+ *       %a = loop.load %A[b', %i, %k]   (or [b', %k, %i]: transpose_a)
+ *       %b = loop.load %B[b'', %k, %j]  (or [b'', %j, %k]: transpose_b)
+ *       extf, extf, mulf, addf, yield
+ *     }
+ *     ... epilogue: scalar ops of %acc, constants, and loads at any
+ *         indices computed from the ivs (bias[j], residual[i, j], ...)
+ *     loop.store %v, %C[...]            (one or more outputs)
+ *   }
+ *
+ * fzKernelMatchMatmulNest recognizes such a nest (bf16 or f16 operands;
+ * the leading indices of A and B are batch ivs or constants) and
+ * fzKernelBuildMatmulBody builds the body of its kernel.func: a pipelined
+ * mma.sync GEMM (docs/codegen.md "Tensor-core matmul"). It is the first
+ * mapping of lower-loop-to-kernel (matmul_mapping.c), which outlines the
+ * kernel and launches it like every other nest:
+ *   - one block per BM x BN output tile (grouped launch order for L2
+ *     reuse), batch along grid.z; W warps of WM x WN warp tiles;
+ *   - a ring of S shared-memory stages filled by kernel.cp_async (16-byte
+ *     chunks, zero-filled past the matrix edges), one kernel.barrier per
+ *     BK step, XOR-swizzled rows so that kernel.ldmatrix is free of bank
+ *     conflicts;
+ *   - ldmatrix (trans where the operand is not k-contiguous) and
+ *     m16n8k16 kernel.mma with f32 accumulators in registers;
+ *   - the epilogue cloned per accumulator element with the element's
+ *     (b, i, j), stores of two adjacent elements as one 4- or 8-byte
+ *     kernel.vector_store where the output allows, guarded only where
+ *     the shape does not divide the tile.
+ * Where the 16-byte copies are impossible (a contiguous extent that is not
+ * a multiple of 8 elements, a strided or offset view), the kernel loads
+ * tiles with scalar loads and stores into the same shared layout (one
+ * stage, two barriers per step): still tensor cores, slower loads.
+ *
+ * The tile configuration is a parameter (FzMatmulTile; text form
+ * "BMxBNxBK:Ww:Ss[:gG][:sync]", e.g. "128x256x32:8w:4s", or with the warp
+ * grid "128x256x32:2x4w:4s"), so the GPU benchmark can sweep several.
+ * fzMatmulTileChoose takes it from an explicit text, else from the
+ * environment variable FZ_GPU_MMA_TILE, else from the problem's size.
+ *
+ * Ownership: the nest description points into the IR (no allocation);
+ * the builder creates IR at the insertion point it is given.
+ */
+#ifndef FZ_LOWERING_MATMUL_H
+#define FZ_LOWERING_MATMUL_H
+
+#include "fz/kernel.h"
+
+/* The most kernel arguments and parallel dims a matched nest may have. */
+#define FZ_MATMUL_MAX_CAPTURES 48
+#define FZ_MATMUL_MAX_DIMS FZ_GRAPH_MAX_RANK
+#define FZ_MATMUL_MAX_STORES 8
+
+/* One index of an operand's load: parallel dim `dim`, or the constant
+ * `value` when dim < 0. */
+typedef struct FzMatmulIndex {
+  int dim;
+  int64_t value;
+} FzMatmulIndex;
+
+/* A or B as the k loop reads it. The last two indices are the matrix
+ * ones; the others (`numBatch`) are batch indices. */
+typedef struct FzMatmulOperand {
+  FzValue *buffer;      /* defined outside the nest */
+  FzOp *load;           /* its loop.load in the k loop */
+  size_t rank;
+  FzMatmulIndex batch[FZ_MATMUL_MAX_DIMS];
+  size_t numBatch;
+  bool kLast;           /* indices (..., mn, k) rather than (..., k, mn) */
+  /* The 16-byte copy path applies: the last index has stride 1, its
+   * extent is a multiple of 8 elements, the other strides are multiples
+   * of 8 elements, the buffer starts 16-byte aligned. */
+  bool asyncCopies;
+} FzMatmulOperand;
+
+typedef struct FzMatmulNest {
+  FzOp *par;            /* the loop.parallel */
+  FzOp *kloop;          /* the loop.for over k */
+  FzType *elt;          /* bf16 or f16: the element type of A and B */
+  int64_t M, N, K;
+  size_t numDims;       /* parallel dims */
+  int64_t extent[FZ_MATMUL_MAX_DIMS];
+  int dimI, dimJ;       /* the parallel dims of i (rows) and j (columns) */
+  FzMatmulOperand a, b;
+  FzOp *stores[FZ_MATMUL_MAX_STORES];
+  size_t numStores;
+  /* Every store writes two adjacent elements of a pair (j, j + 1) with
+   * one vector store: indices exactly the parallel ivs, the last one j,
+   * stride 1, N even, other strides even, aligned buffer. */
+  bool pairStores;
+  /* Values used in the nest and defined outside it, in first-use order:
+   * constants (cloned into the kernel) and the kernel's arguments. */
+  FzValue *captures[FZ_MATMUL_MAX_CAPTURES];
+  size_t numCaptures;
+} FzMatmulNest;
+
+/* Recognizes `par` (a loop.parallel) as a matmul nest with a fused
+ * epilogue and fills *out. False when it is not one: `why` (may be NULL)
+ * receives the reason, one line, for a remark. Never reports errors. */
+bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
+                             size_t whyLen);
+
+/* A kernel's tiling. */
+typedef struct FzMatmulTile {
+  int bm, bn, bk;        /* block tile */
+  int warpsM, warpsN;    /* warp grid: warp tiles of bm/warpsM x bn/warpsN */
+  int stages;            /* shared-memory ring depth (cp.async path) */
+  int groupM;            /* block tiles of rows launched together (L2) */
+  bool sync;             /* force the scalar-load path (testing) */
+} FzMatmulTile;
+
+/* Parses "BMxBNxBK:Ww:Ss[:gG][:sync]" (W a warp count, or WMxWN) into
+ * *out and checks it (fzMatmulTileCheck). False with the reason in why. */
+bool fzMatmulTileParse(FzStringRef text, FzMatmulTile *out, char *why,
+                       size_t whyLen);
+/* Checks what the generator needs: positive sizes, bk a multiple of 16,
+ * warp tiles multiples of 16 x 16, at most 1024 threads, 2 to 8 stages,
+ * shared memory within 227 KiB for 16-bit elements, copies that divide
+ * evenly among the threads, power-of-two rows of chunks. */
+bool fzMatmulTileCheck(const FzMatmulTile *t, char *why, size_t whyLen);
+/* The tile for nest m: `text` when not NULL/empty, else $FZ_GPU_MMA_TILE
+ * when set, else by size: 128x128x32:4w:4s when M, N >= 256,
+ * 64x64x32:4w:3s otherwise (the fastest measured on an H100). False
+ * with the reason (a bad text or variable). */
+bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
+                        FzMatmulTile *out, char *why, size_t whyLen);
+/* Writes the tile's text form (parseable back) into buf. */
+void fzMatmulTileFormat(const FzMatmulTile *t, char *buf, size_t n);
+
+/* Checks what the generator itself can hold for nest m with tile t (at
+ * most 64 m16n8 accumulator tiles per thread, i.e. a 64x128 or 128x64
+ * warp tile: 256 f32 registers; 64 copies per thread and stage; 8 k16
+ * steps per BK). False with the reason. */
+bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *why, size_t whyLen);
+
+/* The launch of the kernel for nest m with tile t: grid.x the output
+ * tiles, grid.z the batch, 32 * warps threads, the dynamic shared bytes
+ * of the stages. */
+void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
+                       int64_t grid[3], int64_t block[3],
+                       int64_t *sharedBytes);
+/* Whether the kernel uses the cp.async pipeline (both operands allow
+ * 16-byte copies and the tile does not ask for `sync`), else scalar
+ * tile loads. */
+bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t);
+/* 2 * batch * M * N * K: the floating-point operations of the product. */
+int64_t fzMatmulGetFlops(const FzMatmulNest *m);
+/* The kernel's one-line plan (its fuse.plan), e.g. "matmul 4096x4096x4096
+ * bf16, tile 128x256x32:2x4w:4s:g8, cp.async pipeline", into buf. */
+void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
+                      char *buf, size_t n);
+
+/* Builds the body of the kernel of nest m with tile t at `at`: the end
+ * of a kernel.func's entry block, whose ops so far define caps[i], the
+ * kernel's value of m->captures[i] (its arguments, constants and the
+ * setup ops it recomputes; lower-loop-to-kernel's outline provides
+ * them). The kernel's launch is fzMatmulGetLaunch's; the caller adds
+ * kernel.return and erases the nest. The builder moves past what it
+ * creates. False after reporting an error at the nest. */
+bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
+                             FzBuilder *at, FzValue *const *caps);
+
+#endif /* FZ_LOWERING_MATMUL_H */

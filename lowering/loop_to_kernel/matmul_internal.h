@@ -1,0 +1,143 @@
+/* lowering/loop_to_kernel/matmul_internal.h - what the files of the
+ * tensor-core matmul generator share (private to them):
+ *  - KB, a builder of kernel IR at an insertion point, whose index
+ *    arithmetic folds constants as it is built and whose constants live
+ *    at the start of the kernel's entry block (matmul_kb.c);
+ *  - Gen, the state of one kernel body being built: the nest, the tile,
+ *    the ids and per-thread offsets every part uses (matmul.c builds the
+ *    setup, tile loads and k loop; matmul_epilogue.c the epilogue).
+ * Builders return NULL after a failure and set KB.failed; every builder
+ * accepts NULL operands (and then fails), so a sequence of calls needs
+ * one check at its end.
+ */
+#ifndef FZ_LOWERING_MATMUL_INTERNAL_H
+#define FZ_LOWERING_MATMUL_INTERNAL_H
+
+#include "lowering/loop_to_kernel/matmul.h"
+
+#define MAX_CONSTS 512
+/* m16n8 accumulator tiles per thread (4 f32 registers each: 64 of them
+ * fill the 255 registers a thread may have; their 2 * 64 vector pairs
+ * and the stage fit loop.for's 256 iteration arguments). */
+#define MAX_ACC 64
+#define MAX_CHUNKS 64 /* 16-byte copies per thread per operand and stage */
+
+/* A builder of kernel IR (matmul_kb.c). */
+typedef struct KB {
+  FzContext *ctx;
+  FzLoc *loc;
+  FzBuilder b;        /* where ops go */
+  FzOp *lastConst;    /* constants go after it, in the entry block */
+  bool failed;
+  FzType *idx, *i32, *i1, *f32, *elt, *vreg, *vacc;
+  /* The integer constants made so far (index or i32). */
+  int64_t cval[MAX_CONSTS];
+  FzType *ctype[MAX_CONSTS];
+  FzValue *cidx[MAX_CONSTS];
+  size_t numConsts;
+} KB;
+
+/* One operand's shared tile and this thread's copies into it. */
+typedef struct Tile {
+  const FzMatmulOperand *x;
+  FzValue *buf;          /* the kernel argument */
+  int rows, cols;        /* of the shared tile */
+  int64_t stageElems;    /* rows * cols */
+  int64_t base;          /* element offset of stage 0 */
+  int64_t mnExtent;      /* M or N */
+  int tileMN;            /* BM or BN */
+  int perThread;         /* chunks per thread and stage */
+  bool async;
+  /* Per chunk: shared offset in a stage; the row and column of the tile. */
+  FzValue *dst[MAX_CHUNKS], *row[MAX_CHUNKS], *col[MAX_CHUNKS];
+  /* The mn half of the global indices (clamped) and its validity (NULL:
+   * always valid). */
+  FzValue *mnIdx[MAX_CHUNKS], *mnOk[MAX_CHUNKS];
+  FzValue *kOff[MAX_CHUNKS];  /* offset of the chunk along k in the tile */
+} Tile;
+
+/* One kernel being built. */
+typedef struct Gen {
+  KB K;
+  const FzMatmulNest *m;
+  const FzMatmulTile *t;
+  FzValue *smem;
+  FzValue *capMap[FZ_MATMUL_MAX_CAPTURES]; /* capture -> kernel value */
+  FzValue *batchIv[FZ_MATMUL_MAX_DIMS];    /* per parallel dim (batch) */
+  /* Thread id, lane, warp row and column, lane / 4, lane % 4, the
+   * tile's first row and column. */
+  FzValue *tid, *lane, *wm, *wn, *g, *tq, *m0, *n0;
+  /* Threads, warp tile, its m16 and n8 tiles, stages, k steps of BK. */
+  int threads, WM, WN, MT, NT, S, KT;
+  bool async; /* the cp.async pipeline (else scalar tile loads) */
+  Tile A, B;
+  /* Per k16 step and fragment: the lane's offset in a stage; NULL where
+   * the address is fragment [0][0]'s xor and plus constants. */
+  FzValue *fragA[8][64], *fragB[8][64];
+  FzValue *zeroElt; /* 0 of the element type (scalar path) */
+} Gen;
+
+/*===--- matmul_kb.c: building kernel IR -------------------------------===*/
+
+/* Creates st's op at the insertion point; its result #result (NULL when
+ * it has none or on failure). */
+FzValue *mmCreate(KB *K, FzOpState *st, size_t result);
+/* An index constant, an integer constant of type t (index or i32), both
+ * cached, and a constant of any type from attribute a, all at the start
+ * of the entry block. */
+FzValue *mmConst(KB *K, int64_t v);
+FzValue *mmConstOf(KB *K, FzType *t, int64_t v);
+FzValue *mmConstAttr(KB *K, FzAttr *a, FzType *t);
+/* Op `name` with operands ops, result type rt (NULL: none) and an
+ * optional cmp predicate. */
+FzValue *mmOp(KB *K, const char *name, size_t n, FzValue *const *ops,
+              FzType *rt, const char *pred);
+/* Whether v is an integer constant (its value to *c). */
+bool mmIsConst(FzValue *v, int64_t *c);
+/* Integer arithmetic in the type of its operands (index, or i32 for
+ * shared-memory offsets), folded when the operands are constants: a + b,
+ * a + c, a * c, a / c and a % c (a >= 0, c > 0; shifts and masks for
+ * powers of two), min(a, c), a ^ b, a ^ c. */
+FzValue *mmAdd(KB *K, FzValue *a, FzValue *b);
+FzValue *mmAddC(KB *K, FzValue *a, int64_t c);
+FzValue *mmMul(KB *K, FzValue *a, int64_t c);
+FzValue *mmDivC(KB *K, FzValue *a, int64_t c);
+FzValue *mmRemC(KB *K, FzValue *a, int64_t c);
+FzValue *mmMinC(KB *K, FzValue *a, int64_t c);
+FzValue *mmXor(KB *K, FzValue *a, FzValue *b);
+FzValue *mmXorC(KB *K, FzValue *a, int64_t c);
+/* loop.index_cast of v to type t (v itself when it has that type). */
+FzValue *mmCast(KB *K, FzValue *v, FzType *t);
+/* a < c as an i1 guard; NULL when always true (a constant below c).
+ * mmAnd of guards treats NULL as true. */
+FzValue *mmLtC(KB *K, FzValue *a, int64_t c);
+FzValue *mmAnd(KB *K, FzValue *a, FzValue *b);
+FzValue *mmSelect(KB *K, FzValue *c, FzValue *a, FzValue *b);
+/* kernel.thread_id / block_id / ... (dim "x", "y", "z" or NULL). */
+FzValue *mmId(KB *K, const char *name, const char *dim);
+/* An op without operands and results (barrier, cp_async_commit, ...). */
+void mmPlainOp(KB *K, const char *name);
+/* `loop.for %iv = lb to ub step 1 iter_args(inits)` (n <= 2 MAX_ACC + 1)
+ * with an empty body; the builder moves into it (the previous one saved
+ * in *saved) until mmForClose appends loop.yield(yields) and restores
+ * it. */
+FzOp *mmForOpen(KB *K, FzValue *lb, FzValue *ub, size_t n,
+                FzValue *const *inits, FzValue **iv, FzValue **iters,
+                FzBuilder *saved);
+void mmForClose(KB *K, FzOp *loop, size_t n, FzValue *const *yields,
+                const FzBuilder *saved);
+/* `if (cond)` as a loop.for of 0 or 1 iterations; cond NULL: no guard
+ * (returns NULL and the builder stays). */
+FzOp *mmIfOpen(KB *K, FzValue *cond, FzBuilder *saved);
+void mmIfClose(KB *K, FzOp *loop, const FzBuilder *saved);
+/* The swizzled element offset of (row, col) in a shared tile of `cols`
+ * columns (col a multiple of 8): matmul.c's opening comment. */
+FzValue *mmSwizzle(KB *K, FzValue *row, FzValue *col, int cols);
+
+/*===--- matmul_epilogue.c ----------------------------------------------===*/
+
+/* The nest's epilogue and stores for every accumulator pair of this
+ * thread (acc: the k loop's results). */
+void mmEpilogue(Gen *G, FzValue *const *acc);
+
+#endif /* FZ_LOWERING_MATMUL_INTERNAL_H */

@@ -1,0 +1,104 @@
+/* lowering/loop_to_kernel/matmul_mapping.c - the tensor-core matmul
+ * mapping of lower-loop-to-kernel, first in its list (pass.c).
+ *
+ * plan: fzKernelMatchMatmulNest recognizes the nest (matmul.h); a nest it
+ * refuses goes to the next mapping, with the reason as a remark under
+ * the `remarks` option when the nest holds a loop (an elementwise nest
+ * is not a matmul candidate at all). An accepted nest gets its tile
+ * (the `mma-tile` option, else $FZ_GPU_MMA_TILE, else by size:
+ * fzMatmulTileChoose); a bad tile text is an error, not a fallback, so a
+ * benchmark sweep never measures something else by mistake. The launch
+ * and the one-line plan are the generator's.
+ * build: outline.c has made the kernel.func (the root buffers the nest
+ * uses as its parameters, the setup ops recomputed); the captures of the
+ * matched nest are looked up in its value map and the generator builds
+ * the body (fzKernelBuildMatmulBody).
+ *
+ * Ownership: the plan's state (match + tile) is malloc'ed here and freed
+ * by release.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
+#include "lowering/loop_to_kernel/matmul.h"
+
+typedef struct MatmulPlan {
+  FzMatmulNest m;
+  FzMatmulTile t;
+} MatmulPlan;
+
+/* Whether the nest's body holds a loop.for (a reduction: a candidate
+ * worth a remark when refused). */
+static bool has_loop(FzOp *par) {
+  FzBlock *b = fzLoopGetBody(par);
+  for (FzOp *op = b ? fzBlockGetFirstOp(b) : NULL; op;
+       op = fzOpGetNextInBlock(op))
+    if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR)
+      return true;
+  return false;
+}
+
+static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
+                 FzLkPlan *p) {
+  if (o->noMma)
+    return false;
+  MatmulPlan *s = calloc(1, sizeof *s);
+  if (!s) {
+    p->failed = true;
+    return fzOpEmitError(nest->par, "lower-loop-to-kernel: out of memory");
+  }
+  char why[256];
+  if (!fzKernelMatchMatmulNest(nest->par, &s->m, why, sizeof why)) {
+    if (o->remarks && has_loop(nest->par))
+      fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
+                   "matmul nest not lowered to tensor cores: %s", why);
+    free(s);
+    return false;
+  }
+  FzStringRef text = fzStringRefFromCString(o->mmaTile ? o->mmaTile : "");
+  if (!fzMatmulTileChoose(&s->m, text, &s->t, why, sizeof why) ||
+      !fzMatmulTileFits(&s->m, &s->t, why, sizeof why)) {
+    fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
+                "lower-loop-to-kernel: matmul tile: %s", why);
+    free(s);
+    p->failed = true;
+    return false;
+  }
+  fzMatmulGetLaunch(&s->m, &s->t, p->grid, p->block, &p->sharedBytes);
+  fzMatmulDescribe(&s->m, &s->t, p->desc, sizeof p->desc);
+  p->flops = fzMatmulGetFlops(&s->m);
+  p->state = s;
+  return true;
+}
+
+static void release(FzLkPlan *p) {
+  free(p->state);
+  p->state = NULL;
+}
+
+static bool build(FzLkBuild *kb, const FzLkPlan *p) {
+  const MatmulPlan *s = p->state;
+  const FzMatmulNest *m = &s->m;
+  FzValue *caps[FZ_MATMUL_MAX_CAPTURES];
+  for (size_t i = 0; i < m->numCaptures; ++i)
+    if (!(caps[i] = fzLkMapGet(&kb->base, m->captures[i])))
+      return fzOpEmitError(m->par, "lower-loop-to-kernel: a value the "
+                                   "matmul nest uses is not in its kernel");
+  if (!fzKernelBuildMatmulBody(m, &s->t, &kb->b, caps))
+    return false;
+  if (kb->opts->remarks) {
+    FzStringRef name = fzSymbolGetName(kb->kernel);
+    fzEmitRemark(kb->ctx, kb->loc, "%s -> @%.*s", p->desc, (int)name.length,
+                 name.data);
+  }
+  return true;
+}
+
+const FzLkMapping fzLkMatmulMapping = {
+    .name = "matmul",
+    .plan = plan,
+    .build = build,
+    .release = release,
+};

@@ -1,0 +1,300 @@
+/* lowering/loop_to_kernel/pass.c - lower-loop-to-kernel: every top-level
+ * loop.parallel nest of a loop-level function becomes a kernel.func and
+ * a kernel.launch (fz/kernel.h; docs/passes.md).
+ *
+ * Per function: top-level sequential nests are first wrapped into
+ * one-iteration loop.parallel nests (fzKernelWrapSequentialNests); then each
+ * top-level loop.parallel, in order, is planned by the first mapping of
+ * kMappings that accepts it and outlined (outline.c) into kernel
+ * `<function>_kN`; finally the setup ops no longer used at the host level
+ * are erased, so that the function holds only what a host runs:
+ * temporaries, constants, launches. A function without top-level nests
+ * (already lowered, or a declaration) is left alone.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/pass.h"
+#include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
+#include "lowering/loop_to_kernel/matmul.h" /* fzMatmulTileParse */
+
+/* Tried in order: the first whose plan accepts a nest builds its kernel.
+ * The specialized mapping (the tensor-core matmul) goes in front of the
+ * generic ones; elementwise accepts every nest. */
+static const FzLkMapping *const kMappings[] = {
+    &fzLkMatmulMapping,
+    &fzLkGroupedMapping,
+    &fzLkElementwiseMapping,
+};
+
+void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->blockSize = 256;
+}
+
+static bool is_named(FzOp *op, const char *name) {
+  FzStringRef n = fzIdentGetString(fzOpGetName(op));
+  return n.length == strlen(name) && memcmp(n.data, name, n.length) == 0;
+}
+
+typedef struct Scan {
+  FzLkNest *nest;
+  bool ok;
+} Scan;
+
+static FzWalkResult scan_nest(FzOp *op, void *ud) {
+  Scan *s = ud;
+  FzLoopOpcode c = fzLoopGetOpcode(op);
+  if (op != s->nest->par &&
+      (c == FZ_LOOP_OP_FOR || c == FZ_LOOP_OP_PARALLEL ||
+       c == FZ_LOOP_OP_ALLOC))
+    s->nest->straightLine = false;
+  if (c == FZ_LOOP_OP_UNKNOWN) {
+    FzStringRef nm = fzIdentGetString(fzOpGetName(op));
+    s->ok = fzOpEmitError(op, "lower-loop-to-kernel: '%.*s' in a loop nest "
+                              "has no kernel translation",
+                          (int)nm.length, nm.data);
+    return FZ_WALK_INTERRUPT;
+  }
+  if (c == FZ_LOOP_OP_LOAD || c == FZ_LOOP_OP_STORE ||
+      c == FZ_LOOP_OP_VECTOR_LOAD || c == FZ_LOOP_OP_VECTOR_STORE) {
+    FzValue *buf = fzOpGetOperand(op, fzLoopMemGetBufferOperand(op));
+    size_t sz =
+        fzTypeGetStorageSize(fzShapedTypeGetElementType(fzValueGetType(buf)));
+    if (sz > s->nest->widestBytes)
+      s->nest->widestBytes = sz;
+  }
+  return FZ_WALK_ADVANCE;
+}
+
+/* Fills nest for par. False after an error (reported). */
+static bool analyze(FzOp *func, FzOp *par, FzLkNest *nest) {
+  memset(nest, 0, sizeof *nest);
+  nest->ctx = fzOpGetContext(par);
+  nest->par = par;
+  nest->func = func;
+  nest->widestBytes = 1;
+  nest->straightLine = true;
+  size_t n = fzLoopParallelGetNumDims(par);
+  if (n == 0 || n > FZ_LK_MAX_DIMS || !fzLoopGetBody(par))
+    return fzOpEmitError(par, "lower-loop-to-kernel: a nest of %zu "
+                              "dimensions (1 to %d are supported)",
+                         n, FZ_LK_MAX_DIMS);
+  nest->numDims = n;
+  nest->items = 1;
+  for (size_t d = 0; d < n; ++d) {
+    int64_t ub;
+    if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &nest->lb[d]) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, n + d), &ub) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 2 * n + d),
+                                   &nest->step[d]) ||
+        nest->step[d] <= 0)
+      return fzOpEmitError(par, "lower-loop-to-kernel: a kernel needs a "
+                                "loop.parallel with constant bounds and "
+                                "positive steps");
+    int64_t tr = ub > nest->lb[d]
+                     ? (ub - nest->lb[d] + nest->step[d] - 1) / nest->step[d]
+                     : 0;
+    nest->trips[d] = tr;
+    nest->items = tr > 0 && nest->items <= ((int64_t)1 << 50) / tr
+                      ? nest->items * tr
+                      : (tr == 0 ? 0 : ((int64_t)1 << 50));
+  }
+  Scan s = {nest, true};
+  fzOpWalk(par, FZ_WALK_PRE_ORDER, scan_nest, &s);
+  return s.ok;
+}
+
+static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
+                       unsigned *index) {
+  FzLkNest *nest = calloc(1, sizeof *nest);
+  if (!nest)
+    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+  bool ok = analyze(func, par, nest);
+  if (ok && nest->items == 0) { /* nothing to do */
+    fzOpErase(par);
+    free(nest);
+    return true;
+  }
+  for (size_t i = 0; ok && i < sizeof kMappings / sizeof kMappings[0]; ++i) {
+    FzLkPlan plan;
+    memset(&plan, 0, sizeof plan);
+    if (!kMappings[i]->plan(nest, o, &plan)) {
+      if (!plan.failed)
+        continue;
+      ok = false;
+      break;
+    }
+    ok = fzLkOutline(nest, kMappings[i], &plan, o, (*index)++);
+    if (kMappings[i]->release)
+      kMappings[i]->release(&plan);
+    free(nest);
+    return ok;
+  }
+  if (ok)
+    ok = fzOpEmitError(par, "lower-loop-to-kernel: no mapping takes this "
+                            "nest");
+  free(nest);
+  return ok;
+}
+
+/* Whether op at the host level may go once nothing uses its results. */
+static bool removable(FzOp *op) {
+  for (size_t i = 0; i < fzOpGetNumResults(op); ++i)
+    if (fzValueHasUses(fzOpGetResult(op, i)))
+      return false;
+  if (fzOpGetNumResults(op) == 0 || fzOpGetNumRegions(op) != 0)
+    return false;
+  switch (fzLoopGetOpcode(op)) {
+  case FZ_LOOP_OP_LOAD:
+  case FZ_LOOP_OP_VECTOR_LOAD:
+  case FZ_LOOP_OP_VIEW:
+  case FZ_LOOP_OP_DIM:
+  case FZ_LOOP_OP_CONSTANT_BUFFER:
+    return true;
+  default:
+    return fzOpIsEffectFree(op);
+  }
+}
+
+static void erase_dead_setup(FzBlock *body) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    FzOp *prev;
+    for (FzOp *op = fzBlockGetLastOp(body); op; op = prev) {
+      prev = fzOpGetPrevInBlock(op);
+      if (removable(op)) {
+        fzOpErase(op);
+        changed = true;
+      }
+    }
+  }
+}
+
+static bool has_nests(FzBlock *body) {
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    FzLoopOpcode c = fzLoopGetOpcode(op);
+    if (c == FZ_LOOP_OP_PARALLEL || c == FZ_LOOP_OP_FOR ||
+        c == FZ_LOOP_OP_STORE || c == FZ_LOOP_OP_VECTOR_STORE)
+      return true;
+  }
+  return false;
+}
+
+bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
+  FzLoopToKernelOptions defaults;
+  if (!options) {
+    fzLoopToKernelOptionsInit(&defaults);
+    options = &defaults;
+  }
+  FzContext *ctx = fzOpGetContext(module);
+  if (options->blockSize == 0 || options->blockSize > 1024 ||
+      options->blockSize % 32)
+    return fzEmitError(ctx, fzOpGetLoc(module),
+                       "lower-loop-to-kernel: the block size must be a "
+                       "multiple of 32 up to 1024, got %u",
+                       options->blockSize);
+  FzMatmulTile probe;
+  char why[256];
+  if (!options->noMma && options->mmaTile && *options->mmaTile &&
+      !fzMatmulTileParse(fzStringRefFromCString(options->mmaTile), &probe,
+                         why, sizeof why))
+    return fzEmitError(ctx, fzOpGetLoc(module),
+                       "lower-loop-to-kernel: mma-tile=%s: %s",
+                       options->mmaTile, why);
+  FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
+  if (!fzKernelWrapSequentialNests(module))
+    return false;
+  bool ok = true;
+  FzOp *next;
+  for (FzOp *f = top ? fzBlockGetFirstOp(top) : NULL; f && ok; f = next) {
+    next = fzOpGetNextInBlock(f);
+    FzBlock *body = is_named(f, "func.func")
+                        ? fzRegionGetFirstBlock(fzOpGetRegion(f, 0))
+                        : NULL;
+    if (!body || !has_nests(body))
+      continue;
+    unsigned index = 0;
+    FzOp *after;
+    for (FzOp *op = fzBlockGetFirstOp(body); op && ok; op = after) {
+      after = fzOpGetNextInBlock(op);
+      if (fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
+        ok = lower_nest(f, op, options, &index);
+    }
+    if (ok)
+      erase_dead_setup(body);
+  }
+  return ok;
+}
+
+/*===--- The pass ---------------------------------------------------------===*/
+
+static const FzPassOptionDef kOptions[] = {
+    {"block-size", FZ_PASS_OPTION_INT, "256",
+     "Threads per block of elementwise kernels and of grouped ones with "
+     "up to 32 threads per row (a multiple of 32)",
+     NULL, 32, 1024},
+    {"vector", FZ_PASS_OPTION_INT, "0",
+     "Iterations of the last dimension per thread for straight-line "
+     "bodies (0: 16 bytes of the widest element; 1: off)",
+     NULL, 0, 64},
+    {"row-chunks", FZ_PASS_OPTION_INT, "0",
+     "Rows mapping: 16-byte chunks per thread aimed at (0: 4)", NULL, 0,
+     64},
+    {"mma", FZ_PASS_OPTION_BOOL, "true",
+     "Matmul nests (bf16/f16) become tensor-core kernels (false: they "
+     "take the generic mappings)",
+     NULL, 0, 0},
+    {"mma-tile", FZ_PASS_OPTION_STRING, NULL,
+     "Tensor-core tile BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
+     "$FZ_GPU_MMA_TILE, else chosen by size)",
+     NULL, 0, 0},
+    {"remarks", FZ_PASS_OPTION_BOOL, "false",
+     "A remark per nest with a loop: the matmul kernel it became, or why "
+     "the matmul mapping refused it",
+     NULL, 0, 0},
+};
+
+static bool run(FzPass *pass, FzOp *module) {
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.blockSize = (unsigned)fzPassGetIntOption(pass, "block-size");
+  o.vector = (unsigned)fzPassGetIntOption(pass, "vector");
+  o.rowChunks = (unsigned)fzPassGetIntOption(pass, "row-chunks");
+  o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.remarks = fzPassGetBoolOption(pass, "remarks");
+  /* NUL-terminated for the options struct (the pass's value is a sized
+   * string that lives as long as the pass). */
+  FzStringRef tile = fzPassGetStringOption(pass, "mma-tile");
+  char text[128];
+  if (tile.length >= sizeof text)
+    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
+                       "lower-loop-to-kernel: mma-tile=%.*s: too long",
+                       (int)tile.length, tile.data);
+  snprintf(text, sizeof text, "%.*s", (int)tile.length,
+           tile.data ? tile.data : "");
+  o.mmaTile = text;
+  return fzLowerLoopToKernel(module, &o);
+}
+
+static const FzPassDef kPass = {
+    .argument = "lower-loop-to-kernel",
+    .summary = "Top-level loop nests of loop-level functions -> kernel.func "
+               "+ kernel.launch (GPU mappings: tensor-core matmul, rows, "
+               "columns, elementwise)",
+    .anchor = "builtin.module",
+    .options = kOptions,
+    .numOptions = sizeof kOptions / sizeof kOptions[0],
+    .run = run,
+};
+
+bool fzRegisterKernelPasses(FzContext *ctx) {
+  return fzContextRegisterPass(ctx, &kPass) &&
+         fzContextRegisterPassPipeline(
+             ctx, "graph-to-kernel",
+             "graph-to-loop, then lower-loop-to-kernel (runs on "
+             "builtin.module)",
+             "graph-to-loop,lower-loop-to-kernel");
+}

@@ -1,0 +1,187 @@
+/* lowering/nvptx/translate.c - a kernel-level module to one LLVM module
+ * for NVPTX, and the launch plans of its host functions.
+ *
+ * The module holds kernel.func ops (each a PTX entry: kernel_func.c,
+ * kernel_ops.c) and host func.func ops whose kernel.launch ops become
+ * the FzGpuFunction launch lists (launches.c). The host functions are
+ * read first: what every launch of a kernel agrees on (block size, whole
+ * warps, distinct buffers) shapes its emission. A PTX entry is named
+ * after its kernel.func, with characters PTX does not allow in names
+ * replaced by '_'.
+ *
+ * Ownership: the LLVM module belongs to the caller; the plan's arrays
+ * are malloc'ed and freed by fzGpuProgramDestroy.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lowering/nvptx/nvptx_internal.h"
+
+static bool is_named(FzOp *op, const char *name) {
+  FzStringRef n = fzIdentGetString(fzOpGetName(op));
+  return n.length == strlen(name) && memcmp(n.data, name, n.length) == 0;
+}
+
+static void init_emitter(FzLLEmitter *E) {
+  E->b = LLVMCreateBuilderInContext(E->llctx);
+  E->tVoid = LLVMVoidTypeInContext(E->llctx);
+  E->tI1 = LLVMInt1TypeInContext(E->llctx);
+  E->tI8 = LLVMInt8TypeInContext(E->llctx);
+  E->tI16 = LLVMInt16TypeInContext(E->llctx);
+  E->tI32 = LLVMInt32TypeInContext(E->llctx);
+  E->tI64 = LLVMInt64TypeInContext(E->llctx);
+  E->tF16 = LLVMHalfTypeInContext(E->llctx);
+  E->tF32 = LLVMFloatTypeInContext(E->llctx);
+  E->tF64 = LLVMDoubleTypeInContext(E->llctx);
+  E->tPtr = LLVMPointerTypeInContext(E->llctx, 0);
+  E->fmf = E->opts.fastMath ? LLVMFastMathAll : 0;
+  E->fmfReduce = E->opts.reassocReductions ? LLVMFastMathAllowReassoc : 0;
+  E->rtArg = NULL;
+  fzPtrMapInit(&E->values, E->ctx);
+  fzPtrMapInit(&E->roots, E->ctx);
+  fzPtrMapInit(&E->reductions, E->ctx);
+}
+
+static void fini_emitter(FzLLEmitter *E) {
+  fzPtrMapFree(&E->values);
+  fzPtrMapFree(&E->roots);
+  fzPtrMapFree(&E->reductions);
+  LLVMDisposeBuilder(E->b);
+  E->b = NULL;
+}
+
+static char *entry_name(FzStringRef sym) {
+  char *s = strndup(sym.data, sym.length);
+  for (char *c = s; c && *c; ++c)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+          (*c >= '0' && *c <= '9') || *c == '_'))
+      *c = '_';
+  return s;
+}
+
+static void free_kernels(FzNvKernelInfo *ks, size_t n) {
+  for (size_t i = 0; ks && i < n; ++i) {
+    free(ks[i].name);
+    free(ks[i].noalias);
+    free(ks[i].written);
+    free(ks[i].accessed);
+  }
+  free(ks);
+}
+
+/* Every kernel.func of top, with its parameters' facts initialized. */
+static FzNvKernelInfo *collect_kernels(FzContext *ctx, FzBlock *top,
+                                       size_t *num) {
+  size_t n = 0;
+  for (FzOp *op = fzBlockGetFirstOp(top); op; op = fzOpGetNextInBlock(op))
+    n += fzKernelGetOpcode(op) == FZ_KERNEL_OP_FUNC;
+  FzNvKernelInfo *ks = calloc(n + 1, sizeof *ks);
+  bool ok = ks != NULL;
+  size_t i = 0;
+  for (FzOp *op = fzBlockGetFirstOp(top); op && ok;
+       op = fzOpGetNextInBlock(op)) {
+    if (fzKernelGetOpcode(op) != FZ_KERNEL_OP_FUNC)
+      continue;
+    FzNvKernelInfo *K = &ks[i++];
+    FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(op, 0));
+    K->func = op;
+    K->numParams = entry ? fzBlockGetNumArguments(entry) : 0;
+    K->name = entry_name(fzSymbolGetName(op));
+    K->noalias = calloc(K->numParams + 1, sizeof *K->noalias);
+    K->written = calloc(K->numParams + 1, sizeof *K->written);
+    K->accessed = calloc(K->numParams + 1, sizeof *K->accessed);
+    ok = entry && K->name && K->noalias && K->written && K->accessed;
+    for (size_t p = 0; ok && p < K->numParams; ++p)
+      K->noalias[p] = true;
+    for (size_t k = 0; ok && k + 1 < i; ++k)
+      if (!strcmp(ks[k].name, K->name))
+        ok = fzEmitError(ctx, fzOpGetLoc(op),
+                         "emit-ptx: two kernels are named '%s' in PTX",
+                         K->name);
+  }
+  if (!ok) {
+    free_kernels(ks, i);
+    if (ks)
+      fzEmitError(ctx, NULL, "emit-ptx: cannot collect the kernels");
+    return NULL;
+  }
+  *num = n;
+  return ks;
+}
+
+/* A function that launches nothing and does not follow the loop-level
+ * calling convention (a scalar argument): nothing of it runs on the GPU
+ * and the runtime could not call it; it is left out of the program. */
+static bool inert_host(FzOp *func) {
+  FzBlock *body = fzRegionGetFirstBlock(fzOpGetRegion(func, 0));
+  bool buffers = true;
+  for (size_t i = 0; i < fzBlockGetNumArguments(body); ++i)
+    buffers &= fzTypeGetKind(fzValueGetType(fzBlockGetArgument(body, i))) ==
+               FZ_TYPE_BUFFER;
+  for (FzOp *op = fzBlockGetFirstOp(body); op && !buffers;
+       op = fzOpGetNextInBlock(op))
+    if (fzKernelGetOpcode(op) == FZ_KERNEL_OP_LAUNCH)
+      return false;
+  return !buffers;
+}
+
+/* bytesMoved of every launch: the spans of the buffer arguments that its
+ * kernel accesses. */
+static void count_bytes(FzGpuProgram *prog, const FzNvKernelInfo *ks,
+                        size_t numKernels) {
+  for (size_t f = 0; f < prog->numFunctions; ++f) {
+    FzGpuFunction *F = &prog->functions[f];
+    for (size_t k = 0; k < F->numKernels; ++k) {
+      FzGpuKernel *L = &F->kernels[k];
+      const FzNvKernelInfo *K = NULL;
+      for (size_t i = 0; i < numKernels && !K; ++i)
+        if (!strcmp(ks[i].name, L->name))
+          K = &ks[i];
+      L->bytesMoved = 0;
+      for (size_t a = 0; K && a < L->numArgs && a < K->numParams; ++a) {
+        const FzGpuArg *A = &L->args[a];
+        if (A->kind != FZ_GPU_ARG_BUFFER || !K->accessed[a])
+          continue;
+        L->bytesMoved += A->root < F->numArgs
+                             ? fzLLBufferSpanBytes(F->argTypes[A->root])
+                             : F->tempBytes[A->root - F->numArgs];
+      }
+    }
+  }
+}
+
+static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
+                                    FzGpuProgram *prog) {
+  FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
+  size_t numKernels = 0;
+  FzNvKernelInfo *ks = collect_kernels(E->ctx, top, &numKernels);
+  if (!ks)
+    return false;
+  size_t numFuncs = 0;
+  for (FzOp *op = fzBlockGetFirstOp(top); op; op = fzOpGetNextInBlock(op))
+    numFuncs += is_named(op, "func.func") &&
+                fzRegionGetFirstBlock(fzOpGetRegion(op, 0)) != NULL;
+  prog->functions = calloc(numFuncs + 1, sizeof *prog->functions);
+  bool ok = prog->functions != NULL;
+  for (FzOp *op = fzBlockGetFirstOp(top); op && ok;
+       op = fzOpGetNextInBlock(op))
+    if (is_named(op, "func.func") &&
+        fzRegionGetFirstBlock(fzOpGetRegion(op, 0)) && !inert_host(op))
+      ok = fzNvTranslateHost(E->ctx, op, ks, numKernels,
+                             &prog->functions[prog->numFunctions++]);
+  for (size_t i = 0; ok && i < numKernels; ++i) {
+    E->failed = false;
+    ok = fzNvEmitKernel(E, &ks[i]);
+  }
+  if (ok)
+    count_bytes(prog, ks, numKernels);
+  free_kernels(ks, numKernels);
+  return ok;
+}
+
+bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog) {
+  init_emitter(E);
+  bool ok = translate_kernel_module(E, module, prog);
+  fini_emitter(E);
+  return ok;
+}

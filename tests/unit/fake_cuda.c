@@ -1,0 +1,301 @@
+/* tests/unit/fake_cuda.c - a stand-in for the CUDA driver (libcuda.so.1)
+ * that runtime/cuda.c opens through FZ_CUDA_LIBRARY, so that the runtime
+ * is tested on machines without a GPU (test_cuda, the lit tests of
+ * fuse-run --device cuda): built as build/lib/libfz_fake_cuda.so.
+ *
+ * No kernel runs (device memory is host memory, outputs stay as copied
+ * or zero), but the rules of the real driver that fuse must follow are
+ * enforced with the real driver's error code (CUDA_ERROR_INVALID_VALUE):
+ *  - a launch or a graph kernel node with more than 48 KiB of dynamic
+ *    shared memory needs cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
+ *    of at least that size on its function first;
+ *  - that attribute may not exceed the device's opt-in limit
+ *    (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+ *  - blocks of at most 1024 threads, sizes at least 1; a function named
+ *    by cuModuleGetFunction must be an .entry of the module's PTX.
+ * The device is "sm_90" with 132 SMs. Environment:
+ *  FZ_FAKE_CUDA_OPTIN  the opt-in limit in bytes (default 232448, 227 KiB)
+ *  FZ_FAKE_CUDA_MS     what cuEventElapsedTime reports (default 1.0)
+ * Single-threaded; leaks nothing it is asked to free.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+enum { OK = 0, INVALID_VALUE = 1, NOT_FOUND = 500 };
+enum { DEFAULT_DYNAMIC_SHARED = 48 * 1024 };
+
+typedef struct Func {
+  char name[256];
+  int maxDynamic; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  struct Func *next;
+} Func;
+
+typedef struct Module {
+  char *ptx;
+  Func *funcs;
+} Module;
+
+typedef struct Node {
+  Func *func;
+  unsigned shared;
+} Node;
+
+typedef struct Graph {
+  size_t numNodes;
+} Graph;
+
+typedef struct KernelNodeParams { /* CUDA_KERNEL_NODE_PARAMS (v1) */
+  Func *func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+} KernelNodeParams;
+
+static int optin(void) {
+  const char *e = getenv("FZ_FAKE_CUDA_OPTIN");
+  return e && *e ? atoi(e) : 232448;
+}
+
+static int g_context; /* the primary context's handle points here */
+
+CUresult cuInit(unsigned flags) { return flags == 0 ? OK : INVALID_VALUE; }
+CUresult cuDeviceGetCount(int *n) {
+  *n = 1;
+  return OK;
+}
+CUresult cuDeviceGet(int *d, int ordinal) {
+  *d = ordinal;
+  return ordinal == 0 ? OK : INVALID_VALUE;
+}
+CUresult cuDeviceGetName(char *name, int len, int d) {
+  (void)d;
+  snprintf(name, (size_t)len, "fuse fake CUDA device");
+  return OK;
+}
+CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
+  (void)d;
+  switch (attr) {
+  case 16: /* MULTIPROCESSOR_COUNT */
+    *v = 132;
+    return OK;
+  case 75: /* COMPUTE_CAPABILITY_MAJOR */
+    *v = 9;
+    return OK;
+  case 76: /* COMPUTE_CAPABILITY_MINOR */
+    *v = 0;
+    return OK;
+  case 97: /* MAX_SHARED_MEMORY_PER_BLOCK_OPTIN */
+    *v = optin();
+    return OK;
+  default:
+    return INVALID_VALUE;
+  }
+}
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) {
+  (void)d;
+  *ctx = &g_context;
+  return OK;
+}
+CUresult cuDevicePrimaryCtxRelease_v2(int d) {
+  (void)d;
+  return OK;
+}
+CUresult cuCtxSetCurrent(void *ctx) {
+  return ctx == &g_context ? OK : INVALID_VALUE;
+}
+CUresult cuCtxSynchronize(void) { return OK; }
+
+CUresult cuModuleLoadDataEx(Module **m, const void *image, unsigned n,
+                            int *opts, void **vals) {
+  (void)n, (void)opts, (void)vals;
+  const char *text = image;
+  if (!strstr(text, ".version") || !strstr(text, ".target"))
+    return 218; /* CUDA_ERROR_INVALID_PTX */
+  Module *mod = calloc(1, sizeof *mod);
+  if (!mod || !(mod->ptx = strdup(text))) {
+    free(mod);
+    return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+  }
+  *m = mod;
+  return OK;
+}
+CUresult cuModuleUnload(Module *m) {
+  for (Func *f = m->funcs, *next; f; f = next) {
+    next = f->next;
+    free(f);
+  }
+  free(m->ptx);
+  free(m);
+  return OK;
+}
+CUresult cuModuleGetFunction(Func **out, Module *m, const char *name) {
+  for (Func *f = m->funcs; f; f = f->next)
+    if (!strcmp(f->name, name)) {
+      *out = f;
+      return OK;
+    }
+  char pat[300];
+  snprintf(pat, sizeof pat, ".entry %s(", name);
+  if (strlen(name) >= sizeof((Func *)0)->name || !strstr(m->ptx, pat))
+    return NOT_FOUND;
+  Func *f = calloc(1, sizeof *f);
+  if (!f)
+    return 2;
+  snprintf(f->name, sizeof f->name, "%s", name);
+  f->maxDynamic = DEFAULT_DYNAMIC_SHARED;
+  f->next = m->funcs;
+  m->funcs = f;
+  *out = f;
+  return OK;
+}
+CUresult cuFuncGetAttribute(int *v, int attr, Func *f) {
+  (void)f;
+  if (attr == 1) { /* SHARED_SIZE_BYTES: no static shared memory here */
+    *v = 0;
+    return OK;
+  }
+  if (attr == 8) {
+    *v = f->maxDynamic;
+    return OK;
+  }
+  return INVALID_VALUE;
+}
+CUresult cuFuncSetAttribute(Func *f, int attr, int v) {
+  if (attr != 8 || v < 0 || v > optin())
+    return INVALID_VALUE;
+  f->maxDynamic = v;
+  return OK;
+}
+
+CUresult cuMemAlloc_v2(uint64_t *p, size_t bytes) {
+  void *m = calloc(1, bytes ? bytes : 1);
+  if (!m)
+    return 2;
+  *p = (uint64_t)(uintptr_t)m;
+  return OK;
+}
+CUresult cuMemFree_v2(uint64_t p) {
+  free((void *)(uintptr_t)p);
+  return OK;
+}
+CUresult cuMemcpyHtoD_v2(uint64_t dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return OK;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, uint64_t src, size_t n) {
+  memcpy(dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+CUresult cuMemcpyDtoD_v2(uint64_t dst, uint64_t src, size_t n) {
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return OK;
+}
+CUresult cuMemsetD8_v2(uint64_t dst, unsigned char v, size_t n) {
+  memset((void *)(uintptr_t)dst, v, n);
+  return OK;
+}
+
+/* What the driver checks of a kernel's launch configuration. */
+static CUresult check_launch(const Func *f, const unsigned grid[3],
+                             const unsigned block[3], unsigned shared) {
+  if (!f || !grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] ||
+      !block[2] || (uint64_t)block[0] * block[1] * block[2] > 1024)
+    return INVALID_VALUE;
+  return (int64_t)shared > f->maxDynamic ? INVALID_VALUE : OK;
+}
+
+CUresult cuLaunchKernel(Func *f, unsigned gx, unsigned gy, unsigned gz,
+                        unsigned bx, unsigned by, unsigned bz,
+                        unsigned shared, void *stream, void **params,
+                        void **extra) {
+  (void)stream, (void)params, (void)extra;
+  unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  return check_launch(f, grid, block, shared);
+}
+
+CUresult cuEventCreate(int **e, unsigned flags) {
+  (void)flags;
+  *e = calloc(1, sizeof **e);
+  return *e ? OK : 2;
+}
+CUresult cuEventDestroy_v2(int *e) {
+  free(e);
+  return OK;
+}
+CUresult cuEventRecord(int *e, void *stream) {
+  (void)stream;
+  ++*e;
+  return OK;
+}
+CUresult cuEventSynchronize(int *e) { return *e ? OK : INVALID_VALUE; }
+CUresult cuEventElapsedTime(float *ms, int *start, int *end) {
+  if (!*start || !*end)
+    return INVALID_VALUE;
+  const char *e = getenv("FZ_FAKE_CUDA_MS");
+  *ms = e && *e ? (float)atof(e) : 1.0f;
+  return OK;
+}
+
+CUresult cuGraphCreate(Graph **g, unsigned flags) {
+  (void)flags;
+  *g = calloc(1, sizeof **g);
+  return *g ? OK : 2;
+}
+CUresult cuGraphAddKernelNode(Node **node, Graph *g, const Node *const *deps,
+                              size_t numDeps, const KernelNodeParams *p) {
+  (void)deps, (void)numDeps;
+  unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+  unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+  CUresult r = check_launch(p->func, grid, block, p->sharedMemBytes);
+  if (r != OK)
+    return r;
+  /* A node handle that is never dereferenced. */
+  *node = (Node *)(uintptr_t)(++g->numNodes * 16);
+  return OK;
+}
+CUresult cuGraphInstantiateWithFlags(Graph **exec, Graph *g,
+                                     unsigned long long flags) {
+  (void)flags;
+  *exec = g;
+  return OK;
+}
+CUresult cuGraphLaunch(Graph *exec, void *stream) {
+  (void)stream;
+  return exec ? OK : INVALID_VALUE;
+}
+CUresult cuGraphExecDestroy(Graph *exec) {
+  (void)exec;
+  return OK;
+}
+CUresult cuGraphDestroy(Graph *g) {
+  free(g);
+  return OK;
+}
+
+CUresult cuGetErrorString(CUresult r, const char **s) {
+  switch (r) {
+  case OK:
+    *s = "no error";
+    return OK;
+  case INVALID_VALUE:
+    *s = "invalid argument";
+    return OK;
+  case 2:
+    *s = "out of memory";
+    return OK;
+  case 218:
+    *s = "a PTX JIT compilation failed";
+    return OK;
+  case NOT_FOUND:
+    *s = "named symbol not found";
+    return OK;
+  default:
+    *s = NULL;
+    return INVALID_VALUE;
+  }
+}

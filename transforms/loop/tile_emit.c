@@ -1,0 +1,535 @@
+/* transforms/loop/tile_emit.c - the nests tile-contractions emits: the
+ * packing of y and, per region, the register-blocked microkernel with
+ * its epilogue.
+ *
+ * Values of the original nest are materialized on demand for an
+ * instance (r, c) of a tile: row r of its MR rows, vector c of its NV
+ * vectors. What a value depends on decides how many copies exist (a
+ * value without dI is shared by the rows, one without dJ by the vectors
+ * and is a scalar, splatted where a vector op needs it), so x(i, k) is
+ * loaded once per row and k, y(k, j) once per vector and k, and the
+ * accumulation is one fma per (r, c). Copies are memoized per class
+ * (row or -, vector or -) for the region being emitted. Ops of the
+ * original body before the reduction loop are emitted before the new
+ * loop, ops of the loop's body inside it, the others after it.
+ */
+#include <string.h>
+
+#include "fz/loop.h"
+#include "transforms/loop/tile_internal.h"
+
+#define SLOTS ((TILE_MAX_ROWS + 1) * (TILE_MAX_VECS + 1))
+
+typedef struct Inst {
+  TileGen *G;
+  TileNest *T;
+  const TileRegion *R;
+  FzBuilder pre, kb, post;
+  FzValue *rows[TILE_MAX_ROWS];   /* i of each row */
+  FzValue *cols[TILE_MAX_VECS];   /* j of lane 0 of each vector */
+  FzValue *pbase;                 /* the tile's panel in the packed y */
+  FzValue *outer[TILE_MAX_DIMS];  /* the other dims' indices */
+  FzValue *k, *koff;
+  FzValue *accIn[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzValue *accOut[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzPtrMap memo[SLOTS], splats[SLOTS];
+} Inst;
+
+/*===--- Building ops -----------------------------------------------------===*/
+
+static FzOp *make(TileGen *G, FzBuilder *b, const char *name, size_t n,
+                  FzValue *const *ops, FzType *rt) {
+  for (size_t i = 0; i < n; ++i)
+    if (!ops[i]) {
+      G->failed = true;
+      return NULL;
+    }
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, fzStringRefFromCString(name), G->loc);
+  fzOpStateAddOperands(&st, n, ops);
+  if (rt)
+    fzOpStateAddResults(&st, 1, &rt);
+  FzOp *op = fzBuilderCreate(b, &st);
+  if (!op)
+    G->failed = true;
+  return op;
+}
+
+static FzValue *make1(TileGen *G, FzBuilder *b, const char *name, size_t n,
+                      FzValue *const *ops, FzType *rt) {
+  FzOp *op = make(G, b, name, n, ops, rt);
+  return op ? fzOpGetResult(op, 0) : NULL;
+}
+
+/* An index constant at the function level. */
+static FzValue *cidx(TileGen *G, int64_t v) {
+  FzValue *c = fzLoopCreateIndexConstant(&G->consts, G->loc, v);
+  if (!c)
+    G->failed = true;
+  return c;
+}
+
+static FzValue *ibin(TileGen *G, FzBuilder *b, const char *name, FzValue *a,
+                     FzValue *c) {
+  FzValue *ops[2] = {a, c};
+  return make1(G, b, name, 2, ops, G->idx);
+}
+
+/* a * s + t with constants s, t (folded where trivial). */
+static FzValue *affine(TileGen *G, FzBuilder *b, FzValue *a, int64_t s,
+                       int64_t t) {
+  FzValue *v = a;
+  if (s != 1)
+    v = ibin(G, b, "loop.muli", v, cidx(G, s));
+  if (t != 0)
+    v = ibin(G, b, "loop.addi", v, cidx(G, t));
+  return v;
+}
+
+static FzType *vec_of_type(TileGen *G, FzType *scalar) {
+  int64_t w = G->W;
+  FzType *t = fzVectorTypeGet(G->ctx, 1, &w, scalar, NULL);
+  if (!t)
+    G->failed = true;
+  return t;
+}
+
+/* A loop op (for or parallel) with an empty body ending in loop.yield;
+ * the body's builder goes to *inner (before the yield). */
+static FzOp *make_loop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
+                       FzType *const *argTypes, FzBuilder *inner) {
+  FzBlock *body = fzBlockCreate(G->ctx, nargs, argTypes, NULL);
+  FzRegion *region = body ? fzOpStateAddRegion(st) : NULL;
+  if (!region) {
+    if (body)
+      fzBlockDestroy(body);
+    fzOpStateDispose(st);
+    G->failed = true;
+    return NULL;
+  }
+  fzRegionAppendBlock(region, body);
+  FzOpState ys;
+  fzOpStateInit(&ys, G->ctx, FZ_STR("loop.yield"), G->loc);
+  FzBuilder yb;
+  fzBuilderInit(&yb, G->ctx);
+  fzBuilderSetInsertionPointToEnd(&yb, body);
+  FzOp *yield = fzBuilderCreate(&yb, &ys);
+  FzOp *loop = yield ? fzBuilderCreate(b, st) : NULL;
+  if (!loop) {
+    if (!yield)
+      fzOpStateDispose(st);
+    G->failed = true;
+    return NULL;
+  }
+  fzBuilderInit(inner, G->ctx);
+  fzBuilderSetInsertionPointBefore(inner, yield);
+  return loop;
+}
+
+/* loop.parallel over [0, ub[d]) for each d; ivs out. */
+static FzOp *make_parallel(TileGen *G, size_t n, const int64_t *ub,
+                           FzValue **ivs, FzBuilder *inner) {
+  FzValue *ops[3 * (TILE_MAX_DIMS + 3)];
+  FzType *types[TILE_MAX_DIMS + 3];
+  for (size_t d = 0; d < n; ++d) {
+    ops[d] = cidx(G, 0);
+    ops[n + d] = cidx(G, ub[d]);
+    ops[2 * n + d] = cidx(G, 1);
+    types[d] = G->idx;
+  }
+  if (G->failed)
+    return NULL;
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.parallel"), G->loc);
+  fzOpStateAddOperands(&st, 3 * n, ops);
+  FzOp *par = make_loop(G, &G->top, &st, n, types, inner);
+  if (par)
+    for (size_t d = 0; d < n; ++d)
+      ivs[d] = fzBlockGetArgument(fzLoopGetBody(par), d);
+  return par;
+}
+
+/* A copy of op with the given operands and result type. */
+static FzValue *clone_with(TileGen *G, FzBuilder *b, FzOp *op,
+                           FzValue *const *ops, FzType *rt) {
+  size_t n = fzOpGetNumOperands(op);
+  for (size_t i = 0; i < n; ++i)
+    if (!ops[i]) {
+      G->failed = true;
+      return NULL;
+    }
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, fzIdentGetString(fzOpGetName(op)),
+                fzOpGetLoc(op));
+  fzOpStateAddOperands(&st, n, ops);
+  FzAttr *props = fzOpGetPropDict(op);
+  if (props && fzDictAttrGetSize(props) > 0)
+    st.propsDict = props;
+  fzOpStateAddResults(&st, 1, &rt);
+  FzOp *c = fzBuilderCreate(b, &st);
+  if (!c) {
+    G->failed = true;
+    return NULL;
+  }
+  return fzOpGetResult(c, 0);
+}
+
+static bool in_nest(TileNest *T, FzValue *v) {
+  FzBlock *b = fzValueGetParentBlock(v);
+  FzOp *p = b ? fzBlockGetParentOp(b) : NULL;
+  return p && fzOpIsAncestor(T->par, p);
+}
+
+/*===--- The packing nest -------------------------------------------------===*/
+
+typedef struct PackCtx {
+  TileGen *G;
+  FzBuilder b;
+  FzPtrMap map; /* original value -> its copy in the packing nest */
+} PackCtx;
+
+static FzValue *pack_value(PackCtx *P, FzValue *v) {
+  TileNest *T = P->G->T;
+  if (!in_nest(T, v))
+    return v;
+  FzValue *m = fzPtrMapGet(&P->map, v);
+  if (m)
+    return m;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def) { /* an iv the analysis did not allow */
+    P->G->failed = true;
+    return NULL;
+  }
+  FzValue *ops[8];
+  size_t n = fzOpGetNumOperands(def);
+  if (n > 8) {
+    P->G->failed = true;
+    return NULL;
+  }
+  for (size_t i = 0; i < n; ++i)
+    ops[i] = pack_value(P, fzOpGetOperand(def, i));
+  FzValue *r = clone_with(P->G, &P->b, def, ops, fzValueGetType(v));
+  if (r && !fzPtrMapPut(&P->map, v, r))
+    P->G->failed = true;
+  return r;
+}
+
+/* One packing nest: columns [col0, col0 + blocks * width) in blocks of
+ * `width`, block b's (k, q) at base + (b * K + k) * width + q. */
+static bool emit_pack(TileGen *G, int64_t col0, int64_t blocks,
+                      int64_t width, int64_t base) {
+  TileNest *T = G->T;
+  int64_t ub[TILE_MAX_DIMS + 3];
+  size_t n = 0;
+  for (size_t i = 0; i < G->numYDims; ++i)
+    ub[n++] = T->trips[G->yDims[i]];
+  ub[n++] = blocks;
+  ub[n++] = T->K;
+  ub[n++] = width;
+  FzValue *ivs[TILE_MAX_DIMS + 3];
+  PackCtx P;
+  P.G = G;
+  if (!make_parallel(G, n, ub, ivs, &P.b))
+    return false;
+  fzPtrMapInit(&P.map, G->ctx);
+  for (size_t i = 0; i < G->numYDims; ++i)
+    fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, G->yDims[i]), ivs[i]);
+  FzValue *blk = ivs[n - 3], *k = ivs[n - 2], *q = ivs[n - 1];
+  FzValue *j = ibin(G, &P.b, "loop.addi", affine(G, &P.b, blk, width, col0), q);
+  fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, T->dJ), j);
+  fzPtrMapPut(&P.map, fzBlockGetArgument(T->redBody, 0), k);
+  FzValue *y = pack_value(&P, T->y);
+  FzValue *row = ibin(G, &P.b, "loop.addi", affine(G, &P.b, blk, T->K, 0), k);
+  FzValue *off = ibin(G, &P.b, "loop.addi", affine(G, &P.b, row, width, base), q);
+  FzValue *sops[2 + TILE_MAX_DIMS + 1];
+  sops[0] = y;
+  sops[1] = G->packed;
+  for (size_t i = 0; i < G->numYDims; ++i)
+    sops[2 + i] = ivs[i];
+  sops[2 + G->numYDims] = off;
+  make(G, &P.b, "loop.store", 3 + G->numYDims, sops, NULL);
+  fzPtrMapFree(&P.map);
+  return !G->failed;
+}
+
+bool tileEmitPack(TileGen *G) {
+  int64_t Nf = G->panelCols, Nv = G->packedCols, K = G->T->K;
+  if (Nf > 0 && !emit_pack(G, 0, Nf / G->NR, G->NR, 0))
+    return false;
+  if (Nv > Nf && !emit_pack(G, Nf, (Nv - Nf) / G->W, G->W, Nf * K))
+    return false;
+  return true;
+}
+
+/*===--- Materializing values for an instance -----------------------------===*/
+
+static size_t slot(int ri, int ci) {
+  return (size_t)(ri + 1) * (TILE_MAX_VECS + 1) + (size_t)(ci + 1);
+}
+
+static void classes(Inst *I, FzValue *v, int r, int c, int *ri, int *ci) {
+  uint64_t m = tileDeps(I->T, v);
+  bool acc = (m & TACC) != 0;
+  *ri = acc || (m >> I->T->dI & 1) ? r : -1;
+  *ci = acc || (m >> I->T->dJ & 1) ? c : -1;
+}
+
+static FzValue *materialize(Inst *I, FzValue *v, int r, int c);
+
+/* v as a vector for instance (r, c): splatted when it is a scalar. */
+static FzValue *as_vector(Inst *I, FzValue *v, int r, int c) {
+  int ri, ci;
+  classes(I, v, r, c, &ri, &ci);
+  FzValue *m = materialize(I, v, r, c);
+  if (!m || ci >= 0 || fzTypeGetKind(fzValueGetType(m)) == FZ_TYPE_VECTOR)
+    return m;
+  FzPtrMap *sp = &I->splats[slot(ri, -1)];
+  FzValue *s = fzPtrMapGet(sp, m);
+  if (s)
+    return s;
+  /* Right after the scalar's definition; a block argument's splat goes
+   * at the start of the tile (or of the k loop for k itself). */
+  FzBuilder b = m == I->k ? I->kb : I->pre;
+  FzOp *def = fzValueGetDefiningOp(m);
+  if (def && fzOpGetBlock(def)) {
+    fzBuilderInit(&b, I->G->ctx);
+    fzBuilderSetInsertionPointAfter(&b, def);
+  }
+  s = make1(I->G, &b, "loop.splat", 1, &m,
+            vec_of_type(I->G, fzValueGetType(m)));
+  if (s && !fzPtrMapPut(sp, m, s))
+    I->G->failed = true;
+  return s;
+}
+
+static FzBuilder *builder_for(Inst *I, FzOp *def) {
+  if (fzOpGetBlock(def) == I->T->redBody)
+    return &I->kb;
+  return fzOpIsBeforeInBlock(def, I->T->red) ? &I->pre : &I->post;
+}
+
+/* Operands of an access op mapped for (r, c); the last index is the
+ * vector's column when the access varies along dJ. */
+static bool access_operands(Inst *I, FzOp *op, int r, int c, bool vec,
+                            FzValue **ops) {
+  size_t n = fzOpGetNumOperands(op);
+  size_t first = fzLoopMemGetBufferOperand(op) + 1;
+  for (size_t i = 0; i < n; ++i) {
+    if (vec && i == n - 1)
+      ops[i] = I->cols[c];
+    else if (i == 0 && first == 2) /* the stored value */
+      ops[i] = vec ? as_vector(I, fzOpGetOperand(op, 0), r, c)
+                   : materialize(I, fzOpGetOperand(op, 0), r, c);
+    else
+      ops[i] = materialize(I, fzOpGetOperand(op, i), r, c);
+    if (!ops[i])
+      return false;
+  }
+  return true;
+}
+
+/* y(k, j0 + c W ..) from the packed buffer: the tile's panel starts at
+ * pbase, row k of it is nv * W wide. */
+static FzValue *packed_y(Inst *I, int c) {
+  TileGen *G = I->G;
+  if (!I->koff)
+    I->koff = affine(G, &I->kb, I->k, (int64_t)I->R->nv * G->W, 0);
+  FzValue *ops[TILE_MAX_DIMS + 2];
+  size_t n = 0;
+  ops[n++] = G->packed;
+  for (size_t i = 0; i < G->numYDims; ++i)
+    ops[n++] = I->outer[G->yDims[i]];
+  FzValue *off = ibin(G, &I->kb, "loop.addi", I->pbase, I->koff);
+  ops[n++] = c == 0 ? off : affine(G, &I->kb, off, 1, (int64_t)c * G->W);
+  return make1(G, &I->kb, "loop.vector_load", n, ops, G->vecF32);
+}
+
+static FzValue *materialize(Inst *I, FzValue *v, int r, int c) {
+  TileNest *T = I->T;
+  TileGen *G = I->G;
+  if (!v || G->failed)
+    return NULL;
+  if (!in_nest(T, v))
+    return v;
+  int ri, ci;
+  classes(I, v, r, c, &ri, &ci);
+  int ai = ri < 0 ? 0 : ri, aj = ci < 0 ? 0 : ci;
+  size_t accIdx = (size_t)ai * I->R->nv + (size_t)aj;
+  if (fzValueIsBlockArgument(v)) {
+    FzBlock *b = fzValueGetParentBlock(v);
+    size_t k = fzValueGetIndex(v);
+    if (b == T->body) {
+      if (k == T->dI)
+        return I->rows[r];
+      if (k == T->dJ) { /* only as an access's last index */
+        G->failed = true;
+        return NULL;
+      }
+      return I->outer[k];
+    }
+    if (b == T->redBody)
+      return k == 0 ? I->k : I->accIn[accIdx];
+    G->failed = true;
+    return NULL;
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (def == T->red)
+    return I->accOut[accIdx];
+  FzPtrMap *memo = &I->memo[slot(ri, ci)];
+  FzValue *m = fzPtrMapGet(memo, v);
+  if (m)
+    return m;
+  FzValue *res = NULL;
+  FzLoopOpcode code = fzLoopGetOpcode(def);
+  if (def == T->add) {
+    FzValue *x = as_vector(I, T->x, r, c);
+    FzValue *y = T->packY ? packed_y(I, c) : as_vector(I, T->y, r, c);
+    FzValue *ops[3] = {x, y, I->accIn[accIdx]};
+    res = make1(G, &I->kb, "loop.fma", 3, ops, G->vecF32);
+  } else if (code == FZ_LOOP_OP_LOAD) {
+    FzValue *ops[TILE_MAX_DIMS + 2];
+    size_t n = fzOpGetNumOperands(def);
+    if (n > TILE_MAX_DIMS + 2 || !access_operands(I, def, r, c, ci >= 0, ops))
+      return NULL;
+    FzType *elt = fzValueGetType(v);
+    res = make1(G, builder_for(I, def),
+                ci >= 0 ? "loop.vector_load" : "loop.load", n, ops,
+                ci >= 0 ? vec_of_type(G, elt) : elt);
+  } else {
+    FzValue *ops[8];
+    size_t n = fzOpGetNumOperands(def);
+    if (n > 8) {
+      G->failed = true;
+      return NULL;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      /* A select keeps a scalar condition. */
+      bool keepScalar = code == FZ_LOOP_OP_SELECT && i == 0;
+      ops[i] = ci >= 0 && !keepScalar
+                   ? as_vector(I, fzOpGetOperand(def, i), r, c)
+                   : materialize(I, fzOpGetOperand(def, i), r, c);
+    }
+    FzType *t = fzValueGetType(v);
+    res = clone_with(G, builder_for(I, def), def, ops,
+                     ci >= 0 ? vec_of_type(G, t) : t);
+  }
+  if (res && !fzPtrMapPut(memo, v, res))
+    G->failed = true;
+  return res;
+}
+
+/*===--- A region ---------------------------------------------------------===*/
+
+bool tileEmitRegion(TileGen *G, const TileRegion *R) {
+  TileNest *T = G->T;
+  Inst *I = fzCalloc(G->ctx, 1, sizeof *I);
+  if (!I)
+    return false;
+  I->G = G;
+  I->T = T;
+  I->R = R;
+  for (size_t s = 0; s < SLOTS; ++s) {
+    fzPtrMapInit(&I->memo[s], G->ctx);
+    fzPtrMapInit(&I->splats[s], G->ctx);
+  }
+  /* One linear dim: row blocks fastest, then column blocks, then the
+   * other dims of the nest (outermost slowest). */
+  int64_t total = R->rowBlocks * R->colBlocks;
+  for (size_t d = 0; d < T->n; ++d)
+    if (d != T->dI && d != T->dJ)
+      total *= T->trips[d];
+  FzValue *t;
+  FzBuilder body;
+  FzOp *par = make_parallel(G, 1, &total, &t, &body);
+  if (!par)
+    goto done;
+  I->post = body;
+  FzValue *it = ibin(G, &body, "loop.remsi", t, cidx(G, R->rowBlocks));
+  FzValue *q = ibin(G, &body, "loop.divsi", t, cidx(G, R->rowBlocks));
+  FzValue *jt = ibin(G, &body, "loop.remsi", q, cidx(G, R->colBlocks));
+  q = ibin(G, &body, "loop.divsi", q, cidx(G, R->colBlocks));
+  for (size_t d = T->n; d-- > 0;) {
+    if (d == T->dI || d == T->dJ)
+      continue;
+    I->outer[d] = ibin(G, &body, "loop.remsi", q, cidx(G, T->trips[d]));
+    q = ibin(G, &body, "loop.divsi", q, cidx(G, T->trips[d]));
+  }
+  FzValue *i0 = affine(G, &body, it, R->mr, R->row0);
+  for (unsigned r = 0; r < R->mr; ++r)
+    I->rows[r] = r == 0 ? i0 : affine(G, &body, i0, 1, r);
+  int64_t nr = (int64_t)R->nv * G->W;
+  FzValue *j0 = affine(G, &body, jt, nr, R->col0);
+  for (unsigned c = 0; c < R->nv; ++c)
+    I->cols[c] = c == 0 ? j0 : affine(G, &body, j0, 1, (int64_t)c * G->W);
+  if (G->packed)
+    I->pbase = affine(G, &body, jt, T->K * nr, R->col0 * T->K);
+  /* Accumulators start at the reduction's initial value. */
+  size_t na = (size_t)R->mr * R->nv;
+  FzValue *ops[3 + TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzType *types[1 + TILE_MAX_ROWS * TILE_MAX_VECS];
+  I->pre = body;
+  FzValue *init = as_vector(I, fzOpGetOperand(T->red, 3), 0, 0);
+  ops[0] = cidx(G, 0);
+  ops[1] = cidx(G, T->K);
+  ops[2] = cidx(G, 1);
+  types[0] = G->idx;
+  for (size_t a = 0; a < na; ++a) {
+    ops[3 + a] = init;
+    types[1 + a] = G->vecF32;
+  }
+  if (G->failed)
+    goto done;
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.for"), G->loc);
+  fzOpStateAddOperands(&st, 3 + na, ops);
+  fzOpStateAddResults(&st, na, types + 1);
+  FzOp *loop = make_loop(G, &I->post, &st, 1 + na, types, &I->kb);
+  if (!loop)
+    goto done;
+  if (!fzOpSetAttr(loop, FZ_STR("loop.reduction"), fzUnitAttrGet(G->ctx)))
+    G->failed = true;
+  fzBuilderInit(&I->pre, G->ctx);
+  fzBuilderSetInsertionPointBefore(&I->pre, loop);
+  FzBlock *kbody = fzLoopGetBody(loop);
+  I->k = fzBlockGetArgument(kbody, 0);
+  for (size_t a = 0; a < na; ++a) {
+    I->accIn[a] = fzBlockGetArgument(kbody, 1 + a);
+    I->accOut[a] = fzOpGetResult(loop, a);
+  }
+  /* The k loop: one fma per accumulator. */
+  FzValue *next[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzValue *addRes = fzOpGetResult(T->add, 0);
+  for (unsigned r = 0; r < R->mr; ++r)
+    for (unsigned c = 0; c < R->nv; ++c)
+      next[r * R->nv + c] = materialize(I, addRes, (int)r, (int)c);
+  if (G->failed)
+    goto done;
+  FzOp *yield = fzBlockGetLastOp(kbody);
+  if (!fzOpSetOperands(yield, na, next)) {
+    G->failed = true;
+    goto done;
+  }
+  /* The epilogue and the stores, instance by instance. */
+  for (unsigned r = 0; r < R->mr && !G->failed; ++r)
+    for (unsigned c = 0; c < R->nv && !G->failed; ++c)
+      for (FzOp *op = fzBlockGetFirstOp(T->body); op && !G->failed;
+           op = fzOpGetNextInBlock(op)) {
+        if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
+          continue;
+        FzValue *sops[TILE_MAX_DIMS + 3];
+        size_t n = fzOpGetNumOperands(op);
+        if (n > TILE_MAX_DIMS + 3 ||
+            !access_operands(I, op, (int)r, (int)c, true, sops)) {
+          G->failed = true;
+          break;
+        }
+        make(G, &I->post, "loop.vector_store", n, sops, NULL);
+      }
+done:
+  for (size_t s = 0; s < SLOTS; ++s) {
+    fzPtrMapFree(&I->memo[s]);
+    fzPtrMapFree(&I->splats[s]);
+  }
+  fzFree(G->ctx, I);
+  return !G->failed;
+}
