@@ -98,7 +98,8 @@ typedef struct Sim {
   size_t numCopies, capCopies;
   int32_t *committed;
   int32_t *pendingBy;
-  FzKernelSimStats stats; /* what the launch moved so far */
+  int64_t steps, maxSteps; /* thread-steps run; the launch's budget */
+  FzKernelSimStats stats;   /* what the launch moved so far */
 } Sim;
 
 static inline FzLoopScalar *sim_scalar(const Sim *s, uint32_t slot,

@@ -3,8 +3,8 @@
  * (fzKernelSimulate: ids over a 2-d grid and block, launch-limit errors),
  * the loop interpreter's extension point running kernel.launch (and
  * refusing it without the extension), the bytes a launch moves
- * (fzKernelSimulateWithStats, the reporting extension), and allocation
- * failures during a simulated launch. Syntax, verifier messages and the
+ * (FzKernelSimOptions.stats and .report, directly and through the
+ * extension), and allocation failures during a simulated launch. Syntax, verifier messages and the
  * end-to-end kernels are lit tests (tests/lit/kernel).
  */
 #include "fz/kernel.h"
@@ -266,8 +266,9 @@ static const char kReverse[] =
     "  return\n"
     "}\n";
 
-/* fzKernelSimulateWithStats adds each launch's bytes to *stats; the
- * reporting extension reports every launch of a host function. */
+/* fzKernelSimulateWithOptions adds each launch's bytes to
+ * options.stats; the extension reports every launch of a host function
+ * to options.report and adds them all to options.stats. */
 START_TEST(test_simulate_stats) {
   FzContext *ctx = kernel_context();
   FzOp *m = parse(ctx, kReverse);
@@ -286,7 +287,8 @@ START_TEST(test_simulate_stats) {
                        (int64_t *)(void *)out, 32, shape, strides, 2);
   FzKernelLaunchConfig cfg = {{2, 1, 1}, {32, 1, 1}, 0};
   FzKernelSimStats st = {1, 2, 3, 4}; /* added to, not reset */
-  ck_assert(fzKernelSimulateWithStats(k, NULL, &cfg, 2, args, &st));
+  FzKernelSimOptions opts = {.stats = &st};
+  ck_assert(fzKernelSimulateWithOptions(k, NULL, &cfg, &opts, 2, args));
   ck_assert_int_eq(st.globalRead, 1 + 256);
   ck_assert_int_eq(st.globalWritten, 2 + 256);
   ck_assert_int_eq(st.sharedRead, 3 + 256);
@@ -328,15 +330,19 @@ START_TEST(test_simulate_reporting) {
   for (int i = 0; i < 64; ++i)
     fzTensorSetF64(in, i, i * 0.5 + 1);
   Reports reports = {0, {0}};
-  FzKernelSimReporter reporter = {count_report, &reports};
+  FzKernelSimStats total = {0, 0, 0, 0};
+  FzKernelSimOptions simOpts = {
+      .stats = &total, .report = count_report, .reportData = &reports};
   FzLoopInterpExtension ext;
-  fzKernelSimExtensionInitReporting(&ext, &reporter);
+  fzKernelSimExtensionInit(&ext, &simOpts);
   FzLoopInterpOptions opts = {.extension = &ext};
   FzTensor *io[2] = {in, out};
   ck_assert(fzLoopInterpretFunction(f, 2, io, &opts));
   ck_assert_int_eq(reports.n, 2); /* one report per launch */
   ck_assert_int_eq(reports.globalRead[0], 256); /* 2 blocks */
   ck_assert_int_eq(reports.globalRead[1], 128); /* 1 block */
+  ck_assert_int_eq(total.globalRead, 384);       /* both launches */
+  ck_assert_int_eq(total.sharedWritten, 384);
   for (int t = 0; t < 32; ++t)
     ck_assert_double_eq(fzTensorGetF64(out, 32 + t), (63 - t) * 0.5 + 1);
   fzTensorDestroy(in);
