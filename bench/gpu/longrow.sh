@@ -5,7 +5,10 @@
 # phase (FZ_GPU_ROW_STAGE=0). Nothing is built here:
 #     bash bench/gpu/longrow.sh [BUILD_DIR] [REPS]   (default build-gpu-carry, 20)
 #     REGS="0 16 32" ...   also FZ_GPU_ROW_REGISTERS=N for each N (default: 32 only)
-#     FULL_CHECK=0 ...     skips the full-size --check-interp runs (~20 s each)
+#     FULL_CHECK=0 ...     skips the full-size --check-interp runs (15-45 s each)
+#     CHECK=0 ... / BENCH=0 ...   skips part 1 / part 2
+# (all of it: about 6-8 minutes on an H100 machine, most of it the graph
+# interpreter's full-size references.)
 # BUILD_DIR is tests/gpu/pack.sh's folder (fuse-run, plain or xz).
 # Part 1, correctness (`fuse-run --device cuda --check-interp`, PASS/FAIL
 # lines): every function of tests/lit/gpu/long-rows.fuse (2 or 3 rows of
@@ -52,30 +55,37 @@ check() {
   fi
 }
 
-echo "== correctness: cuda against the graph interpreter =="
 LR=tests/lit/gpu/long-rows.fuse
-for e in softmax_f32 softmax_40000 softmax_65537 log_softmax layer_norm_res rms_norm too_long row_sum softmax_bf16; do
-  tol="--rtol 1e-4 --atol 1e-5"
-  [ $e = softmax_bf16 ] && tol="--rtol 2e-2 --atol 1e-8"  # outputs ~1.5e-5
+[ "${CHECK:-1}" != 0 ] && echo "== correctness: cuda against the graph interpreter =="
+[ "${CHECK:-1}" != 0 ] && for e in softmax_f32 softmax_40000 softmax_65537 log_softmax layer_norm_res rms_norm too_long row_sum softmax_bf16; do
+  # softmax outputs are ~1.5e-5 (1 / 65536): an atol of 1e-5 would accept
+  # anything, so softmax is checked relatively.
+  case $e in
+    softmax_bf16) tol="--rtol 2e-2 --atol 1e-9" ;;
+    softmax_*|too_long) tol="--rtol 1e-4 --atol 1e-9" ;;
+    *) tol="--rtol 1e-4 --atol 1e-5" ;;
+  esac
   for seed in 1 2; do
     for stage in 1 0; do
       check "$e seed $seed" $stage $LR --entry $e --random-inputs $seed $tol
     done
   done
 done
-if [ "${FULL_CHECK:-1}" != 0 ]; then
+if [ "${CHECK:-1}" != 0 ] && [ "${FULL_CHECK:-1}" != 0 ]; then
   for n in 08_softmax_65536 14_softmax_65536_bf16 15_layer_norm_res_65536; do
-    tol="--rtol 1e-4 --atol 1e-5"
-    [ $n = 14_softmax_65536_bf16 ] && tol="--rtol 2e-2 --atol 1e-8"
+    case $n in
+      14_*) tol="--rtol 2e-2 --atol 1e-9" ;;
+      08_*) tol="--rtol 1e-4 --atol 1e-9" ;;
+      *) tol="--rtol 1e-4 --atol 1e-5" ;;
+    esac
     for stage in 1 0; do
       check "$n (2048 rows)" $stage bench/gpu/$n.fuse --random-inputs 1 $tol
     done
   done
 fi
 
-echo
-echo "== bandwidth: fuse-run --bench $REPS (GB/s of ideal bytes; copy: device-to-device copy, same process) =="
-printf "%-24s %-12s %9s %9s %8s  %s\n" workload config fuse copy fz/copy plan
+[ "${BENCH:-1}" != 0 ] && echo && echo "== bandwidth: fuse-run --bench $REPS (GB/s of ideal bytes; copy: device-to-device copy, same process) =="
+[ "${BENCH:-1}" != 0 ] && printf "%-24s %-12s %9s %9s %8s  %s\n" workload config fuse copy fz/copy plan
 bench() {
   local n=$1 cfg=$2; shift 2
   local out line kl gbs cp ratio plan
@@ -92,7 +102,7 @@ bench() {
   plan="$(echo "$kl" | grep -oE 'shared [0-9]+' | head -1); $(echo "$kl" | grep -oE 'row on chip: .*|[0-9]+ per thread \((loop|unrolled)\)' | head -1)"
   printf "%-24s %-12s %9s %9s %8s  %s\n" "$n" "$cfg" "$gbs" "$cp" "$ratio" "$plan"
 }
-for n in 07_softmax_16384 08_softmax_65536 14_softmax_65536_bf16 15_layer_norm_res_65536; do
+[ "${BENCH:-1}" != 0 ] && for n in 07_softmax_16384 08_softmax_65536 14_softmax_65536_bf16 15_layer_norm_res_65536; do
   for r in $REGS; do
     bench $n "on regs=$r" FZ_GPU_ROW_STAGE=1 FZ_GPU_ROW_REGISTERS=$r
   done
