@@ -59,6 +59,7 @@ typedef struct RunOptions {
   double rtol, atol;
   long long printLimit;
   long long maxSteps; /* --max-steps: loop-interp and sim budgets; 0: none */
+  bool simStats;      /* --sim-stats */
   FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
@@ -93,6 +94,8 @@ static const char kUsage[] =
     "                        ops of the loop interpreter, and after N\n"
     "                        thread-steps of each simulated launch\n"
     "                        (default: no limit, and 2^32 per launch)\n"
+    "  --sim-stats           sim: after each launch, the bytes its threads\n"
+    "                        read and wrote in global and shared memory\n"
     "  --help                this text\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -184,6 +187,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
       VALUE();
       if (!parse_double(value, rt ? &o->rtol : &o->atol))
         return usage_error("expected a non-negative number, got '%s'", value);
+    } else if (IS("sim-stats")) {
+      o->simStats = true;
     } else if (IS("print-limit")) {
       VALUE();
       char *end;
@@ -224,7 +229,22 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
                              "both");
   if (o->saveInputs && !o->outputDir)
     return usage_error("%s", "--save-inputs needs --output-dir");
+  if (o->simStats && strcmp(o->device, "sim") != 0)
+    return usage_error("%s", "--sim-stats needs --device sim");
   return 0;
+}
+
+/* --sim-stats: one line per launch. */
+static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
+                          const FzKernelSimStats *st) {
+  (void)ud;
+  (void)launch;
+  FzStringRef name = fzSymbolGetName(kernel);
+  printf("sim-stats: @%.*s: global memory %lld bytes read, %lld written; "
+         "shared memory %lld read, %lld written\n",
+         (int)name.length, name.data, (long long)st->globalRead,
+         (long long)st->globalWritten, (long long)st->sharedRead,
+         (long long)st->sharedWritten);
 }
 
 /* The entry function of module, or NULL after printing why. */
@@ -279,6 +299,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FuseRunCuda *cuda = NULL;
   int cpuStatus = 0;
   FzKernelSimOptions simLimits = {.maxSteps = o->maxSteps};
+  if (o->simStats)
+    simLimits.report = report_launch;
   FzLoopInterpExtension simExtension;
   fzKernelSimExtensionInit(&simExtension, &simLimits);
   FzLoopInterpOptions loopOptions = {.maxSteps = o->maxSteps};

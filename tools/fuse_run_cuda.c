@@ -52,6 +52,15 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *chunks = getenv("FZ_GPU_ROW_CHUNKS");
   if (chunks && atoi(chunks) > 0)
     go.rowChunks = (unsigned)atoi(chunks);
+  /* Likewise: long rows on chip (FZ_GPU_ROW_STAGE=0 re-reads them in
+   * each phase; FZ_GPU_ROW_REGISTERS=N registers per thread for their
+   * first chunks, 0..64). */
+  const char *stage = getenv("FZ_GPU_ROW_STAGE");
+  if (stage && !strcmp(stage, "0"))
+    go.noRowStage = true;
+  const char *regs = getenv("FZ_GPU_ROW_REGISTERS");
+  if (regs && *regs && atoi(regs) >= 0 && atoi(regs) <= 64)
+    go.rowRegisters = (unsigned)atoi(regs);
   /* Likewise: iterations per thread of the elementwise mapping. */
   const char *vec = getenv("FZ_GPU_VECTOR");
   if (vec && atoi(vec) > 0 && atoi(vec) <= 64)

@@ -41,6 +41,9 @@ const char fuseEmitHelp[] =
     "(PTX; default:\n"
     "                                   $FZ_GPU_MMA_TILE, else by size)\n"
     "  --no-mma                         No tensor-core matmuls (PTX)\n"
+    "  --no-row-stage                   Long rows re-read in each phase, not "
+    "kept on\n"
+    "                                   chip (PTX)\n"
     "  --align=N                        Alignment promised for buffer "
     "arguments (default 16)\n";
 
@@ -91,6 +94,8 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->mmaTile = v;
   } else if (flag_is(arg, "no-mma")) {
     o->noMma = true;
+  } else if (flag_is(arg, "no-row-stage")) {
+    o->noRowStage = true;
   } else if ((v = value_of(arg, "mtriple"))) {
     o->codegen.triple = v;
   } else if ((v = value_of(arg, "mcpu"))) {
@@ -201,6 +206,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.fastMath = o->codegen.fastMath;
     go.mmaTile = o->mmaTile;
     go.noMma = o->noMma;
+    go.noRowStage = o->noRowStage;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);

@@ -3,7 +3,7 @@
 # fuse-run --bench (CUDA events, median of N after warm-up).
 # Prints `name eager_GBs compile_GBs` lines (ideal bytes: inputs read
 # once, outputs written once); prints nothing and exits 0 when torch or a
-# GPU is missing.
+# GPU is missing. `peers.py N NAME...` runs only the workloads named.
 # With --matmul: the matmul workloads of bench/gpu/matmul instead, as
 # `name eager_TFLOPs compile_TFLOPs mm_TFLOPs`: torch eager (torch.mm,
 # i.e. cuBLAS, then + bias and the exact gelu, three kernels), the same
@@ -65,12 +65,15 @@ def work():
                               ("06_softmax_4096", 32768, 4096, f32),
                               ("07_softmax_16384", 8192, 16384, f32),
                               ("08_softmax_65536", 2048, 65536, f32),
-                              ("09_softmax_4096_bf16", 32768, 4096, bf16)):
+                              ("09_softmax_4096_bf16", 32768, 4096, bf16),
+                              ("14_softmax_65536_bf16", 2048, 65536, bf16)):
         yield name, lambda x: torch.softmax(x, 1), (r(rows, n, dt=dt),)
     yield "10_layer_norm_res", lambda x, y, s, b: F.layer_norm(x + y, (C,), s, b), (r(R, C), r(R, C), r(C), r(C))
     yield "11_rms_norm", rms_norm, (r(R, C), r(C))
     yield "12_row_sum", lambda x: x.sum(1), (r(16384, 8192),)
     yield "13_col_sum", lambda x: x.sum(0), (r(16384, 8192),)
+    L = 65536
+    yield "15_layer_norm_res_65536", lambda x, y, s, b: F.layer_norm(x + y, (L,), s, b), (r(2048, L), r(2048, L), r(L), r(L))
 
 
 def mm_bias_gelu(a, b, bias):

@@ -3,6 +3,7 @@
 # when JAX or a GPU is missing. Timed with the wall clock around
 # block_until_ready (median of N after warm-up): JAX has no CUDA events
 # API, so its figures include one dispatch (~10 us, a few % here).
+# `peers_jax.py N NAME...` runs only the workloads named.
 import os
 import sys
 import time
@@ -14,6 +15,7 @@ try:
 except Exception:
     sys.exit(0)
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+only = set(sys.argv[2:])  # workload names; none: all
 f32, bf16 = jnp.float32, jnp.bfloat16
 key = jax.random.PRNGKey(0)
 
@@ -71,8 +73,12 @@ work = [
     ("11_rms_norm", rms_norm, lambda: (r(R, C), r(C))),
     ("12_row_sum", lambda x: x.sum(1), lambda: (r(16384, 8192),)),
     ("13_col_sum", lambda x: x.sum(0), lambda: (r(16384, 8192),)),
+    ("14_softmax_65536_bf16", lambda x: jax.nn.softmax(x, axis=1), lambda: (r(2048, 65536, dt=bf16),)),
+    ("15_layer_norm_res_65536", layer_norm, lambda: (r(2048, 65536), r(2048, 65536), r(65536), r(65536))),
 ]
 for name, fn, make in work:
+    if only and name not in only:
+        continue
     try:
         args = make()
         print(f"{name} {med(jax.jit(fn), args):.1f}", flush=True)

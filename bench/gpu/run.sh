@@ -8,6 +8,10 @@
 #     bash bench/gpu/run.sh [BUILD_DIR] [REPS]     (default build-gpu-carry, 20)
 #     MMA=0 ...        skips the matmul part; MMA_TILES="..." sets its tiles
 #     MMA_ONLY=1 ...   runs only the matmul part
+#     ONLY="08_softmax_65536 14_softmax_65536_bf16" ...  only those
+#                      memory-bound workloads (and their peers)
+#     ROW_STAGE_AB=1 ...  adds a column: fuse with FZ_GPU_ROW_STAGE=0 (long
+#                      rows re-read per loop instead of kept on chip)
 # Workloads: bench/gpu/*.fuse (2^27 elements each, far above L2); the
 # same computations in torch are in peers.py, in JAX in peers_jax.py
 # (a separate process: JAX and torch each hold GPU memory). GB/s count
@@ -28,28 +32,38 @@ if [ ! -x "$RUN" ] && [ -f "$RUN.xz" ]; then  # tests/gpu/pack.sh compresses it
 fi
 [ -x "$RUN" ] || { echo "error: $RUN not found" >&2; exit 1; }
 if [ "${MMA_ONLY:-0}" != 1 ]; then
-  declare -A EAGER COMPILE JAX FZ CP KS
+  declare -A EAGER COMPILE JAX FZ CP KS AB
+  WORK=()
   for f in bench/gpu/*.fuse; do
     n=$(basename "$f" .fuse)
+    if [ -n "${ONLY:-}" ] && ! [[ " $ONLY " == *" $n "* ]]; then continue; fi
+    WORK+=("$f")
     line=$(timeout 120 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1 | grep "bench-cuda: @")
     [ -z "$line" ] && continue
     FZ[$n]=$(echo "$line" | sed -E 's/.* ([0-9.]+) GB\/s \(.*/\1/')
     CP[$n]=$(echo "$line" | sed -E 's/.*device copy ([0-9.]+) GB\/s.*/\1/')
     KS[$n]=$(echo "$line" | sed -E 's/.*@main: ([0-9]+) kernel.*/\1/')
+    if [ "${ROW_STAGE_AB:-0}" = 1 ]; then
+      line=$(FZ_GPU_ROW_STAGE=0 timeout 120 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1 | grep "bench-cuda: @")
+      AB[$n]=$(echo "$line" | sed -nE 's/.* ([0-9.]+) GB\/s \(.*/\1/p')
+    fi
   done
   if command -v python3 >/dev/null; then
-    while read -r n e c; do EAGER[$n]=$e; COMPILE[$n]=$c; done < <(timeout 400 python3 bench/gpu/peers.py "$REPS" 2>/dev/null)
-    while read -r n j; do JAX[$n]=$j; done < <(timeout 200 python3 bench/gpu/peers_jax.py "$REPS" 2>/dev/null)
+    names=(); for f in "${WORK[@]}"; do [ -n "${ONLY:-}" ] && names+=("$(basename "$f" .fuse)"); done
+    while read -r n e c; do EAGER[$n]=$e; COMPILE[$n]=$c; done < <(timeout 400 python3 bench/gpu/peers.py "$REPS" "${names[@]}" 2>/dev/null)
+    while read -r n j; do JAX[$n]=$j; done < <(timeout 200 python3 bench/gpu/peers_jax.py "$REPS" "${names[@]}" 2>/dev/null)
   fi
-  printf "%-22s %3s %9s %9s %9s %9s %9s %9s %9s\n" workload ker fuse copy eager compile jax fz/copy fz/comp
-  for f in bench/gpu/*.fuse; do
+  abh=; [ "${ROW_STAGE_AB:-0}" = 1 ] && abh=$(printf " %9s" no-stage)
+  printf "%-24s %3s %9s %9s %9s %9s %9s %9s %9s%s\n" workload ker fuse copy eager compile jax fz/copy fz/comp "$abh"
+  for f in "${WORK[@]}"; do
     n=$(basename "$f" .fuse)
     fz=${FZ[$n]:-}; cp=${CP[$n]:-}
-    if [ -z "$fz" ]; then printf "%-22s failed\n" "$n"; continue; fi
+    if [ -z "$fz" ]; then printf "%-24s failed\n" "$n"; continue; fi
     e=${EAGER[$n]:--}; c=${COMPILE[$n]:--}; j=${JAX[$n]:--}
     rc=$(awk -v a="$fz" -v b="$cp" 'BEGIN{if (b+0>0) printf "%.3f", a/b; else printf "-"}')
     rt=$(awk -v a="$fz" -v b="$c" 'BEGIN{if (b+0>0) printf "%.3f", a/b; else printf "-"}')
-    printf "%-22s %3s %9s %9s %9s %9s %9s %9s %9s\n" "$n" "${KS[$n]}" "$fz" "$cp" "$e" "$c" "$j" "$rc" "$rt"
+    ab=; [ "${ROW_STAGE_AB:-0}" = 1 ] && ab=$(printf " %9s" "${AB[$n]:--}")
+    printf "%-24s %3s %9s %9s %9s %9s %9s %9s %9s%s\n" "$n" "${KS[$n]}" "$fz" "$cp" "$e" "$c" "$j" "$rc" "$rt" "$ab"
   done
   echo "(GB/s; fuse and copy from fuse-run --bench $REPS, eager/compile from peers.py, jax from peers_jax.py; $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1))"
 fi

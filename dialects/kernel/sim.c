@@ -730,6 +730,13 @@ bool fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
         ok = run_block(&s, s.entry, mask);
       }
   fzFree(s.ctx, mask);
+  FzKernelSimStats *stats = options ? options->stats : NULL;
+  if (stats) {
+    stats->globalRead += s.stats.globalRead;
+    stats->globalWritten += s.stats.globalWritten;
+    stats->sharedRead += s.stats.sharedRead;
+    stats->sharedWritten += s.stats.sharedWritten;
+  }
   free_state(&s);
   return ok;
 }
@@ -757,9 +764,26 @@ static bool ext_run(void *ud, FzOp *op, size_t n,
     cfg.block[d] = vals[3 + d].scalar.i;
   }
   cfg.sharedBytes = vals[6].scalar.i;
-  return fzKernelSimulateWithOptions(k, op, &cfg, o,
-                                     n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
-                                     vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
+  if (!o || !o->report)
+    return fzKernelSimulateWithOptions(k, op, &cfg, o,
+                                       n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
+                                       vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
+  /* Reported: this launch's bytes alone, then added to o->stats. */
+  FzKernelSimStats launch = {0, 0, 0, 0};
+  FzKernelSimOptions one = *o;
+  one.stats = &launch;
+  bool ok = fzKernelSimulateWithOptions(k, op, &cfg, &one,
+                                        n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
+                                        vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
+  if (o->stats) {
+    o->stats->globalRead += launch.globalRead;
+    o->stats->globalWritten += launch.globalWritten;
+    o->stats->sharedRead += launch.sharedRead;
+    o->stats->sharedWritten += launch.sharedWritten;
+  }
+  if (ok)
+    o->report(o->reportData, op, k, &launch);
+  return ok;
 }
 
 static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,

@@ -52,6 +52,7 @@ bool fzKernelSimLdmatrix(Sim *s, const SimInst *ins, const uint8_t *mask) {
                                 "memory");
       if (!fzKernelSimRaceCheck(s, ins, w0 + l, p, 16, false))
         return false;
+      s->stats.sharedRead += 16;
       for (int c = 0; c < 8; ++c)
         m[l / 8][l % 8][c] =
             fzLoopReadElement(b->elt, p + c * (int64_t)b->esz);
@@ -118,6 +119,8 @@ bool fzKernelSimCpAsync(Sim *s, const SimInst *ins, const uint8_t *mask) {
       return false;
     SimAsyncCopy c = {dp, (int32_t)t, -1, {0}};
     memcpy(c.data, gp, (size_t)bytes);
+    s->stats.globalRead += bytes;
+    s->stats.sharedWritten += 16;
     if (!push_copy(s, &c))
       return false;
     int64_t base = dp - s->shared;

@@ -99,6 +99,7 @@ typedef struct Sim {
   int32_t *committed;
   int32_t *pendingBy;
   int64_t steps, maxSteps; /* thread-steps run; the launch's budget */
+  FzKernelSimStats stats;   /* what the launch moved so far */
 } Sim;
 
 static inline FzLoopScalar *sim_scalar(const Sim *s, uint32_t slot,

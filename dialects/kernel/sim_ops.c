@@ -112,6 +112,9 @@ bool fzKernelSimMemory(Sim *s, const SimInst *ins, const uint8_t *mask) {
                               (long long)bytes, (long long)bytes);
     if (b->shared && !fzKernelSimRaceCheck(s, ins, t, p, bytes, isStore))
       return false;
+    *(b->shared ? (isStore ? &s->stats.sharedWritten : &s->stats.sharedRead)
+                : (isStore ? &s->stats.globalWritten : &s->stats.globalRead)) +=
+        bytes;
     if (isStore) {
       const FzLoopScalar *v = sim_scalar(s, ins->ops[0], t);
       for (int64_t l = 0; l < span; ++l)

@@ -7,7 +7,8 @@
  *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
- * file's blockSize, vector, rowChunks, noMma and mmaTile; a module
+ * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma
+ * and mmaTile (and the shared memory the arch allows); a module
  * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
  * as it is. Then:
@@ -71,6 +72,12 @@ typedef struct FzGpuOptions {
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4); fewer
    * threads per row and more loads in flight each as it grows. */
   unsigned rowChunks;
+  /* Long rows on chip (fz/kernel.h, FzLoopToKernelOptions): noRowStage
+   * re-reads the row in each phase instead; rowRegisters (default 32,
+   * fzGpuOptionsInit) are the registers per thread for its first
+   * chunks. */
+  bool noRowStage;
+  unsigned rowRegisters;
   /* Tensor-core matmuls (lower-loop-to-kernel's first mapping): noMma
    * turns them off (matmul nests take the generic mappings); mmaTile is
    * the tile "BMxBNxBK:Ww:Ss[:gG][:sync]" of every matmul kernel (NULL or

@@ -114,6 +114,14 @@ int64_t fzKernelExtractGetPosition(const FzOp *op);
  * read-only buffers.
  *===------------------------------------------------------------------===*/
 
+/* What a launch's threads moved, in bytes: global and shared memory
+ * read and written by loads and stores (vector ones included), cp.async
+ * (its global source read, its shared destination written) and ldmatrix
+ * (shared memory read); atomics are not counted. */
+typedef struct FzKernelSimStats {
+  int64_t globalRead, globalWritten, sharedRead, sharedWritten;
+} FzKernelSimStats;
+
 typedef struct FzKernelLaunchConfig {
   int64_t grid[3];      /* blocks per dimension */
   int64_t block[3];     /* threads per dimension */
@@ -126,6 +134,16 @@ typedef struct FzKernelSimOptions {
    * threads) before the launch stops with an error, so that an endless
    * loop is a diagnostic, never a hang; 0: FZ_KERNEL_SIM_DEFAULT_STEPS. */
   int64_t maxSteps;
+  /* Byte counts (for checking what a mapping reads without a GPU):
+   * non-NULL, what the launch's threads moved is added to *stats, also
+   * after an error (what ran until then). */
+  FzKernelSimStats *stats;
+  /* The loop-interpreter extension only (fzKernelSimExtensionInit):
+   * non-NULL, called after each launch that succeeded with what it
+   * moved (fuse-run --sim-stats); the launch is the kernel.launch op. */
+  void (*report)(void *reportData, FzOp *launch, FzOp *kernel,
+                 const FzKernelSimStats *stats);
+  void *reportData;
 } FzKernelSimOptions;
 
 #define FZ_KERNEL_SIM_DEFAULT_STEPS ((int64_t)1 << 32)
@@ -138,7 +156,8 @@ FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                                     const FzKernelLaunchConfig *cfg,
                                     size_t numArgs,
                                     const FzLoopInterpValue *args);
-/* The same with options (NULL: the defaults, as fzKernelSimulate). */
+/* The same with options (NULL: the defaults, as fzKernelSimulate): the
+ * step budget, and byte counts (options->stats). */
 FZ_MUST_CHECK bool fzKernelSimulateWithOptions(
     FzOp *kernel, FzOp *site, const FzKernelLaunchConfig *cfg,
     const FzKernelSimOptions *options, size_t numArgs,
@@ -150,7 +169,9 @@ FZ_MUST_CHECK bool fzKernelSimulateWithOptions(
 const FzLoopInterpExtension *fzKernelSimExtension(void);
 
 /* Fills *ext with the extension using `options` (its userData; it must
- * outlive the interpretation; NULL: the defaults). */
+ * outlive the interpretation; NULL: the defaults): each launch runs with
+ * options' budget, adds its bytes to options->stats when set, and is
+ * reported to options->report when set. */
 void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
                               const FzKernelSimOptions *options);
 
@@ -188,6 +209,18 @@ typedef struct FzLoopToKernelOptions {
   unsigned vector;
   /* Rows mapping: 16-byte chunks per thread aimed at (0: 4). */
   unsigned rowChunks;
+  /* Rows mapping, rows of one block whose chunks are not unrolled: the
+   * inputs that several inner loops read (softmax's x) are read from
+   * global memory once and kept on chip (docs/codegen.md "Long rows on
+   * chip"); noRowStage turns that off (each loop reads the row again).
+   * rowRegisters: 32-bit registers per thread that hold the first chunks
+   * of such a row (fzLoopToKernelOptionsInit: 32; 0: the staged rows go
+   * to shared memory only; at most 64). */
+  bool noRowStage;
+  unsigned rowRegisters;
+  /* Shared memory per block (static plus dynamic) the mappings may use:
+   * the device's opt-in limit (0: 227 KiB, sm_90; sm_80: 163 KiB). */
+  unsigned maxSharedBytes;
   /* The tensor-core matmul mapping (tried first on every nest) is off:
    * matmul nests take the generic mappings. */
   bool noMma;

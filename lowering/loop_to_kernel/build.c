@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fz/pass.h" /* fzOpIsEffectFree */
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 
 /*===--- Value maps -------------------------------------------------------===*/
@@ -218,6 +219,32 @@ FzValue *fzLkSharedAlloc(FzLkBuild *kb, FzType *elt, int64_t n) {
   if (!op)
     return NULL;
   /* Counted with the constants so that later ones go after it. */
+  FzValue *v = fzOpGetResult(op, 0);
+  return fzPtrVecPush(&kb->constants, v) ? v : fail(kb);
+}
+
+FzValue *fzLkDynamicShared(FzLkBuild *kb, FzType *elt) {
+  int64_t dyn = FZ_DYNAMIC;
+  FzType *t = fzBufferTypeGet(kb->ctx, 1, &dyn, elt, NULL,
+                              FZ_KERNEL_SPACE_SHARED, kb->loc);
+  if (!t)
+    return fail(kb);
+  for (size_t i = 0; i < kb->constants.len; ++i) {
+    FzValue *c = kb->constants.data[i];
+    if (fzValueGetType(c) == t &&
+        fzStringRefEqual(fzIdentGetString(fzOpGetName(
+                             fzValueGetDefiningOp(c))),
+                         FZ_STR("kernel.dynamic_shared")))
+      return c;
+  }
+  FzBuilder b;
+  at_constants(kb, &b);
+  FzOpState st;
+  fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.dynamic_shared"), kb->loc);
+  fzOpStateAddResults(&st, 1, &t);
+  FzOp *op = create(kb, &b, &st);
+  if (!op)
+    return NULL;
   FzValue *v = fzOpGetResult(op, 0);
   return fzPtrVecPush(&kb->constants, v) ? v : fail(kb);
 }
@@ -466,12 +493,15 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
   U->maps = calloc(count + 1, sizeof *U->maps);
   U->views = calloc(U->numOps + 1, sizeof *U->views);
   U->viewed = calloc(U->numOps + 1, sizeof *U->viewed);
-  if (!U->ops || !U->phase || !U->maps || !U->views || !U->viewed) {
+  U->skip = calloc(U->numOps + 1, sizeof *U->skip);
+  if (!U->ops || !U->phase || !U->maps || !U->views || !U->viewed ||
+      !U->skip) {
     free(U->ops);
     free(U->phase);
     free(U->maps);
     free(U->views);
     free(U->viewed);
+    free(U->skip);
     memset(U, 0, sizeof *U);
     return fail(kb), false;
   }
@@ -507,7 +537,25 @@ void fzLkUnrollFree(FzLkUnroll *U) {
   free(U->maps);
   free(U->views);
   free(U->viewed);
+  free(U->skip);
   memset(U, 0, sizeof *U);
+}
+
+void fzLkUnrollSkipDead(FzLkUnroll *U) {
+  for (size_t i = U->numOps; i-- > 0;) {
+    FzOp *op = U->ops[i];
+    if (U->skip[i] || fzOpGetNumResults(op) == 0 ||
+        (!fzOpIsEffectFree(op) && fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD))
+      continue;
+    bool dead = true;
+    for (size_t r = 0; r < fzOpGetNumResults(op) && dead; ++r)
+      for (FzOpOperand *use = fzValueGetFirstUse(fzOpGetResult(op, r));
+           use && dead; use = fzOpOperandGetNextUse(use)) {
+        long k = op_index(U, fzOpOperandGetOwner(use));
+        dead = k >= 0 && U->skip[k];
+      }
+    U->skip[i] = dead;
+  }
 }
 
 /* Copy u of access op (U->ops[i]) through its view. */
@@ -549,7 +597,7 @@ static bool viewed_access(FzLkUnroll *U, size_t i, unsigned u) {
 
 bool fzLkUnrollPhase(FzLkUnroll *U, unsigned u, unsigned phase) {
   for (size_t i = 0; i < U->numOps && !U->kb->failed; ++i) {
-    if (U->phase[i] != phase)
+    if (U->phase[i] != phase || U->skip[i])
       continue;
     if (U->viewed[i] ? !viewed_access(U, i, u)
                      : !fzLkClone(U->kb, &U->maps[u], U->ops[i]))

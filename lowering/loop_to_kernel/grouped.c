@@ -31,7 +31,15 @@
  *   }
  * A thread's chunks are unrolled when few (every access then has a
  * constant offset from the thread's first, so LLVM keeps the row in
- * registers across phases), else a loop.for of 4 chunks per trip. A
+ * registers across phases), else a loop.for of 4 chunks per trip. The
+ * on-chip row (plan.c's staging, one row per block): in the loops that
+ * share the staged layout, a thread's first regChunks chunks are
+ * unrolled and the rest is a loop; the producer of a staged input loads
+ * it from global memory and keeps it (the register chunks' values as
+ * SSA values, the rest stored to its part of the dynamic shared memory
+ * at the same place in the row, less the register part), the later
+ * loops take those values instead of loading (each thread reads back
+ * only what it wrote: no barrier). A
  * guarded chunk (threads past the end of the row skip it) is a loop.for
  * of at most one iteration. The combining op is the reduction's own
  * (the yield's operand), cloned on the partials, so NaN and rounding
@@ -53,7 +61,20 @@ typedef struct Group {
   FzValue *leader; /* i1: valid and g == 0 */
   FzLkMap *map;    /* the item's values */
   bool usedShared;
+  /* The on-chip row (p->numStaged inputs): each input's part of the
+   * dynamic shared memory (buffer<sharedElems x elt, 3>; NULL when it
+   * is all in registers), and the values of its register chunks,
+   * regs[s][k * vec + u] for chunk rank k < regChunks, lane u. */
+  FzValue *stage[FZ_LK_MAX_STAGED];
+  FzValue **regs[FZ_LK_MAX_STAGED];
 } Group;
+
+/* Where a chunk of a staged loop finds its staged inputs. */
+typedef enum ChunkKind {
+  CHUNK_PLAIN,  /* not a staged loop: every load as it is */
+  CHUNK_REGS,   /* register chunk k of the thread */
+  CHUNK_SHARED, /* past the register chunks: shared memory */
+} ChunkKind;
 
 /*===--- Plan -------------------------------------------------------------===*/
 
@@ -210,41 +231,199 @@ static FzValue *group_combine(Group *G, FzOp *cop, FzValue *v) {
 
 /*===--- Inner loops ------------------------------------------------------===*/
 
-/* The vec iterations of chunk c of inner loop ip, side by side, the
- * accumulators acc carried through in order. */
-static bool emit_chunk(Group *G, const FzLkInnerPlan *ip, FzValue *c,
-                       FzValue **acc, size_t numAcc) {
-  FzLkBuild *kb = G->kb;
-  FzBlock *body = fzLoopGetBody(ip->loop);
-  FzOp *last = fzBlockGetLastOp(body);
+/* One chunk being emitted: the `vec` iterations of chunk c of inner
+ * loop ip side by side (fzLkUnroll), in three steps so that a staged
+ * loop can put the loads of several chunks before their arithmetic:
+ * chunk_begin (the loads), chunk_compute (the arithmetic, the
+ * accumulators carried through in order), chunk_end (the stores). In a
+ * staged loop (kind CHUNK_REGS, rank k, or CHUNK_SHARED), the loads of
+ * staged inputs other than their producer's take the values kept on
+ * chip (registers, or their shared memory, read in chunk_begin), and
+ * the producer's are kept (at the end of chunk_compute). */
+typedef struct Chunk {
+  const FzLkInnerPlan *ip;
+  FzValue *c;
+  ChunkKind kind;
+  int64_t k;
   FzLkUnroll U;
-  if (!fzLkUnrollInit(&U, kb, body, 1, ip->vec, G->map, NULL, NULL))
+  int *input;    /* per op of the body: the staged input it loads, or -1 */
+  bool *produce; /* per op: that input's load from global memory */
+  FzValue *views[FZ_LK_MAX_STAGED]; /* the chunk's shared memory */
+} Chunk;
+
+static void chunk_free(Chunk *ch) {
+  free(ch->input);
+  free(ch->produce);
+  fzLkUnrollFree(&ch->U);
+  ch->input = NULL;
+  ch->produce = NULL;
+}
+
+/* The view of the chunk's `vec` elements in staged input s's shared
+ * memory (made once per chunk). */
+static FzValue *stage_view(Group *G, Chunk *ch, size_t s) {
+  FzLkBuild *kb = G->kb;
+  if (ch->views[s])
+    return ch->views[s];
+  int64_t skip = G->p->regChunks * G->p->group;
+  FzValue *off = fzLkMul(kb, fzLkAdd(kb, ch->c, fzLkIndex(kb, -skip)),
+                         fzLkIndex(kb, ch->ip->vec));
+  int64_t lanes = ch->ip->vec;
+  FzType *vt = fzBufferTypeGet(kb->ctx, 1, &lanes, G->p->staged[s].elt, NULL,
+                               FZ_KERNEL_SPACE_SHARED, kb->loc);
+  FzValue *ops[2] = {G->stage[s], off};
+  if (!vt || !G->stage[s])
+    return kb->failed = true, NULL;
+  return ch->views[s] = fzLkOp(kb, "loop.view", vt, 2, ops);
+}
+
+static bool chunk_begin(Group *G, Chunk *ch, const FzLkInnerPlan *ip,
+                        FzValue *c, ChunkKind kind, int64_t k) {
+  FzLkBuild *kb = G->kb;
+  const FzLkNestPlan *p = G->p;
+  memset(ch, 0, sizeof *ch);
+  ch->ip = ip, ch->c = c, ch->kind = kind, ch->k = k;
+  FzBlock *body = fzLoopGetBody(ip->loop);
+  if (!fzLkUnrollInit(&ch->U, kb, body, 1, ip->vec, G->map, NULL, NULL))
     return false;
-  bool ok = true;
+  FzLkUnroll *U = &ch->U;
   FzValue *iv = fzBlockGetArgument(body, 0);
   FzValue *first = fzLkMul(kb, c, fzLkIndex(kb, ip->vec));
+  bool ok = true;
   for (unsigned u = 0; u < ip->vec && ok; ++u)
     ok = fzLkMapPut(
-        &U.maps[u], iv,
+        &U->maps[u], iv,
         fzLkAdd(kb, fzLkIndex(kb, ip->lb),
                 fzLkMul(kb, fzLkAdd(kb, first, fzLkIndex(kb, u)),
                         fzLkIndex(kb, ip->step))));
-  for (unsigned u = 0; u < ip->vec && ok; ++u)
-    ok = fzLkUnrollPhase(&U, u, 0);
-  for (unsigned u = 0; u < ip->vec && ok; ++u) {
-    for (size_t i = 0; i < numAcc && ok; ++i)
-      ok = fzLkMapPut(&U.maps[u], fzBlockGetArgument(body, i + 1), acc[i]);
-    ok = ok && fzLkUnrollPhase(&U, u, 1);
-    for (size_t i = 0; i < numAcc && ok; ++i)
-      ok = (acc[i] = fzLkMapGet(&U.maps[u], fzOpGetOperand(last, i))) !=
-           NULL;
+  ch->input = calloc(U->numOps + 1, sizeof *ch->input);
+  ch->produce = calloc(U->numOps + 1, sizeof *ch->produce);
+  ok = ok && ch->input && ch->produce;
+  for (size_t i = 0; ok && i < U->numOps; ++i) {
+    int s = kind == CHUNK_PLAIN ? -1 : fzLkStagedValueOf(p, ip, U->ops[i]);
+    ch->input[i] = s;
+    if (s < 0)
+      continue;
+    const FzLkStagedValue *si = &p->staged[s];
+    ch->produce[i] = si->op == U->ops[i];
+    if (!ch->produce[i] && &p->inner[si->producer] == ip) {
+      ch->input[i] = -1; /* another load of it in the producer: as it is */
+      continue;
+    }
+    U->skip[i] = !ch->produce[i];
+    FzValue *res = fzOpGetResult(U->ops[i], 0);
+    for (unsigned u = 0; u < ip->vec && ok && !ch->produce[i]; ++u) {
+      FzValue *v = NULL, *view;
+      FzValue *lane = fzLkIndex(kb, u);
+      if (kind == CHUNK_REGS)
+        v = G->regs[s][k * ip->vec + u];
+      else if ((view = stage_view(G, ch, (size_t)s)))
+        v = fzLkLoad(kb, view, 1, &lane);
+      ok = v && fzLkMapPut(&U->maps[u], res, v);
+    }
   }
+  fzLkUnrollSkipDead(U);
   for (unsigned u = 0; u < ip->vec && ok; ++u)
-    ok = fzLkUnrollPhase(&U, u, 2);
-  fzLkUnrollFree(&U);
+    ok = fzLkUnrollPhase(U, u, 0);
   if (!ok)
     kb->failed = true;
   return ok && !kb->failed;
+}
+
+static bool chunk_compute(Group *G, Chunk *ch, FzValue **acc,
+                          size_t numAcc) {
+  FzLkBuild *kb = G->kb;
+  FzLkUnroll *U = &ch->U;
+  unsigned vec = ch->ip->vec;
+  FzBlock *body = fzLoopGetBody(ch->ip->loop);
+  FzOp *last = fzBlockGetLastOp(body);
+  bool ok = true;
+  for (unsigned u = 0; u < vec && ok; ++u) {
+    for (size_t i = 0; i < numAcc && ok; ++i)
+      ok = fzLkMapPut(&U->maps[u], fzBlockGetArgument(body, i + 1), acc[i]);
+    ok = ok && fzLkUnrollPhase(U, u, 1);
+    for (size_t i = 0; i < numAcc && ok; ++i)
+      ok = (acc[i] = fzLkMapGet(&U->maps[u], fzOpGetOperand(last, i))) !=
+           NULL;
+  }
+  for (size_t i = 0; ok && i < U->numOps; ++i) {
+    int s = ch->input[i];
+    if (s < 0 || !ch->produce[i])
+      continue;
+    FzValue *res = fzOpGetResult(U->ops[i], 0), *view;
+    for (unsigned u = 0; u < vec && ok; ++u) {
+      FzValue *v = fzLkMapGet(&U->maps[u], res);
+      FzValue *lane = fzLkIndex(kb, u);
+      if (ch->kind == CHUNK_REGS)
+        ok = (G->regs[s][ch->k * vec + u] = v) != NULL;
+      else
+        ok = (view = stage_view(G, ch, (size_t)s)) &&
+             fzLkStore(kb, v, view, 1, &lane);
+    }
+  }
+  if (!ok)
+    kb->failed = true;
+  return ok && !kb->failed;
+}
+
+static bool chunk_end(Group *G, Chunk *ch) {
+  bool ok = true;
+  for (unsigned u = 0; u < ch->ip->vec && ok; ++u)
+    ok = fzLkUnrollPhase(&ch->U, u, 2);
+  chunk_free(ch);
+  if (!ok)
+    G->kb->failed = true;
+  return ok && !G->kb->failed;
+}
+
+/* Chunk c of ip whole (kind CHUNK_PLAIN: not a staged loop). */
+static bool emit_chunk(Group *G, const FzLkInnerPlan *ip, FzValue *c,
+                       FzValue **acc, size_t numAcc) {
+  Chunk ch;
+  bool ok = chunk_begin(G, &ch, ip, c, CHUNK_PLAIN, -1) &&
+            chunk_compute(G, &ch, acc, numAcc) && chunk_end(G, &ch);
+  chunk_free(&ch);
+  return ok;
+}
+
+/* n chunks of a staged loop, rank k0.. (CHUNK_REGS) or at c0 + j * G
+ * (CHUNK_SHARED): every chunk's loads, then every chunk's arithmetic,
+ * then every chunk's stores, so that the chunks' loads from global
+ * memory are in flight together. */
+static bool emit_staged_chunks(Group *G, const FzLkInnerPlan *ip,
+                               FzValue *c0, ChunkKind kind, int64_t k0,
+                               int64_t n, FzValue **acc, size_t numAcc) {
+  FzLkBuild *kb = G->kb;
+  int64_t gs = G->p->group;
+  Chunk *ch = calloc((size_t)n + 1, sizeof *ch);
+  if (!ch)
+    return kb->failed = true, false;
+  bool produces = false;
+  for (size_t s = 0; s < G->p->numStaged; ++s)
+    produces |= &G->p->inner[G->p->staged[s].producer] == ip;
+  /* Only the producer reads global memory: the other loops go chunk by
+   * chunk (their values are on chip; fewer live registers). */
+  int64_t step = produces ? n : 1;
+  bool ok = true;
+  int64_t begun = 0;
+  for (int64_t j0 = 0; j0 < n && ok; j0 += step) {
+    int64_t j1 = j0 + step < n ? j0 + step : n;
+    for (int64_t j = j0; j < j1 && ok; ++j, ++begun)
+      ok = chunk_begin(G, &ch[j], ip,
+                       fzLkAdd(kb, c0,
+                               fzLkIndex(kb, (kind == CHUNK_REGS ? k0 + j
+                                                                 : j) *
+                                                 gs)),
+                       kind, k0 + j);
+    for (int64_t j = j0; j < j1 && ok; ++j)
+      ok = chunk_compute(G, &ch[j], acc, numAcc);
+    for (int64_t j = j0; j < j1 && ok; ++j)
+      ok = chunk_end(G, &ch[j]);
+  }
+  for (int64_t j = 0; j < begun; ++j)
+    chunk_free(&ch[j]);
+  free(ch);
+  return ok;
 }
 
 /* This thread's chunks of ip: unrolled (each guarded where some threads
@@ -254,6 +433,37 @@ static bool emit_chunks(Group *G, const FzLkInnerPlan *ip, FzValue **acc,
   FzLkBuild *kb = G->kb;
   int64_t gs = G->p->group;
   FzValue *chunks = fzLkIndex(kb, ip->chunks);
+  if (ip->staged) {
+    /* The chunks past the register ones in a loop (four per trip when
+     * every thread has a multiple of four, else two or one), then the
+     * register chunks (every thread has them: no guard). In this order,
+     * the producer's loads of the loop trips are in flight together
+     * while no register chunk is live yet (the register chunks stay
+     * live until the last loop). */
+    int64_t R = G->p->regChunks;
+    if (ip->chunks > R * gs) {
+      int64_t rest = ip->perThread - R;
+      int64_t per = ip->chunks % gs != 0 ? 1
+                    : rest % 4 == 0      ? 4
+                    : rest % 2 == 0      ? 2
+                                         : 1;
+      FzValue *c, *iters[FZ_LK_MAX_ACCUMULATORS];
+      FzOp *loop = fzLkForBegin(
+          kb, fzLkAdd(kb, G->g, fzLkIndex(kb, R * gs)), chunks,
+          fzLkIndex(kb, per * gs), numAcc, acc, &c, iters);
+      if (!loop ||
+          !emit_staged_chunks(G, ip, c, CHUNK_SHARED, -1, per, iters,
+                              numAcc) ||
+          !fzLkForEnd(kb, loop, numAcc, iters))
+        return false;
+      for (size_t i = 0; i < numAcc; ++i)
+        acc[i] = fzOpGetResult(loop, i);
+    }
+    if (R > 0 && !emit_staged_chunks(G, ip, G->g, CHUNK_REGS, 0, R, acc,
+                                     numAcc))
+      return false;
+    return !kb->failed;
+  }
   if (ip->unroll) {
     for (int64_t k = 0; k < ip->perThread; ++k) {
       FzValue *c = fzLkAdd(kb, G->g, fzLkIndex(kb, k * gs));
@@ -388,6 +598,33 @@ static bool emit_item(Group *G, FzValue *item) {
   return !kb->failed;
 }
 
+/* The on-chip row's storage: each staged input's part of the dynamic
+ * shared memory (a view of it at its offset) and its register table. */
+static bool setup_staging(Group *G) {
+  FzLkBuild *kb = G->kb;
+  const FzLkNestPlan *p = G->p;
+  for (size_t s = 0; s < p->numStaged; ++s) {
+    const FzLkStagedValue *si = &p->staged[s];
+    int64_t vec = 0;
+    for (size_t i = 0; i < p->numInner; ++i)
+      if (p->inner[i].staged)
+        vec = p->inner[i].vec;
+    G->regs[s] = calloc((size_t)(p->regChunks * vec + 1), sizeof(FzValue *));
+    if (!G->regs[s])
+      return kb->failed = true, false;
+    if (si->sharedElems == 0)
+      continue;
+    int64_t size = (int64_t)fzTypeGetStorageSize(si->elt);
+    FzType *t = fzBufferTypeGet(kb->ctx, 1, &si->sharedElems, si->elt, NULL,
+                                FZ_KERNEL_SPACE_SHARED, kb->loc);
+    FzValue *ops[2] = {fzLkDynamicShared(kb, si->elt),
+                       fzLkIndex(kb, si->sharedOffset / size)};
+    if (!t || !(G->stage[s] = fzLkOp(kb, "loop.view", t, 2, ops)))
+      return kb->failed = true, false;
+  }
+  return true;
+}
+
 static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
   const FzLkNestPlan *p = plan->state;
   const FzLkNest *nest = kb->nest;
@@ -411,9 +648,14 @@ static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
   }
   FzValue *numBlocks = fzLkIndex(kb, p->numBlocks);
   FzValue *blk;
-  FzOp *loop = fzLkForBegin(kb, bid, numBlocks, nb, 0, NULL, &blk, NULL);
-  if (!loop)
+  FzOp *loop = setup_staging(&G) ? fzLkForBegin(kb, bid, numBlocks, nb, 0,
+                                                NULL, &blk, NULL)
+                                 : NULL;
+  if (!loop) {
+    for (size_t i = 0; i < p->numStaged; ++i)
+      free(G.regs[i]);
     return false;
+  }
   FzValue *item =
       fzLkAdd(kb, fzLkMul(kb, blk, fzLkIndex(kb, p->itemsPerBlock)), local);
   FzValue *items = fzLkIndex(kb, nest->items);
@@ -432,6 +674,8 @@ static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
     ok = guard && fzLkBarrier(kb) && fzLkForEnd(kb, guard, 0, NULL);
   }
   fzLkMapFree(&map);
+  for (size_t i = 0; i < p->numStaged; ++i)
+    free(G.regs[i]);
   return ok && fzLkForEnd(kb, loop, 0, NULL) && !kb->failed;
 }
 

@@ -13,6 +13,8 @@
  *                  cloning through value maps, bodies unrolled in phases
  *   plan.c         the generic planner (which of rows / columns /
  *                  elementwise, and its numbers)
+ *   stage.c        the on-chip row of long rows (values several inner
+ *                  loops compute, kept in registers and shared memory)
  *   elementwise.c  the elementwise mapping
  *   grouped.c      the rows and columns mappings
  *   matmul_mapping.c  the tensor-core matmul mapping (first in the list),
@@ -50,7 +52,7 @@ typedef struct FzLkNest {
 typedef struct FzLkPlan {
   int64_t grid[3], block[3]; /* the launch */
   int64_t sharedBytes;       /* dynamic shared memory */
-  char desc[512];            /* one line: the kernel's `fuse.plan` */
+  char desc[1024];           /* one line: the kernel's `fuse.plan` */
   /* Floating-point operations of one launch when the kernel is
    * compute-bound (a matmul: 2 M N K), recorded as `fuse.flops` for
    * TFLOP/s figures; 0: none. */
@@ -145,6 +147,9 @@ FzValue *fzLkId(FzLkBuild *kb, const char *name);
 /* A kernel.shared_alloc of `n` elements of elt (at the start of the
  * entry block). */
 FzValue *fzLkSharedAlloc(FzLkBuild *kb, FzType *elt, int64_t n);
+/* A kernel.dynamic_shared of element type elt (at the start of the entry
+ * block; every one aliases the launch's dynamic shared memory). */
+FzValue *fzLkDynamicShared(FzLkBuild *kb, FzType *elt);
 /* loop.load / loop.store of one element. */
 FzValue *fzLkLoad(FzLkBuild *kb, FzValue *buf, size_t n, FzValue *const *idx);
 bool fzLkStore(FzLkBuild *kb, FzValue *v, FzValue *buf, size_t n,
@@ -200,6 +205,9 @@ typedef struct FzLkUnroll {
   FzValue *laneIv, *laneBase;
   FzValue **views; /* per op: the view, or NULL */
   bool *viewed;    /* per op: accessed through a view */
+  /* Per op: not cloned; the caller has put its result in maps[u] (a
+   * load whose value is already on chip: grouped.c's staged rows). */
+  bool *skip;
 } FzLkUnroll;
 
 /* laneIv and laneBase: see above (both NULL: no views). */
@@ -207,6 +215,9 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
                     size_t numIvs, unsigned count, const FzLkMap *parent,
                     FzValue *laneIv, FzValue *laneBase);
 void fzLkUnrollFree(FzLkUnroll *U);
+/* Also skips the effect-free ops whose results only skipped ops use
+ * (the address arithmetic of a load whose value the caller provides). */
+void fzLkUnrollSkipDead(FzLkUnroll *U);
 /* Clones the ops of `phase` for iteration u (after binding block
  * arguments in maps[u]). */
 bool fzLkUnrollPhase(FzLkUnroll *U, unsigned u, unsigned phase);
@@ -220,6 +231,7 @@ bool fzLkSerializeNested(FzLkBuild *kb, FzOp *op);
 
 #define FZ_LK_MAX_INNER 16
 #define FZ_LK_MAX_ACCUMULATORS 8
+#define FZ_LK_MAX_STAGED 8
 
 typedef enum FzLkMappingKind {
   FZ_LK_MAP_ELEMENTWISE, /* one iteration per thread, grid-stride loop */
@@ -241,7 +253,32 @@ typedef struct FzLkInnerPlan {
   int64_t chunks;    /* ceil(trips / vec) */
   int64_t perThread; /* ceil(chunks / group) */
   bool unroll;       /* the per-thread chunk loop is fully unrolled */
+  /* Its chunks follow the layout of the nest's on-chip row
+   * (FzLkNestPlan.staged): the rest of each thread's chunks in a loop,
+   * then its first regChunks unrolled; it computes staged values (their
+   * producer) or takes them from registers and shared memory. */
+  bool staged;
 } FzLkInnerPlan;
+
+/* A value of the row that several inner loops of a one-row-per-block
+ * nest compute from the same elements (softmax's x in its max, sum and
+ * normalization loops; x + r in a layer_norm of a residual sum): the
+ * first of them (the producer) computes it, reading global memory, and
+ * keeps it on chip for the later ones (stage.c): a thread's first
+ * regChunks chunks in registers, the rest of the row in dynamic shared
+ * memory, where the value of element e = c * vec + u of chunk c is at
+ * e - regChunks * group * vec, so that each thread reads back only what
+ * it wrote itself (no barrier) and a warp's 16-byte accesses are
+ * consecutive (no bank conflict). */
+typedef struct FzLkStagedValue {
+  FzOp *op;             /* its op in the producer's body (a load, or an
+                           effect-free op of the row's elements) */
+  size_t producer;      /* the producer: an index into inner[] */
+  FzType *elt;          /* its type */
+  int64_t sharedOffset; /* bytes into the dynamic shared memory (16-byte
+                           aligned) */
+  int64_t sharedElems;  /* elements there (the row past the registers) */
+} FzLkStagedValue;
 
 typedef struct FzLkNestPlan {
   FzLkMappingKind mapping;
@@ -255,6 +292,19 @@ typedef struct FzLkNestPlan {
   /* The nest stores into a buffer (root) that it also loads from, so
    * loop.barrier must order its phases. */
   bool phasesShareMemory;
+  /* The on-chip row (docs/codegen.md "Long rows on chip", stage.c):
+   * rows mapping, one row per block, inner loops whose chunks are not
+   * unrolled and that compute the same values. numStaged == 0: none
+   * (each loop reads global memory). */
+  size_t numStaged;
+  FzLkStagedValue staged[FZ_LK_MAX_STAGED];
+  int64_t regChunks;   /* chunks per thread kept in registers */
+  int64_t stageBytes;  /* dynamic shared memory of the staged inputs */
+  /* Values several loops compute that each loop recomputes from global
+   * memory (the on-chip budget is spent, or FZ_LK_MAX_STAGED of them are
+   * staged), and their bytes per row: the plan says so. */
+  size_t numUnstaged;
+  int64_t unstagedBytes;
 } FzLkNestPlan;
 
 /* Plans nest (the generic heuristic of docs/codegen.md "GPU mappings"):
@@ -267,6 +317,19 @@ void fzLkPlanDescribe(const FzLkNest *nest, const FzLkNestPlan *p,
                       char *buf, size_t size);
 /* The launch of a plan. */
 void fzLkPlanLaunch(const FzLkNestPlan *p, FzLkPlan *out);
+/*===--- stage.c ----------------------------------------------------------===*/
+
+/* Plans the on-chip row of p (a planned nest; staticShared: the static
+ * shared memory its kernel needs): fills p->staged, regChunks,
+ * stageBytes, the unstaged counts and each inner plan's `staged`. Leaves
+ * p as it is when the nest does not qualify (docs/codegen.md "Long rows
+ * on chip"). */
+void fzLkPlanStaging(const FzLkNest *n, FzLkNestPlan *p,
+                     const FzLoopToKernelOptions *o, int64_t staticShared);
+/* The staged value (an index into p->staged) that op, an op of the body
+ * of staged inner loop ip, computes, or -1. */
+int fzLkStagedValueOf(const FzLkNestPlan *p, const FzLkInnerPlan *ip,
+                      FzOp *op);
 /* The op of reduction loop forOp that folds iteration argument i into
  * its accumulator (its yield's operand i), or NULL when there is none of
  * the kinds that combine partial results (add, mul, max, min, and, or,

@@ -31,6 +31,7 @@ static const FzLkMapping *const kMappings[] = {
 void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o) {
   memset(o, 0, sizeof *o);
   o->blockSize = 256;
+  o->rowRegisters = 32;
 }
 
 static bool is_named(FzOp *op, const char *name) {
@@ -196,6 +197,11 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
                        "lower-loop-to-kernel: the block size must be a "
                        "multiple of 32 up to 1024, got %u",
                        options->blockSize);
+  if (options->rowRegisters > 64)
+    return fzEmitError(ctx, fzOpGetLoc(module),
+                       "lower-loop-to-kernel: row-registers must be at most "
+                       "64, got %u",
+                       options->rowRegisters);
   FzMatmulTile probe;
   char why[256];
   if (!options->noMma && options->mmaTile && *options->mmaTile &&
@@ -243,6 +249,19 @@ static const FzPassOptionDef kOptions[] = {
     {"row-chunks", FZ_PASS_OPTION_INT, "0",
      "Rows mapping: 16-byte chunks per thread aimed at (0: 4)", NULL, 0,
      64},
+    {"row-stage", FZ_PASS_OPTION_BOOL, "true",
+     "Rows mapping: a row that several phases read and whose chunks are "
+     "not unrolled is read from global memory once, kept in registers and "
+     "shared memory (false: each phase reads it again)",
+     NULL, 0, 0},
+    {"row-registers", FZ_PASS_OPTION_INT, "32",
+     "Rows mapping: 32-bit registers per thread holding the first chunks "
+     "of a row kept on chip (0: shared memory only)",
+     NULL, 0, 64},
+    {"max-shared", FZ_PASS_OPTION_INT, "0",
+     "Shared memory per block (bytes, static plus dynamic) the mappings "
+     "may use (0: 227 KiB, sm_90's opt-in limit)",
+     NULL, 0, 227 * 1024},
     {"mma", FZ_PASS_OPTION_BOOL, "true",
      "Matmul nests (bf16/f16) become tensor-core kernels (false: they "
      "take the generic mappings)",
@@ -263,6 +282,9 @@ static bool run(FzPass *pass, FzOp *module) {
   o.blockSize = (unsigned)fzPassGetIntOption(pass, "block-size");
   o.vector = (unsigned)fzPassGetIntOption(pass, "vector");
   o.rowChunks = (unsigned)fzPassGetIntOption(pass, "row-chunks");
+  o.noRowStage = !fzPassGetBoolOption(pass, "row-stage");
+  o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
+  o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
   o.remarks = fzPassGetBoolOption(pass, "remarks");
   /* NUL-terminated for the options struct (the pass's value is a sized

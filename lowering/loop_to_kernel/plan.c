@@ -18,6 +18,10 @@
  *            block along threadIdx % 32 (coalesced), the reduced axis
  *            split over blockDim / 32 threads, combined in shared memory.
  *  ELEMENTWISE  anything else: one iteration per thread (fz/gpu.h).
+ *
+ * A ROWS nest of one row per block whose chunks are not unrolled (long
+ * rows: 65536 f32) and whose inner loops compute the same values of the
+ * row gets the on-chip row (stage.c).
  */
 #include <string.h>
 
@@ -388,6 +392,7 @@ void fzLkPlanNest(const FzLkNest *n, const FzLoopToKernelOptions *o,
      * (with !invariant.load, GVN keeps the row in registers). */
     ip->unroll = ip->perThread * ip->vec <= 32 && ip->perThread <= 16;
   }
+  fzLkPlanStaging(n, p, o, shared_bytes(p));
 }
 
 void fzLkPlanLaunch(const FzLkNestPlan *p, FzLkPlan *out) {
@@ -396,7 +401,7 @@ void fzLkPlanLaunch(const FzLkNestPlan *p, FzLkPlan *out) {
   out->grid[1] = out->grid[2] = 1;
   out->block[0] = p->blockSize;
   out->block[1] = out->block[2] = 1;
-  out->sharedBytes = 0;
+  out->sharedBytes = p->mapping == FZ_LK_MAP_ROWS ? p->stageBytes : 0;
 }
 
 void fzLkPlanDescribe(const FzLkNest *nest, const FzLkNestPlan *p, char *buf,
@@ -427,11 +432,35 @@ void fzLkPlanDescribe(const FzLkNest *nest, const FzLkNestPlan *p, char *buf,
                      n > 0 && (size_t)n < size;
        ++i) {
     const FzLkInnerPlan *ip = &p->inner[i];
+    char how[96];
+    bool produces = false;
+    for (size_t k = 0; k < p->numStaged; ++k)
+      produces |= p->staged[k].producer == i;
+    if (ip->staged)
+      snprintf(how, sizeof how, " (%lld in registers, %lld in shared "
+               "memory%s)", (long long)p->regChunks,
+               (long long)(ip->perThread - p->regChunks),
+               produces ? "; keeps the row" : "");
+    else
+      snprintf(how, sizeof how, ip->unroll ? " (unrolled)" : " (loop)");
     n += snprintf(buf + n, size - (size_t)n,
                   "; %s of %lld: %lld chunks of %u, %lld per thread%s",
                   ip->isReduction ? "reduction" : "phase",
                   (long long)ip->trips, (long long)ip->chunks, ip->vec,
-                  (long long)ip->perThread,
-                  ip->unroll ? " (unrolled)" : " (loop)");
+                  (long long)ip->perThread, how);
   }
+  if (p->mapping != FZ_LK_MAP_ROWS || n <= 0 || (size_t)n >= size)
+    return;
+  if (p->numStaged)
+    n += snprintf(buf + n, size - (size_t)n,
+                  "; row on chip: %zu value%s computed once, %lld chunks "
+                  "per thread in registers, %lld bytes of shared memory",
+                  p->numStaged, p->numStaged == 1 ? "" : "s",
+                  (long long)p->regChunks, (long long)p->stageBytes);
+  if (p->numUnstaged && n > 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n,
+             "; %zu value%s (%lld bytes per row) recomputed from global "
+             "memory by each loop: beyond the on-chip budget",
+             p->numUnstaged, p->numUnstaged == 1 ? "" : "s",
+             (long long)p->unstagedBytes);
 }

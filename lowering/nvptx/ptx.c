@@ -23,6 +23,7 @@ void fzGpuOptionsInit(FzGpuOptions *o) {
   o->arch = "sm_90";
   o->blockSize = 256;
   o->optLevel = 3;
+  o->rowRegisters = 32;
 }
 
 static pthread_once_t gNvInit = PTHREAD_ONCE_INIT;
@@ -162,8 +163,42 @@ static bool has_nests(FzOp *module) {
   return false;
 }
 
+/* Shared memory a block may opt into (static plus dynamic) on arch:
+ * CUDA's sharedMemPerBlockOptin of the compute capability (sm_70 and
+ * sm_72 96 KiB, sm_75 64 KiB, sm_80 and sm_87 163 KiB, sm_86, sm_89
+ * and sm_120 99 KiB; 0, the pass's default of 227 KiB, for sm_90 and
+ * sm_100); 48 KiB, what every arch allows, for others. */
+static unsigned opt_in_shared(const char *arch) {
+  int cc = 0;
+  if (!arch || sscanf(arch, "sm_%d", &cc) != 1)
+    return 48 * 1024;
+  switch (cc) {
+  case 70:
+  case 72:
+    return 96 * 1024;
+  case 75:
+    return 64 * 1024;
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 89:
+  case 120:
+  case 121:
+    return 99 * 1024;
+  case 90:
+  case 100:
+  case 101:
+  case 103:
+    return 0;
+  default:
+    return 48 * 1024;
+  }
+}
+
 /* A clone of module lowered with lower-loop-to-kernel (the GPU options'
- * block size, vector and row chunks), or NULL after an error. */
+ * block size, vector, row options, and the arch's shared memory), or
+ * NULL after an error. */
 static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   FzOp *clone = fzOpClone(module, NULL);
   if (!clone) {
@@ -175,6 +210,9 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.blockSize = o->blockSize;
   ko.vector = o->vector;
   ko.rowChunks = o->rowChunks;
+  ko.noRowStage = o->noRowStage;
+  ko.rowRegisters = o->rowRegisters;
+  ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
   ko.mmaTile = o->mmaTile;
   if (!fzLowerLoopToKernel(clone, &ko)) {

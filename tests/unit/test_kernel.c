@@ -2,8 +2,9 @@
  * table and opcodes, the simulator through its C entry point
  * (fzKernelSimulate: ids over a 2-d grid and block, launch-limit errors),
  * the loop interpreter's extension point running kernel.launch (and
- * refusing it without the extension), and allocation failures during a
- * simulated launch. Syntax, verifier messages and the
+ * refusing it without the extension), the bytes a launch moves
+ * (FzKernelSimOptions.stats and .report, directly and through the
+ * extension), and allocation failures during a simulated launch. Syntax, verifier messages and the
  * end-to-end kernels are lit tests (tests/lit/kernel).
  */
 #include "fz/kernel.h"
@@ -235,6 +236,122 @@ START_TEST(test_loop_extension) {
 }
 END_TEST
 
+/* Reverses 32 f32 through shared memory, 2 blocks of 32 threads: each
+ * thread reads 4 bytes of global memory and of shared memory and writes
+ * 4 of each. */
+static const char kReverse[] =
+    "kernel.func @rev(%in: buffer<2x32xf32>, %out: buffer<2x32xf32>) {\n"
+    "  %s = kernel.shared_alloc : buffer<32xf32, 3>\n"
+    "  %t = kernel.thread_id x\n"
+    "  %b = kernel.block_id x\n"
+    "  %c31 = loop.constant 31 : index\n"
+    "  %x = loop.load %in[%b, %t] : buffer<2x32xf32>\n"
+    "  loop.store %x, %s[%t] : buffer<32xf32, 3>\n"
+    "  kernel.barrier\n"
+    "  %r = loop.subi %c31, %t : index\n"
+    "  %y = loop.load %s[%r] : buffer<32xf32, 3>\n"
+    "  loop.store %y, %out[%b, %t] : buffer<2x32xf32>\n"
+    "  kernel.return\n"
+    "}\n"
+    "func.func @main(%in: buffer<2x32xf32>, %out: buffer<2x32xf32>) "
+    "attributes {loop.num_outputs = 1 : i64} {\n"
+    "  %c0 = loop.constant 0 : index\n"
+    "  %c1 = loop.constant 1 : index\n"
+    "  %c2 = loop.constant 2 : index\n"
+    "  %c32 = loop.constant 32 : index\n"
+    "  kernel.launch @rev blocks(%c2, %c1, %c1) threads(%c32, %c1, %c1) "
+    "shared(%c0) args(%in, %out) : buffer<2x32xf32>, buffer<2x32xf32>\n"
+    "  kernel.launch @rev blocks(%c1, %c1, %c1) threads(%c32, %c1, %c1) "
+    "shared(%c0) args(%in, %out) : buffer<2x32xf32>, buffer<2x32xf32>\n"
+    "  return\n"
+    "}\n";
+
+/* fzKernelSimulateWithOptions adds each launch's bytes to
+ * options.stats; the extension reports every launch of a host function
+ * to options.report and adds them all to options.stats. */
+START_TEST(test_simulate_stats) {
+  FzContext *ctx = kernel_context();
+  FzOp *m = parse(ctx, kReverse);
+  FzOp *k = lookup(m, "rev");
+  FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(k, 0));
+  _Alignas(8) float in[64];
+  _Alignas(8) float out[64];
+  for (int i = 0; i < 64; ++i)
+    in[i] = (float)i + 0.25f;
+  memset(out, 0, sizeof out);
+  const int64_t shape[2] = {2, 32}, strides[2] = {32, 1};
+  FzLoopInterpValue args[2];
+  args[0] = buffer_arg(fzValueGetType(fzBlockGetArgument(entry, 0)),
+                       (int64_t *)(void *)in, 32, shape, strides, 2);
+  args[1] = buffer_arg(fzValueGetType(fzBlockGetArgument(entry, 1)),
+                       (int64_t *)(void *)out, 32, shape, strides, 2);
+  FzKernelLaunchConfig cfg = {{2, 1, 1}, {32, 1, 1}, 0};
+  FzKernelSimStats st = {1, 2, 3, 4}; /* added to, not reset */
+  FzKernelSimOptions opts = {.stats = &st};
+  ck_assert(fzKernelSimulateWithOptions(k, NULL, &cfg, &opts, 2, args));
+  ck_assert_int_eq(st.globalRead, 1 + 256);
+  ck_assert_int_eq(st.globalWritten, 2 + 256);
+  ck_assert_int_eq(st.sharedRead, 3 + 256);
+  ck_assert_int_eq(st.sharedWritten, 4 + 256);
+  for (int b = 0; b < 2; ++b)
+    for (int t = 0; t < 32; ++t)
+      ck_assert_float_eq(out[b * 32 + t], in[b * 32 + 31 - t]);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+typedef struct Reports {
+  int n;
+  int64_t globalRead[4];
+} Reports;
+
+static void count_report(void *ud, FzOp *launch, FzOp *kernel,
+                         const FzKernelSimStats *st) {
+  Reports *r = ud;
+  ck_assert_int_eq(fzKernelGetOpcode(kernel), FZ_KERNEL_OP_FUNC);
+  ck_assert_ptr_nonnull(launch);
+  ck_assert_int_eq(st->globalRead, st->globalWritten);
+  ck_assert_int_eq(st->sharedRead, st->sharedWritten);
+  if (r->n < 4)
+    r->globalRead[r->n] = st->globalRead;
+  r->n++;
+}
+
+START_TEST(test_simulate_reporting) {
+  FzContext *ctx = kernel_context();
+  FzOp *m = parse(ctx, kReverse);
+  FzOp *f = lookup(m, "main");
+  const int64_t shape[2] = {2, 32};
+  FzTensor *in = fzTensorCreate(ctx, fzF32TypeGet(ctx), 2, shape);
+  FzTensor *out = fzTensorCreate(ctx, fzF32TypeGet(ctx), 2, shape);
+  ck_assert_ptr_nonnull(in);
+  ck_assert_ptr_nonnull(out);
+  for (int i = 0; i < 64; ++i)
+    fzTensorSetF64(in, i, i * 0.5 + 1);
+  Reports reports = {0, {0}};
+  FzKernelSimStats total = {0, 0, 0, 0};
+  FzKernelSimOptions simOpts = {
+      .stats = &total, .report = count_report, .reportData = &reports};
+  FzLoopInterpExtension ext;
+  fzKernelSimExtensionInit(&ext, &simOpts);
+  FzLoopInterpOptions opts = {.extension = &ext};
+  FzTensor *io[2] = {in, out};
+  ck_assert(fzLoopInterpretFunction(f, 2, io, &opts));
+  ck_assert_int_eq(reports.n, 2); /* one report per launch */
+  ck_assert_int_eq(reports.globalRead[0], 256); /* 2 blocks */
+  ck_assert_int_eq(reports.globalRead[1], 128); /* 1 block */
+  ck_assert_int_eq(total.globalRead, 384);       /* both launches */
+  ck_assert_int_eq(total.sharedWritten, 384);
+  for (int t = 0; t < 32; ++t)
+    ck_assert_double_eq(fzTensorGetF64(out, 32 + t), (63 - t) * 0.5 + 1);
+  fzTensorDestroy(in);
+  fzTensorDestroy(out);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 /* Every allocation of a simulated launch may fail: an error, no crash, no
  * leak. */
 START_TEST(test_simulate_allocation_failures) {
@@ -279,6 +396,8 @@ static Suite *kernel_suite(void) {
   tcase_add_test(tc, test_simulate_ids);
   tcase_add_test(tc, test_simulate_limits);
   tcase_add_test(tc, test_loop_extension);
+  tcase_add_test(tc, test_simulate_stats);
+  tcase_add_test(tc, test_simulate_reporting);
   tcase_add_test(tc, test_simulate_allocation_failures);
   suite_add_tcase(s, tc);
   return s;
