@@ -35,8 +35,8 @@
 # (tile-convolutions), fuse --no-tile (the nest as lowered, a reduction
 # per output element) and PyTorch (F.relu(F.conv2d(...)); numpy has no
 # convolution), CONV_RUNS timed runs each, as GFLOP/s (2 N M OH OW C K K
-# flops over the median wall time), CPU ms per call and the ratio fuse /
-# PyTorch in GFLOP/s (> 1: fuse is faster). Checked first against the
+# flops over the median wall time), CPU ms per call and the ratios
+# PyTorch time / fuse time, wall and CPU (> 1: fuse is faster). Checked first against the
 # interpreter, tiled and --no-tile, on small ragged shapes (f32 rtol
 # 1e-5 atol 1e-5; bf16 rtol 2e-2 atol 5e-2).
 #
@@ -44,7 +44,7 @@
 #   SIZES="16777216 33554432 67108864"  COLS=4096  RUNS=20
 #   MM_SIZES="1024 2048"  MM_DTYPES="f32 bf16"  MM_RUNS=10
 #   CONV_SHAPES="3x3_64_56 1x1_64to256_56 3x3s2_128_56 7x7s2_stem"
-#   CONV_DTYPES="f32 bf16"  CONV_RUNS=10
+#   CONV_DTYPES="f32 bf16"  CONV_RUNS=20
 #   WORKLOADS="relu gelu softmax layernorm mmgelu conv"
 #   THREADS=$(nproc)  PY=/usr/bin/python3  OUT=bench/cpu/last_output.txt
 set -euo pipefail
@@ -60,7 +60,7 @@ MM_DTYPES=${MM_DTYPES:-"f32 bf16"}
 MM_RUNS=${MM_RUNS:-10}
 CONV_SHAPES=${CONV_SHAPES:-"3x3_64_56 1x1_64to256_56 3x3s2_128_56 7x7s2_stem"}
 CONV_DTYPES=${CONV_DTYPES:-"f32 bf16"}
-CONV_RUNS=${CONV_RUNS:-10}
+CONV_RUNS=${CONV_RUNS:-20}
 WORKLOADS=${WORKLOADS:-"relu gelu softmax layernorm mmgelu conv"}
 EW=$(tr ' ' '\n' <<<"$WORKLOADS" | grep -v '^mmgelu$' | grep -v '^conv$' | tr '\n' ' ' || true)
 THREADS=${THREADS:-$(nproc)}
@@ -181,9 +181,9 @@ fi
 if [[ " $WORKLOADS " == *" conv "* ]]; then
   echo
   echo "conv2d + bias + relu, relu(conv2d(x, w, b)), NCHW, batch 1; $THREADS threads, median of $CONV_RUNS; cpu: process CPU ms per call"
-  printf '%-15s %5s | %9s %8s %9s | %9s %8s | %9s %8s %9s | %6s\n' \
+  printf '%-15s %5s | %9s %8s %9s | %9s %8s | %9s %8s %9s | %6s %6s\n' \
     conv dtype "fuse ms" GFLOP/s "cpu ms" "notile ms" GFLOP/s \
-    "torch ms" GFLOP/s "cpu ms" "fuse/torch"
+    "torch ms" GFLOP/s "cpu ms" "x" "x cpu"
   for dt in $CONV_DTYPES; do
     for name in $CONV_SHAPES; do
       shape=$("$PY" -c "import sys; sys.path.insert(0, '$here'); import workloads; print(dict(workloads.CONV_SHAPES)['$name'])")
@@ -201,12 +201,14 @@ if [[ " $WORKLOADS " == *" conv "* ]]; then
       tcpu=$(awk '$2 == "torch" && $3 != "n/a" {print $4}' <<<"$p")
       gf() { [[ -n ${1:-} ]] && awk -v f="$fl" -v t="$1" 'BEGIN {printf "%.1f", f / t / 1e6}' || echo "-"; }
       rt() { [[ -n ${1:-} && -n ${2:-} ]] && awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}' || echo "-"; }
-      printf '%-15s %5s | %9s %8s %9s | %9s %8s | %9s %8s %9s | %6s\n' \
+      printf '%-15s %5s | %9s %8s %9s | %9s %8s | %9s %8s %9s | %6s %6s\n' \
         "$name" $dt "$fms" "$(gf "$fms")" "$fcpu" "$ums" "$(gf "$ums")" \
-        "${tms:--}" "$(gf "$tms")" "${tcpu:--}" "$(rt "$tms" "$fms")"
+        "${tms:--}" "$(gf "$tms")" "${tcpu:--}" "$(rt "$tms" "$fms")" \
+        "$(rt "$tcpu" "$fcpu")"
       grep -h '^peer torch n/a' <<<"$p" || true
     done
   done
-  echo "fuse/torch: PyTorch wall time / fuse wall time (= fuse GFLOP/s / PyTorch GFLOP/s)."
+  echo "x: PyTorch wall time / fuse wall time (= fuse GFLOP/s / PyTorch GFLOP/s; > 1: fuse is faster)."
+  echo "x cpu: the same in process CPU time per call (steadier on a shared machine)."
 fi
 } | tee "$OUT"
