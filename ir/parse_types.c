@@ -285,7 +285,8 @@ static bool surely_valid(KwType kw, bool unranked, size_t rank,
         return false;
       continue;
     }
-    if (d < 0 || d > FZ_MAX_DIM || (d != 0 && count > FZ_MAX_ELEMENTS / d))
+    if (d < 0 || d > FZ_MAX_DIM || (d != 0 && count > FZ_MAX_ELEMENTS / d) ||
+        (d == 0 && kw == KW_VECTOR))
       return false;
     count *= d;
   }
@@ -331,7 +332,7 @@ static FzType *parse_shaped(FzAsmParser *p, KwType kw) {
   /* Building a location for every type would fill the context with
    * locations nobody asked for: pass one only when the constructor may
    * report an error. */
-  FzLoc *loc = surely_valid(kw, unranked, rank, shape, elt)
+  FzLoc *loc = surely_valid(kw, unranked, rank, shape, elt) && !hasStrides
                    ? NULL
                    : fzpLocAt(p, kwTok.line, kwTok.col);
   if (kw == KW_TENSOR)

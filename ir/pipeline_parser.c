@@ -29,7 +29,8 @@ struct Parser {
   size_t refPos;                /* offset in outer's text of the name */
   const char *name;             /* this named pipeline's name */
   size_t nameLen;
-  unsigned depth;
+  unsigned depth;               /* named pipelines being expanded */
+  unsigned nesting;             /* nested op(...) managers open */
   bool *failed;                 /* shared by the whole chain */
   FzStringRef topText;
 };
@@ -320,6 +321,12 @@ static bool parse_element(Parser *p, FzPassManager *pm) {
       return error_at(p, at, "expected an op name ('dialect.op') or 'any' "
                              "before '(', found '%.*s'",
                       (int)name.length, name.data);
+    /* Each level recurses (here, and when the manager runs, prints and
+     * is destroyed): as deep as IR may nest, no deeper. */
+    unsigned limit = fzContextGetMaxNesting(p->ctx);
+    if (p->nesting >= limit)
+      return error_at(p, at, "pass pipelines nest too deeply (limit %u)",
+                      limit);
     const char *open = p->cur++;
     char *anchor = fzMalloc(p->ctx, name.length + 1);
     if (!anchor)
@@ -331,7 +338,10 @@ static bool parse_element(Parser *p, FzPassManager *pm) {
     if (!n)
       return false;
     size_t count;
-    if (!parse_list(p, n, true, &count))
+    p->nesting++;
+    bool listOk = parse_list(p, n, true, &count);
+    p->nesting--;
+    if (!listOk)
       return false;
     skip_ws(p);
     if (p->cur >= p->end || *p->cur != ')')

@@ -226,6 +226,11 @@ static FzType *shaped_get(FzContext *ctx, FzTypeKind kind, size_t rank,
                     (long long)d);
         return NULL;
       }
+      if (d == 0 && kind == FZ_TYPE_VECTOR) { /* as MLIR: no empty vectors */
+        fzEmitError(ctx, loc, "vector types must have positive constant "
+                              "sizes (dimension %zu is 0)", i);
+        return NULL;
+      }
       if (d > FZ_MAX_DIM) {
         fzEmitError(ctx, loc,
                     "%s dimension %zu is too large (%lld > %lld)", what, i,
@@ -272,11 +277,30 @@ FzType *fzBufferTypeGet(FzContext *ctx, size_t rank, const int64_t *shape,
                         FzType *elementType, const int64_t *strides,
                         unsigned memorySpace, FzLoc *loc) {
   if (strides && rank != FZ_UNRANKED) {
-    for (size_t i = 0; i < rank; ++i)
-      if (strides[i] != FZ_DYNAMIC && strides[i] < 0) {
+    /* The elements a static layout spans, sum((dim - 1) * stride), stay
+     * within FZ_MAX_ELEMENTS, so that no index computation on the buffer
+     * (i * stride summed over the dims) can overflow int64. */
+    int64_t span = 0;
+    for (size_t i = 0; i < rank; ++i) {
+      if (strides[i] == FZ_DYNAMIC)
+        continue;
+      if (strides[i] < 0) {
         fzEmitError(ctx, loc, "buffer stride %zu is negative", i);
         return NULL;
       }
+      int64_t d = shape[i] == FZ_DYNAMIC ? 1 : shape[i];
+      if (strides[i] > FZ_MAX_ELEMENTS ||
+          (d > 1 && (d - 1 > FZ_MAX_ELEMENTS / (strides[i] ? strides[i] : 1) ||
+                     span > FZ_MAX_ELEMENTS - (d - 1) * strides[i]))) {
+        fzEmitError(ctx, loc,
+                    "buffer layout spans more than %lld elements (stride "
+                    "%zu is %lld)",
+                    (long long)FZ_MAX_ELEMENTS, i, (long long)strides[i]);
+        return NULL;
+      }
+      if (d > 1)
+        span += (d - 1) * strides[i];
+    }
     /* The identity layout is stored as NULL so equal buffers unique. */
     bool identity = true;
     int64_t expect = 1;

@@ -14,6 +14,7 @@ packages=(
   protobuf-c-compiler libprotobuf-c-dev  # ONNX importer: protoc-c, libprotobuf-c
   libonnx-dev      # onnx.proto, which the importer is generated from
   libonnx-testdata # ONNX backend node tests (tests/conformance)
+  valgrind         # memcheck over the lit suite in CI (scripts/valgrind.sh)
 )
 
 missing=()

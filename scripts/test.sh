@@ -3,6 +3,10 @@
 # and the lit suite (tests/lit), first in a Release build (build/), then,
 # when FZ_TEST_SANITIZE=1 or CI=true (and FZ_TEST_SANITIZE is not 0), in
 # an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/).
+# With CI=true also: the lit suite under valgrind memcheck
+# (FZ_TEST_VALGRIND=1 outside CI, 0 to skip) and the fuzz targets for a
+# fixed number of inputs (scripts/fuzz.sh). Each stage's time is printed
+# in the summary.
 #
 # Ends with one line `fuse tests: N passed, N failed` (summed over the
 # builds) and exits non-zero when anything failed, a build included.
@@ -12,6 +16,7 @@ root=$(pwd)
 
 bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
 
+test_start=$(date +%s)
 jobs=$(nproc 2>/dev/null || echo 2)
 lit_py=/usr/lib/llvm-19/build/utils/lit/lit.py
 total_passed=0
@@ -67,7 +72,8 @@ lit_counts() {
 run_build() {
   local name=$1 dir=$2
   shift 2
-  local log="$dir/test-logs"
+  local log="$dir/test-logs" t0
+  t0=$(date +%s)
   echo "==== [$name] configure and build in $dir"
   mkdir -p "$log"
   if ! cmake -S "$root" -B "$dir" -G "Unix Makefiles" -DFZ_WERROR=ON "$@" >"$log/cmake.log" 2>&1; then
@@ -144,6 +150,7 @@ run_build() {
     fi
     summaries+=("$name: ONNX conformance on sim: $sim")
   fi
+  summaries+=("$name: build and tests took $(($(date +%s) - t0))s")
 }
 
 run_build release "$root/build" -DCMAKE_BUILD_TYPE=Release
@@ -157,21 +164,46 @@ if [[ "$sanitize" == "1" ]]; then
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFZ_SANITIZE=ON
 fi
 
+# valgrind memcheck (scripts/valgrind.sh, docs/robustness.md): in CI, or
+# with FZ_TEST_VALGRIND=1, the lit suite (less the two malformed-input
+# sweeps, which the fuzzers cover) with the release build's tools under
+# memcheck. Each lit test counts (a test that fails under valgrind
+# fails), and so does each tool run with a memcheck report (a leak, an
+# invalid access, a use of uninitialized memory), even where the test
+# expected the tool to fail.
+valgrind=${FZ_TEST_VALGRIND:-}
+if [[ -z "$valgrind" && "${CI:-}" == "true" ]]; then valgrind=1; fi
+if [[ "$valgrind" == "1" ]]; then
+  echo "==== [valgrind] scripts/valgrind.sh (release build)"
+  vlog="$root/build/test-logs/valgrind.log"
+  vstart=$(date +%s)
+  FZ_VALGRIND_BUILD_DIR="$root/build" bash "$root/scripts/valgrind.sh" 2>&1 | tee "$vlog"
+  vrc=${PIPESTATUS[0]}
+  read -r vp vf < <(lit_counts "$vlog")
+  vbad=$(sed -n 's/^valgrind: .* \([0-9]*\) with memcheck errors.*/\1/p' "$vlog" | tail -n 1)
+  vbad=${vbad:-0}
+  if [[ $vrc -ne 0 && $vf -eq 0 && $vbad -eq 0 ]]; then vf=1; fi
+  total_passed=$((total_passed + vp))
+  total_failed=$((total_failed + vf + vbad))
+  summaries+=("valgrind: lit $vp passed, $vf failed; $(grep -o '[0-9]* tool runs ([^)]*)' "$vlog" | tail -n 1), $vbad with memcheck errors; $(($(date +%s) - vstart))s")
+fi
+
 # Fuzzing (scripts/fuzz.sh, docs/robustness.md; owned by the robustness
 # work): in CI only, each libFuzzer target on its corpus plus a fixed
 # number of generated inputs from a fixed seed (FZ_FUZZ_CI_RUNS, default
 # 20000), so the result is reproducible. A crash fails the run.
 if [[ "${CI:-}" == "true" ]]; then
   echo "==== [fuzz] scripts/fuzz.sh"
+  fstart=$(date +%s)
   if FZ_FUZZ_RUNS=${FZ_FUZZ_CI_RUNS:-20000} bash "$root/scripts/fuzz.sh"; then
-    summaries+=("fuzz: every target ran without a crash")
+    summaries+=("fuzz: every target ran without a crash; $(($(date +%s) - fstart))s")
   else
     total_failed=$((total_failed + 1))
-    summaries+=("fuzz: FAILED (see build-fuzz/fuzz-*.log)")
+    summaries+=("fuzz: FAILED (see build-fuzz/fuzz-*.log); $(($(date +%s) - fstart))s")
   fi
 fi
 
-echo "==== summary"
+echo "==== summary ($(($(date +%s) - test_start))s in all)"
 for s in "${summaries[@]}"; do echo "  $s"; done
 echo "fuse tests: $total_passed passed, $total_failed failed"
 [[ $total_failed -eq 0 ]]

@@ -4,6 +4,7 @@
  *            [--input a.npy [b.npy ...]] [--random-inputs SEED]
  *            [--output-dir DIR] [--save-inputs]
  *            [--compare DIR] [--rtol R] [--atol A] [--print-limit N]
+ *            [--max-steps N]
  *
  * Inputs bind to the entry function's arguments in order, from .npy
  * files (--input takes every following argument up to the next option,
@@ -41,6 +42,8 @@
 #include "tools/fuse_run_internal.h"
 
 #define EXIT_USAGE 2
+/* parse_args's result for --help: the usage was printed, exit 0. */
+#define HELP_PRINTED (-1)
 
 typedef struct RunOptions {
   const char *file;
@@ -55,6 +58,7 @@ typedef struct RunOptions {
   const char *compareDir;
   double rtol, atol;
   long long printLimit;
+  long long maxSteps; /* --max-steps: loop-interp and sim budgets; 0: none */
   FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
@@ -85,6 +89,10 @@ static const char kUsage[] =
     "  --rtol R, --atol A    comparison tolerances (default 1e-5, 1e-8)\n"
     "  --print-limit N       print at most N elements per output (default\n"
     "                        256; -1: all)\n"
+    "  --max-steps N         loop-interp, sim: stop with an error after N\n"
+    "                        ops of the loop interpreter, and after N\n"
+    "                        thread-steps of each simulated launch\n"
+    "                        (default: no limit, and 2^32 per launch)\n"
     "  --help                this text\n";
 
 static int usage_error(const char *fmt, const char *arg) {
@@ -101,7 +109,8 @@ static bool parse_double(const char *s, double *out) {
   return *s && !*end && errno == 0 && *out >= 0;
 }
 
-/* Fills o from argv; 0, or the exit status of a usage error. */
+/* Fills o from argv; 0, HELP_PRINTED after --help, or the exit status
+ * of a usage error. */
 static int parse_args(int argc, char **argv, RunOptions *o) {
   memset(o, 0, sizeof *o);
   o->rtol = 1e-5;
@@ -141,7 +150,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     if (IS("help") || IS("h")) {
       fputs(kUsage, stdout);
       fputs(fuseRunCpuUsage, stdout);
-      exit(0);
+      return HELP_PRINTED;
     } else if (IS("entry")) {
       VALUE();
       o->entry = value;
@@ -181,6 +190,15 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
       o->printLimit = strtoll(value, &end, 10);
       if (!*value || *end)
         return usage_error("--print-limit expects an integer, got '%s'", value);
+    } else if (IS("max-steps")) {
+      VALUE();
+      char *end;
+      errno = 0;
+      o->maxSteps = strtoll(value, &end, 10);
+      if (!*value || *end || errno || o->maxSteps < 1)
+        return usage_error("--max-steps expects a positive integer, got "
+                           "'%s'",
+                           value);
     } else if ((cpuArg = fuseRunCpuParseArg(&o->cpu, argc, argv, &i))) {
       if (cpuArg == 2)
         return EXIT_USAGE;
@@ -260,7 +278,12 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FuseRunCpu *cpu = NULL;
   FuseRunCuda *cuda = NULL;
   int cpuStatus = 0;
-  FzLoopInterpOptions simOptions = {.extension = fzKernelSimExtension()};
+  FzKernelSimOptions simLimits = {.maxSteps = o->maxSteps};
+  FzLoopInterpExtension simExtension;
+  fzKernelSimExtensionInit(&simExtension, &simLimits);
+  FzLoopInterpOptions loopOptions = {.maxSteps = o->maxSteps};
+  FzLoopInterpOptions simOptions = {.extension = &simExtension,
+                                    .maxSteps = o->maxSteps};
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
       !(ft = function_type(func)))
     goto done;
@@ -325,7 +348,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
       : cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
                                stdout, &cpuStatus)
       : strcmp(o->device, "loop-interp") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, NULL, NULL, &nOut, &outputs)
+          ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
+                               &outputs)
       : strcmp(o->device, "sim") == 0
           ? !fzLoopRunFunction(func, nIn, inputs, "graph-to-kernel",
                                &simOptions, &nOut, &outputs)
@@ -381,7 +405,7 @@ int main(int argc, char **argv) {
   int status = parse_args(argc, argv, &o);
   if (status != 0) {
     free(o.inputs);
-    return status;
+    return status == HELP_PRINTED ? 0 : status;
   }
   FzContext *ctx = fzContextCreate();
   if (!ctx || !fzRegisterAllDialects(ctx)) {

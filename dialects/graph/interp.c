@@ -280,6 +280,8 @@ static void env_release(Env *e, FzValue *v) {
     fzTensorDestroy(t);
 }
 
+/* Binds v to t (borrowed: not freed by the env). On failure nothing is
+ * bound and the caller still owns t. */
 static bool env_bind(Env *e, FzValue *v, FzTensor *t, bool borrowed) {
   size_t uses = fzValueGetNumUses(v);
   if (uses == 0) {
@@ -289,8 +291,14 @@ static bool env_bind(Env *e, FzValue *v, FzTensor *t, bool borrowed) {
   }
   if (borrowed && !fzPtrMapPut(&e->borrowed, t, (void *)1))
     return false;
-  return fzPtrMapPut(&e->tensors, v, t) &&
-         fzPtrMapPut(&e->usesLeft, v, (void *)(uintptr_t)(uses + 1));
+  if (!fzPtrMapPut(&e->tensors, v, t))
+    return false;
+  if (!fzPtrMapPut(&e->usesLeft, v, (void *)(uintptr_t)(uses + 1))) {
+    /* Unbound again: the caller still owns t (and frees it). */
+    fzPtrMapRemove(&e->tensors, v);
+    return false;
+  }
+  return true;
 }
 
 /* Frees every tensor still bound to an argument or result of block. */

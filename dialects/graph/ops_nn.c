@@ -124,6 +124,14 @@ static bool read_pair(FzGraphDiag *d, const FzGraphAttrs *a, const char *name,
                           "attribute '%s' entry %zu (%lld) must be >= "
                           "%lld",
                           name, i, (long long)out[i], (long long)min);
+  /* At most FZ_MAX_DIM, like a dimension: window_out's sums cannot
+   * overflow then. */
+  for (size_t i = 0; i < count; ++i)
+    if (out[i] > FZ_MAX_DIM)
+      return fzGraphError(d,
+                          "attribute '%s' entry %zu (%lld) must be <= "
+                          "%lld",
+                          name, i, (long long)out[i], (long long)FZ_MAX_DIM);
   return true;
 }
 
@@ -142,9 +150,9 @@ static bool read_window(FzGraphDiag *d, const FzGraphAttrs *a, bool pool,
                           &w->countIncludePad);
   if (!fzGraphGetInt(d, a, "groups", 1, &w->groups))
     return false;
-  if (w->groups < 1)
-    return fzGraphError(d, "attribute 'groups' (%lld) must be >= 1",
-                        (long long)w->groups);
+  if (w->groups < 1 || w->groups > FZ_MAX_DIM) /* a channel count */
+    return fzGraphError(d, "attribute 'groups' (%lld) must be in [1, %lld]",
+                        (long long)w->groups, (long long)FZ_MAX_DIM);
   return true;
 }
 
@@ -155,6 +163,16 @@ static int64_t window_out(FzGraphDiag *d, const Window *w, size_t i, int64_t in,
   if (in == FZ_DYNAMIC || k == FZ_DYNAMIC)
     return FZ_DYNAMIC;
   int64_t padded = in + w->pads[i] + w->pads[i + 2];
+  /* dilation * (k - 1) may not fit int64 (both up to 2^40): such a
+   * window is larger than any padded input. */
+  if (k > 1 && w->dilations[i] > (INT64_MAX - 1) / (k - 1)) {
+    fzGraphError(d,
+                 "spatial dimension %zu: the window (kernel %lld, dilation "
+                 "%lld) is larger than the padded input (%lld)",
+                 i, (long long)k, (long long)w->dilations[i],
+                 (long long)padded);
+    return -1;
+  }
   int64_t span = w->dilations[i] * (k - 1) + 1;
   if (span > padded) {
     fzGraphError(d,

@@ -143,8 +143,14 @@ FZ_GRAPH_INFER_HOOK(shape_transpose)
 
 static const char *const slice_attrs[] = {"starts", "limits", "strides", NULL};
 
-static int64_t ceil_div(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
+/* ceil(len / |step|) for len >= 0 as unsigned numbers (any step but 0:
+ * INT64_MIN and INT64_MAX included, where a + b - 1 or -b would
+ * overflow); above FZ_MAX_DIM the count is FZ_MAX_DIM + 1, which the
+ * type then rejects as too large. */
+static int64_t slice_count(uint64_t len, int64_t step) {
+  uint64_t st = step < 0 ? 0 - (uint64_t)step : (uint64_t)step;
+  uint64_t n = len == 0 ? 0 : (len - 1) / st + 1;
+  return n > (uint64_t)FZ_MAX_DIM ? FZ_MAX_DIM + 1 : (int64_t)n;
 }
 
 static bool shape_slice(FzGraphDiag *d, size_t n, FzType *const *in,
@@ -182,7 +188,7 @@ static bool shape_slice(FzGraphDiag *d, size_t n, FzType *const *in,
                             "dimension %zu: the slice [%lld, %lld) does "
                             "not fit 0 <= start <= limit <= %lld",
                             i, (long long)s, (long long)l, (long long)dim);
-      shape[i] = ceil_div(l - s, st);
+      shape[i] = slice_count((uint64_t)l - (uint64_t)s, st);
     } else {
       if (l < -1 || s < l || (dim != FZ_DYNAMIC && s >= dim && s != l))
         return fzGraphError(d,
@@ -190,7 +196,7 @@ static bool shape_slice(FzGraphDiag *d, size_t n, FzType *const *in,
                             "down to %lld does not fit -1 <= limit <= "
                             "start < %lld",
                             i, (long long)s, (long long)l, (long long)dim);
-      shape[i] = ceil_div(s - l, -st);
+      shape[i] = slice_count((uint64_t)s - (uint64_t)l, st);
     }
   }
   out[0] = fzGraphTensorType(d, r, shape, fzShapedTypeGetElementType(in[0]));
@@ -305,6 +311,12 @@ static bool shape_pad(FzGraphDiag *d, size_t n, FzType *const *in,
                         "begin pads of each dimension, then the end "
                         "pads)",
                         2 * r);
+  for (size_t i = 0; i < 2 * r; ++i) /* so that no sum below overflows */
+    if (pads[i] < -FZ_MAX_DIM || pads[i] > FZ_MAX_DIM)
+      return fzGraphError(d, "attribute 'pads' entry %zu (%lld) is outside "
+                             "[-%lld, %lld]",
+                          i, (long long)pads[i], (long long)FZ_MAX_DIM,
+                          (long long)FZ_MAX_DIM);
   for (size_t i = 0; i < r; ++i) {
     int64_t dim = fzShapedTypeGetDim(in[0], i);
     if (dim == FZ_DYNAMIC) {

@@ -37,7 +37,9 @@
  * loop.parallel, loop.barrier, loop.alloc/dealloc, calls.
  *
  * Limits (sim_internal.h): 1024 threads per block, 65536 blocks and 2^20
- * threads per launch, 227 KiB shared memory per block. Shared memory is
+ * threads per launch, 227 KiB shared memory per block, and a budget of
+ * thread-steps per launch (FzKernelSimOptions.maxSteps), so that an
+ * endless loop is an error instead of a hang. Shared memory is
  * filled with 0xff bytes (NaN, -1) at the start of every block to expose
  * reads of uninitialized memory.
  *
@@ -72,6 +74,13 @@ bool fzKernelSimError(Sim *s, const SimInst *ins, int64_t t, const char *fmt,
 
 /*===--- Compilation ----------------------------------------------------===*/
 
+/* The lanes of a vector type, at most SIM_MAX_LANES + 1 (a type with
+ * more must not wrap around in 32 bits; compile_op reports it). */
+static uint32_t vector_lanes(const FzType *t) {
+  int64_t n = fzShapedTypeGetDim(t, 0);
+  return n > SIM_MAX_LANES ? SIM_MAX_LANES + 1 : (uint32_t)n;
+}
+
 static bool slot_new(Sim *s, FzValue *v, uint32_t *out) {
   if (s->numSlots == s->capSlots) {
     size_t cap = s->capSlots ? s->capSlots * 2 : 64;
@@ -88,7 +97,7 @@ static bool slot_new(Sim *s, FzValue *v, uint32_t *out) {
     sl->kind = SLOT_BUF;
   else if (fzTypeGetKind(t) == FZ_TYPE_VECTOR) {
     sl->kind = SLOT_VECTOR;
-    sl->lanes = (uint32_t)fzShapedTypeGetDim(t, 0);
+    sl->lanes = vector_lanes(t);
   }
   *out = (uint32_t)s->numSlots++;
   return fzPtrMapPut(&s->values, v, (void *)(uintptr_t)(*out + 1));
@@ -171,7 +180,7 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   if (vt && fzTypeGetKind(vt) != FZ_TYPE_BUFFER) {
     bool vec = fzTypeGetKind(vt) == FZ_TYPE_VECTOR;
     ins->type = vec ? fzShapedTypeGetElementType(vt) : vt;
-    ins->lanes = vec ? (uint32_t)fzShapedTypeGetDim(vt, 0) : 0;
+    ins->lanes = vec ? vector_lanes(vt) : 0;
   }
   if (ins->lanes > SIM_MAX_LANES)
     return fzOpEmitError(op, "has more than %d vector lanes", SIM_MAX_LANES);
@@ -541,6 +550,17 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
 }
 
 static bool run_block(Sim *s, const SimBlock *blk, const uint8_t *mask) {
+  /* The budget: every op counts the block's threads (masked or not). */
+  if (blk->n) {
+    s->steps += (int64_t)blk->n * s->nthreads;
+    if (s->steps > s->maxSteps)
+      return fzKernelSimError(s, &blk->insts[0], -1,
+                              "the launch exceeds its budget of %lld "
+                              "thread-steps (an endless loop? "
+                              "FzKernelSimOptions.maxSteps; fuse-run "
+                              "--max-steps)",
+                              (long long)s->maxSteps);
+  }
   for (size_t i = 0; i < blk->n; ++i)
     if (!run_inst(s, &blk->insts[i], mask))
       return false;
@@ -655,6 +675,14 @@ static void free_state(Sim *s) {
 bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                       const FzKernelLaunchConfig *cfg, size_t numArgs,
                       const FzLoopInterpValue *args) {
+  return fzKernelSimulateWithOptions(kernel, site, cfg, NULL, numArgs, args);
+}
+
+bool fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
+                                 const FzKernelLaunchConfig *cfg,
+                                 const FzKernelSimOptions *options,
+                                 size_t numArgs,
+                                 const FzLoopInterpValue *args) {
   FzOp *at = site ? site : kernel;
   if (fzKernelGetOpcode(kernel) != FZ_KERNEL_OP_FUNC)
     return fzOpEmitError(at, "does not launch a kernel.func");
@@ -674,6 +702,8 @@ bool fzKernelSimulate(FzOp *kernel, FzOp *site,
   }
   s.dynShared = cfg->sharedBytes;
   s.nthreads = s.block[0] * s.block[1] * s.block[2];
+  s.maxSteps = options && options->maxSteps > 0 ? options->maxSteps
+                                                : FZ_KERNEL_SIM_DEFAULT_STEPS;
   s.entry = compile_block(&s, entry);
   bool ok = s.entry != NULL;
   if (ok && s.staticShared + s.dynShared > SIM_MAX_SHARED)
@@ -713,7 +743,7 @@ static bool ext_handles(void *ud, const FzOp *op) {
 
 static bool ext_run(void *ud, FzOp *op, size_t n,
                     const FzLoopInterpValue *vals) {
-  (void)ud;
+  const FzKernelSimOptions *o = ud;
   FzAttr *callee = fzOpGetInherentAttr(op, FZ_STR("kernel"));
   FzOp *table = fzSymbolTableGetNearest(fzOpGetParentOp(op));
   FzOp *k = callee && table
@@ -727,8 +757,9 @@ static bool ext_run(void *ud, FzOp *op, size_t n,
     cfg.block[d] = vals[3 + d].scalar.i;
   }
   cfg.sharedBytes = vals[6].scalar.i;
-  return fzKernelSimulate(k, op, &cfg, n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
-                          vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
+  return fzKernelSimulateWithOptions(k, op, &cfg, o,
+                                     n - FZ_KERNEL_LAUNCH_NUM_CONFIG,
+                                     vals + FZ_KERNEL_LAUNCH_NUM_CONFIG);
 }
 
 static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,
@@ -736,4 +767,10 @@ static const FzLoopInterpExtension sim_extension = {ext_handles, ext_run,
 
 const FzLoopInterpExtension *fzKernelSimExtension(void) {
   return &sim_extension;
+}
+
+void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
+                              const FzKernelSimOptions *options) {
+  *ext = sim_extension;
+  ext->userData = (void *)options;
 }

@@ -98,6 +98,7 @@ typedef struct Sim {
   size_t numCopies, capCopies;
   int32_t *committed;
   int32_t *pendingBy;
+  int64_t steps, maxSteps; /* thread-steps run; the launch's budget */
 } Sim;
 
 static inline FzLoopScalar *sim_scalar(const Sim *s, uint32_t slot,

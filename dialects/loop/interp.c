@@ -96,6 +96,7 @@ typedef struct Interp {
   size_t captureCap;
   unsigned depth;
   const FzLoopInterpExtension *ext; /* foreign ops (NULL: none) */
+  int64_t steps, maxSteps; /* ops executed; the budget (0: none) */
 } Interp;
 
 static bool interp_error(Interp *in, FzOp *op, const char *fmt, ...)
@@ -126,6 +127,14 @@ typedef struct SlotList {
   size_t n, cap;
 } SlotList;
 
+/* The lanes of a vector type, at most MAX_LANES + 1: a type with more
+ * (up to 2^40) must not wrap around in 32 bits to a small count; the op
+ * using it then reports "more than MAX_LANES vector lanes". */
+static uint32_t vector_lanes(const FzType *t) {
+  int64_t n = fzShapedTypeGetDim(t, 0);
+  return n > MAX_LANES ? MAX_LANES + 1 : (uint32_t)n;
+}
+
 static bool slot_new(Interp *in, SlotList *sl, FzValue *v, uint32_t *out) {
   if (sl->n == sl->cap) {
     size_t cap = sl->cap ? sl->cap * 2 : 64;
@@ -141,8 +150,7 @@ static bool slot_new(Interp *in, SlotList *sl, FzValue *v, uint32_t *out) {
   }
   FzType *t = fzValueGetType(v);
   FzTypeKind k = fzTypeGetKind(t);
-  sl->lanes[sl->n] =
-      k == FZ_TYPE_VECTOR ? (uint32_t)fzShapedTypeGetDim(t, 0) : 0;
+  sl->lanes[sl->n] = k == FZ_TYPE_VECTOR ? vector_lanes(t) : 0;
   sl->isBuf[sl->n] = k == FZ_TYPE_BUFFER;
   *out = (uint32_t)sl->n++;
   return fzPtrMapPut(&in->values, v, (void *)(uintptr_t)(*out + 1));
@@ -225,7 +233,7 @@ static bool compile_op(Interp *in, SlotList *sl, FzOp *op, Inst *ins) {
   if (vt) {
     ins->type = fzLoopScalarOf(vt);
     if (fzTypeGetKind(vt) == FZ_TYPE_VECTOR)
-      ins->lanes = (uint32_t)fzShapedTypeGetDim(vt, 0);
+      ins->lanes = vector_lanes(vt);
   }
   if (ins->nops) {
     size_t oi = ins->opc == FZ_LOOP_OP_SELECT ? 1 : 0;
@@ -409,6 +417,11 @@ static bool do_view(Interp *in, const Inst *ins, Slot *slots) {
   Buf *b = slots[ins->res[0]].p;
   FzType *t = fzValueGetType(fzOpGetResult(ins->op, 0));
   int64_t off = ins->nops > 1 ? slots[ins->ops[1]].s.i : 0;
+  /* Layouts span at most FZ_MAX_ELEMENTS (fzBufferTypeGet): with the
+   * offset bounded too, nothing below overflows. */
+  if (off < -FZ_MAX_ELEMENTS || off > FZ_MAX_ELEMENTS)
+    return interp_error(in, ins->op, "view (offset %lld) reaches outside "
+                                     "its source's memory", (long long)off);
   *b = *src;
   b->rank = fzShapedTypeGetRank(t);
   const int64_t *st = fzBufferTypeGetStrides(t);
@@ -726,6 +739,15 @@ static bool run_inst(Interp *in, const Program *prog, const Inst *ins,
 /* slots[-1].p is the running program (set by run_program). */
 static bool run_block(Interp *in, const Block *blk, Slot *slots) {
   const Program *prog = (const Program *)slots[-1].p;
+  if (in->maxSteps && blk->n) {
+    in->steps += (int64_t)blk->n;
+    if (in->steps > in->maxSteps)
+      return interp_error(in, blk->insts[0].op,
+                          "the run exceeds its budget of %lld steps "
+                          "(FzLoopInterpOptions.maxSteps; fuse-run "
+                          "--max-steps)",
+                          (long long)in->maxSteps);
+  }
   for (size_t i = 0; i < blk->n; ++i)
     if (!run_inst(in, prog, &blk->insts[i], slots))
       return false;
@@ -831,6 +853,7 @@ bool fzLoopInterpretFunction(FzOp *func, size_t numArgs, FzTensor *const *args,
   in.maxAlloc = options && options->maxAllocBytes > 0 ? options->maxAllocBytes
                                                       : DEFAULT_MAX_ALLOC;
   in.poison = options && options->poison;
+  in.maxSteps = options && options->maxSteps > 0 ? options->maxSteps : 0;
   in.quiet = options && options->quiet;
   in.ext = options && options->extension && options->extension->handles &&
                    options->extension->run

@@ -312,6 +312,13 @@ static bool check_node(FzOnnxImporter *im, const FzOnnxOpDef *row) {
   if ((int)present < row->minInputs)
     return fzOnnxError(im, "expects at least %d inputs, got %zu",
                        row->minInputs, present);
+  /* An empty name marks an absent optional input; a required one must be
+   * there (found by fuzz_onnx: Conv with inputs "", "w" reached its
+   * handler with a NULL x). */
+  for (int i = 0; i < row->minInputs; ++i)
+    if (!n->input[i][0])
+      return fzOnnxError(im, "required input #%d is missing (its name is "
+                             "empty)", i);
   for (size_t i = (size_t)row->maxOutputs; i < n->n_output; ++i)
     if (n->output[i][0])
       return fzOnnxError(im, "unsupported output #%zu ('%s')", i,
@@ -479,6 +486,12 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
   FzPtrVec results, resTypes;
   fzPtrVecInit(&results, im->ctx);
   fzPtrVecInit(&resTypes, im->ctx);
+  /* A poisoned output has no value: its node or an input of it failed.
+   * That failure was reported, but not always counted in numErrors (an
+   * allocation failure inside the core, e.g. while materializing an
+   * initializer, reports "out of memory" itself), so it fails the import
+   * here: a function that silently lost a result must not be returned. */
+  bool lost = false;
   for (size_t i = 0; i < g->n_output; ++i) {
     const Onnx__ValueInfoProto *vi = g->output[i];
     FzValue *v = lookup_value(im, vi->name ? vi->name : "");
@@ -487,8 +500,10 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
                        vi->name);
       continue;
     }
-    if (v == POISON)
+    if (v == POISON) {
+      lost = true;
       continue;
+    }
     const Onnx__TypeProto *tp = vi->type;
     if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
         tp->tensor_type->has_elem_type) {
@@ -502,7 +517,7 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
     fzPtrVecPush(&results, v);
     fzPtrVecPush(&resTypes, fzValueGetType(v));
   }
-  bool ok = im->numErrors == 0;
+  bool ok = im->numErrors == 0 && !lost;
   if (ok) {
     FzOpState st;
     fzOpStateInit(&st, im->ctx, FZ_STR("func.return"), im->fileLoc);
@@ -580,6 +595,16 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
     return NULL;
   if (size == 0) {
     fzOnnxModelError(&im, "not an ONNX model: the file is empty");
+    return NULL;
+  }
+  /* protobuf-c recurses once per nested message: bound the depth first
+   * (as deep as IR may nest). */
+  unsigned maxNesting = fzContextGetMaxNesting(ctx);
+  if (!fzOnnxNestingWithin(&onnx__model_proto__descriptor, data, size,
+                           maxNesting)) {
+    fzOnnxModelError(&im, "not a supported ONNX model: its messages "
+                          "(subgraphs, types) nest more than %u deep",
+                     maxNesting);
     return NULL;
   }
   ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};

@@ -210,4 +210,10 @@ bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
                       const int64_t *kernel, const int64_t *strides,
                       const int64_t *dilations, int64_t *pads);
 
+/* True when the sub-messages of the serialized message `data` (of type
+ * desc) nest at most `max` deep (at most 1023); data the walk cannot
+ * read is let through for protobuf-c to reject. (nesting.c) */
+bool fzOnnxNestingWithin(const ProtobufCMessageDescriptor *desc,
+                         const uint8_t *data, size_t size, unsigned max);
+
 #endif /* FZ_ONNX_INTERNAL_H */

@@ -105,7 +105,8 @@ int64_t fzKernelExtractGetPosition(const FzOp *op);
  * Limits (a launch beyond them is an error, never a hang): at most 1024
  * threads per block (x, y <= 1024, z <= 64, as CUDA), at most 65536
  * blocks and 2^20 threads per launch, 227 KiB of shared memory (static
- * plus dynamic) per block. Errors are reported at the op that fails,
+ * plus dynamic) per block, FzKernelSimOptions.maxSteps thread-steps
+ * (default 2^32). Errors are reported at the op that fails,
  * with the block and thread: out-of-bounds or misaligned accesses,
  * divergent barriers, shuffles, mma and ldmatrix not executed by the
  * lanes they read, data races on shared memory between two barriers,
@@ -119,6 +120,16 @@ typedef struct FzKernelLaunchConfig {
   int64_t sharedBytes;  /* dynamic shared memory per block */
 } FzKernelLaunchConfig;
 
+/* Options of a simulation. */
+typedef struct FzKernelSimOptions {
+  /* The budget: thread-steps (each op run for a block counts the block's
+   * threads) before the launch stops with an error, so that an endless
+   * loop is a diagnostic, never a hang; 0: FZ_KERNEL_SIM_DEFAULT_STEPS. */
+  int64_t maxSteps;
+} FzKernelSimOptions;
+
+#define FZ_KERNEL_SIM_DEFAULT_STEPS ((int64_t)1 << 32)
+
 /* Runs kernel.func `kernel` over the grid of cfg with its arguments in
  * args (as the loop interpreter passes them: fz/loop.h). `site` is the
  * op errors about the launch itself are reported at (NULL: the kernel).
@@ -127,10 +138,21 @@ FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
                                     const FzKernelLaunchConfig *cfg,
                                     size_t numArgs,
                                     const FzLoopInterpValue *args);
+/* The same with options (NULL: the defaults, as fzKernelSimulate). */
+FZ_MUST_CHECK bool fzKernelSimulateWithOptions(
+    FzOp *kernel, FzOp *site, const FzKernelLaunchConfig *cfg,
+    const FzKernelSimOptions *options, size_t numArgs,
+    const FzLoopInterpValue *args);
 
 /* The loop-interpreter extension that runs kernel.launch through the
- * simulator (static; put it in FzLoopInterpOptions.extension). */
+ * simulator (static; put it in FzLoopInterpOptions.extension), with the
+ * default budget per launch. */
 const FzLoopInterpExtension *fzKernelSimExtension(void);
+
+/* Fills *ext with the extension using `options` (its userData; it must
+ * outlive the interpretation; NULL: the defaults). */
+void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
+                              const FzKernelSimOptions *options);
 
 /*===------------------------------------------------------------------===*
  * lower-loop-to-kernel (lowering/loop_to_kernel; docs/passes.md)

@@ -222,7 +222,8 @@ void fzLoopWriteElement(FzType *elt, void *p, FzLoopScalar v);
  *
  * Errors are reported at the failing op: an index out of bounds (with
  * the buffer, the dimension and the index), integer division by zero,
- * an allocation above the limit, a step that is not positive.
+ * an allocation above the limit, a step that is not positive, a run
+ * longer than its step budget (maxSteps).
  *===------------------------------------------------------------------===*/
 
 /* An operand handed to an interpreter extension: a scalar, or a buffer
@@ -264,6 +265,11 @@ typedef struct FzLoopInterpOptions {
   size_t errorMessageSize;
   /* Runs ops of other dialects; NULL: such ops are errors. */
   const FzLoopInterpExtension *extension;
+  /* Ops executed (every op of every block run, loop bodies once per
+   * iteration) before the run stops with an error; 0: no limit. Ops run
+   * by the extension count once (the kernel simulator has its own budget
+   * per launch: fz/kernel.h). */
+  int64_t maxSteps;
 } FzLoopInterpOptions;
 
 /* Runs `func` (a func.func with a body, loop-level: buffer arguments, no

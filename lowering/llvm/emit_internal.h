@@ -104,13 +104,19 @@ bool fzLLError(FzLLEmitter *E, FzOp *op, const char *fmt, ...)
 
 /*===--- types and constants (emit_scalar.c) ------------------------------===*/
 
-/* The register type of a scalar or vector fz type (bf16 -> i16). */
+/* The most lanes of a vector type that emit-llvm lowers (the loop
+ * interpreter's limit too). */
+#define FZ_LL_MAX_LANES 256
+
+/* The register type of a scalar or vector fz type (bf16 -> i16); NULL
+ * for a type it does not lower (a vector of more than FZ_LL_MAX_LANES). */
 LLVMTypeRef fzLLType(FzLLEmitter *E, FzType *t);
 /* The in-memory type of one element of a buffer (i1 -> i8). */
 LLVMTypeRef fzLLStorageType(FzLLEmitter *E, FzType *elt);
 /* The element type of a scalar or vector type. */
 FzType *fzLLScalarOf(FzType *t);
-/* Number of lanes (1 for a scalar). */
+/* Number of lanes (1 for a scalar; FZ_LL_MAX_LANES + 1 for a longer
+ * vector, which fzLLType refuses). */
 unsigned fzLLLanes(FzType *t);
 /* A float constant of LLVM type ty (scalar or vector: splat). */
 LLVMValueRef fzLLConstF(LLVMTypeRef ty, double v);

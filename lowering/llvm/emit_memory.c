@@ -118,6 +118,9 @@ static bool emit_load(FzLLEmitter *E, FzOp *op, bool vector) {
   if (!p)
     return false;
   LLVMTypeRef mem = fzLLStorageType(E, elt);
+  if (vector && fzLLLanes(rt) > FZ_LL_MAX_LANES)
+    return fzLLError(E, op, "emit-llvm: vectors of more than %d lanes are "
+                            "not supported", FZ_LL_MAX_LANES);
   if (vector)
     mem = LLVMVectorType(mem, fzLLLanes(rt));
   LLVMValueRef v = LLVMBuildLoad2(E->b, mem, p, "");

@@ -33,7 +33,10 @@ LLVMTypeRef fzLLType(FzLLEmitter *E, FzType *t) {
   case FZ_TYPE_BUFFER:
     return E->tPtr;
   case FZ_TYPE_VECTOR: {
-    if (fzShapedTypeGetRank(t) != 1)
+    /* At most FZ_LL_MAX_LANES lanes (as the loop interpreter): a longer
+     * vector would not fit LLVM's 32-bit lane count (up to 2^40). */
+    if (fzShapedTypeGetRank(t) != 1 ||
+        fzShapedTypeGetDim(t, 0) > FZ_LL_MAX_LANES)
       return NULL;
     LLVMTypeRef elt = fzLLType(E, fzShapedTypeGetElementType(t));
     return elt ? LLVMVectorType(elt, (unsigned)fzShapedTypeGetDim(t, 0))
@@ -56,9 +59,10 @@ FzType *fzLLScalarOf(FzType *t) {
 }
 
 unsigned fzLLLanes(FzType *t) {
-  return fzTypeGetKind(t) == FZ_TYPE_VECTOR
-             ? (unsigned)fzShapedTypeGetDim(t, 0)
-             : 1;
+  if (fzTypeGetKind(t) != FZ_TYPE_VECTOR)
+    return 1;
+  int64_t n = fzShapedTypeGetDim(t, 0);
+  return n > FZ_LL_MAX_LANES ? FZ_LL_MAX_LANES + 1 : (unsigned)n;
 }
 
 static LLVMValueRef splat_const(LLVMTypeRef ty, LLVMValueRef scalar) {

@@ -3,6 +3,7 @@
  * round trips, and named pipelines.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "test_pass_dialect.h"
@@ -262,6 +263,46 @@ START_TEST(test_parse_malformed) {
 }
 END_TEST
 
+/* Nested managers recurse in the parser (and when the manager runs,
+ * prints and is destroyed): 25,000 levels of any(...) overflowed the
+ * stack (a segfault in fuse-opt --pass-pipeline). They may nest as deep
+ * as IR (the context's nesting limit), no deeper. */
+START_TEST(test_parse_nesting_limit) {
+  FzContext *ctx = pipeline_context();
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  const size_t levels = 25000;
+  char *text = malloc(levels * 5 + 8);
+  ck_assert_ptr_nonnull(text);
+  size_t n = 0;
+  for (size_t i = 0; i < levels; ++i) {
+    memcpy(text + n, "any(", 4);
+    n += 4;
+  }
+  memcpy(text + n, "cse", 3);
+  n += 3;
+  memset(text + n, ')', levels);
+  n += levels;
+  FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
+  ck_assert(!fzPassManagerParsePipeline(pm, (FzStringRef){text, n}));
+  ck_assert_diag_at(&log, "pass pipelines nest too deeply (limit 256)",
+                    "<pipeline>", 1, 1 + 4 * 256);
+  ck_assert_uint_eq(fzPassManagerGetNumEntries(pm), 0);
+  /* At the limit it parses (and prints back). */
+  diag_log_clear(&log);
+  size_t ok = 4 * 256 + 3 + 256;
+  memcpy(text, text + 4 * (levels - 256), 4 * 256);
+  memcpy(text + 4 * 256, "cse", 3);
+  memset(text + 4 * 256 + 3, ')', 256);
+  ck_assert(fzPassManagerParsePipeline(pm, (FzStringRef){text, ok}));
+  ck_assert_uint_eq(log.numErrors, 0);
+  free(text);
+  fzPassManagerDestroy(pm);
+  diag_log_end(&log);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 START_TEST(test_parse_malformed_multiline_and_named) {
   FzContext *ctx = pipeline_context();
   DiagLog log;
@@ -375,6 +416,7 @@ static Suite *pipeline_suite(void) {
   tcase_add_test(tc, test_print_round_trip);
   tcase_add_test(tc, test_parse_malformed);
   tcase_add_test(tc, test_parse_malformed_multiline_and_named);
+  tcase_add_test(tc, test_parse_nesting_limit);
   tcase_add_test(tc, test_error_caret);
   tcase_add_test(tc, test_add_pass_nested);
   tcase_add_test(tc, test_context_extensions);

@@ -1,0 +1,154 @@
+/* gen_dict.c - writes libFuzzer dictionaries (-dict=FILE) for the fuzz
+ * targets, from the registries of a context with everything registered,
+ * so that they always match the ops and passes of this build.
+ *
+ *   gen_fuzz_dict parser    tokens of the textual format (ir/lexer.h),
+ *                           type and attribute keywords, the keywords of
+ *                           the custom syntaxes, every registered op name
+ *                           (with and without its dialect prefix) and its
+ *                           inherent attribute names
+ *   gen_fuzz_dict kernel    the parser's, plus the kernel dialect's
+ *                           fragments (its ops, memory spaces, types)
+ *   gen_fuzz_dict pipeline  the pipeline grammar's punctuation, anchor
+ *                           op names, every pass and named pipeline, and
+ *                           every pass option as `name=` (with its
+ *                           choices)
+ *   gen_fuzz_dict run       fuse-run's flags (fuzz_run)
+ *
+ * Writes to stdout; exits 2 on a bad argument (a tool, not the library).
+ * Entries are libFuzzer's "..." syntax: \\ and \" escaped, other bytes
+ * outside printable ASCII as \xNN.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/fz.h"
+
+static void entry(const char *s) {
+  putchar('"');
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      printf("\\%c", c);
+    else if (c < 0x20 || c >= 0x7f)
+      printf("\\x%02X", c);
+    else
+      putchar(c);
+  }
+  puts("\"");
+}
+
+static void entries(const char *const *list) {
+  for (; *list; ++list)
+    entry(*list);
+}
+
+static const char *const kTokens[] = {
+    "(", ")", "[", "]", "{", "}", "<", ">", ",", ":", "=", "->", "?", "*",
+    "+", "-", "...", "%", "%0", "%arg0", "^bb0", "^bb1", "@main", "@\"q\"",
+    "#map", "!t", "0x", "0x7FC00000", "1.5", "1e-3", "-0.0", "\"s\"",
+    "\\n", "\\\"", "\\00", "//", "\n", " : ", " = ", "#0", "%0#1", NULL};
+
+static const char *const kTypes[] = {
+    "i1", "i8", "i16", "i32", "i64", "i65", "si32", "ui8", "index", "f16",
+    "bf16", "f32", "f64", "none", "tensor<", "vector<", "buffer<", "?x",
+    "x", "4x", "0x", "tensor<*xf32>", "tensor<?x?xf32>", "complex<f32>",
+    "() -> ()", NULL};
+
+static const char *const kAttrs[] = {
+    "dense<", "dense<[", "dense<\"0x", "array<i64: ", "array<f32: ",
+    "true", "false", "unit", "loc(", "loc(\"f\":1:2)", "loc(unknown)",
+    "fused<", "callsite(", " at ", "#loc", "{", "<{", "}>", ": i64", ": f32",
+    "attributes", "sym_name", "function_type", "sym_visibility", "private",
+    "nested", "public", "arg_attrs", "res_attrs", "value", NULL};
+
+static const char *const kCustom[] = {
+    "func.func", "module", "builtin.module", "return", "func.return",
+    "func.call", "in", "iter_args", "step", "to", "strides", "m16n8k16",
+    "attributes", "inf", "nan", "0x7F800000", NULL};
+
+static const char *const kKernel[] = {
+    "kernel.", "shared", "global", "local", "workgroup", "thread_id",
+    "block_id", "block_dim", "grid_dim", "x", "y", "z", "barrier", "launch",
+    "blocks", "threads", "memref", "buffer<4xf32>", "buffer<?xf32>",
+    "index", NULL};
+
+static const char *const kPipeline[] = {
+    "(", ")", "{", "}", ",", "=", " ", "\"", "builtin.module(",
+    "func.func(", "any(", "kernel.func(", "loop.func(", "true", "false",
+    "0", "-1", "9223372036854775807", "1e308", NULL};
+
+static const char *const kRun[] = {
+    "--random-inputs", "--device", "cpu", "interp", "sim", "cuda",
+    "--compare", "--output-dir", "--rtol", "--atol", "--bench", "--threads",
+    "--entry", "--input", "--pass-pipeline", "--graph-optimize", "--fuse",
+    "--seed", "--repeat", "--help", "--", "=", "nan", "1e400", "-0",
+    "0x10", NULL};
+
+static void on_op(const FzOpDef *def, void *ud) {
+  (void)ud;
+  entry(def->name);
+  const char *dot = strchr(def->name, '.');
+  if (dot)
+    entry(dot + 1);
+  if (def->inherentAttrs)
+    for (const char *const *a = def->inherentAttrs; *a; ++a) {
+      char buf[256];
+      snprintf(buf, sizeof buf, "%s = ", *a);
+      entry(buf);
+    }
+}
+
+static void on_pass(const FzPassDef *def, void *ud) {
+  (void)ud;
+  entry(def->argument);
+  for (size_t i = 0; i < def->numOptions; ++i) {
+    const FzPassOptionDef *o = &def->options[i];
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s=", o->name);
+    entry(buf);
+    if (o->choices)
+      entries(o->choices);
+  }
+}
+
+static void on_pipeline(const char *name, const char *summary,
+                        const char *pipeline, void *ud) {
+  (void)summary, (void)pipeline, (void)ud;
+  entry(name);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: gen_fuzz_dict parser|kernel|pipeline|run\n");
+    return 2;
+  }
+  FzContext *ctx = fzContextCreate();
+  if (!ctx || !fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx)) {
+    fprintf(stderr, "gen_fuzz_dict: registration failed\n");
+    return 1;
+  }
+  const char *what = argv[1];
+  if (!strcmp(what, "parser") || !strcmp(what, "kernel")) {
+    entries(kTokens);
+    entries(kTypes);
+    entries(kAttrs);
+    entries(kCustom);
+    fzContextForEachOpDef(ctx, on_op, NULL);
+    if (!strcmp(what, "kernel"))
+      entries(kKernel);
+  } else if (!strcmp(what, "pipeline")) {
+    entries(kPipeline);
+    fzContextForEachPass(ctx, on_pass, NULL);
+    fzContextForEachPassPipeline(ctx, on_pipeline, NULL);
+  } else if (!strcmp(what, "run")) {
+    entries(kRun);
+  } else {
+    fprintf(stderr, "gen_fuzz_dict: unknown dictionary '%s'\n", what);
+    fzContextDestroy(ctx);
+    return 2;
+  }
+  fzContextDestroy(ctx);
+  return 0;
+}
