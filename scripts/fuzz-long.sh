@@ -114,6 +114,7 @@ run_one() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$stamp" "$target" "${*:--}" "$seconds" \
     "$(ls "$art" | wc -l)" >"$log.meta"
   env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    LSAN_OPTIONS=suppressions=$root/fuzz/lsan.supp \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 "$@" \
     nice -n 19 /usr/bin/time -f '%U %S %e' -o "$log.time" \
     "$bin" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \

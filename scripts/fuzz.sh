@@ -52,6 +52,8 @@ fi
 # The sanitizers' reports end the run (libFuzzer then saves the input).
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Leaks inside the CUDA driver are not ours (fuzz/lsan.supp).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/fuzz/lsan.supp}
 failed=()
 # fuzz_one NAME TARGET BUDGET-ARGS... [-- VAR=VALUE...]: one run of
 # fuzz_TARGET, logged to fuzz-NAME.log; a failure adds NAME to failed.

@@ -79,10 +79,15 @@ static bool report(Reporter *r, const char *fmt, ...) {
   return false;
 }
 
-/* Reads `length` bytes at `offset` of baseDir/location into dst. */
+/* Reads the `expected` bytes at `offset` of baseDir/location into a new
+ * buffer *dst (NULL when expected is 0). The buffer is allocated only once
+ * the file is known to hold those bytes: a tiny model may declare a tensor
+ * of 2^48 elements, and its size must not reach the allocator (found by
+ * fuzz_onnx: a 4 TB malloc, an out-of-memory abort under ASan). */
 static bool read_external(Reporter *r, const char *baseDir,
-                          const Onnx__TensorProto *t, void *dst,
+                          const Onnx__TensorProto *t, void **dst,
                           size_t expected) {
+  *dst = NULL;
   const char *location = NULL;
   long long offset = 0, length = -1;
   for (size_t i = 0; i < t->n_external_data; ++i) {
@@ -114,11 +119,20 @@ static bool read_external(Reporter *r, const char *baseDir,
   snprintf(path, plen, "%s/%s", baseDir, location);
   FILE *f = fopen(path, "rb");
   bool ok = false;
+  long fileSize = -1;
+  if (f && fseek(f, 0, SEEK_END) == 0)
+    fileSize = ftell(f);
   if (!f) {
     report(r, "external data file '%s' cannot be read: %s", path,
            strerror(errno));
-  } else if (fseek(f, offset, SEEK_SET) != 0 ||
-             (expected && fread(dst, 1, expected, f) != expected)) {
+  } else if (fileSize < 0 || offset > fileSize ||
+             expected > (size_t)(fileSize - offset) ||
+             fseek(f, offset, SEEK_SET) != 0) {
+    report(r, "external data file '%s' is too short (needs %zu bytes at "
+              "offset %lld)", path, expected, offset);
+  } else if (expected && !(*dst = fzMalloc(r->ctx, expected))) {
+    report(r, "out of memory (%zu bytes)", expected);
+  } else if (expected && fread(*dst, 1, expected, f) != expected) {
     report(r, "external data file '%s' is too short (needs %zu bytes at "
               "offset %lld)", path, expected, offset);
   } else {
@@ -235,12 +249,11 @@ static bool decode(Reporter *r, const char *baseDir,
       return report(r, "holds %zu elements but its shape needs %lld", have,
                     (long long)d->count);
   }
-  if (d->numBytes && !(d->data = fzMalloc(r->ctx, d->numBytes)))
+  if (!external && d->numBytes && !(d->data = fzMalloc(r->ctx, d->numBytes)))
     return report(r, "out of memory (%zu bytes)", d->numBytes);
   bool ok;
-  if (t->has_data_location &&
-      t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
-    ok = read_external(r, baseDir, t, d->data, d->numBytes);
+  if (external) {
+    ok = read_external(r, baseDir, t, &d->data, d->numBytes);
   } else if (t->has_raw_data) {
     ok = t->raw_data.len == d->numBytes;
     if (!ok)
