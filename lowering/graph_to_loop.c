@@ -599,12 +599,15 @@ static const FzPassDef kLowerPass = {
 extern const FzPassDef fzPlanMemoryPassDef; /* transforms/plan_memory.c */
 /* transforms/loop/tile_contractions.c */
 extern const FzPassDef fzTileContractionsPassDef;
+/* transforms/loop/conv_tile.c */
+extern const FzPassDef fzTileConvolutionsPassDef;
 extern const FzPassDef fzStageRowsPassDef; /* transforms/loop/stage_rows.c */
 
 bool fzRegisterLoopPasses(FzContext *ctx) {
   return fzContextRegisterPass(ctx, &kLowerPass) &&
          fzContextRegisterPass(ctx, &fzPlanMemoryPassDef) &&
          fzContextRegisterPass(ctx, &fzTileContractionsPassDef) &&
+         fzContextRegisterPass(ctx, &fzTileConvolutionsPassDef) &&
          fzContextRegisterPass(ctx, &fzStageRowsPassDef) &&
          fzContextRegisterPassPipeline(
              ctx, "graph-to-loop",

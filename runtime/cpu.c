@@ -121,6 +121,7 @@ FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
             fzPrepareLoopModuleForCpu(e->loopModule, &codegen) &&
             fzOpVerify(e->loopModule);
   codegen.tileContractions = false;
+  codegen.tileConvolutions = false;
   codegen.stageRows = false;
   double t1 = now_seconds();
   e->lowerSeconds = t1 - t0;

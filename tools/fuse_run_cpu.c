@@ -35,8 +35,9 @@ const char fuseRunCpuUsage[] =
     "  --fast-math           cpu: every fast-math flag\n"
     "  --exact-math          cpu: C library exp/log/tanh/erf instead of\n"
     "                        the inline approximations\n"
-    "  --no-tile             cpu: matmul nests as lowered (one k loop per\n"
-    "                        output element), not tile-contractions\n"
+    "  --no-tile             cpu: matmul and conv2d nests as lowered (a\n"
+    "                        reduction per output element), not\n"
+    "                        tile-contractions / tile-convolutions\n"
     "  --no-stage-rows       cpu: no stage-rows (softmax recomputes exp in\n"
     "                        its normalization phase)\n"
     "  --vector-width N      cpu: widest vectors in bits, 128, 256 or 512\n"
@@ -159,6 +160,7 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.fastMath = o->fastMath;
   co.codegen.exactMath = o->exactMath;
   co.codegen.tileContractions = !o->noTile;
+  co.codegen.tileConvolutions = !o->noTile;
   co.codegen.stageRows = !o->noStageRows;
   co.codegen.preferVectorWidth = o->vectorWidth;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);

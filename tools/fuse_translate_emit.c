@@ -30,7 +30,8 @@ const char fuseEmitHelp[] =
     "  --no-parallel                    No outlined parallel loops (one "
     "thread)\n"
     "  --no-fuse                        Lower every graph op on its own\n"
-    "  --no-tile                        No tile-contractions (CPU)\n"
+    "  --no-tile                        No tile-contractions and no\n"
+    "                                   tile-convolutions (CPU)\n"
     "  --no-stage-rows                  No stage-rows (CPU)\n"
     "  --vector-width=N                 Widest vectors in bits (128, 256, 512;\n"
     "                                   default 512 with AVX-512F, else LLVM's)\n"
@@ -86,6 +87,7 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->noFuse = true;
   } else if (flag_is(arg, "no-tile")) {
     o->codegen.tileContractions = false;
+    o->codegen.tileConvolutions = false;
   } else if (flag_is(arg, "no-stage-rows")) {
     o->codegen.stageRows = false;
   } else if ((v = value_of(arg, "gpu-arch"))) {

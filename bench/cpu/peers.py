@@ -3,6 +3,8 @@
 
   peers.py NAME ELEMENTS COLUMNS RUNS THREADS
   peers.py mmgelu M RUNS THREADS [DTYPE]     gelu(x @ w + b), M^3
+  peers.py conv SHAPE RUNS THREADS [DTYPE]   relu(conv2d(x, w, b)), SHAPE
+                                             as workloads.py conv takes it
 
 prints one line per peer: `peer NAME median_ms cpu_ms` (or `peer NAME n/a
 why`): the median wall time of a call and the process CPU time per call
@@ -10,6 +12,9 @@ why`): the median wall time of a call and the process CPU time per call
 mmgelu: numpy computes x @ w (its BLAS: OpenBLAS where python3-numpy is
 linked to libopenblas) + b, then gelu with the same rational erf as
 below; PyTorch F.gelu(torch.addmm(b, x, w)) (bf16: numpy n/a).
+conv: PyTorch F.relu(F.conv2d(x, w, b, stride, padding)) under
+torch.no_grad() (its CPU convolution: oneDNN where PyTorch has it);
+numpy has no convolution (n/a).
 The workloads are those of workloads.py, written as a user of each library
 would: numpy evaluates op by op (a temporary per op; it has no erf, so gelu
 uses the Abramowitz-Stegun 7.1.26 rational erf, five more ops); PyTorch
@@ -159,9 +164,38 @@ def main_mm(argv):
         print("peer torch n/a", str(e).splitlines()[0] if str(e) else type(e).__name__)
 
 
+def main_conv(argv):
+    spec, runs, threads = argv[0], int(argv[1]), int(argv[2])
+    dt = argv[3] if len(argv) > 3 else "f32"
+    print("peer numpy n/a no conv2d")
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from workloads import conv_shape
+    n, c, h, w, m, k, s, p, oh, ow = conv_shape(spec)
+    try:
+        import numpy as np
+        import torch
+        torch.set_num_threads(threads)
+        rng = np.random.default_rng(1)
+
+        def full(*shape):
+            return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+
+        tdt = torch.float32 if dt == "f32" else torch.bfloat16
+        tx, tw, tb = (torch.from_numpy(a).to(tdt)
+                      for a in (full(n, c, h, w), full(m, c, k, k), full(m)))
+        F = torch.nn.functional
+        with torch.no_grad():
+            print("peer torch %s" % timeit(
+                [lambda: F.relu(F.conv2d(tx, tw, tb, stride=s, padding=p))], runs))
+    except Exception as e:  # not installed, or failed to load
+        print("peer torch n/a", str(e).splitlines()[0] if str(e) else type(e).__name__)
+
+
 def main():
     if len(sys.argv) >= 2 and sys.argv[1] == "mmgelu":
         return main_mm(sys.argv[2:])
+    if len(sys.argv) >= 2 and sys.argv[1] == "conv":
+        return main_conv(sys.argv[2:])
     if len(sys.argv) != 6:
         raise SystemExit(__doc__)
     name, n, c, runs, threads = sys.argv[1], *map(int, sys.argv[2:])

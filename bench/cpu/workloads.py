@@ -17,6 +17,14 @@ are printed by `workloads.py --bytes NAME ELEMENTS [COLUMNS]`.
                                          b [N] (K = N = M by default;
                                          DTYPE f32 or bf16, default f32)
 `workloads.py --flops mmgelu M [K N]` prints 2 M K N.
+
+  workloads.py conv SHAPE [DTYPE]         relu(conv2d(x, w, b)) in NCHW;
+                                         SHAPE is N,C,H,W,M,K,S,P: x
+                                         [N, C, H, W], w [M, C, K, K],
+                                         b [M], stride S, padding P on
+                                         every side (DTYPE f32 or bf16)
+`workloads.py --flops conv SHAPE` prints 2 N M OH OW C K K.
+The ResNet-like shapes the benchmark runs are CONV_SHAPES below.
 """
 import sys
 
@@ -78,6 +86,36 @@ def mm_text(m, k, n, dt="f32"):
             f"  return %2 : {y}\n}}\n")
 
 
+# ResNet-50 convolutions at batch 1 (name, N,C,H,W,M,K,S,P): conv2_x's
+# 3x3 and its 1x1 expansion, conv3_x's first 3x3 (stride 2), the stem.
+CONV_SHAPES = (("3x3_64_56", "1,64,56,56,64,3,1,1"),
+               ("1x1_64to256_56", "1,64,56,56,256,1,1,0"),
+               ("3x3s2_128_56", "1,128,56,56,128,3,2,1"),
+               ("7x7s2_stem", "1,3,224,224,64,7,2,3"))
+
+
+def conv_shape(spec):
+    n, c, h, w, m, k, s, p = (int(v) for v in spec.split(","))
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    return n, c, h, w, m, k, s, p, oh, ow
+
+
+def conv_text(spec, dt="f32"):
+    n, c, h, w, m, k, s, p, oh, ow = conv_shape(spec)
+    x, wt = f"tensor<{n}x{c}x{h}x{w}x{dt}>", f"tensor<{m}x{c}x{k}x{k}x{dt}>"
+    b, y = f"tensor<{m}x{dt}>", f"tensor<{n}x{m}x{oh}x{ow}x{dt}>"
+    at = f"{{strides = array<i64: {s}, {s}>, pads = array<i64: {p}, {p}, {p}, {p}>}}"
+    return (f"func.func @main(%x: {x}, %w: {wt}, %b: {b}) -> {y} {{\n"
+            f"  %0 = graph.conv2d %x, %w, %b {at} : {x}, {wt}, {b} -> {y}\n"
+            f"  %1 = graph.relu %0 : {y}\n"
+            f"  return %1 : {y}\n}}\n")
+
+
+def conv_flops(spec):
+    n, c, h, w, m, k, s, p, oh, ow = conv_shape(spec)
+    return 2 * n * m * oh * ow * c * k * k
+
+
 def nbytes(name, n, c):
     full, vec = 4 * n, 4 * c
     return {"relu": 2 * full + 2 * vec, "gelu": 2 * full + vec,
@@ -86,6 +124,14 @@ def nbytes(name, n, c):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if "conv" in args:
+        if args[0] == "--flops" and len(args) == 3:
+            print(conv_flops(args[2]))
+        elif args[0] == "conv" and len(args) in (2, 3):
+            print(conv_text(args[1], *args[2:]), end="")
+        else:
+            raise SystemExit(__doc__)
+        raise SystemExit(0)
     if args and args[-1] in ("f32", "bf16") and "mmgelu" in args:
         dt = args.pop()
     else:

@@ -401,6 +401,45 @@ FZ_MUST_CHECK bool fzTileContractions(FzOp *func,
                                       size_t *numTiled);
 
 /*===------------------------------------------------------------------===*
+ * tile-convolutions (CPU)
+ *
+ * Rewrites each top-level conv2d nest of a lowered function (what
+ * lower-graph-to-loop makes of a `graph.conv2d` in NCHW and its fused
+ * epilogue: a loop.parallel over the output [N, M, OH, OW] whose body
+ * holds three nested loop.for reductions over (c, kh, kw) summing
+ * x[n, ch(m, c), oh*sh + kh*dh - pt, ow*sw + kw*dw - pl] * w(m, c, kh, kw),
+ * padding as clamped indices and a select, then the epilogue and stores
+ * contiguous in ow) into register tiles of MR output channels x NV
+ * vectors of W = vectorBits / 32 output columns: the weights packed
+ * [M / MR][C/g * KH * KW][MR] f32 and broadcast, the input read as
+ * vectors along ow (from a zero-padded copy split by column phase
+ * (ow*sw mod sw) when the conv pads, strides along ow or reads bf16/f16;
+ * directly otherwise), one fma per accumulator and term, the epilogue on
+ * the accumulators as vector ops, vector stores. Columns left over get
+ * half-width vectors (down to 4 lanes), the last few the original nest.
+ * Nests that do not match are left alone. A CPU-only step: emit-llvm
+ * runs it with the target's vector width
+ * (FzCodegenOptions.tileConvolutions). (transforms/loop/conv_tile.c,
+ * docs/passes.md)
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzTileConvolutionsOptions {
+  unsigned vectorBits;   /* vector register width (default 256) */
+  unsigned accumulators; /* most vector accumulators of a tile (MR * NV);
+                            0: 24 at 512 bits, else 12 (default 0) */
+  unsigned rows;         /* MR; 0: chosen by the cost model (default) */
+  unsigned vectors;      /* NV; 0: chosen by the cost model (default) */
+} FzTileConvolutionsOptions;
+
+void fzTileConvolutionsOptionsInit(FzTileConvolutionsOptions *options);
+/* Tiles the conv2d nests of one lowered func.func in place; *numTiled
+ * (may be NULL) counts them. options may be NULL. False after reporting
+ * an error. */
+FZ_MUST_CHECK bool fzTileConvolutions(FzOp *func,
+                                      const FzTileConvolutionsOptions *options,
+                                      size_t *numTiled);
+
+/*===------------------------------------------------------------------===*
  * stage-rows (CPU)
  *
  * In each top-level loop.parallel (a row), when a loop.for reduction

@@ -82,6 +82,9 @@ typedef struct FzCodegenOptions {
    * fzPrepareLoopModuleForCpu): tile-contractions with the target's
    * vector width. */
   bool tileContractions;
+  /* ... tile-convolutions, conv2d nests as register tiles along the
+   * output width (default on). */
+  bool tileConvolutions;
   /* ... and stage-rows (softmax's exp stored by the sum, loaded by the
    * normalization; default on). */
   bool stageRows;
@@ -101,8 +104,10 @@ void fzCodegenOptionsInit(FzCodegenOptions *options);
  * parameters of options' target (the host when it names none):
  * tile-contractions (vector width: preferVectorWidth, else 512 with
  * AVX-512F, 256 with AVX, else 128; 6 rows; 4 vectors per row at 512
- * bits, else 2); stage-rows (per-row scratch up to 64 KiB). fzEmitLLVM and fzNativeModuleCreate run this on a copy
- * of their input; the loop IR of fzLowerModuleForCpu, which the GPU path
+ * bits, else 2); tile-convolutions (the same vector width; 24 vector
+ * accumulators at 512 bits, else 12); stage-rows (per-row scratch up to
+ * 64 KiB). fzEmitLLVM and fzNativeModuleCreate run this on a copy of
+ * their input; the loop IR of fzLowerModuleForCpu, which the GPU path
  * also reads, never contains it. Running it twice changes nothing more.
  * False after reporting an error. */
 FZ_MUST_CHECK bool fzPrepareLoopModuleForCpu(FzOp *module,

@@ -25,6 +25,9 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
                  : has(features, "+avx")     ? 256
                                              : 128;
   t.vectors = t.vectorBits >= 512 ? 4 : 2;
+  FzTileConvolutionsOptions cv;
+  fzTileConvolutionsOptionsInit(&cv);
+  cv.vectorBits = t.vectorBits;
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
        op = fzOpGetNextInBlock(op)) {
@@ -32,6 +35,8 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
     if (!fzStringRefEqual(n, FZ_STR("func.func")))
       continue;
     if (o->tileContractions && !fzTileContractions(op, &t, NULL))
+      return false;
+    if (o->tileConvolutions && !fzTileConvolutions(op, &cv, NULL))
       return false;
     if (o->stageRows && !fzStageRows(op, 64 * 1024, NULL))
       return false;

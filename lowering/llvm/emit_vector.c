@@ -78,8 +78,21 @@ static bool access_ok(FzOp *op, size_t first, FzValue *iv, FzPtrMap *var,
          last_stride_is_one(fzValueGetType(buf));
 }
 
+/* Whether the access's indices but the last are available before body
+ * runs (the anchor's address is computed before the loop). */
+static bool indices_before(FzOp *op, size_t first, FzBlock *body) {
+  size_t n = fzOpGetNumOperands(op);
+  for (size_t k = first; k + 1 < n; ++k) {
+    FzValue *x = fzOpGetOperand(op, k);
+    if (!fzValueIsBlockArgument(x) && fzValueGetParentBlock(x) == body)
+      return false;
+  }
+  return true;
+}
+
 /* Decides whether body qualifies; fills var (varying values and ops) and
- * *anchor (the first contiguous store). */
+ * *anchor (the first contiguous store whose other indices are known
+ * before the loop). */
 static bool analyze(FzBlock *body, FzValue *iv, FzPtrMap *var,
                     FzOp **anchor) {
   *anchor = NULL;
@@ -108,7 +121,7 @@ static bool analyze(FzBlock *body, FzValue *iv, FzPtrMap *var,
       if (c == FZ_LOOP_OP_STORE) {
         if (!varying) /* the same element every iteration */
           return false;
-        if (!*anchor)
+        if (!*anchor && indices_before(op, first, body))
           *anchor = op;
       }
     } else {

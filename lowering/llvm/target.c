@@ -27,6 +27,7 @@ void fzCodegenOptionsInit(FzCodegenOptions *o) {
   o->alignment = 16;
   o->explicitVectors = true;
   o->tileContractions = true;
+  o->tileConvolutions = true;
   o->stageRows = true;
   o->nontemporalMinBytes = (int64_t)16 << 20;
 }
@@ -173,7 +174,8 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
   /* The CPU-only loop transforms, on a copy of the caller's module. */
   FzOp *copy = NULL;
   bool ok = true;
-  if (options->tileContractions || options->stageRows) {
+  if (options->tileContractions || options->tileConvolutions ||
+      options->stageRows) {
     copy = fzOpClone(module, NULL);
     ok = copy && fzLLPrepareLoopModule(copy, options, features);
   }

@@ -3,7 +3,9 @@
  * graph-optimize (composites, simplifications, fusion), the graph
  * interpreter, lower-graph-to-loop with plan-memory and the loop
  * interpreter, the kernel dialect's parser and simulator, the ONNX
- * importer, the .npy reader, and the CPU back end's compile step.
+ * importer, the .npy reader, the CPU-only loop transforms
+ * (tile-convolutions, tile-contractions) and the CPU back end's compile
+ * step.
  *
  * Each workload runs once cleanly to count its allocations N and to keep
  * its result (printed IR, or output bytes), then once for every k <= N
@@ -262,6 +264,44 @@ static bool wl_npy(FzContext *ctx, TextBuf *out) {
   return t != NULL;
 }
 
+/* Convolutions (padded with stride 2, bias and relu; a 1x1 read in
+ * place; a depthwise) and a matmul for the CPU-only loop transforms. */
+static const char kConv[] =
+    "func.func @main(%x: tensor<1x3x9x19xf32>, %w: tensor<5x3x3x3xf32>, "
+    "%b: tensor<5xf32>, %v: tensor<4x3x1x1xf32>, %d: tensor<3x1x3x3xf32>, "
+    "%a: tensor<7x9xf32>, %m: tensor<9x10xf32>) -> (tensor<1x5x5x10xf32>, "
+    "tensor<1x4x9x19xf32>, tensor<1x3x9x19xf32>, tensor<7x10xf32>) {\n"
+    "  %0 = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, pads = "
+    "array<i64: 1, 1, 1, 1>} : tensor<1x3x9x19xf32>, tensor<5x3x3x3xf32>, "
+    "tensor<5xf32> -> tensor<1x5x5x10xf32>\n"
+    "  %1 = graph.relu %0 : tensor<1x5x5x10xf32>\n"
+    "  %2 = graph.conv2d %x, %v : tensor<1x3x9x19xf32>, "
+    "tensor<4x3x1x1xf32> -> tensor<1x4x9x19xf32>\n"
+    "  %3 = graph.conv2d %x, %d {pads = array<i64: 1, 1, 1, 1>, groups = 3} "
+    ": tensor<1x3x9x19xf32>, tensor<3x1x3x3xf32> -> tensor<1x3x9x19xf32>\n"
+    "  %4 = graph.matmul %a, %m : tensor<7x9xf32>, tensor<9x10xf32> -> "
+    "tensor<7x10xf32>\n"
+    "  return %1, %2, %3, %4 : tensor<1x5x5x10xf32>, tensor<1x4x9x19xf32>, "
+    "tensor<1x3x9x19xf32>, tensor<7x10xf32>\n"
+    "}\n";
+
+/* graph-to-loop, then tile-convolutions and tile-contractions (no LLVM:
+ * every allocation of the CPU-only loop transforms is swept). */
+static bool wl_tile(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, kConv);
+  FzPassManager *pm = m ? fzPassManagerCreate(ctx, "builtin.module") : NULL;
+  bool ok = pm &&
+            fzPassManagerParsePipeline(
+                pm, FZ_STR("graph-to-loop,func.func(tile-convolutions{"
+                           "vector-bits=128},tile-contractions{vector-bits="
+                           "128})")) &&
+            fzPassManagerRun(pm, m) && fzOpVerify(m) &&
+            printed_ok(ctx, m, out);
+  fzPassManagerDestroy(pm);
+  fzOpDestroy(m);
+  return ok;
+}
+
 /* The CPU back end: fuse, lower, plan-memory, emit-llvm, JIT, and a run
  * (LLVM's own memory is not the context's; fuse's allocations are). */
 static bool wl_cpu(FzContext *ctx, TextBuf *out) {
@@ -432,6 +472,10 @@ START_TEST(test_onnx) {
 END_TEST
 START_TEST(test_cpu) { sweep("cpu compile + run", wl_cpu, 23); }
 END_TEST
+START_TEST(test_tile) {
+  sweep("tile-convolutions + tile-contractions", wl_tile, 1);
+}
+END_TEST
 
 /* One test case per subsystem, so that CK_RUN_CASE=onnx runs one. */
 static void add_case(Suite *s, const char *name, const TTest *test) {
@@ -450,6 +494,7 @@ static Suite *oom_suite(void) {
   add_case(s, "npy", test_npy);
   add_case(s, "onnx", test_onnx);
   add_case(s, "cpu", test_cpu);
+  add_case(s, "tile", test_tile);
   return s;
 }
 

@@ -67,7 +67,7 @@ static bool const_index(FzValue *v, int64_t *out) {
 }
 
 /* Ops allowed in the nest besides the reduction loop and stores. */
-static bool plain_op(FzOp *op) {
+bool tilePlainOp(FzOp *op) {
   FzLoopOpcode c = fzLoopGetOpcode(op);
   switch (c) {
   case FZ_LOOP_OP_UNKNOWN:
@@ -120,6 +120,13 @@ static bool block_deps(TileNest *T, FzBlock *block) {
   return true;
 }
 
+bool tileNestComputeDeps(TileNest *T) {
+  for (size_t d = 0; d < T->n; ++d)
+    if (!set_deps(T, fzBlockGetArgument(T->body, d), (uint64_t)1 << d))
+      return false;
+  return block_deps(T, T->body);
+}
+
 static bool last_stride_one(FzType *bt) {
   size_t rank = fzShapedTypeGetRank(bt);
   const int64_t *s = fzBufferTypeGetStrides(bt);
@@ -129,7 +136,7 @@ static bool last_stride_one(FzType *bt) {
 /* Whether op (a load or store) reads/writes W consecutive elements when
  * dJ advances lane by lane: dJ's iv is its last index and nothing else
  * depends on dJ. */
-static bool access_vectorizes(const TileNest *T, FzOp *op) {
+bool tileAccessVectorizes(const TileNest *T, FzOp *op) {
   size_t first = fzLoopMemGetBufferOperand(op) + 1;
   size_t n = fzOpGetNumOperands(op);
   FzValue *ivJ = fzBlockGetArgument(T->body, T->dJ);
@@ -144,11 +151,11 @@ static bool access_vectorizes(const TileNest *T, FzOp *op) {
 }
 
 /* Whether the dJ-dependent op can run W lanes at a time. */
-static bool op_vectorizes(const TileNest *T, FzOp *op) {
+bool tileOpVectorizes(const TileNest *T, FzOp *op) {
   FzLoopOpcode c = fzLoopGetOpcode(op);
   if (c == FZ_LOOP_OP_LOAD || c == FZ_LOOP_OP_STORE)
-    return access_vectorizes(T, op);
-  if (!plain_op(op))
+    return tileAccessVectorizes(T, op);
+  if (!tilePlainOp(op))
     return false;
   FzValue *ivJ = fzBlockGetArgument(T->body, T->dJ);
   for (size_t i = 0; i < fzOpGetNumOperands(op); ++i)
@@ -159,7 +166,7 @@ static bool op_vectorizes(const TileNest *T, FzOp *op) {
 }
 
 /* The root of a buffer value (through views). */
-static FzValue *root_of(FzValue *b) {
+FzValue *tileRootOf(FzValue *b) {
   for (;;) {
     FzOp *def = fzValueGetDefiningOp(b);
     if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_VIEW)
@@ -177,12 +184,12 @@ static bool tree_ok(TileNest *T, FzValue *v, FzPtrMap *seen,
   if (!fzPtrMapPut(seen, def, def))
     return false;
   FzLoopOpcode c = fzLoopGetOpcode(def);
-  if (def == T->red || (c != FZ_LOOP_OP_LOAD && !plain_op(def)))
+  if (def == T->red || (c != FZ_LOOP_OP_LOAD && !tilePlainOp(def)))
     return false;
   if (c == FZ_LOOP_OP_LOAD &&
-      fzPtrMapContains(written, root_of(fzOpGetOperand(def, 0))))
+      fzPtrMapContains(written, tileRootOf(fzOpGetOperand(def, 0))))
     return false;
-  if ((tileDeps(T, v) & ((uint64_t)1 << T->dJ)) && !op_vectorizes(T, def))
+  if ((tileDeps(T, v) & ((uint64_t)1 << T->dJ)) && !tileOpVectorizes(T, def))
     *vectorizes = false;
   for (size_t i = 0; i < fzOpGetNumOperands(def); ++i)
     if (!tree_ok(T, fzOpGetOperand(def, i), seen, written, vectorizes))
@@ -221,7 +228,7 @@ static bool match(TileNest *T, FzOp *par) {
       if (op != fzBlockGetLastOp(T->body))
         return false;
     } else if (c != FZ_LOOP_OP_STORE && c != FZ_LOOP_OP_LOAD &&
-               !plain_op(op)) {
+               !tilePlainOp(op)) {
       return false;
     }
   }
@@ -243,7 +250,7 @@ static bool match(TileNest *T, FzOp *par) {
     return false;
   for (FzOp *op = fzBlockGetFirstOp(T->redBody); op != yield;
        op = fzOpGetNextInBlock(op))
-    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD && !plain_op(op))
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD && !tilePlainOp(op))
       return false;
   FzValue *acc = fzBlockGetArgument(T->redBody, 1);
   T->add = fzValueGetDefiningOp(fzOpGetOperand(yield, 0));
@@ -260,10 +267,7 @@ static bool match(TileNest *T, FzOp *par) {
       !fzValueHasOneUse(fzOpGetResult(T->mul, 0)))
     return false;
 
-  for (size_t d = 0; d < n; ++d)
-    if (!set_deps(T, fzBlockGetArgument(T->body, d), (uint64_t)1 << d))
-      return false;
-  if (!block_deps(T, T->body))
+  if (!tileNestComputeDeps(T))
     return false;
 
   /* x: no dJ; y: dJ. The row dim: the last one x has and y lacks. */
@@ -303,11 +307,11 @@ static bool match(TileNest *T, FzOp *par) {
     if (op == T->red || c == FZ_LOOP_OP_YIELD)
       continue;
     if (c == FZ_LOOP_OP_STORE) {
-      ok = access_vectorizes(T, op) &&
-           fzPtrMapPut(&written, root_of(fzOpGetOperand(op, 1)), op);
+      ok = tileAccessVectorizes(T, op) &&
+           fzPtrMapPut(&written, tileRootOf(fzOpGetOperand(op, 1)), op);
       continue;
     }
-    if ((op_deps(T, op) & bj) && !op_vectorizes(T, op))
+    if ((op_deps(T, op) & bj) && !tileOpVectorizes(T, op))
       ok = false;
   }
   /* In the reduction loop: x's and y's trees and the two ops only. */

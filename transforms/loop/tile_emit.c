@@ -18,27 +18,10 @@
 #include "fz/loop.h"
 #include "transforms/loop/tile_internal.h"
 
-#define SLOTS ((TILE_MAX_ROWS + 1) * (TILE_MAX_VECS + 1))
-
-typedef struct Inst {
-  TileGen *G;
-  TileNest *T;
-  const TileRegion *R;
-  FzBuilder pre, kb, post;
-  FzValue *rows[TILE_MAX_ROWS];   /* i of each row */
-  FzValue *cols[TILE_MAX_VECS];   /* j of lane 0 of each vector */
-  FzValue *pbase;                 /* the tile's panel in the packed y */
-  FzValue *outer[TILE_MAX_DIMS];  /* the other dims' indices */
-  FzValue *k, *koff;
-  FzValue *accIn[TILE_MAX_ROWS * TILE_MAX_VECS];
-  FzValue *accOut[TILE_MAX_ROWS * TILE_MAX_VECS];
-  FzPtrMap memo[SLOTS], splats[SLOTS];
-} Inst;
-
 /*===--- Building ops -----------------------------------------------------===*/
 
-static FzOp *make(TileGen *G, FzBuilder *b, const char *name, size_t n,
-                  FzValue *const *ops, FzType *rt) {
+FzOp *tileMake(TileGen *G, FzBuilder *b, const char *name, size_t n,
+               FzValue *const *ops, FzType *rt) {
   for (size_t i = 0; i < n; ++i)
     if (!ops[i]) {
       G->failed = true;
@@ -55,38 +38,38 @@ static FzOp *make(TileGen *G, FzBuilder *b, const char *name, size_t n,
   return op;
 }
 
-static FzValue *make1(TileGen *G, FzBuilder *b, const char *name, size_t n,
-                      FzValue *const *ops, FzType *rt) {
-  FzOp *op = make(G, b, name, n, ops, rt);
+FzValue *tileMake1(TileGen *G, FzBuilder *b, const char *name, size_t n,
+                   FzValue *const *ops, FzType *rt) {
+  FzOp *op = tileMake(G, b, name, n, ops, rt);
   return op ? fzOpGetResult(op, 0) : NULL;
 }
 
 /* An index constant at the function level. */
-static FzValue *cidx(TileGen *G, int64_t v) {
+FzValue *tileConstIndex(TileGen *G, int64_t v) {
   FzValue *c = fzLoopCreateIndexConstant(&G->consts, G->loc, v);
   if (!c)
     G->failed = true;
   return c;
 }
 
-static FzValue *ibin(TileGen *G, FzBuilder *b, const char *name, FzValue *a,
-                     FzValue *c) {
+FzValue *tileIndexBinary(TileGen *G, FzBuilder *b, const char *name, FzValue *a,
+                         FzValue *c) {
   FzValue *ops[2] = {a, c};
-  return make1(G, b, name, 2, ops, G->idx);
+  return tileMake1(G, b, name, 2, ops, G->idx);
 }
 
 /* a * s + t with constants s, t (folded where trivial). */
-static FzValue *affine(TileGen *G, FzBuilder *b, FzValue *a, int64_t s,
-                       int64_t t) {
+FzValue *tileAffine(TileGen *G, FzBuilder *b, FzValue *a, int64_t s,
+                    int64_t t) {
   FzValue *v = a;
   if (s != 1)
-    v = ibin(G, b, "loop.muli", v, cidx(G, s));
+    v = tileIndexBinary(G, b, "loop.muli", v, tileConstIndex(G, s));
   if (t != 0)
-    v = ibin(G, b, "loop.addi", v, cidx(G, t));
+    v = tileIndexBinary(G, b, "loop.addi", v, tileConstIndex(G, t));
   return v;
 }
 
-static FzType *vec_of_type(TileGen *G, FzType *scalar) {
+FzType *tileVectorType(TileGen *G, FzType *scalar) {
   int64_t w = G->W;
   FzType *t = fzVectorTypeGet(G->ctx, 1, &w, scalar, NULL);
   if (!t)
@@ -96,8 +79,8 @@ static FzType *vec_of_type(TileGen *G, FzType *scalar) {
 
 /* A loop op (for or parallel) with an empty body ending in loop.yield;
  * the body's builder goes to *inner (before the yield). */
-static FzOp *make_loop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
-                       FzType *const *argTypes, FzBuilder *inner) {
+FzOp *tileMakeLoop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
+                   FzType *const *argTypes, FzBuilder *inner) {
   FzBlock *body = fzBlockCreate(G->ctx, nargs, argTypes, NULL);
   FzRegion *region = body ? fzOpStateAddRegion(st) : NULL;
   if (!region) {
@@ -127,14 +110,14 @@ static FzOp *make_loop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
 }
 
 /* loop.parallel over [0, ub[d]) for each d; ivs out. */
-static FzOp *make_parallel(TileGen *G, size_t n, const int64_t *ub,
-                           FzValue **ivs, FzBuilder *inner) {
+FzOp *tileMakeParallel(TileGen *G, size_t n, const int64_t *ub, FzValue **ivs,
+                       FzBuilder *inner) {
   FzValue *ops[3 * (TILE_MAX_DIMS + 3)];
   FzType *types[TILE_MAX_DIMS + 3];
   for (size_t d = 0; d < n; ++d) {
-    ops[d] = cidx(G, 0);
-    ops[n + d] = cidx(G, ub[d]);
-    ops[2 * n + d] = cidx(G, 1);
+    ops[d] = tileConstIndex(G, 0);
+    ops[n + d] = tileConstIndex(G, ub[d]);
+    ops[2 * n + d] = tileConstIndex(G, 1);
     types[d] = G->idx;
   }
   if (G->failed)
@@ -142,7 +125,7 @@ static FzOp *make_parallel(TileGen *G, size_t n, const int64_t *ub,
   FzOpState st;
   fzOpStateInit(&st, G->ctx, FZ_STR("loop.parallel"), G->loc);
   fzOpStateAddOperands(&st, 3 * n, ops);
-  FzOp *par = make_loop(G, &G->top, &st, n, types, inner);
+  FzOp *par = tileMakeLoop(G, &G->top, &st, n, types, inner);
   if (par)
     for (size_t d = 0; d < n; ++d)
       ivs[d] = fzBlockGetArgument(fzLoopGetBody(par), d);
@@ -150,8 +133,8 @@ static FzOp *make_parallel(TileGen *G, size_t n, const int64_t *ub,
 }
 
 /* A copy of op with the given operands and result type. */
-static FzValue *clone_with(TileGen *G, FzBuilder *b, FzOp *op,
-                           FzValue *const *ops, FzType *rt) {
+FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
+                       FzType *rt) {
   size_t n = fzOpGetNumOperands(op);
   for (size_t i = 0; i < n; ++i)
     if (!ops[i]) {
@@ -159,8 +142,7 @@ static FzValue *clone_with(TileGen *G, FzBuilder *b, FzOp *op,
       return NULL;
     }
   FzOpState st;
-  fzOpStateInit(&st, G->ctx, fzIdentGetString(fzOpGetName(op)),
-                fzOpGetLoc(op));
+  fzOpStateInit(&st, G->ctx, fzIdentGetString(fzOpGetName(op)), fzOpGetLoc(op));
   fzOpStateAddOperands(&st, n, ops);
   FzAttr *props = fzOpGetPropDict(op);
   if (props && fzDictAttrGetSize(props) > 0)
@@ -174,7 +156,7 @@ static FzValue *clone_with(TileGen *G, FzBuilder *b, FzOp *op,
   return fzOpGetResult(c, 0);
 }
 
-static bool in_nest(TileNest *T, FzValue *v) {
+bool tileInNest(TileNest *T, FzValue *v) {
   FzBlock *b = fzValueGetParentBlock(v);
   FzOp *p = b ? fzBlockGetParentOp(b) : NULL;
   return p && fzOpIsAncestor(T->par, p);
@@ -190,7 +172,7 @@ typedef struct PackCtx {
 
 static FzValue *pack_value(PackCtx *P, FzValue *v) {
   TileNest *T = P->G->T;
-  if (!in_nest(T, v))
+  if (!tileInNest(T, v))
     return v;
   FzValue *m = fzPtrMapGet(&P->map, v);
   if (m)
@@ -208,7 +190,7 @@ static FzValue *pack_value(PackCtx *P, FzValue *v) {
   }
   for (size_t i = 0; i < n; ++i)
     ops[i] = pack_value(P, fzOpGetOperand(def, i));
-  FzValue *r = clone_with(P->G, &P->b, def, ops, fzValueGetType(v));
+  FzValue *r = tileCloneWith(P->G, &P->b, def, ops, fzValueGetType(v));
   if (r && !fzPtrMapPut(&P->map, v, r))
     P->G->failed = true;
   return r;
@@ -216,8 +198,8 @@ static FzValue *pack_value(PackCtx *P, FzValue *v) {
 
 /* One packing nest: columns [col0, col0 + blocks * width) in blocks of
  * `width`, block b's (k, q) at base + (b * K + k) * width + q. */
-static bool emit_pack(TileGen *G, int64_t col0, int64_t blocks,
-                      int64_t width, int64_t base) {
+static bool emit_pack(TileGen *G, int64_t col0, int64_t blocks, int64_t width,
+                      int64_t base) {
   TileNest *T = G->T;
   int64_t ub[TILE_MAX_DIMS + 3];
   size_t n = 0;
@@ -229,25 +211,28 @@ static bool emit_pack(TileGen *G, int64_t col0, int64_t blocks,
   FzValue *ivs[TILE_MAX_DIMS + 3];
   PackCtx P;
   P.G = G;
-  if (!make_parallel(G, n, ub, ivs, &P.b))
+  if (!tileMakeParallel(G, n, ub, ivs, &P.b))
     return false;
   fzPtrMapInit(&P.map, G->ctx);
   for (size_t i = 0; i < G->numYDims; ++i)
     fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, G->yDims[i]), ivs[i]);
   FzValue *blk = ivs[n - 3], *k = ivs[n - 2], *q = ivs[n - 1];
-  FzValue *j = ibin(G, &P.b, "loop.addi", affine(G, &P.b, blk, width, col0), q);
+  FzValue *j = tileIndexBinary(G, &P.b, "loop.addi",
+                               tileAffine(G, &P.b, blk, width, col0), q);
   fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, T->dJ), j);
   fzPtrMapPut(&P.map, fzBlockGetArgument(T->redBody, 0), k);
   FzValue *y = pack_value(&P, T->y);
-  FzValue *row = ibin(G, &P.b, "loop.addi", affine(G, &P.b, blk, T->K, 0), k);
-  FzValue *off = ibin(G, &P.b, "loop.addi", affine(G, &P.b, row, width, base), q);
+  FzValue *row = tileIndexBinary(G, &P.b, "loop.addi",
+                                 tileAffine(G, &P.b, blk, T->K, 0), k);
+  FzValue *off = tileIndexBinary(G, &P.b, "loop.addi",
+                                 tileAffine(G, &P.b, row, width, base), q);
   FzValue *sops[2 + TILE_MAX_DIMS + 1];
   sops[0] = y;
   sops[1] = G->packed;
   for (size_t i = 0; i < G->numYDims; ++i)
     sops[2 + i] = ivs[i];
   sops[2 + G->numYDims] = off;
-  make(G, &P.b, "loop.store", 3 + G->numYDims, sops, NULL);
+  tileMake(G, &P.b, "loop.store", 3 + G->numYDims, sops, NULL);
   fzPtrMapFree(&P.map);
   return !G->failed;
 }
@@ -267,20 +252,18 @@ static size_t slot(int ri, int ci) {
   return (size_t)(ri + 1) * (TILE_MAX_VECS + 1) + (size_t)(ci + 1);
 }
 
-static void classes(Inst *I, FzValue *v, int r, int c, int *ri, int *ci) {
+static void classes(TileInst *I, FzValue *v, int r, int c, int *ri, int *ci) {
   uint64_t m = tileDeps(I->T, v);
   bool acc = (m & TACC) != 0;
   *ri = acc || (m >> I->T->dI & 1) ? r : -1;
   *ci = acc || (m >> I->T->dJ & 1) ? c : -1;
 }
 
-static FzValue *materialize(Inst *I, FzValue *v, int r, int c);
-
 /* v as a vector for instance (r, c): splatted when it is a scalar. */
-static FzValue *as_vector(Inst *I, FzValue *v, int r, int c) {
+FzValue *tileAsVector(TileInst *I, FzValue *v, int r, int c) {
   int ri, ci;
   classes(I, v, r, c, &ri, &ci);
-  FzValue *m = materialize(I, v, r, c);
+  FzValue *m = tileMaterialize(I, v, r, c);
   if (!m || ci >= 0 || fzTypeGetKind(fzValueGetType(m)) == FZ_TYPE_VECTOR)
     return m;
   FzPtrMap *sp = &I->splats[slot(ri, -1)];
@@ -295,14 +278,14 @@ static FzValue *as_vector(Inst *I, FzValue *v, int r, int c) {
     fzBuilderInit(&b, I->G->ctx);
     fzBuilderSetInsertionPointAfter(&b, def);
   }
-  s = make1(I->G, &b, "loop.splat", 1, &m,
-            vec_of_type(I->G, fzValueGetType(m)));
+  s = tileMake1(I->G, &b, "loop.splat", 1, &m,
+                tileVectorType(I->G, fzValueGetType(m)));
   if (s && !fzPtrMapPut(sp, m, s))
     I->G->failed = true;
   return s;
 }
 
-static FzBuilder *builder_for(Inst *I, FzOp *def) {
+static FzBuilder *builder_for(TileInst *I, FzOp *def) {
   if (fzOpGetBlock(def) == I->T->redBody)
     return &I->kb;
   return fzOpIsBeforeInBlock(def, I->T->red) ? &I->pre : &I->post;
@@ -310,7 +293,7 @@ static FzBuilder *builder_for(Inst *I, FzOp *def) {
 
 /* Operands of an access op mapped for (r, c); the last index is the
  * vector's column when the access varies along dJ. */
-static bool access_operands(Inst *I, FzOp *op, int r, int c, bool vec,
+static bool access_operands(TileInst *I, FzOp *op, int r, int c, bool vec,
                             FzValue **ops) {
   size_t n = fzOpGetNumOperands(op);
   size_t first = fzLoopMemGetBufferOperand(op) + 1;
@@ -318,10 +301,10 @@ static bool access_operands(Inst *I, FzOp *op, int r, int c, bool vec,
     if (vec && i == n - 1)
       ops[i] = I->cols[c];
     else if (i == 0 && first == 2) /* the stored value */
-      ops[i] = vec ? as_vector(I, fzOpGetOperand(op, 0), r, c)
-                   : materialize(I, fzOpGetOperand(op, 0), r, c);
+      ops[i] = vec ? tileAsVector(I, fzOpGetOperand(op, 0), r, c)
+                   : tileMaterialize(I, fzOpGetOperand(op, 0), r, c);
     else
-      ops[i] = materialize(I, fzOpGetOperand(op, i), r, c);
+      ops[i] = tileMaterialize(I, fzOpGetOperand(op, i), r, c);
     if (!ops[i])
       return false;
   }
@@ -330,26 +313,26 @@ static bool access_operands(Inst *I, FzOp *op, int r, int c, bool vec,
 
 /* y(k, j0 + c W ..) from the packed buffer: the tile's panel starts at
  * pbase, row k of it is nv * W wide. */
-static FzValue *packed_y(Inst *I, int c) {
+static FzValue *packed_y(TileInst *I, int c) {
   TileGen *G = I->G;
   if (!I->koff)
-    I->koff = affine(G, &I->kb, I->k, (int64_t)I->R->nv * G->W, 0);
+    I->koff = tileAffine(G, &I->kb, I->k, (int64_t)I->R->nv * G->W, 0);
   FzValue *ops[TILE_MAX_DIMS + 2];
   size_t n = 0;
   ops[n++] = G->packed;
   for (size_t i = 0; i < G->numYDims; ++i)
     ops[n++] = I->outer[G->yDims[i]];
-  FzValue *off = ibin(G, &I->kb, "loop.addi", I->pbase, I->koff);
-  ops[n++] = c == 0 ? off : affine(G, &I->kb, off, 1, (int64_t)c * G->W);
-  return make1(G, &I->kb, "loop.vector_load", n, ops, G->vecF32);
+  FzValue *off = tileIndexBinary(G, &I->kb, "loop.addi", I->pbase, I->koff);
+  ops[n++] = c == 0 ? off : tileAffine(G, &I->kb, off, 1, (int64_t)c * G->W);
+  return tileMake1(G, &I->kb, "loop.vector_load", n, ops, G->vecF32);
 }
 
-static FzValue *materialize(Inst *I, FzValue *v, int r, int c) {
+FzValue *tileMaterialize(TileInst *I, FzValue *v, int r, int c) {
   TileNest *T = I->T;
   TileGen *G = I->G;
   if (!v || G->failed)
     return NULL;
-  if (!in_nest(T, v))
+  if (!tileInNest(T, v))
     return v;
   int ri, ci;
   classes(I, v, r, c, &ri, &ci);
@@ -382,19 +365,19 @@ static FzValue *materialize(Inst *I, FzValue *v, int r, int c) {
   FzValue *res = NULL;
   FzLoopOpcode code = fzLoopGetOpcode(def);
   if (def == T->add) {
-    FzValue *x = as_vector(I, T->x, r, c);
-    FzValue *y = T->packY ? packed_y(I, c) : as_vector(I, T->y, r, c);
+    FzValue *x = tileAsVector(I, T->x, r, c);
+    FzValue *y = T->packY ? packed_y(I, c) : tileAsVector(I, T->y, r, c);
     FzValue *ops[3] = {x, y, I->accIn[accIdx]};
-    res = make1(G, &I->kb, "loop.fma", 3, ops, G->vecF32);
+    res = tileMake1(G, &I->kb, "loop.fma", 3, ops, G->vecF32);
   } else if (code == FZ_LOOP_OP_LOAD) {
     FzValue *ops[TILE_MAX_DIMS + 2];
     size_t n = fzOpGetNumOperands(def);
     if (n > TILE_MAX_DIMS + 2 || !access_operands(I, def, r, c, ci >= 0, ops))
       return NULL;
     FzType *elt = fzValueGetType(v);
-    res = make1(G, builder_for(I, def),
-                ci >= 0 ? "loop.vector_load" : "loop.load", n, ops,
-                ci >= 0 ? vec_of_type(G, elt) : elt);
+    res = tileMake1(G, builder_for(I, def),
+                    ci >= 0 ? "loop.vector_load" : "loop.load", n, ops,
+                    ci >= 0 ? tileVectorType(G, elt) : elt);
   } else {
     FzValue *ops[8];
     size_t n = fzOpGetNumOperands(def);
@@ -406,12 +389,12 @@ static FzValue *materialize(Inst *I, FzValue *v, int r, int c) {
       /* A select keeps a scalar condition. */
       bool keepScalar = code == FZ_LOOP_OP_SELECT && i == 0;
       ops[i] = ci >= 0 && !keepScalar
-                   ? as_vector(I, fzOpGetOperand(def, i), r, c)
-                   : materialize(I, fzOpGetOperand(def, i), r, c);
+                   ? tileAsVector(I, fzOpGetOperand(def, i), r, c)
+                   : tileMaterialize(I, fzOpGetOperand(def, i), r, c);
     }
     FzType *t = fzValueGetType(v);
-    res = clone_with(G, builder_for(I, def), def, ops,
-                     ci >= 0 ? vec_of_type(G, t) : t);
+    res = tileCloneWith(G, builder_for(I, def), def, ops,
+                        ci >= 0 ? tileVectorType(G, t) : t);
   }
   if (res && !fzPtrMapPut(memo, v, res))
     G->failed = true;
@@ -420,18 +403,58 @@ static FzValue *materialize(Inst *I, FzValue *v, int r, int c) {
 
 /*===--- A region ---------------------------------------------------------===*/
 
-bool tileEmitRegion(TileGen *G, const TileRegion *R) {
-  TileNest *T = G->T;
-  Inst *I = fzCalloc(G->ctx, 1, sizeof *I);
-  if (!I)
-    return false;
+TileInst *tileInstCreate(TileGen *G, const TileRegion *R) {
+  TileInst *I = fzCalloc(G->ctx, 1, sizeof *I);
+  if (!I) {
+    G->failed = true;
+    return NULL;
+  }
   I->G = G;
-  I->T = T;
+  I->T = G->T;
   I->R = R;
-  for (size_t s = 0; s < SLOTS; ++s) {
+  for (size_t s = 0; s < TILE_SLOTS; ++s) {
     fzPtrMapInit(&I->memo[s], G->ctx);
     fzPtrMapInit(&I->splats[s], G->ctx);
   }
+  return I;
+}
+
+void tileInstDestroy(TileInst *I) {
+  if (!I)
+    return;
+  for (size_t s = 0; s < TILE_SLOTS; ++s) {
+    fzPtrMapFree(&I->memo[s]);
+    fzPtrMapFree(&I->splats[s]);
+  }
+  fzFree(I->G->ctx, I);
+}
+
+bool tileEmitStores(TileInst *I) {
+  TileGen *G = I->G;
+  const TileRegion *R = I->R;
+  for (unsigned r = 0; r < R->mr && !G->failed; ++r)
+    for (unsigned c = 0; c < R->nv && !G->failed; ++c)
+      for (FzOp *op = fzBlockGetFirstOp(I->T->body); op && !G->failed;
+           op = fzOpGetNextInBlock(op)) {
+        if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
+          continue;
+        FzValue *sops[TILE_MAX_DIMS + 3];
+        size_t n = fzOpGetNumOperands(op);
+        if (n > TILE_MAX_DIMS + 3 ||
+            !access_operands(I, op, (int)r, (int)c, true, sops)) {
+          G->failed = true;
+          break;
+        }
+        tileMake(G, &I->post, "loop.vector_store", n, sops, NULL);
+      }
+  return !G->failed;
+}
+
+bool tileEmitRegion(TileGen *G, const TileRegion *R) {
+  TileNest *T = G->T;
+  TileInst *I = tileInstCreate(G, R);
+  if (!I)
+    return false;
   /* One linear dim: row blocks fastest, then column blocks, then the
    * other dims of the nest (outermost slowest). */
   int64_t total = R->rowBlocks * R->colBlocks;
@@ -440,38 +463,44 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
       total *= T->trips[d];
   FzValue *t;
   FzBuilder body;
-  FzOp *par = make_parallel(G, 1, &total, &t, &body);
+  FzOp *par = tileMakeParallel(G, 1, &total, &t, &body);
   if (!par)
     goto done;
   I->post = body;
-  FzValue *it = ibin(G, &body, "loop.remsi", t, cidx(G, R->rowBlocks));
-  FzValue *q = ibin(G, &body, "loop.divsi", t, cidx(G, R->rowBlocks));
-  FzValue *jt = ibin(G, &body, "loop.remsi", q, cidx(G, R->colBlocks));
-  q = ibin(G, &body, "loop.divsi", q, cidx(G, R->colBlocks));
+  FzValue *it = tileIndexBinary(G, &body, "loop.remsi", t,
+                                tileConstIndex(G, R->rowBlocks));
+  FzValue *q = tileIndexBinary(G, &body, "loop.divsi", t,
+                               tileConstIndex(G, R->rowBlocks));
+  FzValue *jt = tileIndexBinary(G, &body, "loop.remsi", q,
+                                tileConstIndex(G, R->colBlocks));
+  q = tileIndexBinary(G, &body, "loop.divsi", q,
+                      tileConstIndex(G, R->colBlocks));
   for (size_t d = T->n; d-- > 0;) {
     if (d == T->dI || d == T->dJ)
       continue;
-    I->outer[d] = ibin(G, &body, "loop.remsi", q, cidx(G, T->trips[d]));
-    q = ibin(G, &body, "loop.divsi", q, cidx(G, T->trips[d]));
+    I->outer[d] = tileIndexBinary(G, &body, "loop.remsi", q,
+                                  tileConstIndex(G, T->trips[d]));
+    q = tileIndexBinary(G, &body, "loop.divsi", q,
+                        tileConstIndex(G, T->trips[d]));
   }
-  FzValue *i0 = affine(G, &body, it, R->mr, R->row0);
+  FzValue *i0 = tileAffine(G, &body, it, R->mr, R->row0);
   for (unsigned r = 0; r < R->mr; ++r)
-    I->rows[r] = r == 0 ? i0 : affine(G, &body, i0, 1, r);
+    I->rows[r] = r == 0 ? i0 : tileAffine(G, &body, i0, 1, r);
   int64_t nr = (int64_t)R->nv * G->W;
-  FzValue *j0 = affine(G, &body, jt, nr, R->col0);
+  FzValue *j0 = tileAffine(G, &body, jt, nr, R->col0);
   for (unsigned c = 0; c < R->nv; ++c)
-    I->cols[c] = c == 0 ? j0 : affine(G, &body, j0, 1, (int64_t)c * G->W);
+    I->cols[c] = c == 0 ? j0 : tileAffine(G, &body, j0, 1, (int64_t)c * G->W);
   if (G->packed)
-    I->pbase = affine(G, &body, jt, T->K * nr, R->col0 * T->K);
+    I->pbase = tileAffine(G, &body, jt, T->K * nr, R->col0 * T->K);
   /* Accumulators start at the reduction's initial value. */
   size_t na = (size_t)R->mr * R->nv;
   FzValue *ops[3 + TILE_MAX_ROWS * TILE_MAX_VECS];
   FzType *types[1 + TILE_MAX_ROWS * TILE_MAX_VECS];
   I->pre = body;
-  FzValue *init = as_vector(I, fzOpGetOperand(T->red, 3), 0, 0);
-  ops[0] = cidx(G, 0);
-  ops[1] = cidx(G, T->K);
-  ops[2] = cidx(G, 1);
+  FzValue *init = tileAsVector(I, fzOpGetOperand(T->red, 3), 0, 0);
+  ops[0] = tileConstIndex(G, 0);
+  ops[1] = tileConstIndex(G, T->K);
+  ops[2] = tileConstIndex(G, 1);
   types[0] = G->idx;
   for (size_t a = 0; a < na; ++a) {
     ops[3 + a] = init;
@@ -483,7 +512,7 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
   fzOpStateInit(&st, G->ctx, FZ_STR("loop.for"), G->loc);
   fzOpStateAddOperands(&st, 3 + na, ops);
   fzOpStateAddResults(&st, na, types + 1);
-  FzOp *loop = make_loop(G, &I->post, &st, 1 + na, types, &I->kb);
+  FzOp *loop = tileMakeLoop(G, &I->post, &st, 1 + na, types, &I->kb);
   if (!loop)
     goto done;
   if (!fzOpSetAttr(loop, FZ_STR("loop.reduction"), fzUnitAttrGet(G->ctx)))
@@ -501,7 +530,7 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
   FzValue *addRes = fzOpGetResult(T->add, 0);
   for (unsigned r = 0; r < R->mr; ++r)
     for (unsigned c = 0; c < R->nv; ++c)
-      next[r * R->nv + c] = materialize(I, addRes, (int)r, (int)c);
+      next[r * R->nv + c] = tileMaterialize(I, addRes, (int)r, (int)c);
   if (G->failed)
     goto done;
   FzOp *yield = fzBlockGetLastOp(kbody);
@@ -510,26 +539,8 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
     goto done;
   }
   /* The epilogue and the stores, instance by instance. */
-  for (unsigned r = 0; r < R->mr && !G->failed; ++r)
-    for (unsigned c = 0; c < R->nv && !G->failed; ++c)
-      for (FzOp *op = fzBlockGetFirstOp(T->body); op && !G->failed;
-           op = fzOpGetNextInBlock(op)) {
-        if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
-          continue;
-        FzValue *sops[TILE_MAX_DIMS + 3];
-        size_t n = fzOpGetNumOperands(op);
-        if (n > TILE_MAX_DIMS + 3 ||
-            !access_operands(I, op, (int)r, (int)c, true, sops)) {
-          G->failed = true;
-          break;
-        }
-        make(G, &I->post, "loop.vector_store", n, sops, NULL);
-      }
+  tileEmitStores(I);
 done:
-  for (size_t s = 0; s < SLOTS; ++s) {
-    fzPtrMapFree(&I->memo[s]);
-    fzPtrMapFree(&I->splats[s]);
-  }
-  fzFree(G->ctx, I);
+  tileInstDestroy(I);
   return !G->failed;
 }

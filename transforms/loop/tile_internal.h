@@ -1,10 +1,15 @@
-/* transforms/loop/tile_internal.h - what the two files of
- * tile-contractions share.
+/* transforms/loop/tile_internal.h - what the files of tile-contractions
+ * and tile-convolutions share.
  *
  *   tile_contractions.c  matching a contraction nest, the pass, the
- *                        regions (full tiles, edges, the scalar rest)
+ *                        regions (full tiles, edges, the scalar rest);
+ *                        the dependence masks and vectorization checks
  *   tile_emit.c          generating one region: B packing, the
- *                        register-blocked microkernel and its epilogue
+ *                        register-blocked microkernel and its epilogue;
+ *                        the op builders and the instance machinery
+ *                        (TileInst) that conv_emit.c reuses
+ *   conv_tile.c          tile-convolutions: matching a conv2d nest
+ *   conv_emit.c          its packing nests and register tiles
  *
  * A contraction nest (what lower-graph-to-loop makes of a matmul and its
  * fused epilogue) is a top-level
@@ -32,23 +37,23 @@
 #define TILE_MAX_DIMS 16
 #define TILE_MAX_ROWS 16
 #define TILE_MAX_VECS 8
-#define TK ((uint64_t)1 << 62)
-#define TACC ((uint64_t)1 << 63)
+#define TK            ((uint64_t)1 << 62)
+#define TACC          ((uint64_t)1 << 63)
 
 typedef struct TileNest {
   FzContext *ctx;
-  FzOp *par;               /* the loop.parallel */
-  FzBlock *body;           /* its body */
-  size_t n;                /* its dims */
+  FzOp *par;     /* the loop.parallel */
+  FzBlock *body; /* its body */
+  size_t n;      /* its dims */
   int64_t trips[TILE_MAX_DIMS];
-  size_t dI, dJ;           /* the row dim and the column (last) dim */
-  FzOp *red;               /* the loop.for reduction */
+  size_t dI, dJ; /* the row dim and the column (last) dim */
+  FzOp *red;     /* the loop.for reduction */
   FzBlock *redBody;
   int64_t K;
-  FzOp *add, *mul;         /* the accumulation and its product */
-  FzValue *x, *y;          /* product operands: x has no dJ, y no dI */
-  FzPtrMap deps;           /* FzValue / FzOp -> mask + 1 (see above) */
-  bool packY;              /* y is computed into a packed buffer */
+  FzOp *add, *mul; /* the accumulation and its product */
+  FzValue *x, *y;  /* product operands: x has no dJ, y no dI */
+  FzPtrMap deps;   /* FzValue / FzOp -> mask + 1 (see above) */
+  bool packY;      /* y is computed into a packed buffer */
 } TileNest;
 
 /* The dependence mask of v (0 for values defined outside the nest). */
@@ -66,18 +71,100 @@ typedef struct TileGen {
   TileNest *T;
   FzContext *ctx;
   FzLoc *loc;
-  unsigned W;              /* lanes */
+  unsigned W; /* lanes */
   FzType *idx, *vecF32;
-  FzBuilder top;           /* before the nest, at the function level */
-  FzBuilder consts;        /* at the start of the function body */
-  FzValue *packed;         /* [ydims..., Nv * K] f32, or NULL */
-  size_t numYDims;         /* P dims (besides dJ) the packed y keeps */
+  FzBuilder top;    /* before the nest, at the function level */
+  FzBuilder consts; /* at the start of the function body */
+  FzValue *packed;  /* [ydims..., Nv * K] f32, or NULL */
+  size_t numYDims;  /* P dims (besides dJ) the packed y keeps */
   size_t yDims[TILE_MAX_DIMS];
-  int64_t packedCols;      /* Nv: columns the packed buffer holds */
-  int64_t panelCols;       /* Nf: those in panels of NR columns */
+  int64_t packedCols; /* Nv: columns the packed buffer holds */
+  int64_t panelCols;  /* Nf: those in panels of NR columns */
   int64_t NR;
   bool failed;
 } TileGen;
+
+/*===--- Shared by tile-contractions and tile-convolutions ----------------===*/
+
+/* Computes the dependence masks of T's nest (T->par, body, n, red and
+ * redBody set): the body's ivs, then every op of the body in order. */
+bool tileNestComputeDeps(TileNest *T);
+/* The root of a buffer value (through views). */
+FzValue *tileRootOf(FzValue *buffer);
+/* Whether op (a load or store) reads/writes consecutive elements when
+ * dJ advances lane by lane: dJ's iv is its last index, the last dim has
+ * stride 1, and no other index depends on dJ. */
+bool tileAccessVectorizes(const TileNest *T, FzOp *op);
+/* Whether the dJ-dependent op can run lanes at a time. */
+bool tileOpVectorizes(const TileNest *T, FzOp *op);
+/* Ops allowed in a nest besides loops, loads and stores: one scalar
+ * result, no region. */
+bool tilePlainOp(FzOp *op);
+
+/* Building ops at b; NULL (and G->failed) after a failure, or when an
+ * operand is NULL. */
+FzOp *tileMake(TileGen *G, FzBuilder *b, const char *name, size_t n,
+               FzValue *const *ops, FzType *resultType);
+FzValue *tileMake1(TileGen *G, FzBuilder *b, const char *name, size_t n,
+                   FzValue *const *ops, FzType *resultType);
+/* An index constant at the function level (G->consts). */
+FzValue *tileConstIndex(TileGen *G, int64_t v);
+FzValue *tileIndexBinary(TileGen *G, FzBuilder *b, const char *name, FzValue *a,
+                         FzValue *c);
+/* a * s + t with constants s, t (folded where trivial). */
+FzValue *tileAffine(TileGen *G, FzBuilder *b, FzValue *a, int64_t s, int64_t t);
+/* vector<G->W x scalar>. */
+FzType *tileVectorType(TileGen *G, FzType *scalar);
+/* A loop op (for or parallel, described by st) with an empty body of
+ * nargs arguments ending in loop.yield, created at b; *inner builds
+ * before the yield. */
+FzOp *tileMakeLoop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
+                   FzType *const *argTypes, FzBuilder *inner);
+/* A loop.parallel at G->top over [0, ub[d]) for d < n; ivs out. */
+FzOp *tileMakeParallel(TileGen *G, size_t n, const int64_t *ub, FzValue **ivs,
+                       FzBuilder *inner);
+/* A copy of op (one result) with the given operands and result type. */
+FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
+                       FzType *resultType);
+/* Whether v is defined inside T's nest. */
+bool tileInNest(TileNest *T, FzValue *v);
+
+/* One region being emitted: the values of the original nest are
+ * materialized on demand for an instance (r, c) of a tile (row r of its
+ * mr rows, vector c of its nv vectors; tile_emit.c says how). The
+ * emitter of the region sets rows, cols, outer (the other dims'
+ * indices), the builders pre (before the reduction loop), kb (inside
+ * it) and post (after it), and accOut (the reduction's results, one per
+ * (r, c) at r * nv + c). */
+#define TILE_SLOTS ((TILE_MAX_ROWS + 1) * (TILE_MAX_VECS + 1))
+typedef struct TileInst {
+  TileGen *G;
+  TileNest *T;
+  const TileRegion *R;
+  FzBuilder pre, kb, post;
+  FzValue *rows[TILE_MAX_ROWS];  /* i of each row */
+  FzValue *cols[TILE_MAX_VECS];  /* j of lane 0 of each vector */
+  FzValue *pbase;                /* the tile's panel in the packed y */
+  FzValue *outer[TILE_MAX_DIMS]; /* the other dims' indices */
+  FzValue *k, *koff;
+  FzValue *accIn[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzValue *accOut[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzPtrMap memo[TILE_SLOTS], splats[TILE_SLOTS];
+} TileInst;
+
+/* NULL (and G->failed) when out of memory. */
+TileInst *tileInstCreate(TileGen *G, const TileRegion *R);
+void tileInstDestroy(TileInst *I);
+/* v (a value of T's nest, or one defined outside it) for instance
+ * (r, c): a vector<W> when v depends on dJ or on the accumulator. */
+FzValue *tileMaterialize(TileInst *I, FzValue *v, int r, int c);
+/* The same, splatted to vector<W> when it is a scalar. */
+FzValue *tileAsVector(TileInst *I, FzValue *v, int r, int c);
+/* The epilogue and the stores of T's body, as vector stores at I->post,
+ * for every instance of the region. */
+bool tileEmitStores(TileInst *I);
+
+/*===--- tile-contractions ------------------------------------------------===*/
 
 /* Emits (at G->top) the nests that compute y for every (batch dims of
  * y, column < packedCols, k) into G->packed: columns below panelCols at

@@ -1,0 +1,858 @@
+/* transforms/loop/conv_tile.c - tile-convolutions: conv2d nests (as
+ * lower-graph-to-loop makes them: three reduction loops over (c, kh, kw)
+ * per output element, padding as clamped indices and a select, the fused
+ * epilogue applied to the sum) become register-blocked tiles for a CPU's
+ * vector unit, vectorized along the output width, with the epilogue
+ * applied to the accumulators before the store.
+ *
+ * A CPU-only step, like tile-contractions: CPU code generation runs it on
+ * its own copy of the loop module with the target's vector width; the
+ * GPU path never sees it. fuse-opt runs it as a pass for inspection.
+ *
+ * What a matched nest (conv_internal.h) becomes, with W lanes, tiles of
+ * MR output channels x NV vectors of W output columns:
+ *
+ *   Wp = the weights as f32 blocks [M / MR][CG * KH * KW][MR]
+ *   [Xp = the input as f32, zero-padded, each row split into sw column
+ *    phases, when the conv pads, strides along the width or reads
+ *    bf16/f16: every tap then reads W consecutive elements]
+ *   loop.parallel (t) over (n x oh x column blocks x channel blocks),
+ *     channel blocks fastest (the tiles of one output row reuse its
+ *     input rows from L1):
+ *       acc[MR][NV] = loop.for c, kh, kw:
+ *           acc[r][v] = fma(splat(Wp[m0 + r, (c, kh, kw)]),
+ *                           X(n, ch(m0 + r, c), oh, kh, ow0 + v*W .., kw),
+ *                           acc[r][v])
+ *       the epilogue on each acc[r][v] as vector ops, vector stores
+ *   regions: full tiles, the columns left over in the same rows (fewer
+ *   vectors), then W/2, W/4 (>= 4) lanes for a ragged width; the last
+ *   M % MR channels as one tile row; the original nest for the last
+ *   columns (fewer than 4).
+ *
+ * The tile shape (MR, NV) comes from a cost model: each term costs
+ * max(fmas, loads) of a tile (two of each per cycle), every tile an
+ * epilogue; tiles of the ragged edges count. The input loads are shared
+ * by a tile's rows when their channels read the same input channels
+ * (groups == 1, or MR dividing the channels per group), else per row
+ * (depthwise).
+ *
+ * Invariants: only nests whose index expressions evaluate, over their
+ * whole domain, to a conv2d with zero padding are changed; every
+ * ow-dependent value of the epilogue must run W lanes at a time; a nest
+ * that writes a buffer its input or weights read is left alone. Sums are
+ * computed in (c, kh, kw) order with one fma per term. The padded input
+ * holds zeros where the untiled nest skips a tap, so a non-finite weight
+ * at a tap in the padding gives NaN (0 * inf), as in PyTorch and ONNX
+ * Runtime, where the untiled nest gives a finite sum.
+ */
+#include <string.h>
+
+#include "fz/loop.h"
+#include "fz/pass.h"
+#include "transforms/loop/conv_internal.h"
+
+/* Most evaluations a matcher's table may take. */
+#define CV_MAX_TABLE ((int64_t)1 << 22)
+/* The padded input's most bytes. */
+#define CV_MAX_PACK_BYTES ((int64_t)1 << 31)
+#define CV_BAD (1u << 16)
+
+void fzTileConvolutionsOptionsInit(FzTileConvolutionsOptions *o) {
+  memset(o, 0, sizeof *o);
+  o->vectorBits = 256;
+}
+
+/*===--- Index expressions ------------------------------------------------===*/
+
+static int var_index(const ConvNest *C, FzValue *v) {
+  for (int i = 0; i < CV_NUM; ++i)
+    if (C->vars[i] == v)
+      return i;
+  return -1;
+}
+
+/* The ivs v depends on (bits CV_*); CV_BAD when it depends on anything
+ * else of the nest (an accumulator, an op that is not plain or, unless
+ * loads, a load). */
+static uint32_t var_deps(const ConvNest *C, FzValue *v, bool loads,
+                         int depth) {
+  if (depth > 64)
+    return CV_BAD;
+  if (!tileInNest((TileNest *)&C->T, v))
+    return 0;
+  int i = var_index(C, v);
+  if (i >= 0)
+    return 1u << i;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def)
+    return CV_BAD;
+  bool isLoad = fzLoopGetOpcode(def) == FZ_LOOP_OP_LOAD;
+  if (!(tilePlainOp(def) || (loads && isLoad)))
+    return CV_BAD;
+  uint32_t m = 0;
+  for (size_t k = 0; k < fzOpGetNumOperands(def); ++k)
+    m |= var_deps(C, fzOpGetOperand(def, k), loads, depth + 1);
+  return m;
+}
+
+typedef struct Env {
+  int64_t val[CV_NUM];
+} Env;
+
+/* Evaluates an integer (index, iN, i1) expression of the ivs. */
+static bool eval(const ConvNest *C, FzValue *v, const Env *e, int64_t *out,
+                 int depth) {
+  if (depth > 64)
+    return false;
+  if (fzLoopValueGetConstantInt(v, out))
+    return true;
+  int i = var_index(C, v);
+  if (i >= 0) {
+    *out = e->val[i];
+    return true;
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || !tilePlainOp(def) || fzOpGetNumOperands(def) > 3)
+    return false;
+  size_t n = fzOpGetNumOperands(def);
+  FzLoopOpcode opc = fzLoopGetOpcode(def);
+  FzType *t = fzValueGetType(v);
+  FzType *ot = n ? fzValueGetType(fzOpGetOperand(
+                       def, opc == FZ_LOOP_OP_SELECT ? 1 : 0))
+                 : t;
+  if (fzTypeIsFloat(t) || fzTypeIsFloat(ot))
+    return false;
+  FzLoopScalar in[3], r;
+  for (size_t k = 0; k < n; ++k)
+    if (!eval(C, fzOpGetOperand(def, k), e, &in[k].i, depth + 1))
+      return false;
+  if (!fzLoopEvalScalar(opc, fzLoopCmpGetPredicate(def), t, ot, n, in, &r))
+    return false;
+  *out = r.i;
+  return true;
+}
+
+/* Adds scale * v to the affine form (coef, *c0); false when v is not
+ * affine in the ivs. */
+static bool affine(const ConvNest *C, FzValue *v, int64_t scale,
+                   int64_t *coef, int64_t *c0, int depth) {
+  int64_t k;
+  if (depth > 64)
+    return false;
+  if (fzLoopValueGetConstantInt(v, &k)) {
+    *c0 += scale * k;
+    return true;
+  }
+  int i = var_index(C, v);
+  if (i >= 0) {
+    coef[i] += scale;
+    return true;
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzOpGetNumOperands(def) != 2)
+    return false;
+  FzValue *a = fzOpGetOperand(def, 0), *b = fzOpGetOperand(def, 1);
+  Env none;
+  memset(&none, 0, sizeof none);
+  switch (fzLoopGetOpcode(def)) {
+  case FZ_LOOP_OP_ADDI:
+    return affine(C, a, scale, coef, c0, depth + 1) &&
+           affine(C, b, scale, coef, c0, depth + 1);
+  case FZ_LOOP_OP_SUBI:
+    return affine(C, a, scale, coef, c0, depth + 1) &&
+           affine(C, b, -scale, coef, c0, depth + 1);
+  case FZ_LOOP_OP_MULI:
+    if (var_deps(C, b, false, 0) == 0 && eval(C, b, &none, &k, 0))
+      return affine(C, a, scale * k, coef, c0, depth + 1);
+    if (var_deps(C, a, false, 0) == 0 && eval(C, a, &none, &k, 0))
+      return affine(C, b, scale * k, coef, c0, depth + 1);
+    return false;
+  default:
+    return false;
+  }
+}
+
+/* v without the clamps (maxsi / minsi against a constant) around it. */
+static FzValue *strip_clamps(const ConvNest *C, FzValue *v) {
+  for (;;) {
+    FzOp *def = fzValueGetDefiningOp(v);
+    FzLoopOpcode c = def ? fzLoopGetOpcode(def) : FZ_LOOP_OP_UNKNOWN;
+    if (c != FZ_LOOP_OP_MAXSI && c != FZ_LOOP_OP_MINSI)
+      return v;
+    if (var_deps(C, fzOpGetOperand(def, 1), false, 0) == 0)
+      v = fzOpGetOperand(def, 0);
+    else if (var_deps(C, fzOpGetOperand(def, 0), false, 0) == 0)
+      v = fzOpGetOperand(def, 1);
+    else
+      return v;
+  }
+}
+
+/* The conjuncts of an i1 and-tree. */
+static bool conjuncts(FzValue *v, FzValue **out, size_t *n, size_t max) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_ANDI &&
+      fzTypeGetKind(fzValueGetType(v)) != FZ_TYPE_VECTOR)
+    return conjuncts(fzOpGetOperand(def, 0), out, n, max) &&
+           conjuncts(fzOpGetOperand(def, 1), out, n, max);
+  if (*n >= max)
+    return false;
+  out[(*n)++] = v;
+  return true;
+}
+
+/* One spatial axis: the load index idx(o, k), its conjuncts of the
+ * padding condition, o over [0, O), k over [0, K) (vars vo, vk), the
+ * input extent S. Derives s, d, off (the unclamped index o*s + k*d +
+ * off) and checks, for every (o, k), that the condition is exactly
+ * "inside the input" and that idx is the unclamped index there. *padded
+ * is set when some position lies outside. */
+static bool check_axis(const ConvNest *C, FzValue *idx, FzValue *const *conds,
+                       size_t numConds, int vo, int vk, int64_t O, int64_t K,
+                       int64_t S, int64_t *s, int64_t *d, int64_t *off,
+                       bool *padded) {
+  uint32_t allowed = (1u << vo) | (1u << vk);
+  if (var_deps(C, idx, false, 0) & ~allowed)
+    return false;
+  int64_t coef[CV_NUM] = {0}, c0 = 0;
+  if (!affine(C, strip_clamps(C, idx), 1, coef, &c0, 0))
+    return false;
+  for (int i = 0; i < CV_NUM; ++i)
+    if (i != vo && i != vk && coef[i] != 0)
+      return false;
+  *s = coef[vo], *d = coef[vk], *off = c0;
+  if (*s < 0 || *d < 0 || O * K > CV_MAX_TABLE)
+    return false;
+  Env e;
+  memset(&e, 0, sizeof e);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t k = 0; k < K; ++k) {
+      e.val[vo] = o, e.val[vk] = k;
+      int64_t pos = o * *s + k * *d + *off, v;
+      bool in = pos >= 0 && pos < S, cond = true;
+      for (size_t i = 0; i < numConds; ++i) {
+        if (!eval(C, conds[i], &e, &v, 0))
+          return false;
+        cond = cond && (v & 1);
+      }
+      if (cond != in)
+        return false;
+      if (!in) {
+        *padded = true;
+        continue;
+      }
+      if (!eval(C, idx, &e, &v, 0) || v != pos)
+        return false;
+    }
+  return true;
+}
+
+/*===--- Matching ---------------------------------------------------------===*/
+
+/* op is loop.for over [0, *ext) step 1 with one f32 iteration argument. */
+static bool red_loop(FzOp *op, int64_t *ext) {
+  int64_t lb, st;
+  if (!op || fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR ||
+      fzOpGetNumOperands(op) != 4 || fzOpGetNumResults(op) != 1 ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 0), &lb) || lb != 0 ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 1), ext) || *ext <= 0 ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 2), &st) || st != 1 ||
+      fzTypeGetKind(fzValueGetType(fzOpGetResult(op, 0))) != FZ_TYPE_F32)
+    return false;
+  FzBlock *b = fzLoopGetBody(op);
+  FzOp *y = b ? fzBlockGetLastOp(b) : NULL;
+  return y && fzBlockGetNumArguments(b) == 2 &&
+         fzLoopGetOpcode(y) == FZ_LOOP_OP_YIELD && fzOpGetNumOperands(y) == 1;
+}
+
+/* The chain of three reductions starting at C->loops[0]. */
+static bool match_loops(ConvNest *C) {
+  for (int l = 0; l < 3; ++l) {
+    if (!red_loop(C->loops[l], &C->ext[l]))
+      return false;
+    C->bodies[l] = fzLoopGetBody(C->loops[l]);
+    C->vars[CV_C + l] = fzBlockGetArgument(C->bodies[l], 0);
+    if (l == 2)
+      break;
+    FzBlock *b = C->bodies[l];
+    FzOp *yield = fzBlockGetLastOp(b), *inner = NULL;
+    for (FzOp *op = fzBlockGetFirstOp(b); op != yield;
+         op = fzOpGetNextInBlock(op)) {
+      if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR && !inner)
+        inner = op;
+      else if (!tilePlainOp(op))
+        return false;
+    }
+    FzValue *acc = fzBlockGetArgument(b, 1);
+    if (!inner || fzOpGetNumOperands(inner) != 4 ||
+        fzOpGetOperand(inner, 3) != acc || !fzValueHasOneUse(acc) ||
+        fzOpGetNumResults(inner) != 1 ||
+        fzOpGetOperand(yield, 0) != fzOpGetResult(inner, 0))
+      return false;
+    C->loops[l + 1] = inner;
+  }
+  return true;
+}
+
+static bool is_zero_f32(FzValue *v) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT ||
+      fzTypeGetKind(fzValueGetType(v)) != FZ_TYPE_F32)
+    return false;
+  FzAttr *a = fzOpGetProp(def, FZ_STR("value"));
+  return a && fzAttrGetKind(a) == FZ_ATTR_FLOAT && fzFloatAttrGetValue(a) == 0;
+}
+
+/* A load of x, or its extension to f32 (*ext); NULL otherwise. */
+static FzOp *input_load(FzValue *v, bool *ext) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  *ext = false;
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_EXTF) {
+    *ext = true;
+    def = fzValueGetDefiningOp(fzOpGetOperand(def, 0));
+  }
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_LOAD ||
+      fzOpGetNumOperands(def) != 5)
+    return NULL;
+  FzTypeKind k = fzTypeGetKind(fzValueGetType(fzOpGetResult(def, 0)));
+  bool ok = *ext ? (k == FZ_TYPE_BF16 || k == FZ_TYPE_F16) : k == FZ_TYPE_F32;
+  return ok ? def : NULL;
+}
+
+/* Whether a load of the tree v reads a buffer in written. */
+static bool reads_written(const ConvNest *C, FzValue *v,
+                          const FzPtrMap *written, int depth) {
+  if (depth > 64 || !tileInNest((TileNest *)&C->T, v))
+    return depth > 64;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def)
+    return false;
+  if (fzLoopGetOpcode(def) == FZ_LOOP_OP_LOAD &&
+      fzPtrMapContains(written, tileRootOf(fzOpGetOperand(def, 0))))
+    return true;
+  for (size_t i = 0; i < fzOpGetNumOperands(def); ++i)
+    if (reads_written(C, fzOpGetOperand(def, i), written, depth + 1))
+      return true;
+  return false;
+}
+
+/* Whether the epilogue value v (computed in the parallel body, from the
+ * reduction's result, ivs, loads and plain ops) can be materialized for
+ * a tile: every ow-dependent op runs W lanes at a time. */
+static bool epilogue_ok(ConvNest *C, FzValue *v, FzPtrMap *seen, int depth) {
+  TileNest *T = &C->T;
+  if (depth > 256)
+    return false;
+  if (!tileInNest(T, v) || v == fzOpGetResult(T->red, 0))
+    return true;
+  if (fzValueIsBlockArgument(v))
+    return fzValueGetParentBlock(v) == T->body;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (fzPtrMapContains(seen, def))
+    return true;
+  if (fzOpGetBlock(def) != T->body || !fzPtrMapPut(seen, def, def))
+    return false;
+  FzLoopOpcode c = fzLoopGetOpcode(def);
+  if (c != FZ_LOOP_OP_LOAD && !tilePlainOp(def))
+    return false;
+  if ((tileDeps(T, v) & ((uint64_t)1 << T->dJ)) && !tileOpVectorizes(T, def))
+    return false;
+  for (size_t i = 0; i < fzOpGetNumOperands(def); ++i)
+    if (!epilogue_ok(C, fzOpGetOperand(def, i), seen, depth + 1))
+      return false;
+  return true;
+}
+
+/* The product's operands and the padding condition, from the innermost
+ * body. */
+static bool match_term(ConvNest *C, FzValue **a, FzValue **b,
+                       FzValue **cond) {
+  FzBlock *in = C->bodies[2];
+  FzOp *yield = fzBlockGetLastOp(in);
+  FzValue *acc = fzBlockGetArgument(in, 1);
+  FzOp *add = fzValueGetDefiningOp(fzOpGetOperand(yield, 0));
+  if (!add || fzLoopGetOpcode(add) != FZ_LOOP_OP_ADDF ||
+      fzOpGetBlock(add) != in || !fzValueHasOneUse(acc))
+    return false;
+  size_t pa = fzOpGetOperand(add, 0) == acc ? 1 : 0;
+  if (fzOpGetOperand(add, 1 - pa) != acc)
+    return false;
+  FzValue *p = fzOpGetOperand(add, pa);
+  FzOp *def = fzValueGetDefiningOp(p);
+  *cond = NULL;
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_SELECT) {
+    if (!fzValueHasOneUse(p) || !is_zero_f32(fzOpGetOperand(def, 2)))
+      return false;
+    *cond = fzOpGetOperand(def, 0);
+    p = fzOpGetOperand(def, 1);
+    def = fzValueGetDefiningOp(p);
+  }
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_MULF ||
+      !fzValueHasOneUse(p) ||
+      fzTypeGetKind(fzValueGetType(p)) != FZ_TYPE_F32)
+    return false;
+  *a = fzOpGetOperand(def, 0);
+  *b = fzOpGetOperand(def, 1);
+  for (FzOp *op = fzBlockGetFirstOp(in); op != yield;
+       op = fzOpGetNextInBlock(op))
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD && !tilePlainOp(op))
+      return false;
+  return true;
+}
+
+/* Fills C when par is a conv2d nest the pass can tile. */
+static bool match(ConvNest *C, FzOp *par) {
+  TileNest *T = &C->T;
+  if (fzLoopGetOpcode(par) != FZ_LOOP_OP_PARALLEL ||
+      fzLoopParallelGetNumDims(par) != 4)
+    return false;
+  T->par = par;
+  T->body = fzLoopGetBody(par);
+  T->n = 4;
+  T->dI = CV_M;
+  T->dJ = CV_OW;
+  for (size_t d = 0; d < 4; ++d) {
+    int64_t lb, ub, st;
+    if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &lb) || lb != 0 ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 4 + d), &ub) ||
+        ub <= 0 ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 8 + d), &st) ||
+        st != 1)
+      return false;
+    T->trips[d] = ub;
+    C->vars[d] = fzBlockGetArgument(T->body, d);
+  }
+  /* One reduction loop; otherwise plain ops, loads and stores. */
+  for (FzOp *op = fzBlockGetFirstOp(T->body); op; op = fzOpGetNextInBlock(op)) {
+    FzLoopOpcode c = fzLoopGetOpcode(op);
+    if (c == FZ_LOOP_OP_FOR) {
+      if (T->red)
+        return false;
+      T->red = op;
+    } else if (c == FZ_LOOP_OP_YIELD) {
+      if (op != fzBlockGetLastOp(T->body))
+        return false;
+    } else if (c != FZ_LOOP_OP_STORE && c != FZ_LOOP_OP_LOAD &&
+               !tilePlainOp(op)) {
+      return false;
+    }
+  }
+  C->loops[0] = T->red;
+  if (!T->red || !match_loops(C))
+    return false;
+  T->redBody = C->bodies[0];
+  T->K = C->ext[0] * C->ext[1] * C->ext[2];
+
+  /* The term: x (the load that depends on ow) times w. */
+  FzValue *a, *b, *cond;
+  if (!match_term(C, &a, &b, &cond))
+    return false;
+  bool extA, extB;
+  FzOp *la = input_load(a, &extA), *lb = input_load(b, &extB);
+  uint32_t ow = 1u << CV_OW;
+  if (la && (var_deps(C, a, true, 0) & ow)) {
+    C->xLoad = la, C->xExt = extA, C->wVal = b;
+  } else if (lb && (var_deps(C, b, true, 0) & ow)) {
+    C->xLoad = lb, C->xExt = extB, C->wVal = a;
+  } else {
+    return false;
+  }
+  uint32_t wAllowed =
+      (1u << CV_M) | (1u << CV_C) | (1u << CV_KH) | (1u << CV_KW);
+  if (var_deps(C, C->wVal, true, 0) & ~wAllowed)
+    return false;
+  FzValue *xBuf = fzOpGetOperand(C->xLoad, 0);
+  FzType *xt = fzValueGetType(xBuf);
+  if (tileInNest(T, xBuf) || fzShapedTypeGetRank(xt) != 4)
+    return false;
+  C->C = fzShapedTypeGetDim(xt, 1);
+  C->H = fzShapedTypeGetDim(xt, 2);
+  C->Wi = fzShapedTypeGetDim(xt, 3);
+  if (C->C <= 0 || C->H <= 0 || C->Wi <= 0)
+    return false;
+
+  /* The batch index is n; the channel depends on (m, c) only. */
+  FzValue *idx[4];
+  for (int i = 0; i < 4; ++i)
+    idx[i] = fzOpGetOperand(C->xLoad, 1 + (size_t)i);
+  int64_t coef[CV_NUM] = {0}, c0 = 0;
+  if (!affine(C, idx[0], 1, coef, &c0, 0) || c0 != 0)
+    return false;
+  for (int i = 0; i < CV_NUM; ++i)
+    if (coef[i] != (i == CV_N ? 1 : 0))
+      return false;
+  C->chIdx = idx[1];
+  int64_t M = T->trips[CV_M], CG = C->ext[0];
+  if (var_deps(C, idx[1], false, 0) & ~((1u << CV_M) | (1u << CV_C)) ||
+      M * CG > CV_MAX_TABLE)
+    return false;
+
+  /* The padding condition: conjuncts of (oh, kh) and of (ow, kw). */
+  FzValue *conds[16], *hc[16], *wc[16];
+  size_t nc = 0, nh = 0, nw = 0;
+  if (cond && !conjuncts(cond, conds, &nc, 16))
+    return false;
+  Env none;
+  memset(&none, 0, sizeof none);
+  for (size_t i = 0; i < nc; ++i) {
+    uint32_t d = var_deps(C, conds[i], false, 0);
+    int64_t v;
+    if (d == 0 && eval(C, conds[i], &none, &v, 0) && (v & 1))
+      continue;
+    if (d && !(d & ~((1u << CV_OH) | (1u << CV_KH))))
+      hc[nh++] = conds[i];
+    else if (d && !(d & ~((1u << CV_OW) | (1u << CV_KW))))
+      wc[nw++] = conds[i];
+    else
+      return false;
+  }
+  bool padded = false;
+  if (!check_axis(C, idx[2], hc, nh, CV_OH, CV_KH, T->trips[CV_OH],
+                  C->ext[1], C->H, &C->sh, &C->dh, &C->hOff, &padded) ||
+      !check_axis(C, idx[3], wc, nw, CV_OW, CV_KW, T->trips[CV_OW],
+                  C->ext[2], C->Wi, &C->sw, &C->dw, &C->wOff, &padded) ||
+      C->sw < 1)
+    return false;
+  C->pack = padded || C->sw != 1 || C->xExt;
+
+  /* Dependence masks; stores contiguous in ow; the epilogue vectorizes;
+   * neither x nor w reads a buffer the nest writes. */
+  if (!tileNestComputeDeps(T))
+    return false;
+  FzPtrMap written, seen;
+  fzPtrMapInit(&written, T->ctx);
+  fzPtrMapInit(&seen, T->ctx);
+  bool ok = true;
+  for (FzOp *op = fzBlockGetFirstOp(T->body); ok && op;
+       op = fzOpGetNextInBlock(op)) {
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
+      continue;
+    ok = tileAccessVectorizes(T, op) &&
+         fzPtrMapPut(&written, tileRootOf(fzOpGetOperand(op, 1)), op);
+    for (size_t i = 0; ok && i < fzOpGetNumOperands(op); ++i)
+      if (i != 1)
+        ok = epilogue_ok(C, fzOpGetOperand(op, i), &seen, 0);
+  }
+  ok = ok && !fzPtrMapContains(&written, tileRootOf(xBuf)) &&
+       !reads_written(C, C->wVal, &written, 0);
+  fzPtrMapFree(&seen);
+  fzPtrMapFree(&written);
+  if (!ok)
+    return false;
+
+  /* The channel table. */
+  C->chTab = fzMalloc(T->ctx, (size_t)(M * CG) * sizeof *C->chTab);
+  if (!C->chTab)
+    return false;
+  Env e;
+  memset(&e, 0, sizeof e);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < CG; ++c) {
+      e.val[CV_M] = m, e.val[CV_C] = c;
+      int64_t v;
+      if (!eval(C, C->chIdx, &e, &v, 0) || v < 0 || v >= C->C)
+        return false;
+      C->chTab[m * CG + c] = v;
+    }
+  return true;
+}
+
+/*===--- The tile shape ---------------------------------------------------===*/
+
+/* Whether the mr channels from m0 on read the same input channels. */
+static bool rows_share(const ConvNest *C, int64_t m0, int64_t mr) {
+  int64_t CG = C->ext[0];
+  for (int64_t r = 1; r < mr; ++r)
+    for (int64_t c = 0; c < CG; ++c)
+      if (C->chTab[(m0 + r) * CG + c] != C->chTab[m0 * CG + c])
+        return false;
+  return true;
+}
+
+/* ... for every block of mr channels from row0 on. */
+static bool region_shares(const ConvNest *C, int64_t row0, int64_t blocks,
+                          int64_t mr) {
+  for (int64_t b = 0; b < blocks; ++b)
+    if (!rows_share(C, row0 + b * mr, mr))
+      return false;
+  return true;
+}
+
+/* Half-cycles of one tile of mr x nv vectors over K terms: two fmas and
+ * two loads (vector or broadcast) per cycle, plus its epilogue. */
+static int64_t tile_cost(int64_t K, int64_t mr, int64_t nv, bool shared) {
+  if (mr <= 0 || nv <= 0)
+    return 0;
+  int64_t fmas = mr * nv, loads = (shared ? nv : mr * nv) + mr;
+  return K * (fmas > loads ? fmas : loads) + 8 * mr * nv + 40;
+}
+
+static void choose_tile(const ConvNest *C, const FzTileConvolutionsOptions *o,
+                        unsigned W, unsigned *MR, unsigned *NV) {
+  int64_t M = C->T.trips[CV_M], nvec = C->T.trips[CV_OW] / W, K = C->T.K;
+  unsigned budget = o->accumulators     ? o->accumulators
+                    : o->vectorBits >= 512 ? 24
+                                           : 12;
+  if (nvec < 1)
+    nvec = 1;
+  int64_t best = -1;
+  int64_t wantR = o->rows ? (o->rows < M ? o->rows : M) : 0;
+  int64_t wantV = o->vectors ? (o->vectors < nvec ? o->vectors : nvec) : 0;
+  *MR = 1, *NV = 1;
+  for (int64_t mr = 1; mr <= TILE_MAX_ROWS && mr <= M; ++mr) {
+    if (wantR && mr != wantR)
+      continue;
+    int64_t fb = M / mr, rm = M % mr;
+    bool shF = region_shares(C, 0, fb, mr);
+    bool shR = rm == 0 || rows_share(C, fb * mr, rm);
+    for (int64_t nv = 1; nv <= TILE_MAX_VECS && nv <= nvec; ++nv) {
+      if ((wantV && nv != wantV) ||
+          (!(wantR && wantV) && mr * nv > (int64_t)budget))
+        continue;
+      int64_t ft = nvec / nv, rv = nvec % nv;
+      int64_t cost = fb * (ft * tile_cost(K, mr, nv, shF) +
+                           tile_cost(K, mr, rv, shF)) +
+                     ft * tile_cost(K, rm, nv, shR) +
+                     tile_cost(K, rm, rv, shR);
+      if (best < 0 || cost < best ||
+          (cost == best && mr * nv > (int64_t)(*MR * *NV))) {
+        best = cost;
+        *MR = (unsigned)mr, *NV = (unsigned)nv;
+      }
+    }
+  }
+}
+
+/*===--- The transformation -----------------------------------------------===*/
+
+static FzOp *make_alloc(ConvGen *Z, size_t rank, const int64_t *shape) {
+  TileGen *G = &Z->G;
+  FzType *bt = fzBufferTypeGet(G->ctx, rank, shape, fzF32TypeGet(G->ctx),
+                               NULL, 0, NULL);
+  if (!bt)
+    return NULL;
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.alloc"), G->loc);
+  fzOpStateAddResults(&st, 1, &bt);
+  return fzBuilderCreate(&G->top, &st);
+}
+
+static bool make_dealloc(ConvGen *Z, FzBuilder *b, FzValue *buf) {
+  FzOpState st;
+  fzOpStateInit(&st, Z->G.ctx, FZ_STR("loop.dealloc"), Z->G.loc);
+  fzOpStateAddOperands(&st, 1, &buf);
+  return fzBuilderCreate(b, &st) != NULL;
+}
+
+static bool set_width(ConvGen *Z, unsigned lanes) {
+  int64_t w = lanes;
+  Z->G.W = lanes;
+  Z->G.vecF32 = fzVectorTypeGet(Z->G.ctx, 1, &w, fzF32TypeGet(Z->G.ctx), NULL);
+  return Z->G.vecF32 != NULL;
+}
+
+/* A column segment: colBlocks blocks of nv vectors of `lanes` lanes. */
+typedef struct ColSeg {
+  unsigned lanes, nv;
+  int64_t col0, blocks;
+} ColSeg;
+
+typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
+
+/* Declines (changing nothing but adding function-level constants) or
+ * rewrites the nest; CV_FAILED after a failure half-way. */
+static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
+  TileNest *T = &C->T;
+  unsigned W = o->vectorBits / 32;
+  if (W < 2 || W > 64)
+    return CV_DECLINED;
+  int64_t N = T->trips[CV_N], M = T->trips[CV_M], OH = T->trips[CV_OH];
+  int64_t OW = T->trips[CV_OW];
+  unsigned MR, NV;
+  choose_tile(C, o, W, &MR, &NV);
+
+  /* Column segments: full tiles, the vectors left over, narrower
+   * vectors for a ragged width. */
+  ColSeg cols[8];
+  size_t ncols = 0;
+  int64_t nvec = OW / W, covered = 0;
+  if (nvec / NV > 0)
+    cols[ncols++] = (ColSeg){W, NV, 0, nvec / NV};
+  if (nvec % NV)
+    cols[ncols++] = (ColSeg){W, (unsigned)(nvec % NV), nvec / NV * NV * W, 1};
+  covered = nvec * W;
+  for (unsigned lanes = W / 2; lanes >= 4; lanes /= 2)
+    if (OW - covered >= lanes) {
+      cols[ncols++] = (ColSeg){lanes, 1, covered, 1};
+      covered += lanes;
+    }
+  if (ncols == 0)
+    return CV_DECLINED;
+
+  ConvGen Z;
+  memset(&Z, 0, sizeof Z);
+  TileGen *G = &Z.G;
+  Z.C = C;
+  Z.MR = MR;
+  Z.K = T->K;
+  G->T = T;
+  G->ctx = T->ctx;
+  G->loc = fzOpGetLoc(T->par);
+  G->idx = fzIndexTypeGet(T->ctx);
+  if (!set_width(&Z, W))
+    return CV_DECLINED;
+  Z.Hp = (OH - 1) * C->sh + (C->ext[1] - 1) * C->dh + 1;
+  Z.Wq = (OW - 1) + (C->ext[2] - 1) * C->dw / C->sw + 1;
+  if (C->pack && N * C->C * Z.Hp * C->sw * Z.Wq * 4 > CV_MAX_PACK_BYTES)
+    return CV_DECLINED;
+  fzBuilderInit(&G->top, T->ctx);
+  fzBuilderSetInsertionPointBefore(&G->top, T->par);
+  fzBuilderInit(&G->consts, T->ctx);
+  fzBuilderSetInsertionPointToStart(&G->consts, fzOpGetBlock(T->par));
+  Z.zero = fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(T->ctx), 0.0);
+  if (!Z.zero)
+    return CV_DECLINED;
+
+  /* Nothing above changed the nest's function but constants, which cse
+   * or dce remove; from here on a failure is an internal error. */
+  int64_t blocks = (M + MR - 1) / MR;
+  int64_t wshape[1] = {blocks * Z.K * MR};
+  FzOp *walloc = make_alloc(&Z, 1, wshape);
+  if (!walloc)
+    return CV_FAILED;
+  Z.wp = fzOpGetResult(walloc, 0);
+  if (!convEmitPackWeights(&Z))
+    return CV_FAILED;
+  if (C->pack) {
+    int64_t xshape[5] = {N, C->C, Z.Hp, C->sw, Z.Wq};
+    if (C->sw == 1)
+      xshape[3] = Z.Wq;
+    FzOp *xalloc = make_alloc(&Z, C->sw == 1 ? 4 : 5, xshape);
+    if (!xalloc)
+      return CV_FAILED;
+    Z.xp = fzOpGetResult(xalloc, 0);
+    if (!convEmitPackInput(&Z))
+      return CV_FAILED;
+  }
+  int64_t Mf = M / MR * MR;
+  for (size_t s = 0; s < ncols; ++s) {
+    if (!set_width(&Z, cols[s].lanes))
+      return CV_FAILED;
+    TileRegion full = {MR, cols[s].nv, 0, Mf / MR, cols[s].col0,
+                       cols[s].blocks};
+    TileRegion rest = {(unsigned)(M - Mf), cols[s].nv, Mf, 1, cols[s].col0,
+                       cols[s].blocks};
+    if (Mf > 0 &&
+        !convEmitRegion(&Z, &full, region_shares(C, 0, Mf / MR, MR)))
+      return CV_FAILED;
+    if (M > Mf && !convEmitRegion(&Z, &rest, rows_share(C, Mf, M - Mf)))
+      return CV_FAILED;
+  }
+  if (G->failed)
+    return CV_FAILED;
+  /* The last OW - covered columns: the original nest, from there on. */
+  FzOp *after = T->par;
+  if (covered == OW) {
+    after = fzOpGetPrevInBlock(T->par);
+    fzOpErase(T->par);
+  } else {
+    FzValue *lb = fzLoopCreateIndexConstant(&G->consts, G->loc, covered);
+    if (!lb)
+      return CV_FAILED;
+    fzOpSetOperand(T->par, CV_OW, lb);
+  }
+  FzBuilder b;
+  fzBuilderInit(&b, T->ctx);
+  fzBuilderSetInsertionPointAfter(&b, after);
+  if (Z.xp && !make_dealloc(&Z, &b, Z.xp))
+    return CV_FAILED;
+  return make_dealloc(&Z, &b, Z.wp) ? CV_DONE : CV_FAILED;
+}
+
+bool fzTileConvolutions(FzOp *func, const FzTileConvolutionsOptions *options,
+                        size_t *numTiled) {
+  FzTileConvolutionsOptions defaults;
+  if (!options) {
+    fzTileConvolutionsOptionsInit(&defaults);
+    options = &defaults;
+  }
+  if (numTiled)
+    *numTiled = 0;
+  FzRegion *r = fzOpGetNumRegions(func) ? fzOpGetRegion(func, 0) : NULL;
+  FzBlock *body = r ? fzRegionGetFirstBlock(r) : NULL;
+  if (!body)
+    return true;
+  FzContext *ctx = fzOpGetContext(func);
+  bool ok = true;
+  for (FzOp *op = fzBlockGetFirstOp(body), *next; ok && op; op = next) {
+    next = fzOpGetNextInBlock(op);
+    ConvNest C;
+    memset(&C, 0, sizeof C);
+    C.T.ctx = ctx;
+    fzPtrMapInit(&C.T.deps, ctx);
+    if (match(&C, op)) {
+      FzLoc *loc = fzOpGetLoc(op);
+      ConvResult res = transform(&C, options);
+      if (res == CV_DONE && numTiled)
+        ++*numTiled;
+      if (res == CV_FAILED) {
+        fzEmitError(ctx, loc, "tile-convolutions: internal error while tiling");
+        ok = false;
+      }
+    }
+    fzFree(ctx, C.chTab);
+    fzPtrMapFree(&C.T.deps);
+  }
+  return ok;
+}
+
+/*===--- The pass ---------------------------------------------------------===*/
+
+static const FzPassOptionDef kOptions[] = {
+    {"vector-bits", FZ_PASS_OPTION_INT, "256",
+     "Vector register width: W = bits / 32 f32 lanes along the output width",
+     NULL, 64, 2048},
+    {"accumulators", FZ_PASS_OPTION_INT, "0",
+     "Most vector accumulators of a tile (MR * NV) the cost model may use; "
+     "0: 24 at 512 bits, else 12",
+     NULL, 0, TILE_MAX_ROWS * TILE_MAX_VECS},
+    {"rows", FZ_PASS_OPTION_INT, "0",
+     "Output channels of a register tile (MR); 0: the cost model's", NULL, 0,
+     TILE_MAX_ROWS},
+    {"vectors", FZ_PASS_OPTION_INT, "0",
+     "Vectors of output columns per channel of a tile (NV); 0: the cost "
+     "model's",
+     NULL, 0, TILE_MAX_VECS},
+};
+
+static const FzPassStatisticDef kStats[] = {
+    {"num-tiled", "Convolution nests tiled"},
+};
+
+static bool conv_run(FzPass *pass, FzOp *op) {
+  FzTileConvolutionsOptions o;
+  fzTileConvolutionsOptionsInit(&o);
+  o.vectorBits = (unsigned)fzPassGetIntOption(pass, "vector-bits");
+  o.accumulators = (unsigned)fzPassGetIntOption(pass, "accumulators");
+  o.rows = (unsigned)fzPassGetIntOption(pass, "rows");
+  o.vectors = (unsigned)fzPassGetIntOption(pass, "vectors");
+  size_t n = 0;
+  if (!fzTileConvolutions(op, &o, &n))
+    return false;
+  fzPassAddStatistic(pass, 0, n);
+  return true;
+}
+
+const FzPassDef fzTileConvolutionsPassDef = {
+    .argument = "tile-convolutions",
+    .displayName = "TileConvolutions",
+    .summary = "CPU: register-blocked tiles for conv2d nests, vectorized "
+               "along the output width, epilogue applied to the "
+               "accumulators (loop level)",
+    .anchor = "func.func",
+    .options = kOptions,
+    .numOptions = sizeof kOptions / sizeof kOptions[0],
+    .statistics = kStats,
+    .numStatistics = sizeof kStats / sizeof kStats[0],
+    .run = conv_run,
+};
