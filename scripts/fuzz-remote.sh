@@ -8,8 +8,9 @@
 # strips debug info, compresses each target with xz, and adds
 # libprotobuf-c, the dictionaries (gen_fuzz_dict) and the seeds plus the
 # long-run corpora of build-fuzz/long/corpus. `run` unpacks them under
-# /tmp/fz, runs every target for T seconds in libFuzzer's fork mode (16
-# workers in all), leaves logs and artifacts under $OUT (default
+# /tmp/fz, runs every packed target for T seconds in libFuzzer's fork
+# mode (16 workers when all are packed; FZ_REMOTE_TARGETS="parser onnx"
+# packs only those), leaves logs and artifacts under $OUT (default
 # /tmp/fz/out) and prints, per target, the workers' user and system CPU
 # seconds, wall seconds, executions and artifacts (crash-, leak-,
 # timeout-, oom-). A crash's stack is unsymbolized there
@@ -18,7 +19,7 @@
 set -u
 cd "$(dirname "$0")/.."
 R=$PWD C=$PWD/.fuzzcarry
-TARGETS="parser onnx kernel pipeline diff npy run"
+TARGETS=${FZ_REMOTE_TARGETS:-parser onnx kernel pipeline diff npy run}
 case ${1:-} in
 pack)
   set -e
@@ -56,6 +57,8 @@ run)
   export LD_LIBRARY_PATH=$C/lib LSAN_OPTIONS=suppressions=$R/fuzz/lsan.supp
   go() { # name target workers env...
     local name=$1 t=$2 k=$3; shift 3
+    [ -x $W/bin/fuzz_$t ] || return 0 # not packed
+    names="$names $name"
     mkdir -p $W/work/$name $W/art/$name
     local dict=() extra=() ml=4096 corp=$W/corpus/$t
     [ -f "$C/dict/$t.dict" ] && dict=(-dict="$C/dict/$t.dict")
@@ -77,6 +80,7 @@ print("FZCPU %.1f %.1f %.1f rc=%d" % (r.ru_utime, r.ru_stime, time.time() - t0, 
 PY
     ) &
   }
+  names=
   go parser parser 3 FZ_=1
   go onnx onnx 2 FZ_=1
   go kernel kernel 3 FZ_=1
@@ -86,7 +90,6 @@ PY
   go npy npy 1 FZ_=1
   go run run 1 FZ_=1
   wait
-  names="parser onnx kernel pipeline diff diffcpu npy run"
   for n in $names; do
     tail -c 20000 $W/$n.log >"$OUT/$n.log"
     mkdir -p "$OUT/art/$n"; ls $W/art/$n | head -8 | while read -r a; do cp "$W/art/$n/$a" "$OUT/art/$n/"; done

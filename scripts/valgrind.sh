@@ -16,7 +16,9 @@
 #   FZ_VALGRIND_FILTER_OUT  lit --filter-out regex (default: the two
 #                           malformed-input sweeps of tests/lit/invalid,
 #                           1,300 runs of fuse-opt on tiny inputs, which
-#                           the fuzzers cover under ASan; "" runs them)
+#                           the fuzzers cover under ASan, and
+#                           format/roundtrip-all.fuse, ~600 runs on the
+#                           other lit files; "" runs them)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
@@ -25,7 +27,7 @@ lit_py=/usr/lib/llvm-19/build/utils/lit/lit.py
 jobs=${FZ_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 2)}
 tests=${FZ_VALGRIND_TESTS:-tests/lit}
 [[ "$tests" == all ]] && tests=tests/lit
-filterOut=${FZ_VALGRIND_FILTER_OUT-invalid-fuzz|invalid-truncated-sweep}
+filterOut=${FZ_VALGRIND_FILTER_OUT-invalid-fuzz|invalid-truncated-sweep|roundtrip-all}
 
 command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind is not installed" >&2; exit 1; }
 [[ -x "$build/bin/fuse-opt" ]] || { echo "valgrind.sh: no $build/bin/fuse-opt (build first)" >&2; exit 1; }
@@ -34,6 +36,8 @@ command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind is not installed
 vg=$(mktemp -d "${TMPDIR:-/tmp}/fuse-valgrind.XXXXXX")
 mkdir -p "$vg/bin" "$vg/logs"
 for tool in "$build"/bin/*; do ln -s "$tool" "$vg/bin/$(basename "$tool")"; done
+# lit takes %fake_cuda (the stand-in CUDA driver) from FZ_BUILD_DIR/lib.
+[[ -d "$build/lib" ]] && ln -s "$build/lib" "$vg/lib"
 # wrap TOOL CONDITION: bin/TOOL runs valgrind when the bash CONDITION on
 # the arguments ("$*") holds, the real tool otherwise.
 wrap() {
