@@ -6,8 +6,7 @@
  * (FzKernelSimOptions.stats and .report, directly and through the
  * extension), allocation failures during a simulated launch, and the tf32
  * rounding of kernel.mma m16n8k8 (fzKernelRoundTf32). Syntax, verifier
- * messages and the
- * end-to-end kernels are lit tests (tests/lit/kernel).
+ * messages and the end-to-end kernels are lit tests (tests/lit/kernel).
  */
 #include "dialects/kernel/sim_internal.h"
 #include "fz/kernel.h"
