@@ -285,19 +285,28 @@ static FzValue *frag_addr(Gen *G, bool isA, int ks, int idx, FzValue *sbase) {
 /*===--- tf32 fragments -------------------------------------------------===*/
 
 /* tf32 (f32 in shared memory, mma m16n8k8): each fragment register is one
- * element, read with a plain 32-bit shared load (ldmatrix moves 16-bit
- * 8x8 tiles; the f32 layout needs none). Register i of lane l (g = l / 4,
- * t = l % 4) of the k8 step ks:
- *   A (m16 tile idx):  m = w WM + 16 idx + g + 8 (i % 2), k = 8 ks + t + 4 (i / 2)
- *   B (n8 tile idx):   n = w WN + 8 idx + g,              k = 8 ks + t + 4 i
- * at (row, col) = (mn, k) of a k-contiguous tile, else (k, mn). tf32_mn
- * and tf32_k give the parts: a multiple of 8 and a rest below 8. */
+ * element (ldmatrix moves 16-bit 8x8 tiles; the f32 layout needs none).
+ * PTX's fragments give lane l (g = l / 4, t = l % 4) the k columns t and
+ * t + 4 of A (registers 0, 1 and 2, 3) and the k rows t and t + 4 of B
+ * (registers 0 and 1). The sum over k does not depend on which k of the
+ * step each fragment position holds, as long as A and B agree. Where both
+ * operands are k-contiguous (G->tf32Pairs) the kernel feeds position t
+ * the element at k 2t and position t + 4 the one at 2t + 1: a lane's two
+ * k are adjacent, one 8-byte shared load per pair. Otherwise PTX's order
+ * and 4-byte loads (a row-major B read in pairs of rows 2t, 2t + 1 would
+ * meet 2-way bank conflicts that rows t, t + 4 do not). Register i of the
+ * k8 step ks, with (p, q) = (2, 1) for pairs, else (1, 4):
+ *   A (m16 tile idx):  m = w WM + 16 idx + g + 8 (i % 2), k = 8 ks + p t + q (i / 2)
+ *   B (n8 tile idx):   n = w WN + 8 idx + g,              k = 8 ks + p t + q i
+ * at (row, col) = (mn, k) of a k-contiguous tile, else (k, mn).
+ * tf32_parts gives the parts: mnHi and kHi multiples of 8, and iK (the
+ * rest of k is p t + iK, below 8). */
 static void tf32_parts(const Gen *G, bool isA, int ks, int idx, int i,
                        int *mnHi, int *kHi, int *iK) {
+  int q = G->tf32Pairs ? 1 : 4;
   *mnHi = isA ? 16 * idx + 8 * (i % 2) : 8 * idx;
   *kHi = 8 * ks;
-  *iK = isA ? 4 * (i / 2) : 4 * i;
-  (void)G;
+  *iK = q * (isA ? i / 2 : i);
 }
 
 static int64_t tf32_off_c(const Gen *G, bool isA, int ks, int idx, int i,
@@ -305,7 +314,7 @@ static int64_t tf32_off_c(const Gen *G, bool isA, int ks, int idx, int i,
   int mnHi, kHi, iK;
   tf32_parts(G, isA, ks, idx, i, &mnHi, &kHi, &iK);
   int mn = w * (isA ? G->WM : G->WN) + mnHi + l / 4;
-  int k = kHi + iK + l % 4;
+  int k = kHi + iK + (G->tf32Pairs ? 2 : 1) * (l % 4);
   bool kLast = isA ? G->m->a.kLast : G->m->b.kLast;
   int row = kLast ? mn : k, col = kLast ? k : mn;
   return swz_c(row, col, isA ? G->A.cols : G->B.cols) + col % 8;
@@ -315,11 +324,12 @@ static FzValue *tf32_off_ir(Gen *G, bool isA, int ks, int idx, int i) {
   KB *K = &G->K;
   int mnHi, kHi, iK;
   tf32_parts(G, isA, ks, idx, i, &mnHi, &kHi, &iK);
-  /* mn = (w W + mnHi) + g, k = kHi + (iK + t): multiples of 8 + rests. */
+  /* mn = (w W + mnHi) + g, k = kHi + (p t + iK): multiples of 8 + rests. */
   FzValue *mn8 = mmAddC(K, mmMul(K, isA ? G->wm : G->wn, isA ? G->WM : G->WN),
                         mnHi);
   FzValue *k8 = mmConst(K, kHi);
-  FzValue *mnR = G->g, *kR = mmAddC(K, G->tq, iK);
+  FzValue *mnR = G->g,
+          *kR = mmAddC(K, mmMul(K, G->tq, G->tf32Pairs ? 2 : 1), iK);
   bool kLast = isA ? G->m->a.kLast : G->m->b.kLast;
   FzValue *row = kLast ? mmAdd(K, mn8, mnR) : mmAdd(K, k8, kR);
   FzValue *col8 = kLast ? k8 : mn8, *colR = kLast ? kR : mnR;
@@ -369,9 +379,9 @@ static void setup_fragments_tf32(Gen *G) {
   }
 }
 
-/* The f32 of register i of a tf32 fragment, read from the stage at sbase
- * (i32 elements). */
-static FzValue *tf32_load(Gen *G, bool isA, int ks, int idx, int i,
+/* The shared index (index type) of register i of a tf32 fragment in the
+ * stage at sbase (i32 elements). */
+static FzValue *tf32_addr(Gen *G, bool isA, int ks, int idx, int i,
                           FzValue *sbase) {
   KB *K = &G->K;
   FzValue *own = isA ? G->tfA[ks][idx][i] : G->tfB[ks][idx][i];
@@ -386,12 +396,42 @@ static FzValue *tf32_load(Gen *G, bool isA, int ks, int idx, int i,
     K->failed = true;
     return NULL;
   }
-  FzValue *ops[2] = {G->smem, mmCast(K, off, K->idx)};
-  return mmOp(K, "loop.load", 2, ops, K->f32, NULL);
+  return mmCast(K, off, K->idx);
 }
 
-/* One k8 step of the warp tile (tf32): the A and B registers by scalar
- * shared loads, then MT x NT mma m16n8k8 (the op rounds them to tf32). */
+/* Registers i and j of a tf32 fragment into *ri and *rj: one 8-byte
+ * kernel.vector_load with G->tf32Pairs (j's element follows i's), else
+ * two 4-byte loads. */
+static void tf32_load(Gen *G, bool isA, int ks, int idx, int i, int j,
+                      FzValue *sbase, FzValue **ri, FzValue **rj) {
+  KB *K = &G->K;
+  FzValue *ops[2] = {G->smem, tf32_addr(G, isA, ks, idx, i, sbase)};
+  if (!G->tf32Pairs) {
+    *ri = mmOp(K, "loop.load", 2, ops, K->f32, NULL);
+    ops[1] = tf32_addr(G, isA, ks, idx, j, sbase);
+    *rj = mmOp(K, "loop.load", 2, ops, K->f32, NULL);
+    return;
+  }
+  FzValue *v = mmOp(K, "kernel.vector_load", 2, ops, K->vacc, NULL);
+  FzValue **out[2] = {ri, rj};
+  for (int h = 0; h < 2; ++h) {
+    if (!v) {
+      *out[h] = NULL;
+      continue;
+    }
+    FzOpState st;
+    fzOpStateInit(&st, K->ctx, FZ_STR("kernel.extract"), K->loc);
+    fzOpStateAddOperands(&st, 1, &v);
+    fzOpStateAddProp(&st, FZ_STR("position"),
+                     fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 64), h));
+    fzOpStateAddResults(&st, 1, &K->f32);
+    *out[h] = mmCreate(K, &st, 0);
+  }
+}
+
+/* One k8 step of the warp tile (tf32): the A and B registers by shared
+ * loads (tf32_load), then MT x NT mma m16n8k8 (the op rounds them to
+ * tf32). */
 static void compute_step_tf32(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   KB *K = &G->K;
   FzValue *aBase = mmAdd(K, mmConstOf(K, K->i32, G->A.base),
@@ -399,12 +439,11 @@ static void compute_step_tf32(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   FzValue *bBase = mmAdd(K, mmConstOf(K, K->i32, G->B.base),
                          mmMul(K, stage, G->B.stageElems));
   FzValue *a[16][4], *b[64][2];
-  for (int mi = 0; mi < G->MT; ++mi)
-    for (int i = 0; i < 4; ++i)
-      a[mi][i] = tf32_load(G, true, ks, mi, i, aBase);
-  for (int ni = 0; ni < G->NT; ++ni)
+  for (int mi = 0; mi < G->MT; ++mi) /* (a0, a2) and (a1, a3): k, k + 1 */
     for (int i = 0; i < 2; ++i)
-      b[ni][i] = tf32_load(G, false, ks, ni, i, bBase);
+      tf32_load(G, true, ks, mi, i, i + 2, aBase, &a[mi][i], &a[mi][i + 2]);
+  for (int ni = 0; ni < G->NT; ++ni)
+    tf32_load(G, false, ks, ni, 0, 1, bBase, &b[ni][0], &b[ni][1]);
   for (int mi = 0; mi < G->MT; ++mi)
     for (int ni = 0; ni < G->NT; ++ni) {
       int nn = mi % 2 ? G->NT - 1 - ni : ni;
@@ -800,6 +839,7 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   G->async = fzMatmulUsesAsyncCopies(m, t);
   G->S = G->async ? t->stages : 1;
   G->tf32 = fzTypeGetKind(m->elt) == FZ_TYPE_F32;
+  G->tf32Pairs = G->tf32 && m->a.kLast && m->b.kLast;
   for (size_t i = 0; i < m->numCaptures; ++i)
     if (!(G->capMap[i] = caps[i]))
       K->failed = true;

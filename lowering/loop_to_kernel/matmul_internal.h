@@ -78,6 +78,7 @@ typedef struct Gen {
    * and register, the lane's offset in a stage, NULL where it is
    * (register 0 of tile 0 of step 0) ^ X + Y. */
   bool tf32;
+  bool tf32Pairs; /* both operands k-contiguous: k pairs per 8-byte load */
   FzValue *tfA[16][16][4], *tfB[16][64][2];
   FzValue *zeroElt; /* 0 of the element type (scalar path) */
 } Gen;
