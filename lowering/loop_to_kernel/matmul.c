@@ -732,7 +732,9 @@ static void main_loop(Gen *G, FzValue **acc) {
 
 bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *why, size_t whyLen) {
-  int64_t esz = (int64_t)fzTypeGetStorageSize(m->elt);
+  /* 16-bit elements where the nest has no type yet (fzMatmulTileCheck
+   * already allows their bytes). */
+  int64_t esz = m->elt ? (int64_t)fzTypeGetStorageSize(m->elt) : 2;
   int64_t bytes = (fzMatmulUsesAsyncCopies(m, t) ? t->stages : 1) *
                   (int64_t)(t->bm + t->bn) * t->bk * esz;
   if (bytes > 227 * 1024) {

@@ -138,7 +138,9 @@ void fzMatmulTileFormat(const FzMatmulTile *t, char *buf, size_t n);
 /* Checks what the generator itself can hold for nest m with tile t (at
  * most 64 m16n8 accumulator tiles per thread, i.e. a 64x128 or 128x64
  * warp tile: 256 f32 registers; 64 copies per thread and stage; 8 k16
- * steps per BK). False with the reason. */
+ * steps per BK) and the shared memory of its element type (f32 stages
+ * take twice fzMatmulTileCheck's 16-bit bytes) within 227 KiB. False
+ * with the reason. */
 bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *why, size_t whyLen);
 
