@@ -82,7 +82,9 @@ static const char kUsage[] =
     "                        graph-level function is lowered with\n"
     "                        graph-to-kernel, then the loop interpreter\n"
     "                        runs it, each kernel.launch in the simulator)\n"
-    "  --input A.npy ...     inputs, one per argument, in order\n"
+    "                        FZ_GPU_TF32=1 (cuda, sim): f32 matmuls on tf32\n"
+    "                        tensor cores (operands rounded to 10 mantissa\n"
+    "                        bits)\n"    "  --input A.npy ...     inputs, one per argument, in order\n"
     "  --random-inputs SEED  seeded random inputs instead\n"
     "  --output-dir DIR      write DIR/output_N.npy\n"
     "  --save-inputs         also write the inputs as DIR/input_N.npy\n"
@@ -248,6 +250,16 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
 }
 
 /* The entry function of module, or NULL after printing why. */
+/* The pipeline --device sim lowers a graph-level function with:
+ * graph-to-kernel, with tf32 matmuls under FZ_GPU_TF32=1 (as --device
+ * cuda). */
+static const char *sim_pipeline(void) {
+  const char *tf32 = getenv("FZ_GPU_TF32");
+  return tf32 && !strcmp(tf32, "1")
+             ? "graph-to-loop,lower-loop-to-kernel{tf32}"
+             : "graph-to-kernel";
+}
+
 static FzOp *find_entry(FzOp *module, const char *want) {
   FzBlock *body = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   if (want) {
@@ -373,7 +385,7 @@ static int run(const RunOptions *o, FzContext *ctx) {
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
                                &outputs)
       : strcmp(o->device, "sim") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, "graph-to-kernel",
+          ? !fzLoopRunFunction(func, nIn, inputs, sim_pipeline(),
                                &simOptions, &nOut, &outputs)
           : !fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
     goto done;

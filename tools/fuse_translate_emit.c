@@ -42,6 +42,10 @@ const char fuseEmitHelp[] =
     "(PTX; default:\n"
     "                                   $FZ_GPU_MMA_TILE, else by size)\n"
     "  --no-mma                         No tensor-core matmuls (PTX)\n"
+    "  --tf32                           f32 matmuls on tf32 tensor cores "
+    "(PTX;\n"
+    "                                   operands rounded to 10 mantissa "
+    "bits)\n"
     "  --no-row-stage                   Long rows re-read in each phase, not "
     "kept on\n"
     "                                   chip (PTX)\n"
@@ -96,6 +100,8 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->mmaTile = v;
   } else if (flag_is(arg, "no-mma")) {
     o->noMma = true;
+  } else if (flag_is(arg, "tf32")) {
+    o->tf32 = true;
   } else if (flag_is(arg, "no-row-stage")) {
     o->noRowStage = true;
   } else if ((v = value_of(arg, "mtriple"))) {
@@ -208,6 +214,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.fastMath = o->codegen.fastMath;
     go.mmaTile = o->mmaTile;
     go.noMma = o->noMma;
+    go.tf32 = o->tf32;
     go.noRowStage = o->noRowStage;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {

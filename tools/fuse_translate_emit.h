@@ -10,6 +10,7 @@ typedef struct FuseEmitOptions {
   const char *gpuArch; /* --gpu-arch=sm_NN for --emit=ptx (default sm_90) */
   const char *mmaTile; /* --mma-tile=T: the tensor-core tile (--emit=ptx) */
   bool noMma;          /* --no-mma: no tensor-core matmuls (--emit=ptx) */
+  bool tf32;           /* --tf32: f32 matmuls on tf32 tensor cores (ptx) */
   bool noRowStage;     /* --no-row-stage: long rows re-read per phase
                           (--emit=ptx) */
   FzCodegenOptions codegen;

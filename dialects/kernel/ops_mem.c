@@ -7,6 +7,8 @@
  *   kernel.vector_store %v, %b[%i, %j] : buffer<4x8xf32>, vector<4xf32>
  *   %d0, %d1 = kernel.mma m16n8k16 [%a0, %a1, %a2, %a3], [%b0, %b1],
  *        [%c0, %c1] : vector<2xbf16>, vector<2xf32>
+ *   %d0, %d1 = kernel.mma m16n8k8 [%a0, %a1, %a2, %a3], [%b0, %b1],
+ *        [%c0, %c1] : f32, vector<2xf32>
  *
  * kernel.vector_load/store differ from loop's by the hardware contract:
  * a vector of 4, 8 or 16 bytes (ld/st.v2/.v4), the last dimension of
@@ -16,7 +18,11 @@
  * one operand per PTX register: A is four .b32 registers of two 16-bit
  * values (vector<2xbf16>), B two, C and D four f32 registers as two
  * vector<2xf32> pairs; the per-lane layout is PTX's
- * (docs/dialects/kernel.md).
+ * (docs/dialects/kernel.md). The m16n8k8 form is
+ * mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 on f32 registers
+ * (A four, B two: one element each), each rounded to tf32 first as
+ * cvt.rna.tf32.f32 does (to nearest, ties away from zero, 10-bit
+ * mantissa); C and D as for m16n8k16.
  */
 #include <string.h>
 
@@ -213,22 +219,33 @@ static bool is_vec(const FzType *t, int64_t lanes, FzType *elt) {
 static bool mma_verify(FzOp *op) {
   if (!fzKernelVerifyInKernel(op))
     return false;
-  if (!fzStringRefEqual(fzKernelStringProp(op, "shape"), FZ_STR("m16n8k16")))
-    return fzOpEmitError(op, "requires 'shape' to be \"m16n8k16\"");
+  FzStringRef shape = fzKernelStringProp(op, "shape");
+  bool k8 = fzStringRefEqual(shape, FZ_STR("m16n8k8"));
+  if (!k8 && !fzStringRefEqual(shape, FZ_STR("m16n8k16")))
+    return fzOpEmitError(op, "requires 'shape' to be \"m16n8k16\" or "
+                             "\"m16n8k8\"");
   FzContext *ctx = fzOpGetContext(op);
-  FzType *a = fzKernelOperandType(op, 0);
-  FzType *ab = a && fzTypeGetKind(a) == FZ_TYPE_VECTOR
-                   ? fzShapedTypeGetElementType(a)
-                   : NULL;
-  if (!ab || (fzTypeGetKind(ab) != FZ_TYPE_F16 &&
-              fzTypeGetKind(ab) != FZ_TYPE_BF16))
-    return fzOpEmitError(op, "A and B registers must be vector<2xf16> or "
-                             "vector<2xbf16>");
-  for (size_t i = 0; i < 6; ++i)
-    if (!is_vec(fzKernelOperandType(op, i), 2, ab))
-      return fzOpEmitError(op, "operand #%zu must be vector<2x...> of the "
-                               "first register's element type", i);
   FzType *f32 = fzF32TypeGet(ctx);
+  FzType *a = fzKernelOperandType(op, 0);
+  if (k8) {
+    /* tf32: one f32 element per A and B register. */
+    for (size_t i = 0; i < 6; ++i)
+      if (fzKernelOperandType(op, i) != f32)
+        return fzOpEmitError(op, "m16n8k8 (tf32): operand #%zu must be "
+                                 "f32", i);
+  } else {
+    FzType *ab = a && fzTypeGetKind(a) == FZ_TYPE_VECTOR
+                     ? fzShapedTypeGetElementType(a)
+                     : NULL;
+    if (!ab || (fzTypeGetKind(ab) != FZ_TYPE_F16 &&
+                fzTypeGetKind(ab) != FZ_TYPE_BF16))
+      return fzOpEmitError(op, "A and B registers must be vector<2xf16> or "
+                               "vector<2xbf16>");
+    for (size_t i = 0; i < 6; ++i)
+      if (!is_vec(fzKernelOperandType(op, i), 2, ab))
+        return fzOpEmitError(op, "operand #%zu must be vector<2x...> of the "
+                                 "first register's element type", i);
+  }
   for (size_t i = 6; i < 8; ++i)
     if (!is_vec(fzKernelOperandType(op, i), 2, f32))
       return fzOpEmitError(op, "accumulator operand #%zu must be "
@@ -251,7 +268,9 @@ static void print_regs(FzAsmPrinter *p, FzOp *op, size_t from, size_t to) {
 
 static void mma_print(FzOp *op, FzAsmPrinter *p) {
   static const char *const elided[] = {"shape", NULL};
-  fzAsmPrint(p, " m16n8k16 ");
+  bool k8 = fzStringRefEqual(fzKernelStringProp(op, "shape"),
+                             FZ_STR("m16n8k8"));
+  fzAsmPrint(p, k8 ? " m16n8k8 " : " m16n8k16 ");
   print_regs(p, op, 0, 4);
   fzAsmPrint(p, ", ");
   print_regs(p, op, 4, 6);
@@ -277,7 +296,7 @@ static bool parse_regs(FzAsmParser *p, size_t n, FzUnresolvedOperand *out) {
   return true;
 }
 
-/* mma ::= `m16n8k16` `[` a0..a3 `]` `,` `[` b0, b1 `]` `,` `[` c0, c1 `]`
+/* mma ::= (`m16n8k16` | `m16n8k8`) `[` a0..a3 `]` `,` `[` b0, b1 `]` `,` `[` c0, c1 `]`
  *         attr-dict? `:` ab-register-type `,` c-register-type */
 static bool mma_parse(FzAsmParser *p, FzOpState *st) {
   FzContext *ctx = fzAsmParserGetContext(p);
@@ -285,7 +304,8 @@ static bool mma_parse(FzAsmParser *p, FzOpState *st) {
   FzUnresolvedOperand ops[8];
   FzAttr *attrs;
   FzType *ab, *c;
-  if (!fzAsmParseKeyword(p, "m16n8k16") || !parse_regs(p, 4, ops) ||
+  bool k8 = fzAsmParseOptionalKeyword(p, "m16n8k8");
+  if ((!k8 && !fzAsmParseKeyword(p, "m16n8k16")) || !parse_regs(p, 4, ops) ||
       !fzAsmParsePunct(p, ",") || !parse_regs(p, 2, ops + 4) ||
       !fzAsmParsePunct(p, ",") || !parse_regs(p, 2, ops + 6) ||
       !fzAsmParseOptionalAttrDict(p, &attrs) || !fzAsmParseColonType(p, &ab) ||
@@ -295,7 +315,8 @@ static bool mma_parse(FzAsmParser *p, FzOpState *st) {
   if (!fzAsmResolveOperands(p, ops, 8, types, 8, loc, st))
     return false;
   fzOpStateAddProp(st, FZ_STR("shape"),
-                   fzStringAttrGet(ctx, FZ_STR("m16n8k16")));
+                   fzStringAttrGet(ctx, k8 ? FZ_STR("m16n8k8")
+                                           : FZ_STR("m16n8k16")));
   fzOpStateAddAttrDict(st, attrs);
   FzType *res[2] = {c, c};
   fzOpStateAddResults(st, 2, res);
@@ -305,5 +326,6 @@ static bool mma_parse(FzAsmParser *p, FzOpState *st) {
 static const char *const kShapeAttr[] = {"shape", NULL};
 
 FZ_KERNEL_OP(MMA, "kernel.mma", "a warp-wide tensor-core multiply-add "
-             "D = A*B + C on m16n8k16 register fragments (mma.sync)", 0, 8,
+             "D = A*B + C on m16n8k16 (bf16/f16) or m16n8k8 (tf32) register "
+             "fragments (mma.sync)", 0, 8,
              2, 0, kShapeAttr, mma_verify, mma_print, mma_parse)

@@ -136,6 +136,9 @@ bool fzKernelSimAtomic(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimView(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimShuffle(Sim *s, const SimInst *ins, const uint8_t *mask);
 bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask);
+/* v (an f32 value) rounded to tf32 as cvt.rna.tf32.f32 does: 10 mantissa
+ * bits, to nearest with ties away from zero; NaN and infinities kept. */
+double fzKernelRoundTf32(double v);
 bool fzKernelSimBarrier(Sim *s, const SimInst *ins, const uint8_t *mask);
 /* sim_async.c: ldmatrix and the cp.async family. */
 bool fzKernelSimLdmatrix(Sim *s, const SimInst *ins, const uint8_t *mask);

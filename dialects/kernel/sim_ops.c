@@ -329,8 +329,35 @@ bool fzKernelSimWarpCheck(Sim *s, const SimInst *ins, const uint8_t *mask,
   return true;
 }
 
+/* PTX's m16n8k8 tf32 fragments: A element i (one per register) at row
+ * g + 8 (i % 2), column tig + 4 (i / 2); B element i at k = tig + 4 i,
+ * n = g (C/D as for m16n8k16). */
+static void frag_a_tf32(int64_t lane, int i, int *row, int *col) {
+  *row = (int)lane / 4 + (i % 2 ? 8 : 0);
+  *col = (int)lane % 4 + (i >= 2 ? 4 : 0);
+}
+
+static void frag_b_tf32(int64_t lane, int i, int *k, int *n) {
+  *k = (int)lane % 4 + (i ? 4 : 0);
+  *n = (int)lane / 4;
+}
+
+double fzKernelRoundTf32(double v) {
+  float f = (float)v;
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7f800000u) != 0x7f800000u) { /* finite: to nearest, ties away */
+    u += 0x1000u;
+    u &= ~0x1fffu;
+  }
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
 bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask) {
   FzType *f32 = fzF32TypeGet(s->ctx);
+  bool tf32 = fzValueGetType(fzOpGetOperand(ins->op, 0)) == f32;
+  int kdim = tf32 ? 8 : 16;
   for (int64_t w0 = 0; w0 < s->nthreads; w0 += SIM_WARP) {
     bool any;
     if (!fzKernelSimWarpCheck(s, ins, mask, w0, &any))
@@ -338,16 +365,31 @@ bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask) {
     if (!any)
       continue;
     double a[16][16], b[16][8], c[16][8];
-    /* Register r of a fragment holds its elements 2r and 2r + 1. */
+    /* Register r of a fragment holds its elements 2r and 2r + 1 (tf32:
+     * element r). */
     for (int64_t l = 0; l < SIM_WARP; ++l) {
       int r, q;
-      for (int i = 0; i < 8; ++i) {
-        frag_a(l, i, &r, &q);
-        a[r][q] = sim_scalar(s, ins->ops[i / 2], w0 + l)[i % 2].f;
+      if (tf32) {
+        for (int i = 0; i < 4; ++i) {
+          frag_a_tf32(l, i, &r, &q);
+          a[r][q] = fzKernelRoundTf32(sim_scalar(s, ins->ops[i], w0 + l)->f);
+        }
+        for (int i = 0; i < 2; ++i) {
+          frag_b_tf32(l, i, &r, &q);
+          b[r][q] =
+              fzKernelRoundTf32(sim_scalar(s, ins->ops[4 + i], w0 + l)->f);
+        }
+      } else {
+        for (int i = 0; i < 8; ++i) {
+          frag_a(l, i, &r, &q);
+          a[r][q] = sim_scalar(s, ins->ops[i / 2], w0 + l)[i % 2].f;
+        }
+        for (int i = 0; i < 4; ++i) {
+          frag_b(l, i, &r, &q);
+          b[r][q] = sim_scalar(s, ins->ops[4 + i / 2], w0 + l)[i % 2].f;
+        }
       }
       for (int i = 0; i < 4; ++i) {
-        frag_b(l, i, &r, &q);
-        b[r][q] = sim_scalar(s, ins->ops[4 + i / 2], w0 + l)[i % 2].f;
         frag_c(l, i, &r, &q);
         c[r][q] = sim_scalar(s, ins->ops[6 + i / 2], w0 + l)[i % 2].f;
       }
@@ -357,7 +399,7 @@ bool fzKernelSimMma(Sim *s, const SimInst *ins, const uint8_t *mask) {
         int r, q;
         frag_c(l, i, &r, &q);
         double acc = c[r][q];
-        for (int k = 0; k < 16; ++k)
+        for (int k = 0; k < kdim; ++k)
           acc += a[r][k] * b[k][q];
         sim_scalar(s, ins->res[i / 2], w0 + l)[i % 2] =
             fzLoopNormalize(f32, (FzLoopScalar){.f = acc});

@@ -84,6 +84,9 @@ typedef struct FzGpuOptions {
    * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
   bool noMma;
   const char *mmaTile;
+  /* f32 matmuls on tf32 tensor cores (FzLoopToKernelOptions.tf32; off by
+   * default: tf32 rounds the operands to a 10-bit mantissa). */
+  bool tf32;
 } FzGpuOptions;
 
 void fzGpuOptionsInit(FzGpuOptions *o);

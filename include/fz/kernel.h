@@ -228,6 +228,10 @@ typedef struct FzLoopToKernelOptions {
    * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
    * chosen by size. A bad text is an error. Not owned. */
   const char *mmaTile;
+  /* f32 matmul nests become tensor-core kernels too, on tf32 (mma.sync
+   * m16n8k8: each operand rounded to a 10-bit mantissa, f32
+   * accumulation). Off by default: it changes results. */
+  bool tf32;
   /* A remark at every nest that holds a loop: the matmul kernel it
    * became (its tile), or why the matmul mapping refused it. */
   bool remarks;

@@ -282,6 +282,196 @@ static FzValue *frag_addr(Gen *G, bool isA, int ks, int idx, FzValue *sbase) {
   return mmAddC(K, mmXorC(K, v, x), y);
 }
 
+/*===--- tf32 fragments -------------------------------------------------===*/
+
+/* tf32 (f32 in shared memory, mma m16n8k8): each fragment register is one
+ * element (ldmatrix moves 16-bit 8x8 tiles; the f32 layout needs none).
+ * PTX's fragments give lane l (g = l / 4, t = l % 4) the k columns t and
+ * t + 4 of A (registers 0, 1 and 2, 3) and the k rows t and t + 4 of B
+ * (registers 0 and 1). The sum over k does not depend on which k of the
+ * step each fragment position holds, as long as A and B agree. Where both
+ * operands are k-contiguous (G->tf32Pairs) the kernel feeds position t
+ * the element at k 2t and position t + 4 the one at 2t + 1: a lane's two
+ * k are adjacent, one 8-byte shared load per pair. Otherwise PTX's order
+ * and 4-byte loads (a row-major B read in pairs of rows 2t, 2t + 1 would
+ * meet 2-way bank conflicts that rows t, t + 4 do not). Register i of the
+ * k8 step ks, with (p, q) = (2, 1) for pairs, else (1, 4):
+ *   A (m16 tile idx):  m = w WM + 16 idx + g + 8 (i % 2), k = 8 ks + p t + q (i / 2)
+ *   B (n8 tile idx):   n = w WN + 8 idx + g,              k = 8 ks + p t + q i
+ * at (row, col) = (mn, k) of a k-contiguous tile, else (k, mn).
+ * tf32_parts gives the parts: mnHi and kHi multiples of 8, and iK (the
+ * rest of k is p t + iK, below 8). */
+static void tf32_parts(const Gen *G, bool isA, int ks, int idx, int i,
+                       int *mnHi, int *kHi, int *iK) {
+  int q = G->tf32Pairs ? 1 : 4;
+  *mnHi = isA ? 16 * idx + 8 * (i % 2) : 8 * idx;
+  *kHi = 8 * ks;
+  *iK = q * (isA ? i / 2 : i);
+}
+
+static int64_t tf32_off_c(const Gen *G, bool isA, int ks, int idx, int i,
+                          int l, int w) {
+  int mnHi, kHi, iK;
+  tf32_parts(G, isA, ks, idx, i, &mnHi, &kHi, &iK);
+  int mn = w * (isA ? G->WM : G->WN) + mnHi + l / 4;
+  int k = kHi + iK + (G->tf32Pairs ? 2 : 1) * (l % 4);
+  bool kLast = isA ? G->m->a.kLast : G->m->b.kLast;
+  int row = kLast ? mn : k, col = kLast ? k : mn;
+  return swz_c(row, col, isA ? G->A.cols : G->B.cols) + col % 8;
+}
+
+static FzValue *tf32_off_ir(Gen *G, bool isA, int ks, int idx, int i) {
+  KB *K = &G->K;
+  int mnHi, kHi, iK;
+  tf32_parts(G, isA, ks, idx, i, &mnHi, &kHi, &iK);
+  /* mn = (w W + mnHi) + g, k = kHi + (p t + iK): multiples of 8 + rests. */
+  FzValue *mn8 = mmAddC(K, mmMul(K, isA ? G->wm : G->wn, isA ? G->WM : G->WN),
+                        mnHi);
+  FzValue *k8 = mmConst(K, kHi);
+  FzValue *mnR = G->g,
+          *kR = mmAddC(K, mmMul(K, G->tq, G->tf32Pairs ? 2 : 1), iK);
+  bool kLast = isA ? G->m->a.kLast : G->m->b.kLast;
+  FzValue *row = kLast ? mmAdd(K, mn8, mnR) : mmAdd(K, k8, kR);
+  FzValue *col8 = kLast ? k8 : mn8, *colR = kLast ? kR : mnR;
+  return mmAdd(K, mmSwizzle(K, row, col8, isA ? G->A.cols : G->B.cols), colR);
+}
+
+/* frag_decompose for tf32 registers: offset(ks, idx, i) = (offset(0, 0,
+ * 0) ^ X) + Y for every lane, warp and stage. */
+static bool tf32_decompose(const Gen *G, bool isA, int ks, int idx, int i,
+                           int64_t *x, int64_t *y) {
+  const Tile *T = isA ? &G->A : &G->B;
+  int warps = isA ? G->t->warpsM : G->t->warpsN;
+  int64_t o0 = tf32_off_c(G, isA, 0, 0, 0, 0, 0);
+  int64_t ok = tf32_off_c(G, isA, ks, idx, i, 0, 0);
+  *y = (ok / T->cols - o0 / T->cols) * T->cols;
+  *x = (ok - *y) ^ o0;
+  for (int w = 0; w < warps; ++w)
+    for (int l = 0; l < 32; ++l) {
+      int64_t a = tf32_off_c(G, isA, 0, 0, 0, l, w);
+      int64_t b = tf32_off_c(G, isA, ks, idx, i, l, w);
+      for (int s = 0; s < G->S; ++s) {
+        int64_t sb = T->base + s * T->stageElems;
+        if (((sb + a) ^ *x) + *y != sb + b)
+          return false;
+      }
+    }
+  return true;
+}
+
+static void setup_fragments_tf32(Gen *G) {
+  KB *K = &G->K;
+  for (int isA = 1; isA >= 0; --isA) {
+    int n = isA ? G->MT : G->NT, regs = isA ? 4 : 2;
+    for (int ks = 0; ks < G->t->bk / 8; ++ks)
+      for (int idx = 0; idx < n; ++idx)
+        for (int i = 0; i < regs; ++i) {
+          int64_t x, y;
+          bool first = ks == 0 && idx == 0 && i == 0;
+          FzValue *v = first || !tf32_decompose(G, isA, ks, idx, i, &x, &y)
+                           ? mmCast(K, tf32_off_ir(G, isA, ks, idx, i), K->i32)
+                           : NULL;
+          if (isA)
+            G->tfA[ks][idx][i] = v;
+          else
+            G->tfB[ks][idx][i] = v;
+        }
+  }
+}
+
+/* The shared index (index type) of register i of a tf32 fragment in the
+ * stage at sbase (i32 elements). */
+static FzValue *tf32_addr(Gen *G, bool isA, int ks, int idx, int i,
+                          FzValue *sbase) {
+  KB *K = &G->K;
+  FzValue *own = isA ? G->tfA[ks][idx][i] : G->tfB[ks][idx][i];
+  FzValue *first = isA ? G->tfA[0][0][0] : G->tfB[0][0][0];
+  FzValue *off;
+  int64_t x, y;
+  if (own) {
+    off = mmAdd(K, sbase, own);
+  } else if (tf32_decompose(G, isA, ks, idx, i, &x, &y)) {
+    off = mmAddC(K, mmXorC(K, mmAdd(K, sbase, first), x), y);
+  } else {
+    K->failed = true;
+    return NULL;
+  }
+  return mmCast(K, off, K->idx);
+}
+
+/* Registers i and j of a tf32 fragment into *ri and *rj: one 8-byte
+ * kernel.vector_load with G->tf32Pairs (j's element follows i's), else
+ * two 4-byte loads. */
+static void tf32_load(Gen *G, bool isA, int ks, int idx, int i, int j,
+                      FzValue *sbase, FzValue **ri, FzValue **rj) {
+  KB *K = &G->K;
+  FzValue *ops[2] = {G->smem, tf32_addr(G, isA, ks, idx, i, sbase)};
+  if (!G->tf32Pairs) {
+    *ri = mmOp(K, "loop.load", 2, ops, K->f32, NULL);
+    ops[1] = tf32_addr(G, isA, ks, idx, j, sbase);
+    *rj = mmOp(K, "loop.load", 2, ops, K->f32, NULL);
+    return;
+  }
+  FzValue *v = mmOp(K, "kernel.vector_load", 2, ops, K->vacc, NULL);
+  FzValue **out[2] = {ri, rj};
+  for (int h = 0; h < 2; ++h) {
+    if (!v) {
+      *out[h] = NULL;
+      continue;
+    }
+    FzOpState st;
+    fzOpStateInit(&st, K->ctx, FZ_STR("kernel.extract"), K->loc);
+    fzOpStateAddOperands(&st, 1, &v);
+    fzOpStateAddProp(&st, FZ_STR("position"),
+                     fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 64), h));
+    fzOpStateAddResults(&st, 1, &K->f32);
+    *out[h] = mmCreate(K, &st, 0);
+  }
+}
+
+/* One k8 step of the warp tile (tf32): the A and B registers by shared
+ * loads (tf32_load), then MT x NT mma m16n8k8 (the op rounds them to
+ * tf32). */
+static void compute_step_tf32(Gen *G, FzValue *stage, int ks, FzValue **acc) {
+  KB *K = &G->K;
+  FzValue *aBase = mmAdd(K, mmConstOf(K, K->i32, G->A.base),
+                         mmMul(K, stage, G->A.stageElems));
+  FzValue *bBase = mmAdd(K, mmConstOf(K, K->i32, G->B.base),
+                         mmMul(K, stage, G->B.stageElems));
+  FzValue *a[16][4], *b[64][2];
+  for (int mi = 0; mi < G->MT; ++mi) /* (a0, a2) and (a1, a3): k, k + 1 */
+    for (int i = 0; i < 2; ++i)
+      tf32_load(G, true, ks, mi, i, i + 2, aBase, &a[mi][i], &a[mi][i + 2]);
+  for (int ni = 0; ni < G->NT; ++ni)
+    tf32_load(G, false, ks, ni, 0, 1, bBase, &b[ni][0], &b[ni][1]);
+  for (int mi = 0; mi < G->MT; ++mi)
+    for (int ni = 0; ni < G->NT; ++ni) {
+      int nn = mi % 2 ? G->NT - 1 - ni : ni;
+      FzValue **c = &acc[(mi * G->NT + nn) * 2];
+      FzValue *ops[8] = {a[mi][0], a[mi][1], a[mi][2], a[mi][3],
+                         b[nn][0], b[nn][1], c[0],     c[1]};
+      for (int i = 0; i < 8; ++i)
+        if (!ops[i]) {
+          K->failed = true;
+          return;
+        }
+      FzOpState st;
+      fzOpStateInit(&st, K->ctx, FZ_STR("kernel.mma"), K->loc);
+      fzOpStateAddOperands(&st, 8, ops);
+      fzOpStateAddProp(&st, FZ_STR("shape"),
+                       fzStringAttrGet(K->ctx, FZ_STR("m16n8k8")));
+      FzType *rt[2] = {K->vacc, K->vacc};
+      fzOpStateAddResults(&st, 2, rt);
+      FzOp *op = fzBuilderCreate(&K->b, &st);
+      if (!op) {
+        K->failed = true;
+        return;
+      }
+      c[0] = fzOpGetResult(op, 0);
+      c[1] = fzOpGetResult(op, 1);
+    }
+}
+
 /*===--- Tile loads -----------------------------------------------------===*/
 
 /* The global indices of chunk p of tile T at k-tile kt (element `e` of
@@ -304,11 +494,14 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
                         e);
     bool ragged = T->mnExtent % T->tileMN != 0;
     mnOk = ragged ? mmLtC(K, mnE, T->mnExtent) : NULL;
-    mn = ragged ? mmMinC(K, mnE, T->mnExtent - 1) : mnE;
+    /* A later 16-byte copy of a chunk (f32: elements e = 4..7) keeps
+     * its 16 bytes inside the matrix. */
+    int64_t hi = T->async ? T->mnExtent - 8 + e : T->mnExtent - 1;
+    mn = ragged ? mmMinC(K, mnE, hi) : mnE;
   }
   bool kRagged = Kx % G->t->bk != 0;
   FzValue *kOk = kRagged ? mmLtC(K, k, Kx) : NULL;
-  int64_t kHi = x->kLast && T->async ? Kx - 8 : Kx - 1;
+  int64_t kHi = x->kLast && T->async ? Kx - 8 + e : Kx - 1;
   FzValue *kc = kRagged ? mmMinC(K, k, kHi) : k;
   *ok = mmAnd(K, mnOk, kOk);
   idx[nb] = x->kLast ? mn : kc;
@@ -316,25 +509,29 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
 }
 
 /* Issues this thread's cp.async copies of k-tile kt (index) into stage
- * `stage` (i32). */
+ * `stage` (i32): one 16-byte copy per chunk of 8 16-bit elements, two
+ * per chunk of 8 f32 (elements 0..3 and 4..7). */
 static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   KB *K = &G->K;
   FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
                          mmMul(K, stage, T->stageElems));
-  for (int p = 0; p < T->perThread; ++p) {
-    FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
-    chunk_indices(G, T, p, kt, 0, idx, &ok);
-    FzValue *ops[3 + FZ_MATMUL_MAX_DIMS];
-    size_t n = 0;
-    ops[n++] = G->smem;
-    ops[n++] = mmCast(K, mmAdd(K, sbase, T->dst[p]), K->idx);
-    ops[n++] = T->buf;
-    for (size_t d = 0; d < T->x->rank; ++d)
-      ops[n++] = idx[d];
-    if (ok)
-      ops[n++] = mmSelect(K, ok, mmConst(K, 16), mmConst(K, 0));
-    mmOp(K, "kernel.cp_async", n, ops, NULL, NULL);
-  }
+  int per = G->tf32 ? 2 : 1, step = 8 / per;
+  for (int p = 0; p < T->perThread; ++p)
+    for (int h = 0; h < per; ++h) {
+      FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
+      chunk_indices(G, T, p, kt, h * step, idx, &ok);
+      FzValue *ops[3 + FZ_MATMUL_MAX_DIMS];
+      size_t n = 0;
+      ops[n++] = G->smem;
+      ops[n++] = mmCast(K, mmAddC(K, mmAdd(K, sbase, T->dst[p]), h * step),
+                        K->idx);
+      ops[n++] = T->buf;
+      for (size_t d = 0; d < T->x->rank; ++d)
+        ops[n++] = idx[d];
+      if (ok)
+        ops[n++] = mmSelect(K, ok, mmConst(K, 16), mmConst(K, 0));
+      mmOp(K, "kernel.cp_async", n, ops, NULL, NULL);
+    }
 }
 
 /* The scalar path: loads 8 elements per chunk (zero outside the matrix)
@@ -520,8 +717,12 @@ static void main_loop(Gen *G, FzValue **acc) {
     load_tile_sync(G, &G->B, kt);
     mmPlainOp(K, "kernel.barrier");
   }
-  for (int ks = 0; ks < G->t->bk / 16; ++ks)
-    compute_step(G, stage, ks, iters);
+  if (G->tf32)
+    for (int ks = 0; ks < G->t->bk / 8; ++ks)
+      compute_step_tf32(G, stage, ks, iters);
+  else
+    for (int ks = 0; ks < G->t->bk / 16; ++ks)
+      compute_step(G, stage, ks, iters);
   if (carryStage)
     iters[nacc] = nextStage;
   mmForClose(K, loop, niter, iters, &saved);
@@ -531,7 +732,18 @@ static void main_loop(Gen *G, FzValue **acc) {
 
 bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *why, size_t whyLen) {
-  (void)m;
+  /* 16-bit elements where the nest has no type yet (fzMatmulTileCheck
+   * already allows their bytes). */
+  int64_t esz = m->elt ? (int64_t)fzTypeGetStorageSize(m->elt) : 2;
+  int64_t bytes = (fzMatmulUsesAsyncCopies(m, t) ? t->stages : 1) *
+                  (int64_t)(t->bm + t->bn) * t->bk * esz;
+  if (bytes > 227 * 1024) {
+    if (why && whyLen)
+      snprintf(why, whyLen, "%lld bytes of shared memory for %lld-byte "
+               "elements, more than the 227 KiB of a block",
+               (long long)bytes, (long long)esz);
+    return false;
+  }
   int threads = 32 * t->warpsM * t->warpsN;
   int mt = t->bm / t->warpsM / 16, nt = t->bn / t->warpsN / 8;
   if ((size_t)mt * nt > MAX_ACC || mt > 16 || nt > 64 || t->bk / 16 > 8 ||
@@ -586,7 +798,10 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
   snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s",
            (long long)m->M, (long long)m->N, (long long)m->K,
-           fzTypeGetKind(m->elt) == FZ_TYPE_BF16 ? "bf16" : "f16", batch, tt,
+           fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
+           : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
+                                                  : "f16",
+           batch, tt,
            fzMatmulUsesAsyncCopies(m, t) ? "cp.async pipeline"
                                          : "scalar tile loads");
 }
@@ -625,6 +840,8 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   G->KT = (int)((m->K + t->bk - 1) / t->bk);
   G->async = fzMatmulUsesAsyncCopies(m, t);
   G->S = G->async ? t->stages : 1;
+  G->tf32 = fzTypeGetKind(m->elt) == FZ_TYPE_F32;
+  G->tf32Pairs = G->tf32 && m->a.kLast && m->b.kLast;
   for (size_t i = 0; i < m->numCaptures; ++i)
     if (!(G->capMap[i] = caps[i]))
       K->failed = true;
@@ -646,7 +863,10 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   int64_t aStage = (int64_t)t->bm * t->bk;
   setup_tile(G, &G->A, &m->a, true, 0);
   setup_tile(G, &G->B, &m->b, false, G->S * aStage);
-  setup_fragments(G);
+  if (G->tf32)
+    setup_fragments_tf32(G);
+  else
+    setup_fragments(G);
   FzValue *acc[2 * MAX_ACC];
   main_loop(G, acc);
   if (!K->failed)

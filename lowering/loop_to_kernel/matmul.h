@@ -14,7 +14,9 @@
  *     loop.store %v, %C[...]            (one or more outputs)
  *   }
  *
- * fzKernelMatchMatmulNest recognizes such a nest (bf16 or f16 operands;
+ * fzKernelMatchMatmulNest recognizes such a nest (bf16 or f16 operands,
+ * or f32 ones loaded without extf: tf32 kernels, which the mapping builds
+ * only under its tf32 option;
  * the leading indices of A and B are batch ivs or constants) and
  * fzKernelBuildMatmulBody builds the body of its kernel.func: a pipelined
  * mma.sync GEMM (docs/codegen.md "Tensor-core matmul"). It is the first
@@ -27,7 +29,8 @@
  *     BK step, XOR-swizzled rows so that kernel.ldmatrix is free of bank
  *     conflicts;
  *   - ldmatrix (trans where the operand is not k-contiguous) and
- *     m16n8k16 kernel.mma with f32 accumulators in registers;
+ *     m16n8k16 kernel.mma with f32 accumulators in registers (f32
+ *     operands: 32-bit shared loads and m16n8k8 tf32 kernel.mma);
  *   - the epilogue cloned per accumulator element with the element's
  *     (b, i, j), stores of two adjacent elements as one 4- or 8-byte
  *     kernel.vector_store where the output allows, guarded only where
@@ -81,7 +84,7 @@ typedef struct FzMatmulOperand {
 typedef struct FzMatmulNest {
   FzOp *par;            /* the loop.parallel */
   FzOp *kloop;          /* the loop.for over k */
-  FzType *elt;          /* bf16 or f16: the element type of A and B */
+  FzType *elt;          /* bf16, f16 or f32 (tf32 kernels): A's and B's */
   int64_t M, N, K;
   size_t numDims;       /* parallel dims */
   int64_t extent[FZ_MATMUL_MAX_DIMS];
@@ -135,7 +138,9 @@ void fzMatmulTileFormat(const FzMatmulTile *t, char *buf, size_t n);
 /* Checks what the generator itself can hold for nest m with tile t (at
  * most 64 m16n8 accumulator tiles per thread, i.e. a 64x128 or 128x64
  * warp tile: 256 f32 registers; 64 copies per thread and stage; 8 k16
- * steps per BK). False with the reason. */
+ * steps per BK) and the shared memory of its element type (f32 stages
+ * take twice fzMatmulTileCheck's 16-bit bytes) within 227 KiB. False
+ * with the reason. */
 bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *why, size_t whyLen);
 

@@ -74,6 +74,12 @@ typedef struct Gen {
   /* Per k16 step and fragment: the lane's offset in a stage; NULL where
    * the address is fragment [0][0]'s xor and plus constants. */
   FzValue *fragA[8][64], *fragB[8][64];
+  /* tf32 (f32 operands, m16n8k8): per k8 step, m16 (A) or n8 (B) tile
+   * and register, the lane's offset in a stage, NULL where it is
+   * (register 0 of tile 0 of step 0) ^ X + Y. */
+  bool tf32;
+  bool tf32Pairs; /* both operands k-contiguous: k pairs per 8-byte load */
+  FzValue *tfA[16][16][4], *tfB[16][64][2];
   FzValue *zeroElt; /* 0 of the element type (scalar path) */
 } Gen;
 

@@ -57,6 +57,15 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
     free(s);
     return false;
   }
+  if (fzTypeGetKind(s->m.elt) == FZ_TYPE_F32 && !o->tf32) {
+    if (o->remarks)
+      fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
+                   "matmul nest not lowered to tensor cores: f32 operands "
+                   "need the tf32 option (tf32=true; it rounds them to a "
+                   "10-bit mantissa)");
+    free(s);
+    return false;
+  }
   FzStringRef text = fzStringRefFromCString(o->mmaTile ? o->mmaTile : "");
   if (!fzMatmulTileChoose(&s->m, text, &s->t, why, sizeof why) ||
       !fzMatmulTileFits(&s->m, &s->t, why, sizeof why)) {

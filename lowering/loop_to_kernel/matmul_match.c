@@ -5,7 +5,10 @@
  * body holds exactly one loop.for, over k = 0..K step 1 with one f32
  * accumulator starting at 0.0, whose body is exactly
  *   load A, extf, load B, extf, mulf, addf(acc, product), yield
- * (A and B both bf16 or both f16; each load's last two indices are k and
+ * (A and B both bf16 or both f16), or
+ *   load A, load B, mulf, addf(acc, product), yield
+ * (A and B both f32: the tf32 kernels, which the mapping takes only under
+ * its tf32 option; each load's last two indices are k and
  * a parallel iv, its leading indices parallel ivs or constants); and,
  * around the loop, an epilogue of region-free loop ops: scalar math,
  * loads (of any buffer the nest does not write, or of a written one at
@@ -115,6 +118,11 @@ static bool plain_buffer(FzValue *v, FzOp *par) {
 /* The load feeding a k-loop product through extf, or NULL. */
 static FzOp *operand_load(FzValue *v, FzType **elt) {
   FzOp *ext = fzValueGetDefiningOp(v);
+  if (ext && fzLoopGetOpcode(ext) == FZ_LOOP_OP_LOAD &&
+      fzTypeGetKind(fzValueGetType(v)) == FZ_TYPE_F32) {
+    *elt = fzValueGetType(v); /* an f32 operand, no extension */
+    return ext;
+  }
   if (!ext || fzLoopGetOpcode(ext) != FZ_LOOP_OP_EXTF)
     return NULL;
   FzOp *load = fzValueGetDefiningOp(fzOpGetOperand(ext, 0));
@@ -183,11 +191,12 @@ static bool async_ok(const FzMatmulOperand *x, int64_t extent) {
   for (size_t d = 0; d + 1 < x->rank; ++d)
     if (st[d] % 8 != 0)
       return false;
-  return elt_bytes(t) == 2 && aligned_base(x->buffer, 16);
+  int64_t eb = elt_bytes(t);
+  return (eb == 2 || eb == 4) && aligned_base(x->buffer, 16);
 }
 
 /* The k loop: bounds 0..K step 1, one f32 accumulator from 0.0, body
- * load/extf x2, mulf, addf, yield. */
+ * load/extf x2 (f32: loads alone), mulf, addf, yield. */
 static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
                         size_t whyLen) {
   int64_t lb, ub, step;
@@ -222,24 +231,17 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
   FzType *ta = NULL, *tb = NULL;
   FzOp *la = operand_load(fzOpGetOperand(mul, 0), &ta);
   FzOp *lb2 = operand_load(fzOpGetOperand(mul, 1), &tb);
-  if (!la || !lb2) {
-    FzOp *d0 = fzValueGetDefiningOp(fzOpGetOperand(mul, 0));
-    if (d0 && fzLoopGetOpcode(d0) == FZ_LOOP_OP_LOAD)
-      return refuse(why, whyLen, "%s operands: tensor cores need bf16 or "
-                                 "f16 (tf32 for f32 is not implemented)",
-                    fzTypeGetKind(fzValueGetType(fzOpGetResult(d0, 0))) ==
-                            FZ_TYPE_F32
-                        ? "f32"
-                        : "non-16-bit");
+  if (!la || !lb2)
     return refuse(why, whyLen, "the product's factors are not plain loads "
                                "(a producer is fused into the operands)");
-  }
-  if (fzBlockGetNumOps(body) != 7)
+  FzTypeKind ka = fzTypeGetKind(ta);
+  bool f32 = ka == FZ_TYPE_F32;
+  if (fzBlockGetNumOps(body) != (f32 ? 5u : 7u))
     return refuse(why, whyLen, "the reduction loop computes more than "
                                "A * B");
-  FzTypeKind ka = fzTypeGetKind(ta);
-  if (ta != tb || (ka != FZ_TYPE_BF16 && ka != FZ_TYPE_F16))
-    return refuse(why, whyLen, "operands must be both bf16 or both f16");
+  if (ta != tb || (ka != FZ_TYPE_BF16 && ka != FZ_TYPE_F16 && !f32))
+    return refuse(why, whyLen, "operands must be both bf16, both f16 or "
+                               "both f32");
   m->elt = ta;
   int mnA, mnB;
   if (!classify_load(par, kiv, la, &m->a, &mnA, why, whyLen) ||

@@ -270,6 +270,11 @@ static const FzPassOptionDef kOptions[] = {
      "Tensor-core tile BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
      "$FZ_GPU_MMA_TILE, else chosen by size)",
      NULL, 0, 0},
+    {"tf32", FZ_PASS_OPTION_BOOL, "false",
+     "f32 matmul nests become tensor-core kernels on tf32 (mma m16n8k8: "
+     "operands rounded to a 10-bit mantissa, f32 accumulation; changes "
+     "results, hence off by default)",
+     NULL, 0, 0},
     {"remarks", FZ_PASS_OPTION_BOOL, "false",
      "A remark per nest with a loop: the matmul kernel it became, or why "
      "the matmul mapping refused it",
@@ -286,6 +291,7 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.tf32 = fzPassGetBoolOption(pass, "tf32");
   o.remarks = fzPassGetBoolOption(pass, "remarks");
   /* NUL-terminated for the options struct (the pass's value is a sized
    * string that lives as long as the pass). */

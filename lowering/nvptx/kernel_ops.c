@@ -25,7 +25,9 @@
  *                          compare-and-swap loop on the bits computing
  *                          llvm.maximum/minimum (loop.maxf's NaN rule)
  *   vector_load/store      one <N x T> access aligned to its size
- *   mma                    llvm.nvvm.mma.m16n8k16.row.col.{bf16,f32.f32}
+ *   mma                    llvm.nvvm.mma.m16n8k16.row.col.{bf16,f32.f32};
+ *                          m16n8k8: llvm.nvvm.f2tf32.rna per A/B register,
+ *                          then llvm.nvvm.mma.m16n8k8.row.col.tf32
  *   ldmatrix               llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{1,2,4}
  *                          [.trans].b16 on the shared pointer; each i32
  *                          bitcast to the result's vector<2xT>
@@ -330,11 +332,24 @@ static bool emit_vector_access(FzLLEmitter *E, FzOp *op) {
 /*===--- mma --------------------------------------------------------------===*/
 
 static bool emit_mma(FzLLEmitter *E, FzOp *op) {
-  FzType *ab = fzShapedTypeGetElementType(fzValueGetType(fzOpGetOperand(op,
-                                                                         0)));
-  const char *name = fzTypeGetKind(ab) == FZ_TYPE_BF16
+  FzType *t0 = fzValueGetType(fzOpGetOperand(op, 0));
+  bool tf32 = fzTypeGetKind(t0) == FZ_TYPE_F32;
+  FzType *ab = tf32 ? t0 : fzShapedTypeGetElementType(t0);
+  const char *name = tf32 ? "llvm.nvvm.mma.m16n8k8.row.col.tf32"
+                     : fzTypeGetKind(ab) == FZ_TYPE_BF16
                          ? "llvm.nvvm.mma.m16n8k16.row.col.bf16"
                          : "llvm.nvvm.mma.m16n8k16.row.col.f32.f32";
+  LLVMValueRef cvt = NULL;
+  LLVMTypeRef cvtTy = NULL;
+  if (tf32) {
+    /* Each A and B register: cvt.rna.tf32.f32 (a b32 holding the tf32). */
+    const char *cn = "llvm.nvvm.f2tf32.rna";
+    unsigned cid = LLVMLookupIntrinsicID(cn, strlen(cn));
+    if (!cid)
+      return fzLLError(E, op, "emit-ptx: this LLVM has no %s", cn);
+    cvtTy = LLVMIntrinsicGetType(E->llctx, cid, NULL, 0);
+    cvt = LLVMGetIntrinsicDeclaration(E->mod, cid, NULL, 0);
+  }
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   LLVMTypeRef fty = LLVMIntrinsicGetType(E->llctx, id, NULL, 0);
   if (LLVMCountParamTypes(fty) != 10)
@@ -346,6 +361,8 @@ static bool emit_mma(FzLLEmitter *E, FzOp *op) {
     LLVMValueRef r = fzLLGet(E, fzOpGetOperand(op, i));
     if (!r)
       return false;
+    if (tf32)
+      r = LLVMBuildCall2(E->b, cvtTy, cvt, &r, 1, "");
     args[i] = LLVMBuildBitCast(E->b, r, params[i], "");
   }
   for (size_t i = 0; i < 2; ++i) { /* C: two f32 pairs */

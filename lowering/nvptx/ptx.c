@@ -215,6 +215,7 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
   ko.mmaTile = o->mmaTile;
+  ko.tf32 = o->tf32;
   if (!fzLowerLoopToKernel(clone, &ko)) {
     fzOpDestroy(clone);
     return NULL;

@@ -4,9 +4,11 @@
  * the loop interpreter's extension point running kernel.launch (and
  * refusing it without the extension), the bytes a launch moves
  * (FzKernelSimOptions.stats and .report, directly and through the
- * extension), and allocation failures during a simulated launch. Syntax, verifier messages and the
- * end-to-end kernels are lit tests (tests/lit/kernel).
+ * extension), allocation failures during a simulated launch, and the tf32
+ * rounding of kernel.mma m16n8k8 (fzKernelRoundTf32). Syntax, verifier
+ * messages and the end-to-end kernels are lit tests (tests/lit/kernel).
  */
+#include "dialects/kernel/sim_internal.h"
 #include "fz/kernel.h"
 #include "tests/unit/test_helpers.h"
 
@@ -389,6 +391,39 @@ START_TEST(test_simulate_allocation_failures) {
 }
 END_TEST
 
+/* kernel.mma m16n8k8's operand rounding (cvt.rna.tf32.f32): 10 mantissa
+ * bits, to nearest, ties away from zero; NaN and infinities kept. */
+static double bits_f(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+START_TEST(test_round_tf32) {
+  /* Exact tf32 values are kept. */
+  ck_assert(fzKernelRoundTf32(1.0) == 1.0);
+  ck_assert(fzKernelRoundTf32(-0.75) == -0.75);
+  ck_assert(fzKernelRoundTf32(0.0) == 0.0);
+  /* 1 + 2^-11 is halfway between 1 and 1 + 2^-10: away from zero. */
+  ck_assert(fzKernelRoundTf32(1.0 + 0x1p-11) == 1.0 + 0x1p-10);
+  ck_assert(fzKernelRoundTf32(-(1.0 + 0x1p-11)) == -(1.0 + 0x1p-10));
+  /* Just below halfway: down; just above: up. */
+  ck_assert(fzKernelRoundTf32(bits_f(0x3f800fffu)) == 1.0);
+  ck_assert(fzKernelRoundTf32(bits_f(0x3f801001u)) == 1.0 + 0x1p-10);
+  /* 1 + 3 * 2^-11 is halfway between 1 + 2^-10 and 1 + 2^-9: away (not
+   * to even, as cvt.rn would). */
+  ck_assert(fzKernelRoundTf32(1.0 + 3 * 0x1p-11) == 1.0 + 0x1p-9);
+  /* The largest finite f32 rounds up to infinity; inf and NaN stay. */
+  ck_assert(isinf(fzKernelRoundTf32(bits_f(0x7f7fffffu))));
+  ck_assert(isinf(fzKernelRoundTf32(INFINITY)));
+  ck_assert(fzKernelRoundTf32(-INFINITY) < 0);
+  ck_assert(isnan(fzKernelRoundTf32(NAN)));
+  /* Subnormals keep the same 13 dropped bits. */
+  ck_assert(fzKernelRoundTf32(bits_f(0x00001000u)) == bits_f(0x00002000u));
+  ck_assert(fzKernelRoundTf32(bits_f(0x00000fffu)) == 0.0);
+}
+END_TEST
+
 static Suite *kernel_suite(void) {
   Suite *s = suite_create("kernel");
   TCase *tc = tcase_create("core");
@@ -399,6 +434,7 @@ static Suite *kernel_suite(void) {
   tcase_add_test(tc, test_simulate_stats);
   tcase_add_test(tc, test_simulate_reporting);
   tcase_add_test(tc, test_simulate_allocation_failures);
+  tcase_add_test(tc, test_round_tf32);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -136,6 +136,20 @@ START_TEST(test_tile_fits) {
   ck_assert_msg(strstr(why, "128x128 warp tiles need 128 m16n8 accumulator "
                             "tiles per thread, at most 64"),
                 "why: %s", why);
+  /* f32 (tf32) stages take 4 bytes an element: 128x256x64:8w:3s (144 KiB
+   * of bf16) is 288 KiB of f32; the default 128x128x32:4w:4s is 128 KiB
+   * (the async path: both operands allow 16-byte copies). */
+  FzContext *ctx = fzContextCreate();
+  m.elt = fzF32TypeGet(ctx);
+  m.a.asyncCopies = m.b.asyncCopies = true;
+  t = parse_ok("128x256x64:8w:3s");
+  ck_assert(!fzMatmulTileFits(&m, &t, why, sizeof why));
+  ck_assert_msg(strstr(why, "294912 bytes of shared memory for 4-byte "
+                            "elements, more than the 227 KiB of a block"),
+                "why: %s", why);
+  t = parse_ok("128x128x32:4w:4s");
+  ck_assert_msg(fzMatmulTileFits(&m, &t, why, sizeof why), "%s", why);
+  fzContextDestroy(ctx);
 }
 END_TEST
 
@@ -371,7 +385,7 @@ START_TEST(test_match_types_layouts) {
   FzMatmulNest mm;
   char why[256] = "";
   ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
-  ck_assert_ptr_nonnull(strstr(why, "both bf16 or both f16"));
+  ck_assert_ptr_nonnull(strstr(why, "both bf16, both f16 or both f32"));
   fzOpDestroy(m);
   /* A strided view (a transpose the graph level left) as B: accepted, but
    * its contiguous index is not the last one: scalar tile loads. */
