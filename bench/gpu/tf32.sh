@@ -29,7 +29,10 @@ for e in main tb; do
   out=$(FZ_GPU_TF32=1 timeout 300 "$RUN" "$CHECK" --entry "$e" --device cuda --random-inputs 3 --check-interp --rtol 1e-2 --atol 0.12 --print-limit 0 2>&1)
   echo "$out" | grep -E "check-interp|error|plan|matmul" | sed "s|^|check @$e: |"
   echo "$out" | grep -q "check-interp: output_0: .*: ok" || status=1
-  echo "$out" | grep -q "f32 (tf32)" || { echo "check @$e: not a tf32 kernel"; status=1; }
+  # The plan is printed by --bench only (a check run prints none).
+  plan=$(FZ_GPU_TF32=1 timeout 120 "$RUN" "$CHECK" --entry "$e" --device cuda --random-inputs 3 --bench 1 --print-limit 0 2>&1 | grep "bench-cuda: kernel")
+  echo "$plan" | sed "s|^|check @$e: |"
+  echo "$plan" | grep -q "f32 (tf32)" || { echo "check @$e: not a tf32 kernel"; status=1; }
 done
 
 F=bench/gpu/tf32/mm_bias_gelu_f32_4096.fuse
