@@ -402,6 +402,42 @@ static FzValue *tf32_addr(Gen *G, bool isA, int ks, int idx, int i,
 /* Registers i and j of a tf32 fragment into *ri and *rj: one 8-byte
  * kernel.vector_load with G->tf32Pairs (j's element follows i's), else
  * two 4-byte loads. */
+/* The step's MT x NT kernel.mma ops of `shape` ("m16n8k16" or "m16n8k8")
+ * on the A fragments a[mi][0..3] and B fragments b[ni][0..1], updating
+ * the accumulator pairs acc[(mi * NT + ni) * 2 ...] in place. Serpentine
+ * over n keeps one B fragment live across rows. A missing fragment or a
+ * failed op sets K->failed. */
+static void mma_grid(Gen *G, FzValue *a[16][4], FzValue *b[64][2],
+                     FzValue **acc, const char *shape) {
+  KB *K = &G->K;
+  for (int mi = 0; mi < G->MT; ++mi)
+    for (int ni = 0; ni < G->NT; ++ni) {
+      int nn = mi % 2 ? G->NT - 1 - ni : ni;
+      FzValue **c = &acc[(mi * G->NT + nn) * 2];
+      FzValue *ops[8] = {a[mi][0], a[mi][1], a[mi][2], a[mi][3],
+                         b[nn][0], b[nn][1], c[0],     c[1]};
+      for (int i = 0; i < 8; ++i)
+        if (!ops[i]) {
+          K->failed = true;
+          return;
+        }
+      FzOpState st;
+      fzOpStateInit(&st, K->ctx, FZ_STR("kernel.mma"), K->loc);
+      fzOpStateAddOperands(&st, 8, ops);
+      fzOpStateAddProp(&st, FZ_STR("shape"),
+                       fzStringAttrGet(K->ctx, fzStringRefFromCString(shape)));
+      FzType *rt[2] = {K->vacc, K->vacc};
+      fzOpStateAddResults(&st, 2, rt);
+      FzOp *op = fzBuilderCreate(&K->b, &st);
+      if (!op) {
+        K->failed = true;
+        return;
+      }
+      c[0] = fzOpGetResult(op, 0);
+      c[1] = fzOpGetResult(op, 1);
+    }
+}
+
 static void tf32_load(Gen *G, bool isA, int ks, int idx, int i, int j,
                       FzValue *sbase, FzValue **ri, FzValue **rj) {
   KB *K = &G->K;
@@ -444,32 +480,7 @@ static void compute_step_tf32(Gen *G, FzValue *stage, int ks, FzValue **acc) {
       tf32_load(G, true, ks, mi, i, i + 2, aBase, &a[mi][i], &a[mi][i + 2]);
   for (int ni = 0; ni < G->NT; ++ni)
     tf32_load(G, false, ks, ni, 0, 1, bBase, &b[ni][0], &b[ni][1]);
-  for (int mi = 0; mi < G->MT; ++mi)
-    for (int ni = 0; ni < G->NT; ++ni) {
-      int nn = mi % 2 ? G->NT - 1 - ni : ni;
-      FzValue **c = &acc[(mi * G->NT + nn) * 2];
-      FzValue *ops[8] = {a[mi][0], a[mi][1], a[mi][2], a[mi][3],
-                         b[nn][0], b[nn][1], c[0],     c[1]};
-      for (int i = 0; i < 8; ++i)
-        if (!ops[i]) {
-          K->failed = true;
-          return;
-        }
-      FzOpState st;
-      fzOpStateInit(&st, K->ctx, FZ_STR("kernel.mma"), K->loc);
-      fzOpStateAddOperands(&st, 8, ops);
-      fzOpStateAddProp(&st, FZ_STR("shape"),
-                       fzStringAttrGet(K->ctx, FZ_STR("m16n8k8")));
-      FzType *rt[2] = {K->vacc, K->vacc};
-      fzOpStateAddResults(&st, 2, rt);
-      FzOp *op = fzBuilderCreate(&K->b, &st);
-      if (!op) {
-        K->failed = true;
-        return;
-      }
-      c[0] = fzOpGetResult(op, 0);
-      c[1] = fzOpGetResult(op, 1);
-    }
+  mma_grid(G, a, b, acc, "m16n8k8");
 }
 
 /*===--- Tile loads -----------------------------------------------------===*/
@@ -617,33 +628,7 @@ static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
     b[2 * nj + 1][0] = fzOpGetResult(op, 2);
     b[2 * nj + 1][1] = fzOpGetResult(op, 3);
   }
-  for (int mi = 0; mi < G->MT; ++mi)
-    for (int ni = 0; ni < G->NT; ++ni) {
-      /* Serpentine over n keeps one B fragment live across rows. */
-      int nn = mi % 2 ? G->NT - 1 - ni : ni;
-      FzValue **c = &acc[(mi * G->NT + nn) * 2];
-      FzValue *ops[8] = {a[mi][0], a[mi][1], a[mi][2], a[mi][3],
-                         b[nn][0], b[nn][1], c[0],     c[1]};
-      for (int i = 0; i < 8; ++i)
-        if (!ops[i]) {
-          K->failed = true;
-          return;
-        }
-      FzOpState st;
-      fzOpStateInit(&st, K->ctx, FZ_STR("kernel.mma"), K->loc);
-      fzOpStateAddOperands(&st, 8, ops);
-      fzOpStateAddProp(&st, FZ_STR("shape"),
-                       fzStringAttrGet(K->ctx, FZ_STR("m16n8k16")));
-      FzType *rt[2] = {K->vacc, K->vacc};
-      fzOpStateAddResults(&st, 2, rt);
-      FzOp *op = fzBuilderCreate(&K->b, &st);
-      if (!op) {
-        K->failed = true;
-        return;
-      }
-      c[0] = fzOpGetResult(op, 0);
-      c[1] = fzOpGetResult(op, 1);
-    }
+  mma_grid(G, a, b, acc, "m16n8k16");
 }
 
 static void main_loop(Gen *G, FzValue **acc) {
