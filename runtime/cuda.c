@@ -128,7 +128,10 @@ typedef struct CachedModule {
 typedef struct KnownKernel {
   CUfunction func;
   char *name;
-  unsigned dynamicAllowed;
+  /* Dynamic shared bytes a launch may use now: without an opt-in, 48 KiB
+   * less the kernel's static shared memory (the driver's limit is on
+   * their sum); -1 until the static size has been asked for. */
+  int64_t dynamicAllowed;
 } KnownKernel;
 
 struct FzCuda {
@@ -454,7 +457,7 @@ static bool remember_kernel(FzCuda *cu, CUfunction f, const char *name) {
     return fzEmitError(cu->ctx, NULL, "cuda: out of memory");
   memcpy(copy, name, n + 1);
   cu->kernels[cu->numKernels++] =
-      (KnownKernel){f, copy, DEFAULT_DYNAMIC_SHARED};
+      (KnownKernel){f, copy, -1};
   return true;
 }
 
@@ -477,7 +480,7 @@ bool fzCudaKernelAllowSharedMemory(FzCuda *cu, FzCudaKernel *kernel,
                                    unsigned bytes) {
   CUfunction f = (CUfunction)kernel;
   KnownKernel *k = known_kernel(cu, f);
-  if (bytes <= DEFAULT_DYNAMIC_SHARED || (k && k->dynamicAllowed >= bytes))
+  if (bytes == 0 || (k && k->dynamicAllowed >= (int64_t)bytes))
     return true;
   const char *name = k ? k->name : "?";
   int statics = 0;
@@ -486,6 +489,14 @@ bool fzCudaKernelAllowSharedMemory(FzCuda *cu, FzCudaKernel *kernel,
                     &statics, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f),
                 "cuFuncGetAttribute"))
     return false;
+  /* Without an opt-in the driver allows 48 KiB of static and dynamic
+   * shared memory together (a kernel with static arrays and 48 KiB of
+   * dynamic memory fails to launch with "invalid argument"). */
+  int64_t plain = (int64_t)DEFAULT_DYNAMIC_SHARED - statics;
+  if (k && k->dynamicAllowed < plain)
+    k->dynamicAllowed = plain;
+  if ((int64_t)bytes <= plain)
+    return true;
   if ((int64_t)bytes + statics > cu->sharedOptin)
     return fzEmitError(cu->ctx, NULL,
                        "cuda: kernel '%s' needs %u bytes of dynamic shared "

@@ -6,11 +6,13 @@
  * No kernel runs (device memory is host memory, outputs stay as copied
  * or zero), but the rules of the real driver that fuse must follow are
  * enforced with the real driver's error code (CUDA_ERROR_INVALID_VALUE):
- *  - a launch or a graph kernel node with more than 48 KiB of dynamic
- *    shared memory needs cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
- *    of at least that size on its function first;
- *  - that attribute may not exceed the device's opt-in limit
- *    (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+ *  - a launch or a graph kernel node whose dynamic shared memory and the
+ *    function's static shared memory (the `.shared` arrays declared in
+ *    its .entry, with sizes: CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) exceed
+ *    48 KiB together needs cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
+ *    of at least its dynamic size on its function first;
+ *  - that attribute plus the static size may not exceed the device's
+ *    opt-in limit (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
  *  - blocks of at most 1024 threads, sizes at least 1; a function named
  *    by cuModuleGetFunction must be an .entry of the module's PTX.
  * The device is "sm_90" with 132 SMs. Environment:
@@ -30,6 +32,7 @@ enum { DEFAULT_DYNAMIC_SHARED = 48 * 1024 };
 typedef struct Func {
   char name[256];
   int maxDynamic; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int statics;    /* CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES */
   struct Func *next;
 } Func;
 
@@ -133,6 +136,31 @@ CUresult cuModuleUnload(Module *m) {
   free(m);
   return OK;
 }
+/* The static shared bytes of the .entry whose text starts at `entry`:
+ * the sizes of its `.shared ... name[N]` declarations (`.extern` ones,
+ * the dynamic memory, excluded), up to the next .entry. */
+static int static_shared(const char *entry) {
+  if (!entry)
+    return 0;
+  const char *end = strstr(entry + 1, ".entry ");
+  int64_t total = 0;
+  for (const char *s = strstr(entry, ".shared "); s && (!end || s < end);
+       s = strstr(s + 1, ".shared ")) {
+    const char *line = s;
+    while (line > entry && line[-1] != '\n')
+      --line;
+    const char *eol = strchr(s, '\n');
+    const char *br = strchr(s, '[');
+    const char *ext = strstr(line, ".extern");
+    if (!br || (eol && br > eol) || (ext && ext < s))
+      continue;
+    int64_t n = strtoll(br + 1, NULL, 10);
+    if (n > 0 && n < (1 << 24))
+      total += n; /* .b8 arrays: the sizes are bytes */
+  }
+  return (int)total;
+}
+
 CUresult cuModuleGetFunction(Func **out, Module *m, const char *name) {
   for (Func *f = m->funcs; f; f = f->next)
     if (!strcmp(f->name, name)) {
@@ -147,16 +175,18 @@ CUresult cuModuleGetFunction(Func **out, Module *m, const char *name) {
   if (!f)
     return 2;
   snprintf(f->name, sizeof f->name, "%s", name);
-  f->maxDynamic = DEFAULT_DYNAMIC_SHARED;
+  f->statics = static_shared(strstr(m->ptx, pat));
+  f->maxDynamic = f->statics < DEFAULT_DYNAMIC_SHARED
+                      ? DEFAULT_DYNAMIC_SHARED - f->statics
+                      : 0;
   f->next = m->funcs;
   m->funcs = f;
   *out = f;
   return OK;
 }
 CUresult cuFuncGetAttribute(int *v, int attr, Func *f) {
-  (void)f;
-  if (attr == 1) { /* SHARED_SIZE_BYTES: no static shared memory here */
-    *v = 0;
+  if (attr == 1) { /* SHARED_SIZE_BYTES */
+    *v = f->statics;
     return OK;
   }
   if (attr == 8) {
@@ -166,7 +196,7 @@ CUresult cuFuncGetAttribute(int *v, int attr, Func *f) {
   return INVALID_VALUE;
 }
 CUresult cuFuncSetAttribute(Func *f, int attr, int v) {
-  if (attr != 8 || v < 0 || v > optin())
+  if (attr != 8 || v < 0 || (int64_t)v + f->statics > optin())
     return INVALID_VALUE;
   f->maxDynamic = v;
   return OK;

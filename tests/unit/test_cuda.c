@@ -94,6 +94,55 @@ static const char kBigSmemPtx[] = ".version 7.0\n"
                                   "  ret;\n"
                                   "}\n";
 
+/* bigsmem with 1 KiB of static shared memory as well. */
+static const char kMixSmemPtx[] = ".version 7.0\n"
+                                  ".target sm_80\n"
+                                  ".address_size 64\n"
+                                  ".extern .shared .align 16 .b8 dsm[];\n"
+                                  ".visible .entry mixsmem(.param .u64 p, "
+                                  ".param .u32 n)\n"
+                                  "{\n"
+                                  "  .shared .align 16 .b8 st[1024];\n"
+                                  "  .reg .b64 %rd<3>;\n"
+                                  "  .reg .b32 %r<8>;\n"
+                                  "  ld.param.u64 %rd1, [p];\n"
+                                  "  cvta.to.global.u64 %rd1, %rd1;\n"
+                                  "  ld.param.u32 %r1, [n];\n"
+                                  "  add.s32 %r2, %r1, -4;\n"
+                                  "  mov.u32 %r3, dsm;\n"
+                                  "  add.s32 %r4, %r3, %r2;\n"
+                                  "  st.shared.u32 [%r4], %r1;\n"
+                                  "  mov.u32 %r6, st;\n"
+                                  "  st.shared.u32 [%r6], %r1;\n"
+                                  "  ld.shared.u32 %r5, [%r4];\n"
+                                  "  ld.shared.u32 %r7, [%r6];\n"
+                                  "  add.s32 %r5, %r5, %r7;\n"
+                                  "  st.global.u32 [%rd1], %r5;\n"
+                                  "  ret;\n"
+                                  "}\n";
+
+/* mixsmem launched with exactly 48 KiB of dynamic shared memory: with its
+ * 1 KiB of static memory that needs the opt-in (the driver's 48 KiB
+ * limit is on the sum). *p becomes 2n where kernels run (real). */
+static bool run_mix_smem(FzCuda *cu, bool real) {
+  FzCudaKernel *k =
+      fzCudaGetKernel(cu, kMixSmemPtx, strlen(kMixSmemPtx), "mixsmem");
+  if (!k)
+    return false;
+  unsigned n = 48 * 1024, one[3] = {1, 1, 1};
+  FzCudaPtr p = 0;
+  int zero = 0, back = -1;
+  bool ok = fzCudaAlloc(cu, sizeof zero, &p) &&
+            fzCudaCopyToDevice(cu, p, &zero, sizeof zero);
+  void *args[2] = {&p, &n};
+  ok = ok && fzCudaLaunch(cu, k, one, one, n, args) && fzCudaSynchronize(cu) &&
+       fzCudaCopyToHost(cu, &back, p, sizeof back);
+  if (ok && real)
+    ck_assert_int_eq(back, 2 * (int)n);
+  fzCudaFree(cu, p);
+  return ok;
+}
+
 /* bigsmem with 96 KiB, launched and in a graph; the stored value is
  * checked when the driver runs kernels (real). False when a call
  * failed. */
@@ -175,6 +224,7 @@ START_TEST(test_create_reports_missing_driver) {
     check_graph(cu);
     ck_assert_int_ge(fzCudaGetSharedMemoryOptin(cu), 96 * 1024);
     ck_assert(run_big_smem(cu, true));
+    ck_assert(run_mix_smem(cu, true));
     fzCudaDestroy(cu);
   } else {
     ck_assert_ptr_null(cu);
@@ -294,6 +344,7 @@ START_TEST(test_shared_memory_opt_in) {
   ck_assert_ptr_nonnull(cu);
   ck_assert_int_eq(fzCudaGetSharedMemoryOptin(cu), 227 * 1024);
   ck_assert(run_big_smem(cu, false));
+  ck_assert(run_mix_smem(cu, false));
   ck_assert_uint_eq(log.numErrors, 0);
   fzCudaDestroy(cu);
   diag_log_end(&log);
@@ -321,6 +372,9 @@ START_TEST(test_shared_memory_over_the_limit) {
                                             "bytes of dynamic shared memory");
   ck_assert_ptr_nonnull(r);
   ck_assert_ptr_nonnull(diag_log_find(&log, "allows at most 65536 per block"));
+  /* 48 KiB of dynamic and 1 KiB of static memory: above 48 KiB in all,
+   * within this device's 64 KiB after the opt-in. */
+  ck_assert(run_mix_smem(cu, false));
   /* 48 KiB needs no opt-in. */
   FzCudaKernel *k =
       fzCudaGetKernel(cu, kBigSmemPtx, strlen(kBigSmemPtx), "bigsmem");
