@@ -74,6 +74,16 @@ def work():
     yield "13_col_sum", lambda x: x.sum(0), (r(16384, 8192),)
     L = 65536
     yield "15_layer_norm_res_65536", lambda x, y, s, b: F.layer_norm(x + y, (L,), s, b), (r(2048, L), r(2048, L), r(L), r(L))
+    # bf16 counterparts of the f32 workloads above
+    yield "16_relu_affine_bf16", lambda x, s, b: torch.relu(x * s + b), (r(R, C, dt=bf16), sc(1.5, bf16), r(C, dt=bf16))
+    for name, rows, n in (("17_softmax_1024_bf16", 131072, 1024),
+                          ("18_softmax_16384_bf16", 8192, 16384)):
+        yield name, lambda x: torch.softmax(x, 1), (r(rows, n, dt=bf16),)
+    yield "19_layer_norm_res_bf16", lambda x, y, s, b: F.layer_norm(x + y, (C,), s, b), (r(R, C, dt=bf16), r(R, C, dt=bf16), r(C, dt=bf16), r(C, dt=bf16))
+    yield "20_rms_norm_bf16", rms_norm, (r(R, C, dt=bf16), r(C, dt=bf16))
+    yield "21_row_sum_bf16", lambda x: x.sum(1), (r(16384, 8192, dt=bf16),)
+    yield "22_col_sum_bf16", lambda x: x.sum(0), (r(16384, 8192, dt=bf16),)
+    yield "23_layer_norm_res_65536_bf16", lambda x, y, s, b: F.layer_norm(x + y, (L,), s, b), (r(2048, L, dt=bf16), r(2048, L, dt=bf16), r(L, dt=bf16), r(L, dt=bf16))
 
 
 def mm_bias_gelu(a, b, bias):

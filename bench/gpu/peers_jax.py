@@ -75,6 +75,15 @@ work = [
     ("13_col_sum", lambda x: x.sum(0), lambda: (r(16384, 8192),)),
     ("14_softmax_65536_bf16", lambda x: jax.nn.softmax(x, axis=1), lambda: (r(2048, 65536, dt=bf16),)),
     ("15_layer_norm_res_65536", layer_norm, lambda: (r(2048, 65536), r(2048, 65536), r(65536), r(65536))),
+    # bf16 counterparts of the f32 workloads above
+    ("16_relu_affine_bf16", lambda x, s, b: jax.nn.relu(x * s + b), lambda: (r(R, C, dt=bf16), jnp.bfloat16(1.5), r(C, dt=bf16))),
+    ("17_softmax_1024_bf16", lambda x: jax.nn.softmax(x, axis=1), lambda: (r(131072, 1024, dt=bf16),)),
+    ("18_softmax_16384_bf16", lambda x: jax.nn.softmax(x, axis=1), lambda: (r(8192, 16384, dt=bf16),)),
+    ("19_layer_norm_res_bf16", layer_norm, lambda: (r(R, C, dt=bf16), r(R, C, dt=bf16), r(C, dt=bf16), r(C, dt=bf16))),
+    ("20_rms_norm_bf16", rms_norm, lambda: (r(R, C, dt=bf16), r(C, dt=bf16))),
+    ("21_row_sum_bf16", lambda x: x.sum(1), lambda: (r(16384, 8192, dt=bf16),)),
+    ("22_col_sum_bf16", lambda x: x.sum(0), lambda: (r(16384, 8192, dt=bf16),)),
+    ("23_layer_norm_res_65536_bf16", layer_norm, lambda: (r(2048, 65536, dt=bf16), r(2048, 65536, dt=bf16), r(65536, dt=bf16), r(65536, dt=bf16))),
 ]
 for name, fn, make in work:
     if only and name not in only:
