@@ -5,7 +5,8 @@
  * A libm call in a loop stops the vectorizer and costs ~10x on the
  * memory-bound kernels fuse generates (PERFORMANCE.md), so by default
  * these are inlined. The algorithms (errors measured in docs/codegen.md):
- *   exp    k = rint(x log2 e), r = x - k ln2 (two-constant split),
+ *   exp    k = rint(x log2 e) (a shifter constant), r = x - k ln2
+ *          (two-constant split),
  *          e^r by a polynomial (f32: degree 6 minimax; f64: Taylor, 13),
  *          times 2^k applied in two halves so that results down to the
  *          subnormals and up to overflow come out right;
@@ -164,18 +165,39 @@ static LLVMValueRef is_nan(Math *m, LLVMValueRef x) {
   return fcmp(m, LLVMRealUNO, x, x);
 }
 
+/* x clamped to [lo, hi] by selects that keep a NaN (x86: one min and
+ * one max, NaN flowing through, so no NaN select is needed after). */
+static LLVMValueRef clamp_keep_nan(Math *m, LLVMValueRef x, double lo,
+                                   double hi) {
+  x = sel(m, fcmp(m, LLVMRealOLT, C(m, hi), x), C(m, hi), x);
+  return sel(m, fcmp(m, LLVMRealOLT, x, C(m, lo)), C(m, lo), x);
+}
+
+/* k = rint(x log2 e) by a shifter constant (x log2 e + 1.5 2^mant
+ * rounds to an integer, k's bits are its float bits less the shifter's:
+ * no fptosi, whose NaN is poison), r = x - k ln2, e^r by a polynomial,
+ * 2^k applied in two halves. A NaN x flows through (the clamps keep it,
+ * r and so the polynomial are NaN). */
 static LLVMValueRef emit_exp(Math *m, LLVMValueRef x) {
-  LLVMValueRef xc = intr2(m, "llvm.minnum", x, C(m, m->f64 ? 1025 : 89));
-  xc = intr2(m, "llvm.maxnum", xc, C(m, m->f64 ? -1080 : -110));
-  LLVMValueRef k, r;
-  reduce_ln2(m, xc, &k, &r);
+  FzLLEmitter *E = m->E;
+  LLVMValueRef xc = clamp_keep_nan(m, x, m->f64 ? -1080 : -110,
+                                   m->f64 ? 1025 : 89);
+  double shifter = m->f64 ? 6755399441055744.0 : 12582912.0; /* 1.5 2^mant */
+  LLVMValueRef kf =
+      add(m, mul(m, xc, C(m, 1.4426950408889634)), C(m, shifter));
+  LLVMValueRef k = sub(m, kf, C(m, shifter));
+  double hi, lo;
+  ln2_split(m->f64, &hi, &lo);
+  LLVMValueRef r = sub(m, xc, mul(m, k, C(m, hi)));
+  r = sub(m, r, mul(m, k, C(m, lo)));
   LLVMValueRef p =
       m->f64 ? horner(m, r, kInvFact, 14) : horner(m, r, kExpF32, 7);
-  LLVMValueRef ki = LLVMBuildFPToSI(m->E->b, k, m->ity, "");
-  LLVMValueRef k1 = LLVMBuildAShr(m->E->b, ki, CI(m, 1), "");
-  LLVMValueRef k2 = LLVMBuildSub(m->E->b, ki, k1, "");
-  LLVMValueRef res = mul(m, mul(m, p, pow2i(m, k1)), pow2i(m, k2));
-  return sel(m, is_nan(m, x), x, res);
+  LLVMValueRef ki = LLVMBuildSub(
+      E->b, LLVMBuildBitCast(E->b, kf, m->ity, ""),
+      LLVMBuildBitCast(E->b, C(m, shifter), m->ity, ""), "");
+  LLVMValueRef k1 = LLVMBuildAShr(E->b, ki, CI(m, 1), "");
+  LLVMValueRef k2 = LLVMBuildSub(E->b, ki, k1, "");
+  return mul(m, mul(m, p, pow2i(m, k1)), pow2i(m, k2));
 }
 
 /* e^x - 1 for x in [0, 40] (no NaN handling: callers do it). */
