@@ -316,8 +316,8 @@ static LLVMValueRef emit_erf32(Math *m, LLVMValueRef x) {
  * Q1 of degree 8, minimax in relative terms on [0, 9.4] (where gelu is
  * still a normal f32), a polynomial in t = 1/(1 + 0.42 b) itself: t is
  * small where Q1 is, so there is no cancellation (a shifted t - 0.59
- * measured twice the error in gelu's tail). e^(-b^2) is evaluated here rather than by
- * emit_exp, as its argument is bounded:
+ * measured twice the error in gelu's tail). e^(-b^2) is evaluated here
+ * rather than by emit_exp, as its argument is bounded:
  * - b^2 = sq (x2 + lo2) exactly, x2 = a^2 rounded and lo2 = fma(a, a,
  *   -x2): no rounding of s a enters the exponential (erfc's tail would
  *   magnify it by 2 b^2);
