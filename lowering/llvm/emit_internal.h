@@ -200,8 +200,10 @@ typedef enum FzLLMathFn {
   FZ_LL_LOG1P,
   FZ_LL_TANH,
   FZ_LL_ERF,
-  FZ_LL_ONE_PLUS_ERF, /* 1 + erf(x + y), i.e. erfc(-x); y: NULL or a
-                         correction below x's last bit */
+  FZ_LL_ONE_PLUS_ERF, /* 1 + erf(x), i.e. erfc(-x); y: NULL, or v with
+                         x = v * c, c the f32 nearest 1/sqrt(2) (gelu):
+                         the inline f32 form then computes 1 + erf(v /
+                         sqrt(2)) from v, without x's rounding */
   FZ_LL_POW,          /* two operands */
   FZ_LL_SIN,
   FZ_LL_COS,

@@ -326,32 +326,24 @@ static bool const_float(FzValue *v, double *out) {
 }
 
 /* 1 + erf(z), z's value widened to f32. When z = x * c with c the f32
- * nearest 1/sqrt(2) (gelu), the product's rounding error and c's own are
- * passed on as a correction: erfc's tail magnifies them by 2 z^2. */
+ * nearest 1/sqrt(2) (gelu), x itself is passed on: the inline form
+ * computes 1 + erf(x / sqrt(2)) from it, since erfc's tail would
+ * magnify the product's rounding (and c's) by 2 z^2. */
 static LLVMValueRef one_plus_erf(FzLLEmitter *E, FzValue *z, FzType *t) {
   LLVMValueRef w = fzLLWiden(E, fzLLGet(E, z), t);
-  LLVMValueRef lo = NULL;
+  LLVMValueRef v = NULL;
   FzOp *mul = fzValueGetDefiningOp(z);
   const double invSqrt2 = 0.70710678118654752440;
   if (mul && fzLoopGetOpcode(mul) == FZ_LOOP_OP_MULF &&
       fzTypeGetKind(fzLLScalarOf(t)) == FZ_TYPE_F32) {
-    for (size_t k = 0; k < 2 && !lo; ++k) {
+    for (size_t k = 0; k < 2 && !v; ++k) {
       double c;
-      if (!const_float(fzOpGetOperand(mul, k), &c) ||
-          fabs(c - invSqrt2) > 1e-7)
-        continue;
-      LLVMValueRef x = fzLLGet(E, fzOpGetOperand(mul, 1 - k));
-      LLVMTypeRef ty = LLVMTypeOf(x);
-      LLVMValueRef args[3] = {x, fzLLConstF(ty, c), LLVMBuildFNeg(E->b, w, "")};
-      lo = fzLLCallIntrinsic(E, "llvm.fma", &ty, 1, args, 3);
-      lo = LLVMBuildFAdd(
-          E->b, lo,
-          LLVMBuildFMul(E->b, x, fzLLConstF(ty, invSqrt2 - (double)(float)c),
-                        ""),
-          "");
+      if (const_float(fzOpGetOperand(mul, k), &c) &&
+          fabs(c - invSqrt2) <= 1e-7)
+        v = fzLLGet(E, fzOpGetOperand(mul, 1 - k));
     }
   }
-  return fzLLNarrow(E, fzLLEmitMath(E, FZ_LL_ONE_PLUS_ERF, w, lo), t);
+  return fzLLNarrow(E, fzLLEmitMath(E, FZ_LL_ONE_PLUS_ERF, w, v), t);
 }
 
 static LLVMValueRef float_binary(FzLLEmitter *E, FzOp *op, FzLoopOpcode code,

@@ -5,8 +5,9 @@
  * A libm call in a loop stops the vectorizer and costs ~10x on the
  * memory-bound kernels fuse generates (PERFORMANCE.md), so by default
  * these are inlined. The algorithms (errors measured in docs/codegen.md):
- *   exp    k = rint(x log2 e), r = x - k ln2 (two-constant split),
- *          e^r by its Taylor polynomial (degree 7 for f32, 13 for f64),
+ *   exp    k = rint(x log2 e) (a shifter constant), r = x - k ln2
+ *          (two-constant split),
+ *          e^r by a polynomial (f32: degree 6 minimax; f64: Taylor, 13),
  *          times 2^k applied in two halves so that results down to the
  *          subnormals and up to overflow come out right;
  *   expm1  the same reduction, the polynomial of e^r - 1, then
@@ -20,7 +21,8 @@
  *          above, coefficients fitted by bench/cpu/fit_erf.py; f64 erf
  *          calls the C library; `1 + erf(x)` (gelu) is computed as
  *          erfc(-x) in one branch for every x: exp(-x^2) Q1(1/(1 +
- *          |x|/2) - 0.58), accurate in relative terms;
+ *          0.42|x|)), accurate in relative terms, with its own
+ *          bounded exp (erfc_one_branch32);
  *   pow    exp(y log|x|) with the C99 special cases (x <= 0, y == 0,
  *          x == 1, odd integer y).
  * On the GPU (E->libdevice, set by lowering/nvptx when the CUDA toolkit's
@@ -148,21 +150,54 @@ static const double kInvFact[] = {
     1.0 / 1307674368000.0,
 };
 
+/* e^r on [-ln2/2, ln2/2] in f32: 1 + r E6(r), degree 6 minimax in
+ * relative terms (bench/cpu/fit_erf.py: 2.0e-9, against 1.2e-9 for the
+ * degree-7 Taylor polynomial it replaces, one fma fewer). */
+static const double kExpF32[] = {1.0,
+                                 1.000000032e+00,
+                                 4.999999421e-01,
+                                 1.666643121e-01,
+                                 4.166800235e-02,
+                                 8.374160073e-03,
+                                 1.384364824e-03};
+
 static LLVMValueRef is_nan(Math *m, LLVMValueRef x) {
   return fcmp(m, LLVMRealUNO, x, x);
 }
 
+/* x clamped to [lo, hi] by selects that keep a NaN (x86: one min and
+ * one max, NaN flowing through, so no NaN select is needed after). */
+static LLVMValueRef clamp_keep_nan(Math *m, LLVMValueRef x, double lo,
+                                   double hi) {
+  x = sel(m, fcmp(m, LLVMRealOLT, C(m, hi), x), C(m, hi), x);
+  return sel(m, fcmp(m, LLVMRealOLT, x, C(m, lo)), C(m, lo), x);
+}
+
+/* k = rint(x log2 e) by a shifter constant (x log2 e + 1.5 2^mant
+ * rounds to an integer, k's bits are its float bits less the shifter's:
+ * no fptosi, whose NaN is poison), r = x - k ln2, e^r by a polynomial,
+ * 2^k applied in two halves. A NaN x flows through (the clamps keep it,
+ * r and so the polynomial are NaN). */
 static LLVMValueRef emit_exp(Math *m, LLVMValueRef x) {
-  LLVMValueRef xc = intr2(m, "llvm.minnum", x, C(m, m->f64 ? 1025 : 89));
-  xc = intr2(m, "llvm.maxnum", xc, C(m, m->f64 ? -1080 : -110));
-  LLVMValueRef k, r;
-  reduce_ln2(m, xc, &k, &r);
-  LLVMValueRef p = horner(m, r, kInvFact, m->f64 ? 14 : 8);
-  LLVMValueRef ki = LLVMBuildFPToSI(m->E->b, k, m->ity, "");
-  LLVMValueRef k1 = LLVMBuildAShr(m->E->b, ki, CI(m, 1), "");
-  LLVMValueRef k2 = LLVMBuildSub(m->E->b, ki, k1, "");
-  LLVMValueRef res = mul(m, mul(m, p, pow2i(m, k1)), pow2i(m, k2));
-  return sel(m, is_nan(m, x), x, res);
+  FzLLEmitter *E = m->E;
+  LLVMValueRef xc = clamp_keep_nan(m, x, m->f64 ? -1080 : -110,
+                                   m->f64 ? 1025 : 89);
+  double shifter = m->f64 ? 6755399441055744.0 : 12582912.0; /* 1.5 2^mant */
+  LLVMValueRef kf =
+      add(m, mul(m, xc, C(m, 1.4426950408889634)), C(m, shifter));
+  LLVMValueRef k = sub(m, kf, C(m, shifter));
+  double hi, lo;
+  ln2_split(m->f64, &hi, &lo);
+  LLVMValueRef r = sub(m, xc, mul(m, k, C(m, hi)));
+  r = sub(m, r, mul(m, k, C(m, lo)));
+  LLVMValueRef p =
+      m->f64 ? horner(m, r, kInvFact, 14) : horner(m, r, kExpF32, 7);
+  LLVMValueRef ki = LLVMBuildSub(
+      E->b, LLVMBuildBitCast(E->b, kf, m->ity, ""),
+      LLVMBuildBitCast(E->b, C(m, shifter), m->ity, ""), "");
+  LLVMValueRef k1 = LLVMBuildAShr(E->b, ki, CI(m, 1), "");
+  LLVMValueRef k2 = LLVMBuildSub(E->b, ki, k1, "");
+  return mul(m, mul(m, p, pow2i(m, k1)), pow2i(m, k2));
 }
 
 /* e^x - 1 for x in [0, 40] (no NaN handling: callers do it). */
@@ -274,46 +309,85 @@ static LLVMValueRef emit_erf32(Math *m, LLVMValueRef x) {
   return sel(m, is_nan(m, x), x, r);
 }
 
-/* erfc(a) for a >= 0 in one branch: exp(-a^2) Q(1/(1 + a/2) - 0.58)
- * with Q of degree 10 fitted on [0, 10] by bench/cpu/fit_erf.py
- * (relative error 1.0e-6 in f32); a clamped to 10 (erfc is 0 in f32
- * beyond). a^2 is split into hi + lo as in erfc_tail32. exp(-hi) and Q
- * are independent chains (the division only feeds Q), so a vector's
- * latency stays that of the two-branch form while its work is about
- * half: gelu evaluates one branch instead of both and a select. */
-static LLVMValueRef erfc_one_branch32(Math *m, LLVMValueRef a,
-                                      LLVMValueRef aLo) {
-  static const double Q[] = {
-      3.302570611e-01,  1.021239662e+00, 1.119393297e+00, 6.362356517e-01,
-      -3.275630714e-02, -2.331371670e-01, 1.385389390e-02, 1.140011229e-01,
-      -3.453512067e-02, -4.907545995e-02, 2.681524787e-02};
-  LLVMValueRef ac = intr2(m, "llvm.minnum", a, C(m, 10.0));
+/* erfc(s a) for a >= 0 in one branch, s^2 = sq in {1, 1/2} (gelu's
+ * 1 + erf(v / sqrt 2) passes a = |v|, sq = 1/2), coefficients from
+ * bench/cpu/fit_erf.py:
+ *   erfc(b) = e^(-b^2) Q1(1/(1 + 0.42 b)), b = s a clamped to 10.2,
+ * Q1 of degree 8, minimax in relative terms on [0, 9.4] (where gelu is
+ * still a normal f32), a polynomial in t = 1/(1 + 0.42 b) itself: t is
+ * small where Q1 is, so there is no cancellation (a shifted t - 0.59
+ * measured twice the error in gelu's tail). e^(-b^2) is evaluated here
+ * rather than by emit_exp, as its argument is bounded:
+ * - b^2 = sq (x2 + lo2) exactly, x2 = a^2 rounded and lo2 = fma(a, a,
+ *   -x2): no rounding of s a enters the exponential (erfc's tail would
+ *   magnify it by 2 b^2);
+ * - k = rint(-b^2 log2 e) in [-150, 0] comes from a shifter constant:
+ *   x2 * -sq log2 e + (1.5 2^23 + 127 + 32) rounds to an integer whose
+ *   float bits end in the biased exponent of 2^(k + 32), so 2^(k + 32)
+ *   is one shift and always a normal f32. Q1's coefficients carry the
+ *   2^-32, so e^r 2^(k+32) (Q1 2^-32) rounds once, into the subnormals
+ *   where erfc's value is there: no two-step 2^k, no exponent clamps;
+ * - the reduction runs in units of sq: r' = -x2 - k (ln2/sq) - lo2 (ln2
+ *   split in two, k ln2_hi/sq exact), e^r = e^(sq r') by exp's degree-6
+ *   polynomial with its coefficients scaled by sq^i (exact);
+ * - a is clamped by a select that keeps a NaN, so a NaN stays NaN
+ *   through every step; an infinite a is clamped like any large one.
+ * At b = 10.2, erfc's value (3.6e-47) rounds to 0, as for every larger
+ * b. exp(-b^2) and Q1 are independent chains (the division only feeds
+ * Q1). */
+static LLVMValueRef erfc_one_branch32(Math *m, LLVMValueRef a, double sq) {
+  static const double Q1[] = {
+      2.589715577e-05, 2.363274598e-01,  2.435668398e-01,
+      1.773235915e-01, 3.141662448e-01,  -2.031447608e-01,
+      5.102763811e-01, -3.569259465e-01, 7.838433340e-02};
+  const double B = 10.2, s = sqrt(sq);
+  const int kScale = 32; /* 2^(k + kScale) stays normal for k >= -150 */
+  FzLLEmitter *E = m->E;
+  /* a > B/s ? B/s : a, which keeps a NaN */
+  LLVMValueRef ac =
+      sel(m, fcmp(m, LLVMRealOLT, C(m, B / s), a), C(m, B / s), a);
   LLVMValueRef t =
-      dvd(m, C(m, 1.0), add(m, C(m, 1.0), mul(m, ac, C(m, 0.5))));
-  t = sub(m, t, C(m, 0.58));
-  LLVMValueRef hi = LLVMBuildFMul(m->E->b, ac, ac, "");
-  LLVMValueRef fa[3] = {ac, ac, LLVMBuildFNeg(m->E->b, hi, "")};
-  LLVMValueRef lo = fzLLCallIntrinsic(m->E, "llvm.fma", &m->ty, 1, fa, 3);
-  if (aLo) /* (a + aLo)^2 = hi + lo + 2 a aLo */
-    lo = add(m, lo, mul(m, add(m, ac, ac), aLo));
-  LLVMValueRef e = emit_exp(m, LLVMBuildFNeg(m->E->b, hi, ""));
-  e = mul(m, e, sub(m, C(m, 1.0), lo));
-  return mul(m, e, horner(m, t, Q, 11));
+      dvd(m, C(m, 1.0), add(m, mul(m, ac, C(m, 0.42 * s)), C(m, 1.0)));
+  LLVMValueRef x2 = LLVMBuildFMul(E->b, ac, ac, "");
+  LLVMValueRef fa[3] = {ac, ac, LLVMBuildFNeg(E->b, x2, "")};
+  LLVMValueRef lo2 = fzLLCallIntrinsic(E, "llvm.fma", &m->ty, 1, fa, 3);
+  const double shifter = 12582912.0 + 127 + kScale; /* 1.5 2^23 + bias */
+  LLVMValueRef kf =
+      add(m, mul(m, x2, C(m, -sq * 1.4426950408889634)), C(m, shifter));
+  LLVMValueRef k = sub(m, kf, C(m, shifter));
+  double ln2hi, ln2lo;
+  ln2_split(false, &ln2hi, &ln2lo);
+  LLVMValueRef r =
+      sub(m, LLVMBuildFNeg(E->b, x2, ""), mul(m, k, C(m, ln2hi / sq)));
+  r = sub(m, r, lo2);
+  r = sub(m, r, mul(m, k, C(m, ln2lo / sq)));
+  double ce[7], qs[9];
+  for (size_t i = 0; i < 7; ++i)
+    ce[i] = kExpF32[i] * pow(sq, (double)i);
+  for (size_t i = 0; i < 9; ++i)
+    qs[i] = ldexp(Q1[i], -kScale);
+  LLVMValueRef p = horner(m, r, ce, 7);
+  LLVMValueRef bits = LLVMBuildBitCast(E->b, kf, m->ity, "");
+  bits = LLVMBuildShl(E->b, bits, CI(m, 23), "");
+  LLVMValueRef e = mul(m, p, LLVMBuildBitCast(E->b, bits, m->ty, ""));
+  return mul(m, e, horner(m, t, qs, 9));
 }
 
-/* 1 + erf(x + xLo) = erfc(-(x + xLo)) without cancellation for negative
- * x (gelu's Φ); xLo (may be NULL) is a correction far below x's last
- * bit. One branch (erfc_one_branch32) for every x. */
+/* 1 + erf(x) = erfc(-x) without cancellation for negative x, or, with
+ * v (gelu's Φ: x = v * c, c the f32 nearest 1/sqrt 2), 1 + erf(v /
+ * sqrt 2) from v itself. One branch (erfc_one_branch32) for every x; a
+ * NaN gives NaN through it. */
 static LLVMValueRef emit_one_plus_erf32(Math *m, LLVMValueRef x,
-                                        LLVMValueRef xLo) {
-  LLVMValueRef a = intr1(m, "llvm.fabs", x);
-  LLVMValueRef neg = fcmp(m, LLVMRealOLT, x, C(m, 0.0));
-  LLVMValueRef aLo = NULL;
-  if (xLo) /* the correction of |x| has the sign of x's */
-    aLo = sel(m, neg, LLVMBuildFNeg(m->E->b, xLo, ""), xLo);
-  LLVMValueRef ec = erfc_one_branch32(m, a, aLo);
-  LLVMValueRef r = sel(m, neg, ec, sub(m, C(m, 2.0), ec));
-  return sel(m, is_nan(m, x), x, r);
+                                        LLVMValueRef v) {
+  LLVMValueRef in = v ? v : x;
+  LLVMValueRef a = intr1(m, "llvm.fabs", in);
+  /* the sign bit (-0 and NaN with it set give erfc's branch, the same
+     value): x86 blends and masks take it as it is, no compare */
+  LLVMValueRef neg = LLVMBuildICmp(
+      m->E->b, LLVMIntSLT, LLVMBuildBitCast(m->E->b, in, m->ity, ""), CI(m, 0),
+      "");
+  LLVMValueRef ec = erfc_one_branch32(m, a, v ? 0.5 : 1.0);
+  return sel(m, neg, ec, sub(m, C(m, 2.0), ec));
 }
 
 static LLVMValueRef emit_pow(Math *m, LLVMValueRef x, LLVMValueRef y) {
