@@ -59,19 +59,43 @@ static FzValue *batch_index(Gen *G, FzMatmulIndex ix) {
 
 /*===--- Setup ----------------------------------------------------------===*/
 
+/* A conv's weights w[OC, C, KH, KW] as the matrix B[OC, K]: a view of
+ * the kernel argument (the matcher checked that (c, kh, kw) are
+ * contiguous). */
+static FzValue *conv_weight_matrix(Gen *G, FzValue *w) {
+  KB *K = &G->K;
+  if (!w)
+    return NULL;
+  FzType *t = fzValueGetType(w);
+  int64_t st[4];
+  mmStridesOf(t, st);
+  int64_t shape[2] = {fzShapedTypeGetDim(t, 0), G->m->K};
+  int64_t strides[2] = {st[0], 1};
+  FzType *vt = fzBufferTypeGet(K->ctx, 2, shape, K->elt, strides,
+                               fzBufferTypeGetMemorySpace(t), K->loc);
+  FzValue *ops[2] = {w, mmConst(K, 0)};
+  return vt ? mmOp(K, "loop.view", 2, ops, vt, NULL)
+            : (K->failed = true, NULL);
+}
+
 static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
                        int64_t base) {
   KB *K = &G->K;
   const FzMatmulTile *t = G->t;
   T->x = x;
   T->buf = cap(G, x->buffer);
+  T->rank = x->rank;
+  if (G->m->conv.on && !isA) {
+    T->buf = conv_weight_matrix(G, T->buf);
+    T->rank = 2;
+  }
   T->tileMN = isA ? t->bm : t->bn;
   T->mnExtent = isA ? G->m->M : G->m->N;
   T->rows = x->kLast ? T->tileMN : t->bk;
   T->cols = x->kLast ? t->bk : T->tileMN;
   T->stageElems = (int64_t)T->rows * T->cols;
   T->base = base;
-  T->async = G->async;
+  T->async = G->async && x->asyncCopies;
   int chunks = T->rows * T->cols / 8;
   T->perThread = chunks / G->threads;
   FzValue *mn0 = isA ? G->m0 : G->n0;
@@ -96,6 +120,16 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
       hi = T->mnExtent - 1;
     T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
     T->kOff[p] = x->kLast ? cc : r;
+    const FzMatmulConv *cv = &G->m->conv;
+    if (cv->on && isA) {
+      /* Row m = (n, oh, ow), fixed for the chunk across the k loop. */
+      FzValue *rest = mmRemC(K, T->mnIdx[p], cv->OH * cv->OW);
+      T->cvN[p] = mmDivC(K, T->mnIdx[p], cv->OH * cv->OW);
+      T->cvH[p] = mmAddC(K, mmMul(K, mmDivC(K, rest, cv->OW), cv->sh),
+                         -cv->padH);
+      T->cvW[p] = mmAddC(K, mmMul(K, mmRemC(K, rest, cv->OW), cv->sw),
+                         -cv->padW);
+    }
   }
 }
 
@@ -135,7 +169,7 @@ static void setup_ids(Gen *G) {
   /* Batch dims: block_id.z, row-major over their extents. */
   FzValue *bz = mmId(K, "kernel.block_id", "z");
   int64_t inner = 1;
-  for (size_t d = m->numDims; d-- > 0;) {
+  for (size_t d = m->conv.on ? 0 : m->numDims; d-- > 0;) {
     if ((int)d == m->dimI || (int)d == m->dimJ)
       continue;
     G->batchIv[d] = mmRemC(K, mmDivC(K, bz, inner), m->extent[d]);
@@ -485,12 +519,53 @@ static void compute_step_tf32(Gen *G, FzValue *stage, int ks, FzValue **acc) {
 
 /*===--- Tile loads -----------------------------------------------------===*/
 
+/* chunk_indices of a conv's input (A, k-contiguous): k decomposed into
+ * (c, kh, kw), the input at [n, c, oh*sh + kh*dh - padH, ow*sw + kw*dw
+ * - padW], clamped into the input and invalid outside it. (B, the
+ * weights, is the matrix view conv_weight_matrix: chunk_indices' own
+ * path.) */
+static void conv_chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
+                               FzValue **idx, FzValue **ok) {
+  KB *K = &G->K;
+  const FzMatmulConv *cv = &G->m->conv;
+  int64_t Kx = G->m->K;
+  FzValue *k = mmAddC(K, mmAdd(K, mmMul(K, kt, G->t->bk), T->kOff[p]), e);
+  bool kRagged = Kx % G->t->bk != 0;
+  FzValue *kOk = kRagged ? mmLtC(K, k, Kx) : NULL;
+  int64_t kHi = T->async ? Kx - 8 + e : Kx - 1;
+  FzValue *kc = kRagged ? mmMinC(K, k, kHi) : k;
+  int64_t taps = cv->KH * cv->KW;
+  FzValue *tap = mmRemC(K, kc, taps);
+  FzValue *kh = mmDivC(K, tap, cv->KW), *kw = mmRemC(K, tap, cv->KW);
+  idx[1] = mmDivC(K, kc, taps);
+  idx[2] = kh;
+  idx[3] = kw;
+  *ok = mmAnd(K, T->mnOk[p], kOk);
+  FzValue *ih = mmAdd(K, T->cvH[p], mmMul(K, kh, cv->dh));
+  FzValue *iw = mmAdd(K, T->cvW[p], mmMul(K, kw, cv->dw));
+  if (cv->edgeH) {
+    *ok = mmAnd(K, *ok, mmUltC(K, ih, cv->H));
+    ih = mmClampC(K, ih, 0, cv->H - 1);
+  }
+  if (cv->edgeW) {
+    *ok = mmAnd(K, *ok, mmUltC(K, iw, cv->W));
+    iw = mmClampC(K, iw, 0, cv->W - 1);
+  }
+  idx[0] = T->cvN[p];
+  idx[2] = ih;
+  idx[3] = iw;
+}
+
 /* The global indices of chunk p of tile T at k-tile kt (element `e` of
  * the chunk along the contiguous dim) and its validity (NULL: valid). */
 static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
                           FzValue **idx, FzValue **ok) {
   KB *K = &G->K;
   const FzMatmulOperand *x = T->x;
+  if (G->m->conv.on && x == &G->m->a) {
+    conv_chunk_indices(G, T, p, kt, e, idx, ok);
+    return;
+  }
   size_t nb = x->numBatch;
   for (size_t d = 0; d < nb; ++d)
     idx[d] = batch_index(G, x->batch[d]);
@@ -537,7 +612,7 @@ static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
       ops[n++] = mmCast(K, mmAddC(K, mmAdd(K, sbase, T->dst[p]), h * step),
                         K->idx);
       ops[n++] = T->buf;
-      for (size_t d = 0; d < T->x->rank; ++d)
+      for (size_t d = 0; d < T->rank; ++d)
         ops[n++] = idx[d];
       if (ok)
         ops[n++] = mmSelect(K, ok, mmConst(K, 16), mmConst(K, 0));
@@ -546,25 +621,37 @@ static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
 }
 
 /* The scalar path: loads 8 elements per chunk (zero outside the matrix)
- * and stores them into stage 0. */
-static void load_tile_sync(Gen *G, Tile *T, FzValue *kt) {
+ * and stores them into stage `stage` (i32). */
+static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   KB *K = &G->K;
+  FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
+                         mmMul(K, stage, T->stageElems));
   for (int p = 0; p < T->perThread; ++p)
     for (int e = 0; e < 8; ++e) {
       FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
       chunk_indices(G, T, p, kt, e, idx, &ok);
       FzValue *ops[1 + FZ_MATMUL_MAX_DIMS];
       ops[0] = T->buf;
-      for (size_t d = 0; d < T->x->rank; ++d)
+      for (size_t d = 0; d < T->rank; ++d)
         ops[1 + d] = idx[d];
-      FzValue *v = mmOp(K, "loop.load", 1 + T->x->rank, ops, K->elt, NULL);
+      FzValue *v = mmOp(K, "loop.load", 1 + T->rank, ops, K->elt, NULL);
       if (ok)
         v = mmSelect(K, ok, v, G->zeroElt);
       FzValue *st[3] = {
           v, G->smem,
-          mmCast(K, mmAddC(K, mmAddC(K, T->dst[p], T->base), e), K->idx)};
+          mmCast(K, mmAddC(K, mmAdd(K, T->dst[p], sbase), e), K->idx)};
       mmOp(K, "loop.store", 3, st, NULL, NULL);
     }
+}
+
+/* Tile kt of T into stage `stage`: 16-byte copies where T allows them,
+ * else scalar loads (a conv's input in the cp.async pipeline: the stage
+ * is free since the barrier, and the next barrier publishes it). */
+static void load_tile(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+  if (T->async)
+    load_tile_async(G, T, kt, stage);
+  else
+    load_tile_sync(G, T, kt, stage);
 }
 
 /*===--- The k loop -----------------------------------------------------===*/
@@ -650,8 +737,8 @@ static void main_loop(Gen *G, FzValue **acc) {
   if (G->async)
     for (int s = 0; s < G->S - 1; ++s) {
       if (s < G->KT) {
-        load_tile_async(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
-        load_tile_async(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
+        load_tile(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
+        load_tile(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
       }
       mmPlainOp(K, "kernel.cp_async_commit");
     }
@@ -691,15 +778,15 @@ static void main_loop(Gen *G, FzValue **acc) {
                                 mmConstOf(K, K->i32, G->S - 1),
                                 mmAddC(K, stage, -1))
                      : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
-      load_tile_async(G, &G->A, nk, ws);
-      load_tile_async(G, &G->B, nk, ws);
+      load_tile(G, &G->A, nk, ws);
+      load_tile(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
   } else {
     mmPlainOp(K, "kernel.barrier");
-    load_tile_sync(G, &G->A, kt);
-    load_tile_sync(G, &G->B, kt);
+    load_tile_sync(G, &G->A, kt, mmConstOf(K, K->i32, 0));
+    load_tile_sync(G, &G->B, kt, mmConstOf(K, K->i32, 0));
     mmPlainOp(K, "kernel.barrier");
   }
   if (G->tf32)
@@ -746,11 +833,13 @@ bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
 }
 
 bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t) {
-  return m->a.asyncCopies && m->b.asyncCopies && !t->sync;
+  return (m->a.asyncCopies || m->conv.on) && m->b.asyncCopies && !t->sync;
 }
 
 static int64_t batch_of(const FzMatmulNest *m) {
   int64_t batch = 1;
+  if (m->conv.on)
+    return 1;
   for (size_t d = 0; d < m->numDims; ++d)
     if ((int)d != m->dimI && (int)d != m->dimJ)
       batch *= m->extent[d];
@@ -779,14 +868,30 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *buf, size_t n) {
   char tt[96], batch[48] = "";
   fzMatmulTileFormat(t, tt, sizeof tt);
+  const char *elt = fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
+                    : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
+                                                           : "f16";
+  const FzMatmulConv *cv = &m->conv;
+  if (cv->on) {
+    snprintf(buf, n, "conv2d implicit GEMM %lldx%lldx%lldx%lld -> %lld "
+             "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
+             "dilation %lldx%lld (GEMM %lldx%lldx%lld) %s, tile %s, %s",
+             (long long)cv->batch, (long long)cv->C, (long long)cv->H,
+             (long long)cv->W, (long long)m->N, (long long)cv->KH,
+             (long long)cv->KW, (long long)cv->sh, (long long)cv->sw,
+             (long long)cv->padH, (long long)cv->padW, (long long)cv->dh,
+             (long long)cv->dw, (long long)m->M, (long long)m->N,
+             (long long)m->K, elt, tt,
+             fzMatmulUsesAsyncCopies(m, t)
+                 ? "cp.async weights, gathered input"
+                 : "scalar tile loads");
+    return;
+  }
   if (batch_of(m) > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
   snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s",
-           (long long)m->M, (long long)m->N, (long long)m->K,
-           fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
-           : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
-                                                  : "f16",
-           batch, tt,
+           (long long)m->M, (long long)m->N, (long long)m->K, elt, batch,
+           tt,
            fzMatmulUsesAsyncCopies(m, t) ? "cp.async pipeline"
                                          : "scalar tile loads");
 }
@@ -842,7 +947,7 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
     fzFree(ctx, G);
     return fzOpEmitError(par, "could not build the matmul kernel");
   }
-  if (!G->async)
+  if (!G->async || m->conv.on)
     G->zeroElt = mmConstAttr(K, fzFloatAttrGet(ctx, m->elt, 0.0), m->elt);
   setup_ids(G);
   int64_t aStage = (int64_t)t->bm * t->bk;
