@@ -16,7 +16,8 @@
 #    graph interpreter) for two seeds: one check each; the mm_* cases are
 #    bf16/f16 matmuls, compiled to tensor-core kernels (lower-loop-to-
 #    kernel's matmul mapping: cp.async, ldmatrix, mma.sync; more than
-#    48 KiB of dynamic shared memory for the default tiles);
+#    48 KiB of dynamic shared memory for the default tiles), the
+#    mm_conv* cases bf16/f16 conv2d as implicit GEMMs on tensor cores;
 #  - the ONNX backend node tests: `run_conformance --device cuda` (every
 #    model compiled to PTX and run on the GPU, outputs compared with the
 #    expected ones with ONNX's tolerances, docs/conformance.md); its log
