@@ -13,8 +13,8 @@
 # copies of the weights).
 # First each workload's correctness on the GPU: the same conv with batch
 # 2 (NAME_check.fuse) against the graph interpreter (--check-interp, bf16
-# tolerance), and its kernel must be an implicit GEMM (the plan that
-# --bench prints). Then the timings: fuse-run --device cuda --bench REPS
+# tolerance), with the tile by size and each CONV_TILES tile, and its
+# kernel must be an implicit GEMM (the plan that --bench prints). Then the timings: fuse-run --device cuda --bench REPS
 # (TFLOP/s = 2 N OH OW OC C KH KW / median time), by-size tile and each
 # CONV_TILES tile, and torch. Exits 1 when a check failed.
 set -u
@@ -44,10 +44,13 @@ tflops() {  # the TFLOP/s of a fuse-run --bench output, else "failed"
 
 for spec in $SPECS; do
   name=${spec%%:*}
-  out=$(timeout 300 "$RUN" "$D/${name}_check.fuse" --device cuda --random-inputs 3 --check-interp --rtol 2e-2 --atol 1 --print-limit 0 2>&1)
-  ok=$(echo "$out" | grep -m1 "check-interp")
-  echo "check $name (batch 2): ${ok:-$(echo "$out" | grep -m1 -i error)}"
-  echo "$out" | grep -q "check-interp: output_0: .*: ok" || status=1
+  for t in by-size $CONV_TILES; do
+    tile=$t; [ "$t" = by-size ] && tile=
+    out=$(FZ_GPU_MMA_TILE=$tile timeout 300 "$RUN" "$D/${name}_check.fuse" --device cuda --random-inputs 3 --check-interp --rtol 2e-2 --atol 1 --print-limit 0 2>&1)
+    ok=$(echo "$out" | grep -m1 "check-interp")
+    echo "check $name (batch 2) tile $t: ${ok:-$(echo "$out" | grep -m1 -i error)}"
+    echo "$out" | grep -q "check-interp: output_0: .*: ok" || status=1
+  done
   plan=$(timeout 120 "$RUN" "$D/${name}_check.fuse" --device cuda --random-inputs 3 --bench 1 --print-limit 0 2>&1 | grep "bench-cuda: kernel")
   echo "$plan" | grep -q "conv2d implicit GEMM" || { echo "check $name: not an implicit-GEMM kernel: $plan"; status=1; }
 done

@@ -59,25 +59,6 @@ static FzValue *batch_index(Gen *G, FzMatmulIndex ix) {
 
 /*===--- Setup ----------------------------------------------------------===*/
 
-/* A conv's weights w[OC, C, KH, KW] as the matrix B[OC, K]: a view of
- * the kernel argument (the matcher checked that (c, kh, kw) are
- * contiguous). */
-static FzValue *conv_weight_matrix(Gen *G, FzValue *w) {
-  KB *K = &G->K;
-  if (!w)
-    return NULL;
-  FzType *t = fzValueGetType(w);
-  int64_t st[4];
-  mmStridesOf(t, st);
-  int64_t shape[2] = {fzShapedTypeGetDim(t, 0), G->m->K};
-  int64_t strides[2] = {st[0], 1};
-  FzType *vt = fzBufferTypeGet(K->ctx, 2, shape, K->elt, strides,
-                               fzBufferTypeGetMemorySpace(t), K->loc);
-  FzValue *ops[2] = {w, mmConst(K, 0)};
-  return vt ? mmOp(K, "loop.view", 2, ops, vt, NULL)
-            : (K->failed = true, NULL);
-}
-
 static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
                        int64_t base) {
   KB *K = &G->K;
@@ -85,9 +66,9 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   T->x = x;
   T->buf = cap(G, x->buffer);
   T->rank = x->rank;
-  if (G->m->conv.on && !isA) {
-    T->buf = conv_weight_matrix(G, T->buf);
-    T->rank = 2;
+  if (G->m->conv.on) {
+    T->buf = isA ? mmConvInputFlat(G, T->buf) : mmConvWeightMatrix(G, T->buf);
+    T->rank = isA ? 1 : 2;
   }
   T->tileMN = isA ? t->bm : t->bn;
   T->mnExtent = isA ? G->m->M : G->m->N;
@@ -103,7 +84,10 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   for (int p = 0; p < T->perThread; ++p) {
     FzValue *c = mmAddC(K, G->tid, (int64_t)p * G->threads);
     FzValue *r = mmDivC(K, c, C);
-    FzValue *cc = mmMul(K, mmRemC(K, c, C), 8);
+    /* A conv's gather shares its k arithmetic among the chunks of equal
+     * k offsets: (tid + p T) % C is tid % C when C divides T. */
+    bool sameK = G->m->conv.on && isA && G->threads % C == 0;
+    FzValue *cc = mmMul(K, mmRemC(K, sameK ? G->tid : c, C), 8);
     T->row[p] = r;
     T->col[p] = cc;
     /* Shared-memory offsets are i32 (the loop's address arithmetic
@@ -120,16 +104,8 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
       hi = T->mnExtent - 1;
     T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
     T->kOff[p] = x->kLast ? cc : r;
-    const FzMatmulConv *cv = &G->m->conv;
-    if (cv->on && isA) {
-      /* Row m = (n, oh, ow), fixed for the chunk across the k loop. */
-      FzValue *rest = mmRemC(K, T->mnIdx[p], cv->OH * cv->OW);
-      T->cvN[p] = mmDivC(K, T->mnIdx[p], cv->OH * cv->OW);
-      T->cvH[p] = mmAddC(K, mmMul(K, mmDivC(K, rest, cv->OW), cv->sh),
-                         -cv->padH);
-      T->cvW[p] = mmAddC(K, mmMul(K, mmRemC(K, rest, cv->OW), cv->sw),
-                         -cv->padW);
-    }
+    if (G->m->conv.on && isA)
+      mmConvSetupRow(G, T, p);
   }
 }
 
@@ -519,53 +495,12 @@ static void compute_step_tf32(Gen *G, FzValue *stage, int ks, FzValue **acc) {
 
 /*===--- Tile loads -----------------------------------------------------===*/
 
-/* chunk_indices of a conv's input (A, k-contiguous): k decomposed into
- * (c, kh, kw), the input at [n, c, oh*sh + kh*dh - padH, ow*sw + kw*dw
- * - padW], clamped into the input and invalid outside it. (B, the
- * weights, is the matrix view conv_weight_matrix: chunk_indices' own
- * path.) */
-static void conv_chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
-                               FzValue **idx, FzValue **ok) {
-  KB *K = &G->K;
-  const FzMatmulConv *cv = &G->m->conv;
-  int64_t Kx = G->m->K;
-  FzValue *k = mmAddC(K, mmAdd(K, mmMul(K, kt, G->t->bk), T->kOff[p]), e);
-  bool kRagged = Kx % G->t->bk != 0;
-  FzValue *kOk = kRagged ? mmLtC(K, k, Kx) : NULL;
-  int64_t kHi = T->async ? Kx - 8 + e : Kx - 1;
-  FzValue *kc = kRagged ? mmMinC(K, k, kHi) : k;
-  int64_t taps = cv->KH * cv->KW;
-  FzValue *tap = mmRemC(K, kc, taps);
-  FzValue *kh = mmDivC(K, tap, cv->KW), *kw = mmRemC(K, tap, cv->KW);
-  idx[1] = mmDivC(K, kc, taps);
-  idx[2] = kh;
-  idx[3] = kw;
-  *ok = mmAnd(K, T->mnOk[p], kOk);
-  FzValue *ih = mmAdd(K, T->cvH[p], mmMul(K, kh, cv->dh));
-  FzValue *iw = mmAdd(K, T->cvW[p], mmMul(K, kw, cv->dw));
-  if (cv->edgeH) {
-    *ok = mmAnd(K, *ok, mmUltC(K, ih, cv->H));
-    ih = mmClampC(K, ih, 0, cv->H - 1);
-  }
-  if (cv->edgeW) {
-    *ok = mmAnd(K, *ok, mmUltC(K, iw, cv->W));
-    iw = mmClampC(K, iw, 0, cv->W - 1);
-  }
-  idx[0] = T->cvN[p];
-  idx[2] = ih;
-  idx[3] = iw;
-}
-
 /* The global indices of chunk p of tile T at k-tile kt (element `e` of
  * the chunk along the contiguous dim) and its validity (NULL: valid). */
 static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
                           FzValue **idx, FzValue **ok) {
   KB *K = &G->K;
   const FzMatmulOperand *x = T->x;
-  if (G->m->conv.on && x == &G->m->a) {
-    conv_chunk_indices(G, T, p, kt, e, idx, ok);
-    return;
-  }
   size_t nb = x->numBatch;
   for (size_t d = 0; d < nb; ++d)
     idx[d] = batch_index(G, x->batch[d]);
@@ -620,12 +555,16 @@ static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
     }
 }
 
-/* The scalar path: loads 8 elements per chunk (zero outside the matrix)
- * and stores them into stage `stage` (i32). */
-static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+/* The scalar path, in two halves so that the loads of a tile can be
+ * issued before the compute and stored after it: tile_gather loads this
+ * thread's 8 elements per chunk of tile kt (zero outside the matrix)
+ * into vals, tile_put stores them into stage `stage` (i32). */
+static void tile_gather(Gen *G, Tile *T, FzValue *kt, FzValue **vals) {
   KB *K = &G->K;
-  FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
-                         mmMul(K, stage, T->stageElems));
+  if (G->m->conv.on && T->x == &G->m->a) {
+    mmConvGather(G, T, kt, vals);
+    return;
+  }
   for (int p = 0; p < T->perThread; ++p)
     for (int e = 0; e < 8; ++e) {
       FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
@@ -635,13 +574,27 @@ static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
       for (size_t d = 0; d < T->rank; ++d)
         ops[1 + d] = idx[d];
       FzValue *v = mmOp(K, "loop.load", 1 + T->rank, ops, K->elt, NULL);
-      if (ok)
-        v = mmSelect(K, ok, v, G->zeroElt);
+      vals[p * 8 + e] = ok ? mmSelect(K, ok, v, G->zeroElt) : v;
+    }
+}
+
+static void tile_put(Gen *G, Tile *T, FzValue *const *vals, FzValue *stage) {
+  KB *K = &G->K;
+  FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
+                         mmMul(K, stage, T->stageElems));
+  for (int p = 0; p < T->perThread; ++p)
+    for (int e = 0; e < 8; ++e) {
       FzValue *st[3] = {
-          v, G->smem,
+          vals[p * 8 + e], G->smem,
           mmCast(K, mmAddC(K, mmAdd(K, T->dst[p], sbase), e), K->idx)};
       mmOp(K, "loop.store", 3, st, NULL, NULL);
     }
+}
+
+static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+  FzValue *vals[8 * MAX_CHUNKS];
+  tile_gather(G, T, kt, vals);
+  tile_put(G, T, vals, stage);
 }
 
 /* Tile kt of T into stage `stage`: 16-byte copies where T allows them,
@@ -748,7 +701,8 @@ static void main_loop(Gen *G, FzValue **acc) {
                          &kt, iters, &saved);
   if (!loop)
     return;
-  FzValue *stage, *nextStage = NULL;
+  FzValue *stage, *nextStage = NULL, *prefetchStage = NULL;
+  FzValue *prefetch[8 * MAX_CHUNKS];
   FzValue *kt32 = mmCast(K, kt, K->i32);
   if (carryStage) {
     stage = iters[nacc];
@@ -768,21 +722,31 @@ static void main_loop(Gen *G, FzValue **acc) {
     mmPlainOp(K, "kernel.barrier");
     /* Refill the stage the barrier freed with tile kt + S - 1. */
     FzValue *nk = mmAddC(K, kt, G->S - 1);
-    FzBuilder inIf;
-    FzOp *guard = G->KT > G->S - 1 ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf)
-                                   : NULL;
-    if (G->KT > G->S - 1) {
-      /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
-      FzValue *ws =
-          carryStage ? mmSelect(K, mmLtC(K, stage, 1),
+    bool refill = G->KT > G->S - 1;
+    /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
+    FzValue *ws =
+        !refill      ? NULL
+        : carryStage ? mmSelect(K, mmLtC(K, stage, 1),
                                 mmConstOf(K, K->i32, G->S - 1),
                                 mmAddC(K, stage, -1))
                      : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
-      load_tile(G, &G->A, nk, ws);
-      load_tile(G, &G->B, nk, ws);
+    FzBuilder inIf;
+    FzOp *guard = refill ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf) : NULL;
+    if (refill) {
+      if (G->A.async)
+        load_tile_async(G, &G->A, nk, ws);
+      load_tile_async(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
+    /* A gathered by scalar loads (a conv's input): loaded into registers
+     * now (tile min(kt + S - 1, KT - 1): past the end, a stage never
+     * read again gets a valid tile), stored into stage ws after the
+     * compute, so that the loads' latency overlaps the mma. */
+    if (refill && !G->A.async) {
+      tile_gather(G, &G->A, mmMinC(K, nk, G->KT - 1), prefetch);
+      prefetchStage = ws;
+    }
   } else {
     mmPlainOp(K, "kernel.barrier");
     load_tile_sync(G, &G->A, kt, mmConstOf(K, K->i32, 0));
@@ -795,6 +759,8 @@ static void main_loop(Gen *G, FzValue **acc) {
   else
     for (int ks = 0; ks < G->t->bk / 16; ++ks)
       compute_step(G, stage, ks, iters);
+  if (prefetchStage)
+    tile_put(G, &G->A, prefetch, prefetchStage);
   if (carryStage)
     iters[nacc] = nextStage;
   mmForClose(K, loop, niter, iters, &saved);

@@ -162,8 +162,9 @@ bool fzMatmulTileParse(FzStringRef text, FzMatmulTile *out, char *why,
 bool fzMatmulTileCheck(const FzMatmulTile *t, char *why, size_t whyLen);
 /* The tile for nest m: `text` when not NULL/empty, else $FZ_GPU_MMA_TILE
  * when set, else by size: 128x128x32:4w:4s when M, N >= 256,
- * 64x64x32:4w:3s otherwise (the fastest measured on an H100). False
- * with the reason (a bad text or variable). */
+ * 64x64x32:4w:3s otherwise (the fastest measured on an H100); a conv
+ * with M >= 256: 128x128x32:4w:3s, or 128x64x32:4w:4s for N <= 64 (no
+ * spills). False with the reason (a bad text or variable). */
 bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
                         FzMatmulTile *out, char *why, size_t whyLen);
 /* Writes the tile's text form (parseable back) into buf. */

@@ -4,8 +4,10 @@
  * (matmul.h, FzMatmulConv).
  *
  * Beyond convMatch, the GEMM needs: groups == 1 (every output channel
- * reads every input channel: one GEMM, not one per group), the input
- * and the weight of one element type (bf16 or f16 extended to f32, or
+ * reads every input channel: one GEMM, not one per group), a dense
+ * NCHW input of fewer than 2^31 elements (the gather reads it through a
+ * flat view with 32-bit offsets), the input and the weight of one
+ * element type (bf16 or f16 extended to f32, or
  * f32 for tf32 kernels), the weight a plain load w[oc, c, kh, kw] of a
  * buffer from outside the nest (B[j, k] = w[j, c, kh, kw]), and the
  * matmul epilogue's rules (mmMatchEpilogue). The weights allow 16-byte
@@ -105,6 +107,15 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
   if (!mmPlainBuffer(x, T->par) || !mmPlainBuffer(w, T->par))
     return refuse(why, whyLen, "the input or the weight is not a static "
                                "global buffer defined outside the nest");
+  FzType *xt = fzValueGetType(x);
+  int64_t xs[4];
+  mmStridesOf(xt, xs);
+  if (xs[3] != 1 || xs[2] != C->Wi || xs[1] != C->H * C->Wi ||
+      xs[0] != C->C * C->H * C->Wi ||
+      fzShapedTypeGetDim(xt, 0) * xs[0] >= ((int64_t)1 << 31))
+    return refuse(why, whyLen, "the input is not a dense NCHW buffer of "
+                               "fewer than 2^31 elements (the gather's "
+                               "offsets are 32-bit)");
   if (!weight_rows(w) || fzShapedTypeGetDim(fzValueGetType(w), 1) != CG)
     return refuse(why, whyLen, "the weight's (c, kh, kw) are not contiguous "
                                "in memory (no [OC, K] matrix)");

@@ -56,8 +56,9 @@ typedef struct Tile {
    * always valid). */
   FzValue *mnIdx[MAX_CHUNKS], *mnOk[MAX_CHUNKS];
   FzValue *kOff[MAX_CHUNKS];  /* offset of the chunk along k in the tile */
-  /* A conv's input (A): per chunk, the row's n and the window's first
-   * input row and column, oh*sh - padH and ow*sw - padW. */
+  /* A conv's input (A, i32): per chunk, the flat offset of the row's
+   * window corner (n, 0, ih0, iw0) and ih0 = oh*sh - padH, iw0 = ow*sw -
+   * padW (matmul_conv_gen.c). */
   FzValue *cvN[MAX_CHUNKS], *cvH[MAX_CHUNKS], *cvW[MAX_CHUNKS];
 } Tile;
 
@@ -161,6 +162,19 @@ void mmIfClose(KB *K, FzOp *loop, const FzBuilder *saved);
 /* The swizzled element offset of (row, col) in a shared tile of `cols`
  * columns (col a multiple of 8): matmul.c's opening comment. */
 FzValue *mmSwizzle(KB *K, FzValue *row, FzValue *col, int cols);
+
+/*===--- matmul_conv_gen.c: a conv2d's implicit GEMM ------------------===*/
+
+/* The weights w[OC, C, KH, KW] as the matrix [OC, K] (a loop.view of the
+ * kernel's argument; the matcher checked (c, kh, kw) contiguous), and
+ * the input as a flat buffer of N*C*H*W elements. */
+FzValue *mmConvWeightMatrix(Gen *G, FzValue *w);
+FzValue *mmConvInputFlat(Gen *G, FzValue *x);
+/* Tile T's (A's) cvN, cvH, cvW of chunk p from its row T->mnIdx[p]. */
+void mmConvSetupRow(Gen *G, Tile *T, int p);
+/* This thread's 8 elements per chunk of A's tile kt gathered from the
+ * input (0 outside it and outside the GEMM) into vals[p * 8 + e]. */
+void mmConvGather(Gen *G, Tile *T, FzValue *kt, FzValue **vals);
 
 /*===--- matmul_epilogue.c ----------------------------------------------===*/
 

@@ -98,6 +98,21 @@ START_TEST(test_tile_choose) {
     fzMatmulTileFormat(&t, buf, sizeof buf);
     ck_assert_str_eq(buf, want[i]);
   }
+  /* A conv's gather: 3 stages at 128x128, 64-column tiles for few
+   * output channels, the small default below 256 rows. */
+  m.conv.on = true;
+  int64_t convSizes[3][2] = {{100352, 64}, {6272, 256}, {200, 256}};
+  const char *convWant[3] = {"128x64x32:2x2w:4s:g8", "128x128x32:2x2w:3s:g8",
+                             "64x64x32:2x2w:3s:g8"};
+  for (int i = 0; i < 3; ++i) {
+    m.M = convSizes[i][0];
+    m.N = convSizes[i][1];
+    ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                                 sizeof why));
+    fzMatmulTileFormat(&t, buf, sizeof buf);
+    ck_assert_str_eq(buf, convWant[i]);
+  }
+  m.conv.on = false;
   ck_assert_int_eq(setenv("FZ_GPU_MMA_TILE", "32x32x16:1w:2s", 1), 0);
   ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
                                sizeof why));
