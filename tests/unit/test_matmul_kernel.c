@@ -665,6 +665,16 @@ START_TEST(test_conv_refused) {
        "groups > 1", "%16 = loop.for %arg8 = %0 to %5",
        "%c4 = loop.constant 4 : index\n    %16 = loop.for %arg8 = %0 to "
        "%c4"},
+      /* Padded input rows (18 elements apart): no flat view. */
+      {"%arg0: buffer<2x8x9x9xbf16>",
+       "%arg0: buffer<2x8x9x9xbf16, strides [1296, 162, 18, 1]>",
+       "not a dense NCHW buffer", "%33] : buffer<2x8x9x9xbf16>",
+       "%33] : buffer<2x8x9x9xbf16, strides [1296, 162, 18, 1]>"},
+      /* Weights with kw 2 elements apart: no [OC, K] matrix. */
+      {"%arg1: buffer<16x8x3x3xbf16>",
+       "%arg1: buffer<16x8x3x3xbf16, strides [144, 18, 6, 2]>",
+       "(c, kh, kw) are not contiguous", "%arg12] : buffer<16x8x3x3xbf16>",
+       "%arg12] : buffer<16x8x3x3xbf16, strides [144, 18, 6, 2]>"},
       {"    loop.yield\n  }",
        "    loop.store %21, %arg0[%arg4, %arg4, %arg6, %arg7] : "
        "buffer<2x8x9x9xbf16>\n    loop.yield\n  }",
