@@ -6,6 +6,9 @@
 #     bash bench/gpu/conv.sh [BUILD_DIR] [REPS]   (default build-gpu-carry, 20)
 #     CONV_TILES="..."  tiles (FZ_GPU_MMA_TILE) tried besides the one
 #                       chosen by size; the table shows the best
+#     CONV_SPECS="..."  a subset of the workloads (SPECS below)
+#     CONV_COMPILE=0    no torch.compile column (it compiles each shape:
+#                       most of the script's time)
 # Workloads (bench/gpu/conv/*.fuse, ResNet-like, batch 32, bf16, bias
 # and relu fused): 64->64 3x3 pad 1 on 56x56; 64->256 1x1 on 56x56;
 # 128->128 3x3 stride 2 pad 1 from 56x56; 256->256 3x3 pad 1 on 14x14;
@@ -33,7 +36,7 @@ fi
 status=0
 D=bench/gpu/conv
 # NAME:N:C:H:OC:K:STRIDE:PAD (square inputs and kernels), as conv_peers.py takes them.
-SPECS="r1_3x3_64_56:32:64:56:64:3:1:1 r2_1x1_64_256_56:32:64:56:256:1:1:0 r3_3x3s2_128_56:32:128:56:128:3:2:1 r4_3x3_256_14:32:256:14:256:3:1:1 stem_7x7s2_3_224:32:3:224:64:7:2:3"
+SPECS=${CONV_SPECS:-"r1_3x3_64_56:32:64:56:64:3:1:1 r2_1x1_64_256_56:32:64:56:256:1:1:0 r3_3x3s2_128_56:32:128:56:128:3:2:1 r4_3x3_256_14:32:256:14:256:3:1:1 stem_7x7s2_3_224:32:3:224:64:7:2:3"}
 CONV_TILES=${CONV_TILES:-"128x64x32:4w:4s 128x128x32:4w:3s 64x128x32:4w:3s 128x64x64:4w:3s 256x64x32:8w:3s"}
 
 tflops() {  # the TFLOP/s of a fuse-run --bench output, else "failed"

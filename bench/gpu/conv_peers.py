@@ -5,8 +5,9 @@
 # events, median of N after warm-up). Prints one line per workload:
 #   NAME eager_TFLOPs compile_TFLOPs
 # (2 * N * OH * OW * OC * C * KH * KW / time). Prints nothing and exits 0
-# when torch or a GPU is missing.
+# when torch or a GPU is missing. CONV_COMPILE=0: no torch.compile (nan).
 #     python3 bench/gpu/conv_peers.py REPS NAME:N:C:H:OC:K:S:P ...
+import os
 import sys
 try:
     import torch
@@ -46,10 +47,12 @@ for spec in sys.argv[2:]:
         return F.relu(F.conv2d(x, w, b, stride=s, padding=p))
 
     eager = med(conv, (x, w, b))
-    torch._dynamo.reset()
-    try:
-        comp = med(torch.compile(conv), (x, w, b))
-    except Exception:
-        comp = float("nan")
+    comp = float("nan")
+    if os.environ.get("CONV_COMPILE", "1") != "0":
+        torch._dynamo.reset()
+        try:
+            comp = med(torch.compile(conv), (x, w, b))
+        except Exception:
+            pass
     tf = lambda ms: flops / (ms * 1e-3) / 1e12
     print(f"{name} {tf(eager):.1f} {tf(comp):.1f}", flush=True)
