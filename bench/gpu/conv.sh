@@ -79,7 +79,7 @@ declare -A EAGER COMP
 if command -v python3 >/dev/null; then
   while read -r n e c; do EAGER[$n]=$e; COMP[$n]=$c; done < <(timeout 900 python3 bench/gpu/conv_peers.py "$REPS" $SPECS 2>/dev/null)
 fi
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "-" }'; }
 echo
 printf "%-18s %8s %-22s %8s %-22s %8s %8s %8s %8s\n" workload fuse "(tile by size)" best "(tile)" eager compile best/eag best/comp
 for spec in $SPECS; do
