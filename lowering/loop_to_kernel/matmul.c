@@ -66,7 +66,12 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   T->x = x;
   T->buf = cap(G, x->buffer);
   T->rank = x->rank;
-  if (G->m->conv.on) {
+  const FzMatmulConv *cv = &G->m->conv;
+  bool gather = cv->on && !cv->pointwise && isA;
+  if (cv->on && cv->pointwise) {
+    T->buf = isA ? mmConvWeightMatrix(G, T->buf) : mmConvImages(G, T->buf);
+    T->rank = isA ? 2 : 3;
+  } else if (cv->on) {
     T->buf = isA ? mmConvInputFlat(G, T->buf) : mmConvWeightMatrix(G, T->buf);
     T->rank = isA ? 1 : 2;
   }
@@ -86,7 +91,7 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
     FzValue *r = mmDivC(K, c, C);
     /* A conv's gather shares its k arithmetic among the chunks of equal
      * k offsets: (tid + p T) % C is tid % C when C divides T. */
-    bool sameK = G->m->conv.on && isA && G->threads % C == 0;
+    bool sameK = gather && G->threads % C == 0;
     FzValue *cc = mmMul(K, mmRemC(K, sameK ? G->tid : c, C), 8);
     T->row[p] = r;
     T->col[p] = cc;
@@ -104,7 +109,7 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
       hi = T->mnExtent - 1;
     T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
     T->kOff[p] = x->kLast ? cc : r;
-    if (G->m->conv.on && isA)
+    if (gather)
       mmConvSetupRow(G, T, p);
   }
 }
@@ -145,6 +150,8 @@ static void setup_ids(Gen *G) {
   /* Batch dims: block_id.z, row-major over their extents. */
   FzValue *bz = mmId(K, "kernel.block_id", "z");
   int64_t inner = 1;
+  if (m->conv.pointwise)
+    G->batchIv[0] = bz; /* grid.z is the batch */
   for (size_t d = m->conv.on ? 0 : m->numDims; d-- > 0;) {
     if ((int)d == m->dimI || (int)d == m->dimJ)
       continue;
@@ -561,7 +568,7 @@ static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
  * into vals, tile_put stores them into stage `stage` (i32). */
 static void tile_gather(Gen *G, Tile *T, FzValue *kt, FzValue **vals) {
   KB *K = &G->K;
-  if (G->m->conv.on && T->x == &G->m->a) {
+  if (G->m->conv.on && !G->m->conv.pointwise && T->x == &G->m->a) {
     mmConvGather(G, T, kt, vals);
     return;
   }
@@ -799,13 +806,14 @@ bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
 }
 
 bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t) {
-  return (m->a.asyncCopies || m->conv.on) && m->b.asyncCopies && !t->sync;
+  bool gather = m->conv.on && !m->conv.pointwise;
+  return (m->a.asyncCopies || gather) && m->b.asyncCopies && !t->sync;
 }
 
 static int64_t batch_of(const FzMatmulNest *m) {
   int64_t batch = 1;
   if (m->conv.on)
-    return 1;
+    return m->conv.pointwise ? m->conv.batch : 1;
   for (size_t d = 0; d < m->numDims; ++d)
     if ((int)d != m->dimI && (int)d != m->dimJ)
       batch *= m->extent[d];
@@ -839,18 +847,25 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                                                            : "f16";
   const FzMatmulConv *cv = &m->conv;
   if (cv->on) {
+    char gemm[96];
+    if (cv->pointwise)
+      snprintf(gemm, sizeof gemm, "1x1: GEMM %lldx%lldx%lld per image",
+               (long long)m->M, (long long)m->N, (long long)m->K);
+    else
+      snprintf(gemm, sizeof gemm, "GEMM %lldx%lldx%lld", (long long)m->M,
+               (long long)m->N, (long long)m->K);
+    bool async = fzMatmulUsesAsyncCopies(m, t);
     snprintf(buf, n, "conv2d implicit GEMM %lldx%lldx%lldx%lld -> %lld "
              "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
-             "dilation %lldx%lld (GEMM %lldx%lldx%lld) %s, tile %s, %s",
+             "dilation %lldx%lld (%s) %s, tile %s, %s",
              (long long)cv->batch, (long long)cv->C, (long long)cv->H,
-             (long long)cv->W, (long long)m->N, (long long)cv->KH,
-             (long long)cv->KW, (long long)cv->sh, (long long)cv->sw,
-             (long long)cv->padH, (long long)cv->padW, (long long)cv->dh,
-             (long long)cv->dw, (long long)m->M, (long long)m->N,
-             (long long)m->K, elt, tt,
-             fzMatmulUsesAsyncCopies(m, t)
-                 ? "cp.async weights, gathered input"
-                 : "scalar tile loads");
+             (long long)cv->W, (long long)(cv->pointwise ? m->M : m->N),
+             (long long)cv->KH, (long long)cv->KW, (long long)cv->sh,
+             (long long)cv->sw, (long long)cv->padH, (long long)cv->padW,
+             (long long)cv->dh, (long long)cv->dw, gemm, elt, tt,
+             !async           ? "scalar tile loads"
+             : cv->pointwise ? "cp.async pipeline"
+                             : "cp.async weights, gathered input");
     return;
   }
   if (batch_of(m) > 1)

@@ -99,6 +99,10 @@ typedef struct FzMatmulConv {
   int64_t sh, sw, dh, dw;
   int64_t padH, padW;      /* the window's offset before the input */
   bool edgeH, edgeW;       /* some window position leaves the input */
+  /* 1x1, stride 1, no padding: per image n a plain GEMM out[n] =
+   * w[OC, C] x[n][C, OH*OW] (rows oc, columns p = oh*OW + ow, k = c,
+   * batch n; both operands by 16-byte copies where they allow them). */
+  bool pointwise;
 } FzMatmulConv;
 
 typedef struct FzMatmulNest {
@@ -123,7 +127,10 @@ typedef struct FzMatmulNest {
   /* A conv2d nest (conv.on): A is the input's gathered window (a, with
    * no asyncCopies: scalar loads), B the weights (b, k-contiguous), M =
    * batch * OH * OW, N = OC, K = C * KH * KW, dimI -1 (the rows span
-   * dims 0, 2, 3), dimJ 1, no batch dims, no pairStores. */
+   * dims 0, 2, 3), dimJ 1, no batch dims, no pairStores. A pointwise
+   * one (conv.pointwise): A the weights, B the input image [C, OH*OW]
+   * (k-major), M = OC, N = OH * OW, K = C, dimI 1, dimJ -1 (the columns
+   * span dims 2, 3), batch dim 0; pairStores of (ow, ow + 1). */
   FzMatmulConv conv;
 } FzMatmulNest;
 

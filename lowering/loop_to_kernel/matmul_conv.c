@@ -145,6 +145,52 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
                            .kLast = true};
   m->b = (FzMatmulOperand){.buffer = w, .load = wl, .rank = 4, .kLast = true,
                            .asyncCopies = weight_async(w, m->K)};
+  cv->pointwise = cv->KH == 1 && cv->KW == 1 && cv->sh == 1 &&
+                  cv->sw == 1 && !cv->edgeH && !cv->edgeW &&
+                  C->hOff == 0 && C->wOff == 0 && cv->OH == cv->H &&
+                  cv->OW == cv->W;
+  if (cv->pointwise) {
+    /* out[n] = w[OC, C] x[n][C, HW]: the weights are A, the image B. */
+    int64_t hw = cv->H * cv->W;
+    m->M = OC;
+    m->N = hw;
+    m->dimI = CV_M;
+    m->dimJ = -1;
+    FzMatmulOperand wa = m->b, xb = m->a;
+    m->a = wa;
+    m->b = xb;
+    m->b.kLast = false;
+    m->b.numBatch = 1;
+    m->b.batch[0] = (FzMatmulIndex){CV_N, 0};
+    m->b.asyncCopies = hw % 8 == 0 && mmAlignedBase(x, 16) &&
+                       fzTypeGetStorageSize(elt) == 2;
+  }
+  return true;
+}
+
+/* pairStores of a pointwise conv: each store writes (n, oc, oh, ow) of a
+ * buffer whose ow has stride 1 and other strides are even, OW even (a
+ * pair (ow, ow + 1) never crosses a row), aligned. */
+static bool pointwise_pairs(const FzMatmulNest *m) {
+  if (m->conv.OW % 2 != 0)
+    return false;
+  FzBlock *body = fzLoopGetBody(m->par);
+  for (size_t s = 0; s < m->numStores; ++s) {
+    FzOp *st = m->stores[s];
+    FzValue *buf = fzOpGetOperand(st, 1);
+    FzType *t = fzValueGetType(buf);
+    if (fzShapedTypeGetRank(t) != 4 ||
+        fzTypeGetStorageSize(fzShapedTypeGetElementType(t)) != 2)
+      return false;
+    for (size_t d = 0; d < 4; ++d)
+      if (fzOpGetOperand(st, 2 + d) != fzBlockGetArgument(body, d))
+        return false;
+    int64_t strides[4];
+    mmStridesOf(t, strides);
+    if (strides[3] != 1 || strides[0] % 2 || strides[1] % 2 ||
+        strides[2] % 2 || !mmAlignedBase(buf, 4))
+      return false;
+  }
   return true;
 }
 
@@ -162,5 +208,9 @@ bool fzKernelMatchConvNest(FzOp *par, FzMatmulNest *out, bool *isConv,
             fill(&C, m, why, whyLen);
   fzFree(ctx, C.chTab);
   fzPtrMapFree(&C.T.deps);
-  return ok && mmMatchEpilogue(m, why, whyLen);
+  if (!ok || !mmMatchEpilogue(m, why, whyLen))
+    return false;
+  if (m->conv.pointwise)
+    m->pairStores = pointwise_pairs(m);
+  return true;
 }

@@ -47,6 +47,12 @@ FzValue *mmConvInputFlat(Gen *G, FzValue *x) {
   return view_of(G, x, 1, &n, NULL);
 }
 
+FzValue *mmConvImages(Gen *G, FzValue *x) {
+  const FzMatmulConv *cv = &G->m->conv;
+  int64_t shape[3] = {cv->batch, cv->C, cv->H * cv->W};
+  return view_of(G, x, 3, shape, NULL);
+}
+
 void mmConvSetupRow(Gen *G, Tile *T, int p) {
   KB *K = &G->K;
   const FzMatmulConv *cv = &G->m->conv;

@@ -38,6 +38,11 @@ static FzValue *dim_value(Gen *G, size_t d, FzValue *row, FzValue *col) {
     return (int)d == m->dimI   ? row
            : (int)d == m->dimJ ? col
                                : G->batchIv[d];
+  if (cv->pointwise) /* rows oc, columns oh * OW + ow, batch n */
+    return d == 0   ? G->batchIv[0]
+           : d == 1 ? row
+           : d == 2 ? mmDivC(K, col, cv->OW)
+                    : mmRemC(K, col, cv->OW);
   switch (d) {
   case 0:
     return mmDivC(K, row, cv->OH * cv->OW);

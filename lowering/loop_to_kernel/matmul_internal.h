@@ -170,6 +170,8 @@ FzValue *mmSwizzle(KB *K, FzValue *row, FzValue *col, int cols);
  * the input as a flat buffer of N*C*H*W elements. */
 FzValue *mmConvWeightMatrix(Gen *G, FzValue *w);
 FzValue *mmConvInputFlat(Gen *G, FzValue *x);
+/* A pointwise conv's input as images [N, C, OH*OW] (its B). */
+FzValue *mmConvImages(Gen *G, FzValue *x);
 /* Tile T's (A's) cvN, cvH, cvW of chunk p from its row T->mnIdx[p]. */
 void mmConvSetupRow(Gen *G, Tile *T, int p);
 /* This thread's 8 elements per chunk of A's tile kt gathered from the

@@ -112,6 +112,15 @@ START_TEST(test_tile_choose) {
     fzMatmulTileFormat(&t, buf, sizeof buf);
     ck_assert_str_eq(buf, convWant[i]);
   }
+  /* A 1x1 conv is a plain GEMM per image: the matmul's rule. */
+  m.conv.pointwise = true;
+  m.M = 256;
+  m.N = 3136;
+  ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                               sizeof why));
+  fzMatmulTileFormat(&t, buf, sizeof buf);
+  ck_assert_str_eq(buf, "128x128x32:2x2w:4s:g8");
+  m.conv.pointwise = false;
   m.conv.on = false;
   ck_assert_int_eq(setenv("FZ_GPU_MMA_TILE", "32x32x16:1w:2s", 1), 0);
   ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
