@@ -162,8 +162,9 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
     m->b.kLast = false;
     m->b.numBatch = 1;
     m->b.batch[0] = (FzMatmulIndex){CV_N, 0};
+    size_t eb = fzTypeGetStorageSize(elt);
     m->b.asyncCopies = hw % 8 == 0 && mmAlignedBase(x, 16) &&
-                       fzTypeGetStorageSize(elt) == 2;
+                       (eb == 2 || eb == 4);
   }
   return true;
 }
