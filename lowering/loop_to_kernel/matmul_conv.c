@@ -13,7 +13,10 @@
  * matmul epilogue's rules (mmMatchEpilogue). The weights allow 16-byte
  * copies when (c, kh, kw) are contiguous in memory (k-contiguous rows),
  * K % 8 == 0, the row stride a multiple of 8 elements and the buffer
- * 16-byte aligned; the input never does (a gather).
+ * 16-byte aligned; the input never does (a gather), except in a
+ * pointwise conv (1x1, stride 1, no padding: FzMatmulConv.pointwise),
+ * which is a plain GEMM per image whose B, the image [C, OH*OW], allows
+ * them when OH*OW % 8 == 0.
  *
  * Nothing is allocated that outlives the call: the description points
  * into the IR.
