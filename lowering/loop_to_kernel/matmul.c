@@ -65,13 +65,23 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   const FzMatmulTile *t = G->t;
   T->x = x;
   T->buf = cap(G, x->buffer);
+  T->rank = x->rank;
+  const FzMatmulConv *cv = &G->m->conv;
+  bool gather = cv->on && !cv->pointwise && isA;
+  if (cv->on && cv->pointwise) {
+    T->buf = isA ? mmConvWeightMatrix(G, T->buf) : mmConvImages(G, T->buf);
+    T->rank = isA ? 2 : 3;
+  } else if (cv->on) {
+    T->buf = isA ? mmConvInputFlat(G, T->buf) : mmConvWeightMatrix(G, T->buf);
+    T->rank = isA ? 1 : 2;
+  }
   T->tileMN = isA ? t->bm : t->bn;
   T->mnExtent = isA ? G->m->M : G->m->N;
   T->rows = x->kLast ? T->tileMN : t->bk;
   T->cols = x->kLast ? t->bk : T->tileMN;
   T->stageElems = (int64_t)T->rows * T->cols;
   T->base = base;
-  T->async = G->async;
+  T->async = G->async && x->asyncCopies;
   int chunks = T->rows * T->cols / 8;
   T->perThread = chunks / G->threads;
   FzValue *mn0 = isA ? G->m0 : G->n0;
@@ -79,7 +89,10 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   for (int p = 0; p < T->perThread; ++p) {
     FzValue *c = mmAddC(K, G->tid, (int64_t)p * G->threads);
     FzValue *r = mmDivC(K, c, C);
-    FzValue *cc = mmMul(K, mmRemC(K, c, C), 8);
+    /* A conv's gather shares its k arithmetic among the chunks of equal
+     * k offsets: (tid + p T) % C is tid % C when C divides T. */
+    bool sameK = gather && G->threads % C == 0;
+    FzValue *cc = mmMul(K, mmRemC(K, sameK ? G->tid : c, C), 8);
     T->row[p] = r;
     T->col[p] = cc;
     /* Shared-memory offsets are i32 (the loop's address arithmetic
@@ -96,6 +109,8 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
       hi = T->mnExtent - 1;
     T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
     T->kOff[p] = x->kLast ? cc : r;
+    if (gather)
+      mmConvSetupRow(G, T, p);
   }
 }
 
@@ -135,7 +150,9 @@ static void setup_ids(Gen *G) {
   /* Batch dims: block_id.z, row-major over their extents. */
   FzValue *bz = mmId(K, "kernel.block_id", "z");
   int64_t inner = 1;
-  for (size_t d = m->numDims; d-- > 0;) {
+  if (m->conv.pointwise)
+    G->batchIv[0] = bz; /* grid.z is the batch */
+  for (size_t d = m->conv.on ? 0 : m->numDims; d-- > 0;) {
     if ((int)d == m->dimI || (int)d == m->dimJ)
       continue;
     G->batchIv[d] = mmRemC(K, mmDivC(K, bz, inner), m->extent[d]);
@@ -537,7 +554,7 @@ static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
       ops[n++] = mmCast(K, mmAddC(K, mmAdd(K, sbase, T->dst[p]), h * step),
                         K->idx);
       ops[n++] = T->buf;
-      for (size_t d = 0; d < T->x->rank; ++d)
+      for (size_t d = 0; d < T->rank; ++d)
         ops[n++] = idx[d];
       if (ok)
         ops[n++] = mmSelect(K, ok, mmConst(K, 16), mmConst(K, 0));
@@ -545,26 +562,56 @@ static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
     }
 }
 
-/* The scalar path: loads 8 elements per chunk (zero outside the matrix)
- * and stores them into stage 0. */
-static void load_tile_sync(Gen *G, Tile *T, FzValue *kt) {
+/* The scalar path, in two halves so that the loads of a tile can be
+ * issued before the compute and stored after it: tile_gather loads this
+ * thread's 8 elements per chunk of tile kt (zero outside the matrix)
+ * into vals, tile_put stores them into stage `stage` (i32). */
+static void tile_gather(Gen *G, Tile *T, FzValue *kt, FzValue **vals) {
   KB *K = &G->K;
+  if (G->m->conv.on && !G->m->conv.pointwise && T->x == &G->m->a) {
+    mmConvGather(G, T, kt, vals);
+    return;
+  }
   for (int p = 0; p < T->perThread; ++p)
     for (int e = 0; e < 8; ++e) {
       FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
       chunk_indices(G, T, p, kt, e, idx, &ok);
       FzValue *ops[1 + FZ_MATMUL_MAX_DIMS];
       ops[0] = T->buf;
-      for (size_t d = 0; d < T->x->rank; ++d)
+      for (size_t d = 0; d < T->rank; ++d)
         ops[1 + d] = idx[d];
-      FzValue *v = mmOp(K, "loop.load", 1 + T->x->rank, ops, K->elt, NULL);
-      if (ok)
-        v = mmSelect(K, ok, v, G->zeroElt);
+      FzValue *v = mmOp(K, "loop.load", 1 + T->rank, ops, K->elt, NULL);
+      vals[p * 8 + e] = ok ? mmSelect(K, ok, v, G->zeroElt) : v;
+    }
+}
+
+static void tile_put(Gen *G, Tile *T, FzValue *const *vals, FzValue *stage) {
+  KB *K = &G->K;
+  FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
+                         mmMul(K, stage, T->stageElems));
+  for (int p = 0; p < T->perThread; ++p)
+    for (int e = 0; e < 8; ++e) {
       FzValue *st[3] = {
-          v, G->smem,
-          mmCast(K, mmAddC(K, mmAddC(K, T->dst[p], T->base), e), K->idx)};
+          vals[p * 8 + e], G->smem,
+          mmCast(K, mmAddC(K, mmAdd(K, T->dst[p], sbase), e), K->idx)};
       mmOp(K, "loop.store", 3, st, NULL, NULL);
     }
+}
+
+static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+  FzValue *vals[8 * MAX_CHUNKS];
+  tile_gather(G, T, kt, vals);
+  tile_put(G, T, vals, stage);
+}
+
+/* Tile kt of T into stage `stage`: 16-byte copies where T allows them,
+ * else scalar loads (a conv's input in the cp.async pipeline: the stage
+ * is free since the barrier, and the next barrier publishes it). */
+static void load_tile(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+  if (T->async)
+    load_tile_async(G, T, kt, stage);
+  else
+    load_tile_sync(G, T, kt, stage);
 }
 
 /*===--- The k loop -----------------------------------------------------===*/
@@ -650,8 +697,8 @@ static void main_loop(Gen *G, FzValue **acc) {
   if (G->async)
     for (int s = 0; s < G->S - 1; ++s) {
       if (s < G->KT) {
-        load_tile_async(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
-        load_tile_async(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
+        load_tile(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
+        load_tile(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
       }
       mmPlainOp(K, "kernel.cp_async_commit");
     }
@@ -661,7 +708,8 @@ static void main_loop(Gen *G, FzValue **acc) {
                          &kt, iters, &saved);
   if (!loop)
     return;
-  FzValue *stage, *nextStage = NULL;
+  FzValue *stage, *nextStage = NULL, *prefetchStage = NULL;
+  FzValue *prefetch[8 * MAX_CHUNKS];
   FzValue *kt32 = mmCast(K, kt, K->i32);
   if (carryStage) {
     stage = iters[nacc];
@@ -681,25 +729,35 @@ static void main_loop(Gen *G, FzValue **acc) {
     mmPlainOp(K, "kernel.barrier");
     /* Refill the stage the barrier freed with tile kt + S - 1. */
     FzValue *nk = mmAddC(K, kt, G->S - 1);
-    FzBuilder inIf;
-    FzOp *guard = G->KT > G->S - 1 ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf)
-                                   : NULL;
-    if (G->KT > G->S - 1) {
-      /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
-      FzValue *ws =
-          carryStage ? mmSelect(K, mmLtC(K, stage, 1),
+    bool refill = G->KT > G->S - 1;
+    /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
+    FzValue *ws =
+        !refill      ? NULL
+        : carryStage ? mmSelect(K, mmLtC(K, stage, 1),
                                 mmConstOf(K, K->i32, G->S - 1),
                                 mmAddC(K, stage, -1))
                      : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
-      load_tile_async(G, &G->A, nk, ws);
+    FzBuilder inIf;
+    FzOp *guard = refill ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf) : NULL;
+    if (refill) {
+      if (G->A.async)
+        load_tile_async(G, &G->A, nk, ws);
       load_tile_async(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
+    /* A gathered by scalar loads (a conv's input): loaded into registers
+     * now (tile min(kt + S - 1, KT - 1): past the end, a stage never
+     * read again gets a valid tile), stored into stage ws after the
+     * compute, so that the loads' latency overlaps the mma. */
+    if (refill && !G->A.async) {
+      tile_gather(G, &G->A, mmMinC(K, nk, G->KT - 1), prefetch);
+      prefetchStage = ws;
+    }
   } else {
     mmPlainOp(K, "kernel.barrier");
-    load_tile_sync(G, &G->A, kt);
-    load_tile_sync(G, &G->B, kt);
+    load_tile_sync(G, &G->A, kt, mmConstOf(K, K->i32, 0));
+    load_tile_sync(G, &G->B, kt, mmConstOf(K, K->i32, 0));
     mmPlainOp(K, "kernel.barrier");
   }
   if (G->tf32)
@@ -708,6 +766,8 @@ static void main_loop(Gen *G, FzValue **acc) {
   else
     for (int ks = 0; ks < G->t->bk / 16; ++ks)
       compute_step(G, stage, ks, iters);
+  if (prefetchStage)
+    tile_put(G, &G->A, prefetch, prefetchStage);
   if (carryStage)
     iters[nacc] = nextStage;
   mmForClose(K, loop, niter, iters, &saved);
@@ -746,11 +806,14 @@ bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
 }
 
 bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t) {
-  return m->a.asyncCopies && m->b.asyncCopies && !t->sync;
+  bool gather = m->conv.on && !m->conv.pointwise;
+  return (m->a.asyncCopies || gather) && m->b.asyncCopies && !t->sync;
 }
 
 static int64_t batch_of(const FzMatmulNest *m) {
   int64_t batch = 1;
+  if (m->conv.on)
+    return m->conv.pointwise ? m->conv.batch : 1;
   for (size_t d = 0; d < m->numDims; ++d)
     if ((int)d != m->dimI && (int)d != m->dimJ)
       batch *= m->extent[d];
@@ -779,14 +842,37 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *buf, size_t n) {
   char tt[96], batch[48] = "";
   fzMatmulTileFormat(t, tt, sizeof tt);
+  const char *elt = fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
+                    : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
+                                                           : "f16";
+  const FzMatmulConv *cv = &m->conv;
+  if (cv->on) {
+    char gemm[96];
+    if (cv->pointwise)
+      snprintf(gemm, sizeof gemm, "1x1: GEMM %lldx%lldx%lld per image",
+               (long long)m->M, (long long)m->N, (long long)m->K);
+    else
+      snprintf(gemm, sizeof gemm, "GEMM %lldx%lldx%lld", (long long)m->M,
+               (long long)m->N, (long long)m->K);
+    bool async = fzMatmulUsesAsyncCopies(m, t);
+    snprintf(buf, n, "conv2d implicit GEMM %lldx%lldx%lldx%lld -> %lld "
+             "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
+             "dilation %lldx%lld (%s) %s, tile %s, %s",
+             (long long)cv->batch, (long long)cv->C, (long long)cv->H,
+             (long long)cv->W, (long long)(cv->pointwise ? m->M : m->N),
+             (long long)cv->KH, (long long)cv->KW, (long long)cv->sh,
+             (long long)cv->sw, (long long)cv->padH, (long long)cv->padW,
+             (long long)cv->dh, (long long)cv->dw, gemm, elt, tt,
+             !async           ? "scalar tile loads"
+             : cv->pointwise ? "cp.async pipeline"
+                             : "cp.async weights, gathered input");
+    return;
+  }
   if (batch_of(m) > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
   snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s",
-           (long long)m->M, (long long)m->N, (long long)m->K,
-           fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
-           : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
-                                                  : "f16",
-           batch, tt,
+           (long long)m->M, (long long)m->N, (long long)m->K, elt, batch,
+           tt,
            fzMatmulUsesAsyncCopies(m, t) ? "cp.async pipeline"
                                          : "scalar tile loads");
 }
@@ -842,7 +928,7 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
     fzFree(ctx, G);
     return fzOpEmitError(par, "could not build the matmul kernel");
   }
-  if (!G->async)
+  if (!G->async || m->conv.on)
     G->zeroElt = mmConstAttr(K, fzFloatAttrGet(ctx, m->elt, 0.0), m->elt);
   setup_ids(G);
   int64_t aStage = (int64_t)t->bm * t->bk;

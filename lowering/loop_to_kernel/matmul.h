@@ -40,6 +40,12 @@
  * tiles with scalar loads and stores into the same shared layout (one
  * stage, two barriers per step): still tensor cores, slower loads.
  *
+ * conv2d nests (fzKernelMatchConvNest) are the same GEMM, implicit: A's
+ * tile is gathered from the input window by scalar loads (m and k
+ * decomposed by constant divisions, zero outside the input), B's copied
+ * from the weights (16-byte copies where K % 8 == 0), the epilogue's
+ * rows decomposed back into (n, oh, ow) and stored element by element.
+ *
  * The tile configuration is a parameter (FzMatmulTile; text form
  * "BMxBNxBK:Ww:Ss[:gG][:sync]", e.g. "128x256x32:8w:4s", or with the warp
  * grid "128x256x32:2x4w:4s"), so the GPU benchmark can sweep several.
@@ -81,6 +87,24 @@ typedef struct FzMatmulOperand {
   bool asyncCopies;
 } FzMatmulOperand;
 
+/* The geometry of a conv2d nest taken as an implicit GEMM
+ * (FzMatmulNest.conv): parallel dims (n, oc, oh, ow); rows m = (n, oh,
+ * ow), columns j = oc, k = (c, kh, kw);
+ *   A[m, k] = x[n, c, oh*sh + kh*dh - padH, ow*sw + kw*dw - padW]
+ * (zero outside the input), B[j, k] = w[j, c, kh, kw]. */
+typedef struct FzMatmulConv {
+  bool on;
+  int64_t batch, C, H, W;  /* the input */
+  int64_t OH, OW, KH, KW;
+  int64_t sh, sw, dh, dw;
+  int64_t padH, padW;      /* the window's offset before the input */
+  bool edgeH, edgeW;       /* some window position leaves the input */
+  /* 1x1, stride 1, no padding: per image n a plain GEMM out[n] =
+   * w[OC, C] x[n][C, OH*OW] (rows oc, columns p = oh*OW + ow, k = c,
+   * batch n; both operands by 16-byte copies where they allow them). */
+  bool pointwise;
+} FzMatmulConv;
+
 typedef struct FzMatmulNest {
   FzOp *par;            /* the loop.parallel */
   FzOp *kloop;          /* the loop.for over k */
@@ -100,6 +124,14 @@ typedef struct FzMatmulNest {
    * constants (cloned into the kernel) and the kernel's arguments. */
   FzValue *captures[FZ_MATMUL_MAX_CAPTURES];
   size_t numCaptures;
+  /* A conv2d nest (conv.on): A is the input's gathered window (a, with
+   * no asyncCopies: scalar loads), B the weights (b, k-contiguous), M =
+   * batch * OH * OW, N = OC, K = C * KH * KW, dimI -1 (the rows span
+   * dims 0, 2, 3), dimJ 1, no batch dims, no pairStores. A pointwise
+   * one (conv.pointwise): A the weights, B the input image [C, OH*OW]
+   * (k-major), M = OC, N = OH * OW, K = C, dimI 1, dimJ -1 (the columns
+   * span dims 2, 3), batch dim 0; pairStores of (ow, ow + 1). */
+  FzMatmulConv conv;
 } FzMatmulNest;
 
 /* Recognizes `par` (a loop.parallel) as a matmul nest with a fused
@@ -107,6 +139,15 @@ typedef struct FzMatmulNest {
  * receives the reason, one line, for a remark. Never reports errors. */
 bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
                              size_t whyLen);
+
+/* Recognizes `par` as a conv2d nest (transforms/loop/conv_match.h; groups
+ * 1, bf16 or f16 input and weights, or f32 ones for tf32, the weight a
+ * plain load w[oc, c, kh, kw]) with a fused epilogue and fills *out for
+ * the implicit GEMM. False when it is not one: *isConv says whether par
+ * has a conv2d nest's shape at all (then `why` has the reason, one line,
+ * for a remark). Never reports errors. */
+bool fzKernelMatchConvNest(FzOp *par, FzMatmulNest *out, bool *isConv,
+                           char *why, size_t whyLen);
 
 /* A kernel's tiling. */
 typedef struct FzMatmulTile {
@@ -128,8 +169,9 @@ bool fzMatmulTileParse(FzStringRef text, FzMatmulTile *out, char *why,
 bool fzMatmulTileCheck(const FzMatmulTile *t, char *why, size_t whyLen);
 /* The tile for nest m: `text` when not NULL/empty, else $FZ_GPU_MMA_TILE
  * when set, else by size: 128x128x32:4w:4s when M, N >= 256,
- * 64x64x32:4w:3s otherwise (the fastest measured on an H100). False
- * with the reason (a bad text or variable). */
+ * 64x64x32:4w:3s otherwise (the fastest measured on an H100); a conv
+ * with M >= 256: 128x128x32:4w:3s, or 128x64x32:4w:4s for N <= 64 (no
+ * spills). False with the reason (a bad text or variable). */
 bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
                         FzMatmulTile *out, char *why, size_t whyLen);
 /* Writes the tile's text form (parseable back) into buf. */
@@ -151,8 +193,9 @@ void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
                        int64_t grid[3], int64_t block[3],
                        int64_t *sharedBytes);
 /* Whether the kernel uses the cp.async pipeline (both operands allow
- * 16-byte copies and the tile does not ask for `sync`), else scalar
- * tile loads. */
+ * 16-byte copies, or for a conv the weights do: the gathered input is
+ * then loaded by scalar loads into the same stages; and the tile does
+ * not ask for `sync`), else scalar tile loads in one stage. */
 bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t);
 /* 2 * batch * M * N * K: the floating-point operations of the product. */
 int64_t fzMatmulGetFlops(const FzMatmulNest *m);

@@ -11,6 +11,50 @@
 
 /*===--- Epilogue -------------------------------------------------------===*/
 
+/* Whether op only feeds the reduction (a conv's index arithmetic before
+ * its loops): every use of its results is inside kloop or in such an
+ * op. */
+static bool feeds_only_reduction(FzOp *op, FzOp *kloop, int depth) {
+  if (depth > 16 || fzLoopGetOpcode(op) == FZ_LOOP_OP_STORE)
+    return false;
+  for (size_t r = 0; r < fzOpGetNumResults(op); ++r)
+    for (FzOpOperand *u = fzValueGetFirstUse(fzOpGetResult(op, r)); u;
+         u = fzOpOperandGetNextUse(u)) {
+      FzOp *user = fzOpOperandGetOwner(u);
+      if (!fzOpIsAncestor(kloop, user) &&
+          !feeds_only_reduction(user, kloop, depth + 1))
+        return false;
+    }
+  return fzOpGetNumResults(op) > 0;
+}
+
+/* The value of parallel dim d for the element (row, col): a conv's row
+ * is (n, oh, ow). */
+static FzValue *dim_value(Gen *G, size_t d, FzValue *row, FzValue *col) {
+  KB *K = &G->K;
+  const FzMatmulNest *m = G->m;
+  const FzMatmulConv *cv = &m->conv;
+  if (!cv->on)
+    return (int)d == m->dimI   ? row
+           : (int)d == m->dimJ ? col
+                               : G->batchIv[d];
+  if (cv->pointwise) /* rows oc, columns oh * OW + ow, batch n */
+    return d == 0   ? G->batchIv[0]
+           : d == 1 ? row
+           : d == 2 ? mmDivC(K, col, cv->OW)
+                    : mmRemC(K, col, cv->OW);
+  switch (d) {
+  case 0:
+    return mmDivC(K, row, cv->OH * cv->OW);
+  case 1:
+    return col;
+  case 2:
+    return mmRemC(K, mmDivC(K, row, cv->OW), cv->OH);
+  default:
+    return mmRemC(K, row, cv->OW);
+  }
+}
+
 /* Clones the nest's epilogue for the element (row, col) with accumulator
  * value accv; stores too when withStores. Returns the mapping (the
  * caller destroys it), NULL after an error. */
@@ -32,9 +76,7 @@ static FzIRMapping *clone_epilogue(Gen *G, FzValue *row, FzValue *col,
       fzIRMappingMap(map, m->captures[i], G->capMap[i]);
   FzBlock *body = fzLoopGetBody(m->par);
   for (size_t d = 0; d < m->numDims; ++d) {
-    FzValue *v = (int)d == m->dimI   ? row
-                 : (int)d == m->dimJ ? col
-                                     : G->batchIv[d];
+    FzValue *v = dim_value(G, d, row, col);
     if (!v) {
       K->failed = true;
       fzIRMappingDestroy(map);
@@ -48,6 +90,8 @@ static FzIRMapping *clone_epilogue(Gen *G, FzValue *row, FzValue *col,
     if (op == m->kloop || op == term)
       continue;
     if (!withStores && fzLoopGetOpcode(op) == FZ_LOOP_OP_STORE)
+      continue;
+    if (m->conv.on && feeds_only_reduction(op, m->kloop, 0))
       continue;
     /* Every operand is mapped (a failed map insertion would leave a clone
      * using a value of the host function). */

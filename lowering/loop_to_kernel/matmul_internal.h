@@ -40,7 +40,9 @@ typedef struct KB {
 /* One operand's shared tile and this thread's copies into it. */
 typedef struct Tile {
   const FzMatmulOperand *x;
-  FzValue *buf;          /* the kernel argument */
+  FzValue *buf;          /* the kernel argument (a conv's weights: its
+                            [OC, K] matrix view) */
+  size_t rank;           /* indices of buf */
   int rows, cols;        /* of the shared tile */
   int64_t stageElems;    /* rows * cols */
   int64_t base;          /* element offset of stage 0 */
@@ -54,6 +56,10 @@ typedef struct Tile {
    * always valid). */
   FzValue *mnIdx[MAX_CHUNKS], *mnOk[MAX_CHUNKS];
   FzValue *kOff[MAX_CHUNKS];  /* offset of the chunk along k in the tile */
+  /* A conv's input (A, i32): per chunk, the flat offset of the row's
+   * window corner (n, 0, ih0, iw0) and ih0 = oh*sh - padH, iw0 = ow*sw -
+   * padW (matmul_conv_gen.c). */
+  FzValue *cvN[MAX_CHUNKS], *cvH[MAX_CHUNKS], *cvW[MAX_CHUNKS];
 } Tile;
 
 /* One kernel being built. */
@@ -82,6 +88,20 @@ typedef struct Gen {
   FzValue *tfA[16][16][4], *tfB[16][64][2];
   FzValue *zeroElt; /* 0 of the element type (scalar path) */
 } Gen;
+
+/*===--- matmul_match.c: what the matmul and conv matchers share -------===*/
+
+/* The epilogue of m (par, kloop, a and b set): captures (a's and b's
+ * buffers first), the stores, the loads of written buffers, pairStores.
+ * False with the reason. */
+bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen);
+/* Whether buffer value v starts at a multiple of `bytes` from its
+ * allocation (arguments and allocations do; views by their offset). */
+bool mmAlignedBase(FzValue *v, int64_t bytes);
+/* The element strides of a buffer type (identity layout computed). */
+void mmStridesOf(FzType *t, int64_t *st);
+/* A static-shaped global buffer defined outside the nest par. */
+bool mmPlainBuffer(FzValue *v, FzOp *par);
 
 /*===--- matmul_kb.c: building kernel IR -------------------------------===*/
 
@@ -115,8 +135,11 @@ FzValue *mmXorC(KB *K, FzValue *a, int64_t c);
 /* loop.index_cast of v to type t (v itself when it has that type). */
 FzValue *mmCast(KB *K, FzValue *v, FzType *t);
 /* a < c as an i1 guard; NULL when always true (a constant below c).
- * mmAnd of guards treats NULL as true. */
+ * mmAnd of guards treats NULL as true. mmUltC: 0 <= a < c (unsigned). */
 FzValue *mmLtC(KB *K, FzValue *a, int64_t c);
+FzValue *mmUltC(KB *K, FzValue *a, int64_t c);
+/* a clamped into [lo, hi] (signed). */
+FzValue *mmClampC(KB *K, FzValue *a, int64_t lo, int64_t hi);
 FzValue *mmAnd(KB *K, FzValue *a, FzValue *b);
 FzValue *mmSelect(KB *K, FzValue *c, FzValue *a, FzValue *b);
 /* kernel.thread_id / block_id / ... (dim "x", "y", "z" or NULL). */
@@ -139,6 +162,21 @@ void mmIfClose(KB *K, FzOp *loop, const FzBuilder *saved);
 /* The swizzled element offset of (row, col) in a shared tile of `cols`
  * columns (col a multiple of 8): matmul.c's opening comment. */
 FzValue *mmSwizzle(KB *K, FzValue *row, FzValue *col, int cols);
+
+/*===--- matmul_conv_gen.c: a conv2d's implicit GEMM ------------------===*/
+
+/* The weights w[OC, C, KH, KW] as the matrix [OC, K] (a loop.view of the
+ * kernel's argument; the matcher checked (c, kh, kw) contiguous), and
+ * the input as a flat buffer of N*C*H*W elements. */
+FzValue *mmConvWeightMatrix(Gen *G, FzValue *w);
+FzValue *mmConvInputFlat(Gen *G, FzValue *x);
+/* A pointwise conv's input as images [N, C, OH*OW] (its B). */
+FzValue *mmConvImages(Gen *G, FzValue *x);
+/* Tile T's (A's) cvN, cvH, cvW of chunk p from its row T->mnIdx[p]. */
+void mmConvSetupRow(Gen *G, Tile *T, int p);
+/* This thread's 8 elements per chunk of A's tile kt gathered from the
+ * input (0 outside it and outside the GEMM) into vals[p * 8 + e]. */
+void mmConvGather(Gen *G, Tile *T, FzValue *kt, FzValue **vals);
 
 /*===--- matmul_epilogue.c ----------------------------------------------===*/
 

@@ -206,6 +206,23 @@ FzValue *mmLtC(KB *K, FzValue *a, int64_t c) {
   return mmOp(K, "loop.cmpi", 2, ops, K->i1, "slt");
 }
 
+FzValue *mmUltC(KB *K, FzValue *a, int64_t c) {
+  int64_t x;
+  if (mmIsConst(a, &x) && x >= 0 && x < c)
+    return NULL;
+  FzValue *ops[2] = {a, mmConstOf(K, type_of(K, a), c)};
+  return mmOp(K, "loop.cmpi", 2, ops, K->i1, "ult");
+}
+
+FzValue *mmClampC(KB *K, FzValue *a, int64_t lo, int64_t hi) {
+  int64_t x;
+  FzType *t = type_of(K, a);
+  if (mmIsConst(a, &x))
+    return mmConstOf(K, t, x < lo ? lo : x > hi ? hi : x);
+  FzValue *ops[2] = {a, mmConstOf(K, t, lo)};
+  return mmMinC(K, mmOp(K, "loop.maxsi", 2, ops, t, NULL), hi);
+}
+
 /* Conjunction of guards (NULL: true). */
 FzValue *mmAnd(KB *K, FzValue *a, FzValue *b) {
   if (!a)

@@ -1,8 +1,9 @@
 /* lowering/loop_to_kernel/matmul_mapping.c - the tensor-core matmul
  * mapping of lower-loop-to-kernel, first in its list (pass.c).
  *
- * plan: fzKernelMatchMatmulNest recognizes the nest (matmul.h); a nest it
- * refuses goes to the next mapping, with the reason as a remark under
+ * plan: fzKernelMatchMatmulNest recognizes the nest (matmul.h), else
+ * fzKernelMatchConvNest (a conv2d as an implicit GEMM); a nest both
+ * refuse goes to the next mapping, with the reason as a remark under
  * the `remarks` option when the nest holds a loop (an elementwise nest
  * is not a matmul candidate at all). An accepted nest gets its tile
  * (the `mma-tile` option, else $FZ_GPU_MMA_TILE, else by size:
@@ -49,20 +50,25 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
     p->failed = true;
     return fzOpEmitError(nest->par, "lower-loop-to-kernel: out of memory");
   }
-  char why[256];
-  if (!fzKernelMatchMatmulNest(nest->par, &s->m, why, sizeof why)) {
+  char why[256], convWhy[256];
+  bool isConv = false;
+  if (!fzKernelMatchMatmulNest(nest->par, &s->m, why, sizeof why) &&
+      !fzKernelMatchConvNest(nest->par, &s->m, &isConv, convWhy,
+                             sizeof convWhy)) {
     if (o->remarks && has_loop(nest->par))
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
-                   "matmul nest not lowered to tensor cores: %s", why);
+                   "%s nest not lowered to tensor cores: %s",
+                   isConv ? "conv2d" : "matmul", isConv ? convWhy : why);
     free(s);
     return false;
   }
+  const char *what = s->m.conv.on ? "conv2d" : "matmul";
   if (fzTypeGetKind(s->m.elt) == FZ_TYPE_F32 && !o->tf32) {
     if (o->remarks)
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
-                   "matmul nest not lowered to tensor cores: f32 operands "
+                   "%s nest not lowered to tensor cores: f32 operands "
                    "need the tf32 option (tf32=true; it rounds them to a "
-                   "10-bit mantissa)");
+                   "10-bit mantissa)", what);
     free(s);
     return false;
   }

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "ir/util.h"
-#include "lowering/loop_to_kernel/matmul.h"
+#include "lowering/loop_to_kernel/matmul_internal.h"
 
 static bool refuse(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
 static bool refuse(char *why, size_t n, const char *fmt, ...) {
@@ -76,7 +76,7 @@ static int64_t elt_bytes(FzType *buf) {
  * convention's 16-byte alignment; device allocations are 256-byte
  * aligned), a view does when its source does and its constant offset
  * keeps it. */
-static bool aligned_base(FzValue *v, int64_t bytes) {
+bool mmAlignedBase(FzValue *v, int64_t bytes) {
   for (int depth = 0; depth < 16; ++depth) {
     FzOp *def = fzValueGetDefiningOp(v);
     if (!def)
@@ -98,7 +98,7 @@ static bool aligned_base(FzValue *v, int64_t bytes) {
 }
 
 /* The strides of a buffer type (identity layout computed). */
-static void strides_of(FzType *t, int64_t *st) {
+void mmStridesOf(FzType *t, int64_t *st) {
   size_t r = fzShapedTypeGetRank(t);
   const int64_t *s = fzBufferTypeGetStrides(t);
   int64_t acc = 1;
@@ -109,7 +109,7 @@ static void strides_of(FzType *t, int64_t *st) {
 }
 
 /* A static-shaped global buffer defined outside the nest. */
-static bool plain_buffer(FzValue *v, FzOp *par) {
+bool mmPlainBuffer(FzValue *v, FzOp *par) {
   FzType *t = fzValueGetType(v);
   return fzTypeGetKind(t) == FZ_TYPE_BUFFER && !defined_inside(v, par) &&
          fzBufferTypeGetMemorySpace(t) == 0 && fzShapedTypeHasStaticShape(t);
@@ -140,7 +140,7 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
   memset(x, 0, sizeof *x);
   x->load = load;
   x->buffer = fzOpGetOperand(load, 0);
-  if (!plain_buffer(x->buffer, par))
+  if (!mmPlainBuffer(x->buffer, par))
     return refuse(why, whyLen, "an operand is not a static global buffer "
                                "defined outside the nest");
   x->rank = fzShapedTypeGetRank(fzValueGetType(x->buffer));
@@ -185,14 +185,14 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
 static bool async_ok(const FzMatmulOperand *x, int64_t extent) {
   FzType *t = fzValueGetType(x->buffer);
   int64_t st[FZ_MATMUL_MAX_DIMS];
-  strides_of(t, st);
+  mmStridesOf(t, st);
   if (st[x->rank - 1] != 1 || extent % 8 != 0)
     return false;
   for (size_t d = 0; d + 1 < x->rank; ++d)
     if (st[d] % 8 != 0)
       return false;
   int64_t eb = elt_bytes(t);
-  return (eb == 2 || eb == 4) && aligned_base(x->buffer, 16);
+  return (eb == 2 || eb == 4) && mmAlignedBase(x->buffer, 16);
 }
 
 /* The k loop: bounds 0..K step 1, one f32 accumulator from 0.0, body
@@ -343,13 +343,13 @@ static bool pair_store_ok(const FzMatmulNest *m, FzOp *st) {
     if (iv_dim(m->par, v) < 0 && !const_int(v, &c))
       return false;
   }
-  strides_of(t, strides);
+  mmStridesOf(t, strides);
   if (strides[r - 1] != 1)
     return false;
   for (size_t d = 0; d + 1 < r; ++d)
     if (strides[d] % 2 != 0)
       return false;
-  return aligned_base(buf, 2 * esz);
+  return mmAlignedBase(buf, 2 * esz);
 }
 
 static bool collect_operand_captures(FzMatmulNest *m, FzOp *op, char *why,
@@ -359,6 +359,62 @@ static bool collect_operand_captures(FzMatmulNest *m, FzOp *op, char *why,
     if (!defined_inside(v, m->par) && !add_capture(m, v, why, whyLen))
       return false;
   }
+  return true;
+}
+
+bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
+  FzOp *par = m->par;
+  FzBlock *body = fzLoopGetBody(par);
+  FzOp *term = fzBlockGetLastOp(body);
+  if (!add_capture(m, m->a.buffer, why, whyLen) ||
+      !add_capture(m, m->b.buffer, why, whyLen))
+    return false;
+  /* The epilogue. */
+  bool usesAcc = false;
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    if (op == m->kloop || op == term)
+      continue;
+    if (!epilogue_op_ok(op))
+      return refuse(why, whyLen, "the nest holds '%.*s', which the matmul "
+                                 "epilogue does not take",
+                    (int)fzIdentGetString(fzOpGetName(op)).length,
+                    fzIdentGetString(fzOpGetName(op)).data);
+    for (size_t i = 0; i < fzOpGetNumOperands(op); ++i)
+      usesAcc = usesAcc || fzOpGetOperand(op, i) == fzOpGetResult(m->kloop, 0);
+    if (!collect_operand_captures(m, op, why, whyLen))
+      return false;
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
+      continue;
+    if (m->numStores == FZ_MATMUL_MAX_STORES)
+      return refuse(why, whyLen, "more than %d stores",
+                    FZ_MATMUL_MAX_STORES);
+    FzValue *buf = fzOpGetOperand(op, 1);
+    if (!mmPlainBuffer(buf, par))
+      return refuse(why, whyLen, "a store to a buffer that is not a static "
+                                 "global buffer defined outside the nest");
+    if (buf == m->a.buffer || buf == m->b.buffer)
+      return refuse(why, whyLen, "the nest writes one of the matmul's "
+                                 "operands");
+    m->stores[m->numStores++] = op;
+  }
+  if (!m->numStores)
+    return refuse(why, whyLen, "the nest stores nothing");
+  if (!usesAcc)
+    return refuse(why, whyLen, "the reduction's result is not used");
+  /* Loads of a written buffer: only the element the same iteration
+   * writes (each element is read before it is overwritten). */
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD)
+      continue;
+    for (size_t s = 0; s < m->numStores; ++s)
+      if (fzOpGetOperand(m->stores[s], 1) == fzOpGetOperand(op, 0) &&
+          !same_indices(op, m->stores[s]))
+        return refuse(why, whyLen, "the epilogue reads a buffer the nest "
+                                   "writes, at other indices");
+  }
+  m->pairStores = !m->conv.on;
+  for (size_t s = 0; s < m->numStores; ++s)
+    m->pairStores = m->pairStores && pair_store_ok(m, m->stores[s]);
   return true;
 }
 
@@ -385,7 +441,6 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
     m->extent[d] = ub;
   }
   FzBlock *body = fzLoopGetBody(par);
-  FzOp *term = fzBlockGetLastOp(body);
   for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
     if (fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR)
       continue;
@@ -408,54 +463,6 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
                                "65535 blocks of grid.z)", (long long)batch);
   m->a.asyncCopies = async_ok(&m->a, m->a.kLast ? m->K : m->M);
   m->b.asyncCopies = async_ok(&m->b, m->b.kLast ? m->K : m->N);
-  if (!add_capture(m, m->a.buffer, why, whyLen) ||
-      !add_capture(m, m->b.buffer, why, whyLen))
-    return false;
-  /* The epilogue. */
-  bool usesAcc = false;
-  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
-    if (op == m->kloop || op == term)
-      continue;
-    if (!epilogue_op_ok(op))
-      return refuse(why, whyLen, "the nest holds '%.*s', which the matmul "
-                                 "epilogue does not take",
-                    (int)fzIdentGetString(fzOpGetName(op)).length,
-                    fzIdentGetString(fzOpGetName(op)).data);
-    for (size_t i = 0; i < fzOpGetNumOperands(op); ++i)
-      usesAcc = usesAcc || fzOpGetOperand(op, i) == fzOpGetResult(m->kloop, 0);
-    if (!collect_operand_captures(m, op, why, whyLen))
-      return false;
-    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
-      continue;
-    if (m->numStores == FZ_MATMUL_MAX_STORES)
-      return refuse(why, whyLen, "more than %d stores",
-                    FZ_MATMUL_MAX_STORES);
-    FzValue *buf = fzOpGetOperand(op, 1);
-    if (!plain_buffer(buf, par))
-      return refuse(why, whyLen, "a store to a buffer that is not a static "
-                                 "global buffer defined outside the nest");
-    if (buf == m->a.buffer || buf == m->b.buffer)
-      return refuse(why, whyLen, "the nest writes one of the matmul's "
-                                 "operands");
-    m->stores[m->numStores++] = op;
-  }
-  if (!m->numStores)
-    return refuse(why, whyLen, "the nest stores nothing");
-  if (!usesAcc)
-    return refuse(why, whyLen, "the reduction's result is not used");
-  /* Loads of a written buffer: only the element the same iteration
-   * writes (each element is read before it is overwritten). */
-  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
-    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD)
-      continue;
-    for (size_t s = 0; s < m->numStores; ++s)
-      if (fzOpGetOperand(m->stores[s], 1) == fzOpGetOperand(op, 0) &&
-          !same_indices(op, m->stores[s]))
-        return refuse(why, whyLen, "the epilogue reads a buffer the nest "
-                                   "writes, at other indices");
-  }
-  m->pairStores = true;
-  for (size_t s = 0; s < m->numStores; ++s)
-    m->pairStores = m->pairStores && pair_store_ok(m, m->stores[s]);
-  return true;
+  return mmMatchEpilogue(m, why, whyLen);
 }
+

@@ -194,5 +194,10 @@ bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
    * were 15-20% slower. */
   const char *def = m->M >= 256 && m->N >= 256 ? "128x128x32:4w:4s"
                                                : "64x64x32:4w:3s";
+  /* A conv2d's gather keeps its loads in registers across the compute:
+   * 128x128x32:4w:4s spills there (ptxas -v), 3 stages do not; few
+   * output channels take 64-column tiles. Not measured yet. */
+  if (m->conv.on && !m->conv.pointwise && m->M >= 256)
+    def = m->N > 64 ? "128x128x32:4w:3s" : "128x64x32:4w:4s";
   return fzMatmulTileParse(fzStringRefFromCString(def), out, why, whyLen);
 }

@@ -2,14 +2,16 @@
 # tests/gpu/mma_tiles.sh - every tensor-core tile configuration that
 # bench/gpu/run.sh sweeps, checked for correctness on the GPU before it
 # is timed: each tests/gpu/cases/mm_*.fuse (batched, transposed, ragged,
-# f16, the benchmark's workload at 512x512x256) with each tile forced
+# f16, the benchmark's workload at 512x512x256; the mm_conv* cases are
+# conv2d implicit GEMMs) with each tile forced
 # through FZ_GPU_MMA_TILE (as the benchmark forces it) and once with the
 # tile chosen by size, `fuse-run --device cuda --check-interp` against the
 # graph interpreter with the case's `// tolerance:` line, seed 1.
 #     bash tests/gpu/mma_tiles.sh [BUILD_DIR]      (default build-gpu-carry)
 #     MMA_TILES="..." sets the tiles (default: bench/gpu/run.sh's list)
 # A check passes when the comparison says ok and the function's kernel
-# is a tensor-core one (`--bench 2` prints its plan: "matmul ...").
+# is a tensor-core one (`--bench 2` prints its plan: "matmul ..." or
+# "conv2d implicit GEMM ...").
 # FZ_GPU_DEVICE=sim runs the same on the kernel simulator (a dry run
 # without a GPU: the plan is then not printed and not checked).
 # The last line is `N passed, N failed`; exits 1 when anything failed.
@@ -45,7 +47,7 @@ for f in tests/gpu/cases/mm_*.fuse; do
     ok=1
     [ $rc -eq 0 ] && echo "$out" | grep -q "check-interp:.*ok" &&
       ! echo "$out" | grep -q MISMATCH || ok=0
-    if [ "$DEVICE" = cuda ] && ! echo "$out" | grep -q "bench-cuda: kernel .*: matmul "; then
+    if [ "$DEVICE" = cuda ] && ! echo "$out" | grep -qE "bench-cuda: kernel .*: (matmul |conv2d implicit GEMM )"; then
       ok=0
     fi
     if [ $ok -eq 1 ]; then

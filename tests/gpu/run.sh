@@ -16,7 +16,8 @@
 #    graph interpreter) for two seeds: one check each; the mm_* cases are
 #    bf16/f16 matmuls, compiled to tensor-core kernels (lower-loop-to-
 #    kernel's matmul mapping: cp.async, ldmatrix, mma.sync; more than
-#    48 KiB of dynamic shared memory for the default tiles);
+#    48 KiB of dynamic shared memory for the default tiles), the
+#    mm_conv* cases bf16/f16 conv2d as implicit GEMMs on tensor cores;
 #  - the ONNX backend node tests: `run_conformance --device cuda` (every
 #    model compiled to PTX and run on the GPU, outputs compared with the
 #    expected ones with ONNX's tolerances, docs/conformance.md); its log
@@ -28,7 +29,8 @@
 # FZ_GPU_DEVICE=cpu runs the same checks on the CPU, FZ_GPU_DEVICE=sim
 # through the GPU path on the kernel simulator (dry runs of this script on
 # a machine without a GPU; sim: 794 passed, 0 failed: test_cuda, 27
-# cases x 2 seeds, 739 conformance tests).
+# cases x 2 seeds, 739 conformance tests; the 4 mm_conv cases since
+# then add 8, which pass on sim).
 #
 # Tolerances: rtol 1e-4, atol 1e-5 (reductions sum in a different order
 # than the interpreter, and exp/tanh/erf are polynomial approximations);

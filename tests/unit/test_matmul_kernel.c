@@ -5,7 +5,7 @@
  * records; every refusal with its reason), the kernels lower-loop-to-kernel
  * makes of a matched nest (with its matmul mapping, or without it), and
  * the pass under failing allocations (an error, never a crash or a
- * leak). Whole kernels against
+ * leak); the same for conv2d nests (the implicit GEMM). Whole kernels against
  * the interpreters are lit tests (tests/lit/matmul).
  */
 #include <stdlib.h>
@@ -98,6 +98,30 @@ START_TEST(test_tile_choose) {
     fzMatmulTileFormat(&t, buf, sizeof buf);
     ck_assert_str_eq(buf, want[i]);
   }
+  /* A conv's gather: 3 stages at 128x128, 64-column tiles for few
+   * output channels, the small default below 256 rows. */
+  m.conv.on = true;
+  int64_t convSizes[3][2] = {{100352, 64}, {6272, 256}, {200, 256}};
+  const char *convWant[3] = {"128x64x32:2x2w:4s:g8", "128x128x32:2x2w:3s:g8",
+                             "64x64x32:2x2w:3s:g8"};
+  for (int i = 0; i < 3; ++i) {
+    m.M = convSizes[i][0];
+    m.N = convSizes[i][1];
+    ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                                 sizeof why));
+    fzMatmulTileFormat(&t, buf, sizeof buf);
+    ck_assert_str_eq(buf, convWant[i]);
+  }
+  /* A 1x1 conv is a plain GEMM per image: the matmul's rule. */
+  m.conv.pointwise = true;
+  m.M = 256;
+  m.N = 3136;
+  ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                               sizeof why));
+  fzMatmulTileFormat(&t, buf, sizeof buf);
+  ck_assert_str_eq(buf, "128x128x32:2x2w:4s:g8");
+  m.conv.pointwise = false;
+  m.conv.on = false;
   ck_assert_int_eq(setenv("FZ_GPU_MMA_TILE", "32x32x16:1w:2s", 1), 0);
   ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
                                sizeof why));
@@ -517,15 +541,242 @@ START_TEST(test_build_no_mma) {
 }
 END_TEST
 
-/* Every allocation of the pass may fail: an error, no crash, no leak. */
-START_TEST(test_build_allocation_failures) {
+/*===--- conv2d as an implicit GEMM -------------------------------------===*/
+
+/* lower-graph-to-loop's nest of relu(conv2d(x, w, b)), bf16, x 2x8x9x9,
+ * w 16x8x3x3, stride 2, pad 1: GEMM 50x16x72. */
+static const char *kConv =
+    "func.func @f(%arg0: buffer<2x8x9x9xbf16>, %arg1:"
+    " buffer<16x8x3x3xbf16>, %arg2: buffer<16xbf16>, %arg3:"
+    " buffer<2x16x5x5xbf16>) attributes {loop.num_outputs = 1 : i64} {\n"
+    "  %0 = loop.constant 0 : index\n"
+    "  %1 = loop.constant 1 : index\n"
+    "  %2 = loop.constant 2 : index\n"
+    "  %3 = loop.constant 16 : index\n"
+    "  %4 = loop.constant 5 : index\n"
+    "  %5 = loop.constant 8 : index\n"
+    "  %6 = loop.constant 0.000000e+00 : f32\n"
+    "  %7 = loop.constant 3 : index\n"
+    "  %8 = loop.constant -1 : index\n"
+    "  %9 = loop.constant 9 : index\n"
+    "  loop.parallel (%arg4, %arg5, %arg6, %arg7) = (%0, %0, %0, %0) to"
+    " (%2, %3, %4, %4) step (%1, %1, %1, %1) {\n"
+    "    %10 = loop.divsi %arg5, %3 : index\n"
+    "    %11 = loop.muli %10, %5 : index\n"
+    "    %12 = loop.muli %arg6, %2 : index\n"
+    "    %13 = loop.addi %12, %8 : index\n"
+    "    %14 = loop.muli %arg7, %2 : index\n"
+    "    %15 = loop.addi %14, %8 : index\n"
+    "    %16 = loop.for %arg8 = %0 to %5 step %1 iter_args(%arg9 = %6) ->"
+    " (f32) {\n"
+    "      %22 = loop.addi %11, %arg8 : index\n"
+    "      %23 = loop.for %arg10 = %0 to %7 step %1 iter_args(%arg11 ="
+    " %arg9) -> (f32) {\n"
+    "        %24 = loop.addi %13, %arg10 : index\n"
+    "        %25 = loop.cmpi ult, %24, %9 : index\n"
+    "        %26 = loop.maxsi %24, %0 : index\n"
+    "        %27 = loop.minsi %26, %5 : index\n"
+    "        %28 = loop.for %arg12 = %0 to %7 step %1 iter_args(%arg13 ="
+    " %arg11) -> (f32) {\n"
+    "          %29 = loop.addi %15, %arg12 : index\n"
+    "          %30 = loop.cmpi ult, %29, %9 : index\n"
+    "          %31 = loop.andi %25, %30 : i1\n"
+    "          %32 = loop.maxsi %29, %0 : index\n"
+    "          %33 = loop.minsi %32, %5 : index\n"
+    "          %34 = loop.load %arg0[%arg4, %22, %27, %33] :"
+    " buffer<2x8x9x9xbf16>\n"
+    "          %35 = loop.extf %34 : bf16 to f32\n"
+    "          %36 = loop.load %arg1[%arg5, %arg8, %arg10, %arg12] :"
+    " buffer<16x8x3x3xbf16>\n"
+    "          %37 = loop.extf %36 : bf16 to f32\n"
+    "          %38 = loop.mulf %35, %37 : f32\n"
+    "          %39 = loop.select %31, %38, %6 : f32\n"
+    "          %40 = loop.addf %arg13, %39 : f32\n"
+    "          loop.yield %40 : f32\n"
+    "        } {loop.reduction}\n"
+    "        loop.yield %28 : f32\n"
+    "      } {loop.reduction}\n"
+    "      loop.yield %23 : f32\n"
+    "    } {loop.reduction}\n"
+    "    %17 = loop.load %arg2[%arg5] : buffer<16xbf16>\n"
+    "    %18 = loop.extf %17 : bf16 to f32\n"
+    "    %19 = loop.addf %16, %18 : f32\n"
+    "    %20 = loop.maxf %19, %6 : f32\n"
+    "    %21 = loop.truncf %20 : f32 to bf16\n"
+    "    loop.store %21, %arg3[%arg4, %arg5, %arg6, %arg7] :"
+    " buffer<2x16x5x5xbf16>\n"
+    "    loop.yield\n"
+    "  }\n"
+    "  return\n"
+    "}\n";
+
+static char *conv_variant(const char *from, const char *to) {
+  return replace(kConv, from, to);
+}
+
+START_TEST(test_conv_match) {
+  FzContext *ctx = ctx_new();
+  FzOp *m = parse_src(ctx, kConv);
+  FzMatmulNest mm;
+  char why[256] = "";
+  bool isConv = false;
+  ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
+  ck_assert_msg(fzKernelMatchConvNest(first_nest(m), &mm, &isConv, why,
+                                      sizeof why),
+                "%s", why);
+  ck_assert(isConv && mm.conv.on);
+  ck_assert_int_eq(mm.M, 50);
+  ck_assert_int_eq(mm.N, 16);
+  ck_assert_int_eq(mm.K, 72);
+  ck_assert_int_eq(mm.dimI, -1);
+  ck_assert_int_eq(mm.dimJ, 1);
+  ck_assert_int_eq(mm.conv.batch, 2);
+  ck_assert_int_eq(mm.conv.C, 8);
+  ck_assert_int_eq(mm.conv.OH, 5);
+  ck_assert_int_eq(mm.conv.KW, 3);
+  ck_assert_int_eq(mm.conv.sh, 2);
+  ck_assert_int_eq(mm.conv.sw, 2);
+  ck_assert_int_eq(mm.conv.dh, 1);
+  ck_assert_int_eq(mm.conv.padH, 1);
+  ck_assert_int_eq(mm.conv.padW, 1);
+  ck_assert(mm.conv.edgeH && mm.conv.edgeW);
+  ck_assert(!mm.a.asyncCopies && mm.b.asyncCopies);
+  ck_assert(!mm.pairStores);
+  ck_assert_uint_eq(mm.numStores, 1);
+  ck_assert_int_eq(fzMatmulGetFlops(&mm), 2 * 50 * 16 * 72);
+  FzMatmulTile t = parse_ok("64x64x32:4w:3s");
+  ck_assert(fzMatmulUsesAsyncCopies(&mm, &t));
+  t.sync = true;
+  ck_assert(!fzMatmulUsesAsyncCopies(&mm, &t));
+  fzOpDestroy(m);
+  /* A matmul is no conv: no conv reason to report. */
+  m = parse_src(ctx, kBase);
+  ck_assert(!fzKernelMatchConvNest(first_nest(m), &mm, &isConv, why,
+                                   sizeof why));
+  ck_assert(!isConv);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* Conv nests refused, with the reason. */
+START_TEST(test_conv_refused) {
+  static const Case cases[] = {
+      {"%arg1[%arg5, %arg8, %arg10, %arg12]",
+       "%arg1[%arg5, %arg8, %arg12, %arg10]",
+       "the weight is not a load w[oc, c, kh, kw]", NULL, NULL},
+      /* Only the row condition: the columns' padding reads unmasked. */
+      {"%39 = loop.select %31, %38, %6", "%39 = loop.select %25, %38, %6",
+       "not a strided, dilated, zero-padded window", NULL, NULL},
+      /* groups = 2: channels (m / 8) * 4 + c, c < 4. */
+      {"%10 = loop.divsi %arg5, %3 : index\n    %11 = loop.muli %10, %5",
+       "%10 = loop.divsi %arg5, %5 : index\n    %11 = loop.muli %10, %c4",
+       "groups > 1", "%16 = loop.for %arg8 = %0 to %5",
+       "%c4 = loop.constant 4 : index\n    %16 = loop.for %arg8 = %0 to "
+       "%c4"},
+      /* Padded input rows (18 elements apart): no flat view. */
+      {"%arg0: buffer<2x8x9x9xbf16>",
+       "%arg0: buffer<2x8x9x9xbf16, strides [1296, 162, 18, 1]>",
+       "not a dense NCHW buffer", "%33] : buffer<2x8x9x9xbf16>",
+       "%33] : buffer<2x8x9x9xbf16, strides [1296, 162, 18, 1]>"},
+      /* Weights with kw 2 elements apart: no [OC, K] matrix. */
+      {"%arg1: buffer<16x8x3x3xbf16>",
+       "%arg1: buffer<16x8x3x3xbf16, strides [144, 18, 6, 2]>",
+       "(c, kh, kw) are not contiguous", "%arg12] : buffer<16x8x3x3xbf16>",
+       "%arg12] : buffer<16x8x3x3xbf16, strides [144, 18, 6, 2]>"},
+      {"    loop.yield\n  }",
+       "    loop.store %21, %arg0[%arg4, %arg4, %arg6, %arg7] : "
+       "buffer<2x8x9x9xbf16>\n    loop.yield\n  }",
+       "writes one of the matmul's operands", NULL, NULL},
+  };
+  FzContext *ctx = ctx_new();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    char *s = conv_variant(cases[i].from, cases[i].to);
+    if (cases[i].from2) {
+      char *s2 = replace(s, cases[i].from2, cases[i].to2);
+      free(s);
+      s = s2;
+    }
+    FzOp *m = fzParseSource(ctx, fzStringRefFromCString(s), FZ_STR("t.fuse"),
+                            0);
+    ck_assert_msg(m != NULL, "case %zu does not parse", i);
+    FzMatmulNest mm;
+    char why[256] = "";
+    bool isConv = false;
+    ck_assert_msg(!fzKernelMatchConvNest(first_nest(m), &mm, &isConv, why,
+                                         sizeof why),
+                  "case %zu matched", i);
+    ck_assert_msg(isConv, "case %zu: not seen as a conv", i);
+    ck_assert_msg(strstr(why, cases[i].reason), "case %zu: got '%s'", i, why);
+    fzOpDestroy(m);
+    free(s);
+  }
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* Through lower-loop-to-kernel: the implicit-GEMM kernel, its plan and
+ * flops, the launch of fzMatmulGetLaunch, the nest gone. */
+START_TEST(test_conv_build) {
+  FzContext *ctx = ctx_new();
+  FzOp *m = parse_src(ctx, kConv);
+  FzMatmulNest mm;
+  ck_assert(fzKernelMatchConvNest(first_nest(m), &mm, NULL, NULL, 0));
+  FzMatmulTile t = parse_ok("32x32x32:1w:2s");
+  int64_t grid[3], block[3], smem;
+  fzMatmulGetLaunch(&mm, &t, grid, block, &smem);
+  ck_assert_int_eq(grid[0], 2); /* 50 rows, 16 columns: 2 x 1 tiles */
+  ck_assert_int_eq(grid[2], 1);
+  ck_assert_int_eq(smem, 2 * (32 + 32) * 32 * 2);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.mmaTile = "32x32x32:1w:2s";
+  ck_assert(fzLowerLoopToKernel(m, &o));
+  ck_assert(fzOpVerify(m));
+  FzOp *k = fzSymbolTableLookupIn(m, FZ_STR("f_k0"));
+  ck_assert_ptr_nonnull(k);
+  FzStringRef ps = fzStringAttrGetValue(fzOpGetAttr(k, FZ_STR("fuse.plan")));
+  const char *want = "conv2d implicit GEMM 2x8x9x9 -> 16 channels, 3x3 "
+                     "kernel, stride 2x2, pad 1x1, dilation 1x1 (GEMM "
+                     "50x16x72) bf16, tile 32x32x32:1x1w:2s:g8, cp.async "
+                     "weights, gathered input";
+  ck_assert_msg(ps.length == strlen(want) &&
+                    memcmp(ps.data, want, ps.length) == 0,
+                "plan '%.*s'", (int)ps.length, ps.data);
+  FzAttr *flops = fzOpGetAttr(k, FZ_STR("fuse.flops"));
+  ck_assert_ptr_nonnull(flops);
+  ck_assert_int_eq(fzIntegerAttrGetValue(flops), 2 * 50 * 16 * 72);
+  FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
+  FzBlock *b = fzRegionGetFirstBlock(fzOpGetRegion(f, 0));
+  size_t launches = 0, nests = 0;
+  for (FzOp *op = fzBlockGetFirstOp(b); op; op = fzOpGetNextInBlock(op)) {
+    if (fzKernelGetOpcode(op) == FZ_KERNEL_OP_LAUNCH) {
+      ++launches;
+      int64_t v;
+      ck_assert(fzLoopValueGetConstantInt(fzOpGetOperand(op, 0), &v));
+      ck_assert_int_eq(v, grid[0]);
+      ck_assert(fzLoopValueGetConstantInt(fzOpGetOperand(op, 6), &v));
+      ck_assert_int_eq(v, smem);
+    }
+    nests += fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL;
+  }
+  ck_assert_uint_eq(launches, 1);
+  ck_assert_uint_eq(nests, 0);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* Every allocation of the pass on src may fail: an error, no crash, no
+ * leak. */
+static void allocation_failures(const char *src) {
   for (size_t failAt = 1;; ++failAt) {
     CountingAlloc c = {0};
     FzAllocator a = counting_allocator(&c);
     FzContext *ctx = fzContextCreateWithAllocator(&a);
     ck_assert(fzRegisterAllDialects(ctx));
     ck_assert(fzRegisterAllPasses(ctx));
-    FzOp *m = parse_src(ctx, kBase);
+    FzOp *m = parse_src(ctx, src);
     FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
     ck_assert_ptr_nonnull(pm);
     ck_assert(fzPassManagerParsePipeline(
@@ -551,6 +802,11 @@ START_TEST(test_build_allocation_failures) {
     ck_assert_uint_lt(failAt, 200000);
   }
 }
+
+START_TEST(test_build_allocation_failures) { allocation_failures(kBase); }
+END_TEST
+
+START_TEST(test_conv_allocation_failures) { allocation_failures(kConv); }
 END_TEST
 
 static Suite *matmul_suite(void) {
@@ -566,6 +822,10 @@ static Suite *matmul_suite(void) {
   tcase_add_test(tc, test_build);
   tcase_add_test(tc, test_build_no_mma);
   tcase_add_test(tc, test_build_allocation_failures);
+  tcase_add_test(tc, test_conv_match);
+  tcase_add_test(tc, test_conv_refused);
+  tcase_add_test(tc, test_conv_build);
+  tcase_add_test(tc, test_conv_allocation_failures);
   suite_add_tcase(s, tc);
   return s;
 }

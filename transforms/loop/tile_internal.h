@@ -8,7 +8,8 @@
  *                        register-blocked microkernel and its epilogue;
  *                        the op builders and the instance machinery
  *                        (TileInst) that conv_emit.c reuses
- *   conv_tile.c          tile-convolutions: matching a conv2d nest
+ *   conv_match.c         matching a conv2d nest (also for the GPU)
+ *   conv_tile.c          tile-convolutions: its CPU checks, the pass
  *   conv_emit.c          its packing nests and register tiles
  *
  * A contraction nest (what lower-graph-to-loop makes of a matmul and its

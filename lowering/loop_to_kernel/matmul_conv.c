@@ -1,0 +1,220 @@
+/* lowering/loop_to_kernel/matmul_conv.c - fzKernelMatchConvNest: a conv2d
+ * nest (transforms/loop/conv_match.h's matcher, shared with the CPU's
+ * tile-convolutions) as the implicit GEMM of the tensor-core generator
+ * (matmul.h, FzMatmulConv).
+ *
+ * Beyond convMatch, the GEMM needs: groups == 1 (every output channel
+ * reads every input channel: one GEMM, not one per group), a dense
+ * NCHW input of fewer than 2^31 elements (the gather reads it through a
+ * flat view with 32-bit offsets), the input and the weight of one
+ * element type (bf16 or f16 extended to f32, or
+ * f32 for tf32 kernels), the weight a plain load w[oc, c, kh, kw] of a
+ * buffer from outside the nest (B[j, k] = w[j, c, kh, kw]), and the
+ * matmul epilogue's rules (mmMatchEpilogue). The weights allow 16-byte
+ * copies when (c, kh, kw) are contiguous in memory (k-contiguous rows),
+ * K % 8 == 0, the row stride a multiple of 8 elements and the buffer
+ * 16-byte aligned; the input never does (a gather), except in a
+ * pointwise conv (1x1, stride 1, no padding: FzMatmulConv.pointwise),
+ * which is a plain GEMM per image whose B, the image [C, OH*OW], allows
+ * them when OH*OW % 8 == 0.
+ *
+ * Nothing is allocated that outlives the call: the description points
+ * into the IR.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lowering/loop_to_kernel/matmul_internal.h"
+#include "transforms/loop/conv_match.h"
+
+static bool refuse(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
+static bool refuse(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+/* Whether index v of the weight load is exactly iv `var`. */
+static bool is_iv(const ConvNest *C, FzValue *v, int var) {
+  int64_t coef[CV_NUM] = {0}, c0 = 0;
+  if (!convAffine(C, v, 1, coef, &c0, 0) || c0 != 0)
+    return false;
+  for (int i = 0; i < CV_NUM; ++i)
+    if (coef[i] != (i == var ? 1 : 0))
+      return false;
+  return true;
+}
+
+/* The weight load: w = [extf] load W[m, c, kh, kw] of element type elt. */
+static FzOp *weight_load(const ConvNest *C, FzType *elt) {
+  FzValue *v = C->wVal;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (C->xExt) {
+    if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_EXTF)
+      return NULL;
+    v = fzOpGetOperand(def, 0);
+    def = fzValueGetDefiningOp(v);
+  }
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_LOAD ||
+      fzOpGetNumOperands(def) != 5 || fzValueGetType(v) != elt)
+    return NULL;
+  static const int vars[4] = {CV_M, CV_C, CV_KH, CV_KW};
+  for (int i = 0; i < 4; ++i)
+    if (!is_iv(C, fzOpGetOperand(def, 1 + (size_t)i), vars[i]))
+      return NULL;
+  return def;
+}
+
+/* Whether the weights' (c, kh, kw) are contiguous: rows of B = [OC, K]. */
+static bool weight_rows(FzValue *w) {
+  FzType *t = fzValueGetType(w);
+  int64_t st[4];
+  mmStridesOf(t, st);
+  int64_t kh = fzShapedTypeGetDim(t, 2), kw = fzShapedTypeGetDim(t, 3);
+  return st[3] == 1 && st[2] == kw && st[1] == kh * kw;
+}
+
+/* The 16-byte copies of the weights (see the opening comment). */
+static bool weight_async(FzValue *w, int64_t K) {
+  FzType *t = fzValueGetType(w);
+  int64_t st[4];
+  mmStridesOf(t, st);
+  int64_t eb = (int64_t)fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
+  return st[0] % 8 == 0 && K % 8 == 0 && (eb == 2 || eb == 4) &&
+         mmAlignedBase(w, 16);
+}
+
+/* Fills m's operands and geometry from the matched C. */
+static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
+                 size_t whyLen) {
+  const TileNest *T = &C->T;
+  int64_t OC = T->trips[CV_M], CG = C->ext[0];
+  bool grouped = CG != C->C;
+  for (int64_t j = 0; !grouped && j < OC; ++j)
+    for (int64_t c = 0; !grouped && c < CG; ++c)
+      grouped = C->chTab[j * CG + c] != c;
+  if (grouped)
+    return refuse(why, whyLen, "groups > 1 (a grouped or depthwise conv2d "
+                               "is not one GEMM)");
+  FzType *elt = fzValueGetType(fzOpGetResult(C->xLoad, 0));
+  FzOp *wl = weight_load(C, elt);
+  if (!wl)
+    return refuse(why, whyLen, "the weight is not a load w[oc, c, kh, kw] "
+                               "of the input's element type");
+  FzValue *x = fzOpGetOperand(C->xLoad, 0), *w = fzOpGetOperand(wl, 0);
+  if (!mmPlainBuffer(x, T->par) || !mmPlainBuffer(w, T->par))
+    return refuse(why, whyLen, "the input or the weight is not a static "
+                               "global buffer defined outside the nest");
+  FzType *xt = fzValueGetType(x);
+  int64_t xs[4];
+  mmStridesOf(xt, xs);
+  if (xs[3] != 1 || xs[2] != C->Wi || xs[1] != C->H * C->Wi ||
+      xs[0] != C->C * C->H * C->Wi ||
+      fzShapedTypeGetDim(xt, 0) * xs[0] >= ((int64_t)1 << 31))
+    return refuse(why, whyLen, "the input is not a dense NCHW buffer of "
+                               "fewer than 2^31 elements (the gather's "
+                               "offsets are 32-bit)");
+  if (!weight_rows(w) || fzShapedTypeGetDim(fzValueGetType(w), 1) != CG)
+    return refuse(why, whyLen, "the weight's (c, kh, kw) are not contiguous "
+                               "in memory (no [OC, K] matrix)");
+  FzMatmulConv *cv = &m->conv;
+  cv->on = true;
+  cv->batch = T->trips[CV_N];
+  cv->C = C->C, cv->H = C->H, cv->W = C->Wi;
+  cv->OH = T->trips[CV_OH], cv->OW = T->trips[CV_OW];
+  cv->KH = C->ext[1], cv->KW = C->ext[2];
+  cv->sh = C->sh, cv->sw = C->sw, cv->dh = C->dh, cv->dw = C->dw;
+  cv->padH = -C->hOff, cv->padW = -C->wOff;
+  int64_t lastH = (cv->OH - 1) * cv->sh + (cv->KH - 1) * cv->dh + C->hOff;
+  int64_t lastW = (cv->OW - 1) * cv->sw + (cv->KW - 1) * cv->dw + C->wOff;
+  cv->edgeH = C->hOff < 0 || lastH >= cv->H;
+  cv->edgeW = C->wOff < 0 || lastW >= cv->W;
+  m->kloop = C->loops[0];
+  m->elt = elt;
+  m->M = cv->batch * cv->OH * cv->OW;
+  m->N = OC;
+  m->K = CG * cv->KH * cv->KW;
+  m->numDims = 4;
+  for (int d = 0; d < 4; ++d)
+    m->extent[d] = T->trips[d];
+  m->dimI = -1;
+  m->dimJ = CV_M;
+  m->a = (FzMatmulOperand){.buffer = x, .load = C->xLoad, .rank = 4,
+                           .kLast = true};
+  m->b = (FzMatmulOperand){.buffer = w, .load = wl, .rank = 4, .kLast = true,
+                           .asyncCopies = weight_async(w, m->K)};
+  cv->pointwise = cv->KH == 1 && cv->KW == 1 && cv->sh == 1 &&
+                  cv->sw == 1 && !cv->edgeH && !cv->edgeW &&
+                  C->hOff == 0 && C->wOff == 0 && cv->OH == cv->H &&
+                  cv->OW == cv->W;
+  if (cv->pointwise) {
+    /* out[n] = w[OC, C] x[n][C, HW]: the weights are A, the image B. */
+    int64_t hw = cv->H * cv->W;
+    m->M = OC;
+    m->N = hw;
+    m->dimI = CV_M;
+    m->dimJ = -1;
+    FzMatmulOperand wa = m->b, xb = m->a;
+    m->a = wa;
+    m->b = xb;
+    m->b.kLast = false;
+    m->b.numBatch = 1;
+    m->b.batch[0] = (FzMatmulIndex){CV_N, 0};
+    size_t eb = fzTypeGetStorageSize(elt);
+    m->b.asyncCopies = hw % 8 == 0 && mmAlignedBase(x, 16) &&
+                       (eb == 2 || eb == 4);
+  }
+  return true;
+}
+
+/* pairStores of a pointwise conv: each store writes (n, oc, oh, ow) of a
+ * buffer whose ow has stride 1 and other strides are even, OW even (a
+ * pair (ow, ow + 1) never crosses a row), aligned. */
+static bool pointwise_pairs(const FzMatmulNest *m) {
+  if (m->conv.OW % 2 != 0)
+    return false;
+  FzBlock *body = fzLoopGetBody(m->par);
+  for (size_t s = 0; s < m->numStores; ++s) {
+    FzOp *st = m->stores[s];
+    FzValue *buf = fzOpGetOperand(st, 1);
+    FzType *t = fzValueGetType(buf);
+    if (fzShapedTypeGetRank(t) != 4 ||
+        fzTypeGetStorageSize(fzShapedTypeGetElementType(t)) != 2)
+      return false;
+    for (size_t d = 0; d < 4; ++d)
+      if (fzOpGetOperand(st, 2 + d) != fzBlockGetArgument(body, d))
+        return false;
+    int64_t strides[4];
+    mmStridesOf(t, strides);
+    if (strides[3] != 1 || strides[0] % 2 || strides[1] % 2 ||
+        strides[2] % 2 || !mmAlignedBase(buf, 4))
+      return false;
+  }
+  return true;
+}
+
+bool fzKernelMatchConvNest(FzOp *par, FzMatmulNest *out, bool *isConv,
+                           char *why, size_t whyLen) {
+  FzMatmulNest *m = out;
+  memset(m, 0, sizeof *m);
+  m->par = par;
+  FzContext *ctx = fzOpGetContext(par);
+  ConvNest C;
+  memset(&C, 0, sizeof C);
+  C.T.ctx = ctx;
+  fzPtrMapInit(&C.T.deps, ctx);
+  bool ok = convMatch(&C, par, isConv, why, whyLen) &&
+            fill(&C, m, why, whyLen);
+  fzFree(ctx, C.chTab);
+  fzPtrMapFree(&C.T.deps);
+  if (!ok || !mmMatchEpilogue(m, why, whyLen))
+    return false;
+  if (m->conv.pointwise)
+    m->pairStores = pointwise_pairs(m);
+  return true;
+}

@@ -1,0 +1,457 @@
+/* transforms/loop/conv_match.c - convMatch (conv_match.h): recognizing a
+ * conv2d nest by evaluating its index expressions over their domain.
+ * Shared by tile-convolutions (CPU) and lower-loop-to-kernel's implicit
+ * GEMM (GPU); each adds its own checks on top.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fz/loop.h"
+#include "transforms/loop/conv_match.h"
+
+static bool refuse(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
+static bool refuse(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
+/*===--- Index expressions ------------------------------------------------===*/
+
+static int var_index(const ConvNest *C, FzValue *v) {
+  for (int i = 0; i < CV_NUM; ++i)
+    if (C->vars[i] == v)
+      return i;
+  return -1;
+}
+
+uint32_t convVarDeps(const ConvNest *C, FzValue *v, bool loads, int depth) {
+  if (depth > 64)
+    return CV_BAD;
+  if (!tileInNest((TileNest *)&C->T, v))
+    return 0;
+  int i = var_index(C, v);
+  if (i >= 0)
+    return 1u << i;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def)
+    return CV_BAD;
+  bool isLoad = fzLoopGetOpcode(def) == FZ_LOOP_OP_LOAD;
+  if (!(tilePlainOp(def) || (loads && isLoad)))
+    return CV_BAD;
+  uint32_t m = 0;
+  for (size_t k = 0; k < fzOpGetNumOperands(def); ++k)
+    m |= convVarDeps(C, fzOpGetOperand(def, k), loads, depth + 1);
+  return m;
+}
+
+typedef struct Env {
+  int64_t val[CV_NUM];
+} Env;
+
+/* Evaluates an integer (index, iN, i1) expression of the ivs. */
+static bool eval(const ConvNest *C, FzValue *v, const Env *e, int64_t *out,
+                 int depth) {
+  if (depth > 64)
+    return false;
+  if (fzLoopValueGetConstantInt(v, out))
+    return true;
+  int i = var_index(C, v);
+  if (i >= 0) {
+    *out = e->val[i];
+    return true;
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || !tilePlainOp(def) || fzOpGetNumOperands(def) > 3)
+    return false;
+  size_t n = fzOpGetNumOperands(def);
+  FzLoopOpcode opc = fzLoopGetOpcode(def);
+  FzType *t = fzValueGetType(v);
+  FzType *ot = n ? fzValueGetType(fzOpGetOperand(
+                       def, opc == FZ_LOOP_OP_SELECT ? 1 : 0))
+                 : t;
+  if (fzTypeIsFloat(t) || fzTypeIsFloat(ot))
+    return false;
+  FzLoopScalar in[3], r;
+  for (size_t k = 0; k < n; ++k)
+    if (!eval(C, fzOpGetOperand(def, k), e, &in[k].i, depth + 1))
+      return false;
+  if (!fzLoopEvalScalar(opc, fzLoopCmpGetPredicate(def), t, ot, n, in, &r))
+    return false;
+  *out = r.i;
+  return true;
+}
+
+bool convAffine(const ConvNest *C, FzValue *v, int64_t scale, int64_t *coef,
+                int64_t *c0, int depth) {
+  int64_t k;
+  if (depth > 64)
+    return false;
+  if (fzLoopValueGetConstantInt(v, &k)) {
+    *c0 += scale * k;
+    return true;
+  }
+  int i = var_index(C, v);
+  if (i >= 0) {
+    coef[i] += scale;
+    return true;
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzOpGetNumOperands(def) != 2)
+    return false;
+  FzValue *a = fzOpGetOperand(def, 0), *b = fzOpGetOperand(def, 1);
+  Env none;
+  memset(&none, 0, sizeof none);
+  switch (fzLoopGetOpcode(def)) {
+  case FZ_LOOP_OP_ADDI:
+    return convAffine(C, a, scale, coef, c0, depth + 1) &&
+           convAffine(C, b, scale, coef, c0, depth + 1);
+  case FZ_LOOP_OP_SUBI:
+    return convAffine(C, a, scale, coef, c0, depth + 1) &&
+           convAffine(C, b, -scale, coef, c0, depth + 1);
+  case FZ_LOOP_OP_MULI:
+    if (convVarDeps(C, b, false, 0) == 0 && eval(C, b, &none, &k, 0))
+      return convAffine(C, a, scale * k, coef, c0, depth + 1);
+    if (convVarDeps(C, a, false, 0) == 0 && eval(C, a, &none, &k, 0))
+      return convAffine(C, b, scale * k, coef, c0, depth + 1);
+    return false;
+  default:
+    return false;
+  }
+}
+
+/* v without the clamps (maxsi / minsi against a constant) around it. */
+static FzValue *strip_clamps(const ConvNest *C, FzValue *v) {
+  for (;;) {
+    FzOp *def = fzValueGetDefiningOp(v);
+    FzLoopOpcode c = def ? fzLoopGetOpcode(def) : FZ_LOOP_OP_UNKNOWN;
+    if (c != FZ_LOOP_OP_MAXSI && c != FZ_LOOP_OP_MINSI)
+      return v;
+    if (convVarDeps(C, fzOpGetOperand(def, 1), false, 0) == 0)
+      v = fzOpGetOperand(def, 0);
+    else if (convVarDeps(C, fzOpGetOperand(def, 0), false, 0) == 0)
+      v = fzOpGetOperand(def, 1);
+    else
+      return v;
+  }
+}
+
+/* The conjuncts of an i1 and-tree. */
+static bool conjuncts(FzValue *v, FzValue **out, size_t *n, size_t max) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_ANDI &&
+      fzTypeGetKind(fzValueGetType(v)) != FZ_TYPE_VECTOR)
+    return conjuncts(fzOpGetOperand(def, 0), out, n, max) &&
+           conjuncts(fzOpGetOperand(def, 1), out, n, max);
+  if (*n >= max)
+    return false;
+  out[(*n)++] = v;
+  return true;
+}
+
+/* One spatial axis: the load index idx(o, k), its conjuncts of the
+ * padding condition, o over [0, O), k over [0, K) (vars vo, vk), the
+ * input extent S. Derives s, d, off (the unclamped index o*s + k*d +
+ * off) and checks, for every (o, k), that the condition is exactly
+ * "inside the input" and that idx is the unclamped index there. *padded
+ * is set when some position lies outside. */
+static bool check_axis(const ConvNest *C, FzValue *idx, FzValue *const *conds,
+                       size_t numConds, int vo, int vk, int64_t O, int64_t K,
+                       int64_t S, int64_t *s, int64_t *d, int64_t *off,
+                       bool *padded) {
+  uint32_t allowed = (1u << vo) | (1u << vk);
+  if (convVarDeps(C, idx, false, 0) & ~allowed)
+    return false;
+  int64_t coef[CV_NUM] = {0}, c0 = 0;
+  if (!convAffine(C, strip_clamps(C, idx), 1, coef, &c0, 0))
+    return false;
+  for (int i = 0; i < CV_NUM; ++i)
+    if (i != vo && i != vk && coef[i] != 0)
+      return false;
+  *s = coef[vo], *d = coef[vk], *off = c0;
+  if (*s < 0 || *d < 0 || O * K > CV_MAX_TABLE)
+    return false;
+  Env e;
+  memset(&e, 0, sizeof e);
+  for (int64_t o = 0; o < O; ++o)
+    for (int64_t k = 0; k < K; ++k) {
+      e.val[vo] = o, e.val[vk] = k;
+      int64_t pos = o * *s + k * *d + *off, v;
+      bool in = pos >= 0 && pos < S, cond = true;
+      for (size_t i = 0; i < numConds; ++i) {
+        if (!eval(C, conds[i], &e, &v, 0))
+          return false;
+        cond = cond && (v & 1);
+      }
+      if (cond != in)
+        return false;
+      if (!in) {
+        *padded = true;
+        continue;
+      }
+      if (!eval(C, idx, &e, &v, 0) || v != pos)
+        return false;
+    }
+  return true;
+}
+
+/*===--- Matching ---------------------------------------------------------===*/
+
+/* op is loop.for over [0, *ext) step 1 with one f32 iteration argument. */
+static bool red_loop(FzOp *op, int64_t *ext) {
+  int64_t lb, st;
+  if (!op || fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR ||
+      fzOpGetNumOperands(op) != 4 || fzOpGetNumResults(op) != 1 ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 0), &lb) || lb != 0 ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 1), ext) || *ext <= 0 ||
+      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 2), &st) || st != 1 ||
+      fzTypeGetKind(fzValueGetType(fzOpGetResult(op, 0))) != FZ_TYPE_F32)
+    return false;
+  FzBlock *b = fzLoopGetBody(op);
+  FzOp *y = b ? fzBlockGetLastOp(b) : NULL;
+  return y && fzBlockGetNumArguments(b) == 2 &&
+         fzLoopGetOpcode(y) == FZ_LOOP_OP_YIELD && fzOpGetNumOperands(y) == 1;
+}
+
+/* The chain of three reductions starting at C->loops[0]. */
+static bool match_loops(ConvNest *C) {
+  for (int l = 0; l < 3; ++l) {
+    if (!red_loop(C->loops[l], &C->ext[l]))
+      return false;
+    C->bodies[l] = fzLoopGetBody(C->loops[l]);
+    C->vars[CV_C + l] = fzBlockGetArgument(C->bodies[l], 0);
+    if (l == 2)
+      break;
+    FzBlock *b = C->bodies[l];
+    FzOp *yield = fzBlockGetLastOp(b), *inner = NULL;
+    for (FzOp *op = fzBlockGetFirstOp(b); op != yield;
+         op = fzOpGetNextInBlock(op)) {
+      if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR && !inner)
+        inner = op;
+      else if (!tilePlainOp(op))
+        return false;
+    }
+    FzValue *acc = fzBlockGetArgument(b, 1);
+    if (!inner || fzOpGetNumOperands(inner) != 4 ||
+        fzOpGetOperand(inner, 3) != acc || !fzValueHasOneUse(acc) ||
+        fzOpGetNumResults(inner) != 1 ||
+        fzOpGetOperand(yield, 0) != fzOpGetResult(inner, 0))
+      return false;
+    C->loops[l + 1] = inner;
+  }
+  return true;
+}
+
+static bool is_zero_f32(FzValue *v) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_CONSTANT ||
+      fzTypeGetKind(fzValueGetType(v)) != FZ_TYPE_F32)
+    return false;
+  FzAttr *a = fzOpGetProp(def, FZ_STR("value"));
+  return a && fzAttrGetKind(a) == FZ_ATTR_FLOAT && fzFloatAttrGetValue(a) == 0;
+}
+
+/* A load of x, or its extension to f32 (*ext); NULL otherwise. */
+static FzOp *input_load(FzValue *v, bool *ext) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  *ext = false;
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_EXTF) {
+    *ext = true;
+    def = fzValueGetDefiningOp(fzOpGetOperand(def, 0));
+  }
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_LOAD ||
+      fzOpGetNumOperands(def) != 5)
+    return NULL;
+  FzTypeKind k = fzTypeGetKind(fzValueGetType(fzOpGetResult(def, 0)));
+  bool ok = *ext ? (k == FZ_TYPE_BF16 || k == FZ_TYPE_F16) : k == FZ_TYPE_F32;
+  return ok ? def : NULL;
+}
+
+/* Whether a load of the tree v reads a buffer in written. */
+static bool match_term(ConvNest *C, FzValue **a, FzValue **b,
+                       FzValue **cond) {
+  FzBlock *in = C->bodies[2];
+  FzOp *yield = fzBlockGetLastOp(in);
+  FzValue *acc = fzBlockGetArgument(in, 1);
+  FzOp *add = fzValueGetDefiningOp(fzOpGetOperand(yield, 0));
+  if (!add || fzLoopGetOpcode(add) != FZ_LOOP_OP_ADDF ||
+      fzOpGetBlock(add) != in || !fzValueHasOneUse(acc))
+    return false;
+  size_t pa = fzOpGetOperand(add, 0) == acc ? 1 : 0;
+  if (fzOpGetOperand(add, 1 - pa) != acc)
+    return false;
+  FzValue *p = fzOpGetOperand(add, pa);
+  FzOp *def = fzValueGetDefiningOp(p);
+  *cond = NULL;
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_SELECT) {
+    if (!fzValueHasOneUse(p) || !is_zero_f32(fzOpGetOperand(def, 2)))
+      return false;
+    *cond = fzOpGetOperand(def, 0);
+    p = fzOpGetOperand(def, 1);
+    def = fzValueGetDefiningOp(p);
+  }
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_MULF ||
+      !fzValueHasOneUse(p) ||
+      fzTypeGetKind(fzValueGetType(p)) != FZ_TYPE_F32)
+    return false;
+  *a = fzOpGetOperand(def, 0);
+  *b = fzOpGetOperand(def, 1);
+  for (FzOp *op = fzBlockGetFirstOp(in); op != yield;
+       op = fzOpGetNextInBlock(op))
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_LOAD && !tilePlainOp(op))
+      return false;
+  return true;
+}
+
+/* Fills C when par is a conv2d nest the pass can tile. */
+/*===--- The matcher ------------------------------------------------------===*/
+
+bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
+               size_t whyLen) {
+  TileNest *T = &C->T;
+  if (isConv)
+    *isConv = false;
+  if (fzLoopGetOpcode(par) != FZ_LOOP_OP_PARALLEL ||
+      fzLoopParallelGetNumDims(par) != 4)
+    return refuse(why, whyLen, "not a 4-d loop.parallel");
+  T->par = par;
+  T->body = fzLoopGetBody(par);
+  T->n = 4;
+  T->dI = CV_M;
+  T->dJ = CV_OW;
+  for (size_t d = 0; d < 4; ++d) {
+    int64_t lb, ub, st;
+    if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &lb) || lb != 0 ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 4 + d), &ub) ||
+        ub <= 0 ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 8 + d), &st) ||
+        st != 1)
+      return refuse(why, whyLen, "the nest's bounds are not constants 0..N "
+                                 "step 1");
+    T->trips[d] = ub;
+    C->vars[d] = fzBlockGetArgument(T->body, d);
+  }
+  /* One reduction loop; otherwise plain ops, loads and stores. */
+  for (FzOp *op = fzBlockGetFirstOp(T->body); op; op = fzOpGetNextInBlock(op)) {
+    FzLoopOpcode c = fzLoopGetOpcode(op);
+    if (c == FZ_LOOP_OP_FOR) {
+      if (T->red)
+        return refuse(why, whyLen, "the nest holds more than one loop");
+      T->red = op;
+    } else if (c == FZ_LOOP_OP_YIELD) {
+      if (op != fzBlockGetLastOp(T->body))
+        return refuse(why, whyLen, "a yield inside the nest's body");
+    } else if (c != FZ_LOOP_OP_STORE && c != FZ_LOOP_OP_LOAD &&
+               !tilePlainOp(op)) {
+      return refuse(why, whyLen, "the nest holds an op a conv2d nest does "
+                                 "not");
+    }
+  }
+  C->loops[0] = T->red;
+  if (!T->red || !match_loops(C))
+    return refuse(why, whyLen, "not three nested reductions (c, kh, kw)");
+  if (isConv)
+    *isConv = true;
+  T->redBody = C->bodies[0];
+  T->K = C->ext[0] * C->ext[1] * C->ext[2];
+
+  /* The term: x (the load that depends on ow) times w. */
+  FzValue *a, *b, *cond;
+  if (!match_term(C, &a, &b, &cond))
+    return refuse(why, whyLen, "the innermost reduction does not add a "
+                               "(masked) product");
+  bool extA, extB;
+  FzOp *la = input_load(a, &extA), *lb = input_load(b, &extB);
+  uint32_t ow = 1u << CV_OW;
+  if (la && (convVarDeps(C, a, true, 0) & ow)) {
+    C->xLoad = la, C->xExt = extA, C->wVal = b;
+  } else if (lb && (convVarDeps(C, b, true, 0) & ow)) {
+    C->xLoad = lb, C->xExt = extB, C->wVal = a;
+  } else {
+    return refuse(why, whyLen, "no factor is a load of the input along the "
+                               "output width");
+  }
+  uint32_t wAllowed =
+      (1u << CV_M) | (1u << CV_C) | (1u << CV_KH) | (1u << CV_KW);
+  if (convVarDeps(C, C->wVal, true, 0) & ~wAllowed)
+    return refuse(why, whyLen, "the weight depends on more than (m, c, kh, "
+                               "kw)");
+  FzValue *xBuf = fzOpGetOperand(C->xLoad, 0);
+  FzType *xt = fzValueGetType(xBuf);
+  if (tileInNest(T, xBuf) || fzShapedTypeGetRank(xt) != 4)
+    return refuse(why, whyLen, "the input is not a 4-d buffer from outside "
+                               "the nest");
+  C->C = fzShapedTypeGetDim(xt, 1);
+  C->H = fzShapedTypeGetDim(xt, 2);
+  C->Wi = fzShapedTypeGetDim(xt, 3);
+  if (C->C <= 0 || C->H <= 0 || C->Wi <= 0)
+    return refuse(why, whyLen, "the input's shape is not static");
+
+  /* The batch index is n; the channel depends on (m, c) only. */
+  FzValue *idx[4];
+  for (int i = 0; i < 4; ++i)
+    idx[i] = fzOpGetOperand(C->xLoad, 1 + (size_t)i);
+  int64_t coef[CV_NUM] = {0}, c0 = 0;
+  if (!convAffine(C, idx[0], 1, coef, &c0, 0) || c0 != 0)
+    return refuse(why, whyLen, "the input's batch index is not n");
+  for (int i = 0; i < CV_NUM; ++i)
+    if (coef[i] != (i == CV_N ? 1 : 0))
+      return refuse(why, whyLen, "the input's batch index is not n");
+  C->chIdx = idx[1];
+  int64_t M = T->trips[CV_M], CG = C->ext[0];
+  if (convVarDeps(C, idx[1], false, 0) & ~((1u << CV_M) | (1u << CV_C)) ||
+      M * CG > CV_MAX_TABLE)
+    return refuse(why, whyLen, "the input's channel index is not a function "
+                               "of (m, c)");
+
+  /* The padding condition: conjuncts of (oh, kh) and of (ow, kw). */
+  FzValue *conds[16], *hc[16], *wc[16];
+  size_t nc = 0, nh = 0, nw = 0;
+  if (cond && !conjuncts(cond, conds, &nc, 16))
+    return refuse(why, whyLen, "the padding condition is too complex");
+  Env none;
+  memset(&none, 0, sizeof none);
+  for (size_t i = 0; i < nc; ++i) {
+    uint32_t d = convVarDeps(C, conds[i], false, 0);
+    int64_t v;
+    if (d == 0 && eval(C, conds[i], &none, &v, 0) && (v & 1))
+      continue;
+    if (d && !(d & ~((1u << CV_OH) | (1u << CV_KH))))
+      hc[nh++] = conds[i];
+    else if (d && !(d & ~((1u << CV_OW) | (1u << CV_KW))))
+      wc[nw++] = conds[i];
+    else
+      return refuse(why, whyLen, "the padding condition mixes the axes");
+  }
+  bool padded = false;
+  if (!check_axis(C, idx[2], hc, nh, CV_OH, CV_KH, T->trips[CV_OH],
+                  C->ext[1], C->H, &C->sh, &C->dh, &C->hOff, &padded) ||
+      !check_axis(C, idx[3], wc, nw, CV_OW, CV_KW, T->trips[CV_OW],
+                  C->ext[2], C->Wi, &C->sw, &C->dw, &C->wOff, &padded) ||
+      C->sw < 1)
+    return refuse(why, whyLen, "the input's spatial indices are not a "
+                               "strided, dilated, zero-padded window");
+  C->pack = padded || C->sw != 1 || C->xExt;
+
+  /* The channel table. */
+  C->chTab = fzMalloc(T->ctx, (size_t)(M * CG) * sizeof *C->chTab);
+  if (!C->chTab)
+    return refuse(why, whyLen, "out of memory");
+  Env e;
+  memset(&e, 0, sizeof e);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < CG; ++c) {
+      e.val[CV_M] = m, e.val[CV_C] = c;
+      int64_t v;
+      if (!eval(C, C->chIdx, &e, &v, 0) || v < 0 || v >= C->C)
+        return refuse(why, whyLen, "the input's channel index leaves the "
+                                   "input");
+      C->chTab[m * CG + c] = v;
+    }
+  return true;
+}
