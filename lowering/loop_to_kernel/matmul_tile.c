@@ -194,10 +194,19 @@ bool fzMatmulTileChoose(const FzMatmulNest *m, FzStringRef text,
    * were 15-20% slower. */
   const char *def = m->M >= 256 && m->N >= 256 ? "128x128x32:4w:4s"
                                                : "64x64x32:4w:3s";
-  /* A conv2d's gather keeps its loads in registers across the compute:
-   * 128x128x32:4w:4s spills there (ptxas -v), 3 stages do not; few
-   * output channels take 64-column tiles. Not measured yet. */
+  /* A conv2d's gather keeps its loads in registers across the compute
+   * (128x128x32:4w:4s spills there, ptxas -v). Measured on an H100
+   * (docs/benchmarks.md "GPU: conv2d on tensor cores", bench/gpu/conv.sh's
+   * sweep of five tiles): above 64 output channels 64x128x32:4w:3s was
+   * the fastest (3x3 stride 2, 128 -> 128: 118.2 TFLOP/s against 101.7
+   * for 128x128x32:4w:3s; 3x3 256 -> 256 at 14x14: 85.9 against 78.7);
+   * at 64, 128x64x32:4w:4s (within 2% of the best on the 3x3, the best
+   * on the 7x7 stem). A 1x1 conv is a GEMM per image whose K is the
+   * input channels: 128x64x64:4w:3s (one k step of 64) ran 64 -> 256 at
+   * 56x56 at 78.9 TFLOP/s against 56.5 for the matmul's default. */
   if (m->conv.on && !m->conv.pointwise && m->M >= 256)
-    def = m->N > 64 ? "128x128x32:4w:3s" : "128x64x32:4w:4s";
+    def = m->N > 64 ? "64x128x32:4w:3s" : "128x64x32:4w:4s";
+  if (m->conv.on && m->conv.pointwise && m->M >= 256 && m->N >= 256)
+    def = m->K >= 64 ? "128x64x64:4w:3s" : "128x64x32:4w:4s";
   return fzMatmulTileParse(fzStringRefFromCString(def), out, why, whyLen);
 }

@@ -98,11 +98,12 @@ START_TEST(test_tile_choose) {
     fzMatmulTileFormat(&t, buf, sizeof buf);
     ck_assert_str_eq(buf, want[i]);
   }
-  /* A conv's gather: 3 stages at 128x128, 64-column tiles for few
-   * output channels, the small default below 256 rows. */
+  /* A conv's gather (measured on an H100): 64x128 tiles of 3 stages
+   * above 64 output channels, 128x64 tiles of 4 at 64, the small
+   * default below 256 rows. */
   m.conv.on = true;
   int64_t convSizes[3][2] = {{100352, 64}, {6272, 256}, {200, 256}};
-  const char *convWant[3] = {"128x64x32:2x2w:4s:g8", "128x128x32:2x2w:3s:g8",
+  const char *convWant[3] = {"128x64x32:2x2w:4s:g8", "64x128x32:1x4w:3s:g8",
                              "64x64x32:2x2w:3s:g8"};
   for (int i = 0; i < 3; ++i) {
     m.M = convSizes[i][0];
@@ -112,14 +113,22 @@ START_TEST(test_tile_choose) {
     fzMatmulTileFormat(&t, buf, sizeof buf);
     ck_assert_str_eq(buf, convWant[i]);
   }
-  /* A 1x1 conv is a plain GEMM per image: the matmul's rule. */
+  /* A 1x1 conv is a plain GEMM per image, K the input channels: one
+   * k step of 64 where K allows it, else BK = 32. */
   m.conv.pointwise = true;
   m.M = 256;
   m.N = 3136;
+  m.K = 64;
   ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
                                sizeof why));
   fzMatmulTileFormat(&t, buf, sizeof buf);
-  ck_assert_str_eq(buf, "128x128x32:2x2w:4s:g8");
+  ck_assert_str_eq(buf, "128x64x64:2x2w:3s:g8");
+  m.K = 32;
+  ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
+                               sizeof why));
+  fzMatmulTileFormat(&t, buf, sizeof buf);
+  ck_assert_str_eq(buf, "128x64x32:2x2w:4s:g8");
+  m.K = 0;
   m.conv.pointwise = false;
   m.conv.on = false;
   ck_assert_int_eq(setenv("FZ_GPU_MMA_TILE", "32x32x16:1w:2s", 1), 0);
