@@ -27,17 +27,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=${1:-build-gpu-carry}
 REPS=${2:-20}
 REGS=${REGS:-32}
-export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-RUN=$BUILD/bin/fuse-run
-if [ ! -x "$RUN" ] && [ -f "$RUN.xz" ]; then  # tests/gpu/pack.sh compresses it
-  RUN=$(mktemp /tmp/fuse-run.XXXXXX)
-  trap 'rm -f "$RUN"' EXIT
-  if command -v xz >/dev/null; then xz -dc "$BUILD/bin/fuse-run.xz" >"$RUN"
-  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BUILD/bin/fuse-run.xz" "$RUN"
-  fi
-  chmod +x "$RUN"
-fi
-[ -x "$RUN" ] || { echo "error: $RUN not found (bash tests/gpu/pack.sh makes it)" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/../../tests/gpu/find_run.sh"
+fz_find_run "$BUILD" || exit 1
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 
 pass=0 fail=0

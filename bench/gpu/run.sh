@@ -20,17 +20,9 @@
 # Prints one table: GB/s of each, fuse/copy and fuse/torch.compile.
 set -u
 BUILD=${1:-build-gpu-carry}
-export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 REPS=${2:-20}
-RUN=$BUILD/bin/fuse-run
-if [ ! -x "$RUN" ] && [ -f "$RUN.xz" ]; then  # tests/gpu/pack.sh compresses it
-  RUN=$(mktemp /tmp/fuse-run.XXXXXX)
-  if command -v xz >/dev/null; then xz -dc "$BUILD/bin/fuse-run.xz" >"$RUN"
-  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BUILD/bin/fuse-run.xz" "$RUN"
-  fi
-  chmod +x "$RUN"
-fi
-[ -x "$RUN" ] || { echo "error: $RUN not found" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/../../tests/gpu/find_run.sh"
+fz_find_run "$BUILD" || exit 1
 if [ "${MMA_ONLY:-0}" != 1 ]; then
   declare -A EAGER COMPILE JAX FZ CP KS AB
   WORK=()

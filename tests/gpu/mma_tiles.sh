@@ -18,17 +18,8 @@
 set -u
 BUILD=${1:-build-gpu-carry}
 DEVICE=${FZ_GPU_DEVICE:-cuda}
-export LD_LIBRARY_PATH="$BUILD/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-RUN=$BUILD/bin/fuse-run
-if [ ! -x "$RUN" ] && [ -f "$RUN.xz" ]; then  # tests/gpu/pack.sh compresses it
-  RUN=$(mktemp /tmp/fuse-run.XXXXXX)
-  trap 'rm -f "$RUN"' EXIT
-  if command -v xz >/dev/null; then xz -dc "$BUILD/bin/fuse-run.xz" >"$RUN"
-  else python3 -c 'import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$BUILD/bin/fuse-run.xz" "$RUN"
-  fi
-  chmod +x "$RUN"
-fi
-[ -x "$RUN" ] || { echo "error: $RUN not found" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/find_run.sh"
+fz_find_run "$BUILD" || exit 1
 MMA_TILES=${MMA_TILES:-"128x256x32:8w:4s 128x256x32:8w:3s 128x256x64:8w:3s 256x128x32:8w:4s 128x128x32:4w:4s 128x128x64:4w:3s 128x128x32:8w:4s"}
 bench=()
 [ "$DEVICE" = cuda ] && bench=(--bench 2)

@@ -12,7 +12,8 @@
 # and the ONNX backend node tests (Debian's libonnx-testdata, 27 MB) to
 # build-gpu-carry/data/onnx-node.tar.xz. tests/gpu/run.sh unpacks all of
 # it under /tmp (with xz, or Python's lzma where xz is missing) and puts
-# lib/ on LD_LIBRARY_PATH; bench/gpu/run.sh likewise.
+# lib/ on LD_LIBRARY_PATH; the scripts that need only fuse-run
+# (bench/gpu/*.sh, tests/gpu/mma_tiles.sh) do it through tests/gpu/find_run.sh.
 set -eu
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 B=$SRC/build-gpu-static
