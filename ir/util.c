@@ -245,6 +245,16 @@ void fzBufVPrintf(FzBuf *b, const char *fmt, va_list ap) {
   b->len += (size_t)n;
 }
 
+bool fzReasonf(char *why, size_t n, const char *fmt, ...) {
+  if (why && n) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, n, fmt, ap);
+    va_end(ap);
+  }
+  return false;
+}
+
 void fzBufPrintf(FzBuf *b, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

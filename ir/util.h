@@ -67,6 +67,11 @@ void fzBufPrintf(FzBuf *b, const char *fmt, ...) FZ_PRINTF(2, 3);
 void fzBufVPrintf(FzBuf *b, const char *fmt, va_list ap);
 FzStringRef fzBufRef(const FzBuf *b);
 
+/* Writes a one-line reason (printf-style) into why[0..n) when why is not
+ * NULL and n > 0, and returns false: for matchers that explain a refusal
+ * (`return fzReasonf(why, n, "groups > 1");`). */
+bool fzReasonf(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
+
 /* A growable array of pointers. */
 typedef struct FzPtrVec {
   FzContext *ctx;

@@ -21,23 +21,11 @@
  * Nothing is allocated that outlives the call: the description points
  * into the IR.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
+#include "ir/util.h"
 #include "lowering/loop_to_kernel/matmul_internal.h"
 #include "transforms/loop/conv_match.h"
-
-static bool refuse(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
-static bool refuse(char *why, size_t n, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
 
 /* Whether index v of the weight load is exactly iv `var`. */
 static bool is_iv(const ConvNest *C, FzValue *v, int var) {
@@ -99,16 +87,16 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
     for (int64_t c = 0; !grouped && c < CG; ++c)
       grouped = C->chTab[j * CG + c] != c;
   if (grouped)
-    return refuse(why, whyLen, "groups > 1 (a grouped or depthwise conv2d "
+    return fzReasonf(why, whyLen, "groups > 1 (a grouped or depthwise conv2d "
                                "is not one GEMM)");
   FzType *elt = fzValueGetType(fzOpGetResult(C->xLoad, 0));
   FzOp *wl = weight_load(C, elt);
   if (!wl)
-    return refuse(why, whyLen, "the weight is not a load w[oc, c, kh, kw] "
+    return fzReasonf(why, whyLen, "the weight is not a load w[oc, c, kh, kw] "
                                "of the input's element type");
   FzValue *x = fzOpGetOperand(C->xLoad, 0), *w = fzOpGetOperand(wl, 0);
   if (!mmPlainBuffer(x, T->par) || !mmPlainBuffer(w, T->par))
-    return refuse(why, whyLen, "the input or the weight is not a static "
+    return fzReasonf(why, whyLen, "the input or the weight is not a static "
                                "global buffer defined outside the nest");
   FzType *xt = fzValueGetType(x);
   int64_t xs[4];
@@ -116,11 +104,11 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
   if (xs[3] != 1 || xs[2] != C->Wi || xs[1] != C->H * C->Wi ||
       xs[0] != C->C * C->H * C->Wi ||
       fzShapedTypeGetDim(xt, 0) * xs[0] >= ((int64_t)1 << 31))
-    return refuse(why, whyLen, "the input is not a dense NCHW buffer of "
+    return fzReasonf(why, whyLen, "the input is not a dense NCHW buffer of "
                                "fewer than 2^31 elements (the gather's "
                                "offsets are 32-bit)");
   if (!weight_rows(w) || fzShapedTypeGetDim(fzValueGetType(w), 1) != CG)
-    return refuse(why, whyLen, "the weight's (c, kh, kw) are not contiguous "
+    return fzReasonf(why, whyLen, "the weight's (c, kh, kw) are not contiguous "
                                "in memory (no [OC, K] matrix)");
   FzMatmulConv *cv = &m->conv;
   cv->on = true;

@@ -18,23 +18,10 @@
  *
  * Nothing is allocated: the description points into the IR.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "ir/util.h"
 #include "lowering/loop_to_kernel/matmul_internal.h"
-
-static bool refuse(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
-static bool refuse(char *why, size_t n, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
 
 static bool const_int(FzValue *v, int64_t *out) {
   return v && fzLoopValueGetConstantInt(v, out);
@@ -141,11 +128,11 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
   x->load = load;
   x->buffer = fzOpGetOperand(load, 0);
   if (!mmPlainBuffer(x->buffer, par))
-    return refuse(why, whyLen, "an operand is not a static global buffer "
+    return fzReasonf(why, whyLen, "an operand is not a static global buffer "
                                "defined outside the nest");
   x->rank = fzShapedTypeGetRank(fzValueGetType(x->buffer));
   if (x->rank < 2 || x->rank > FZ_MATMUL_MAX_DIMS)
-    return refuse(why, whyLen, "an operand of rank %zu (a matrix-vector "
+    return fzReasonf(why, whyLen, "an operand of rank %zu (a matrix-vector "
                                "product; tensor cores need two matrices)",
                   x->rank);
   FzValue *last = fzOpGetOperand(load, x->rank);
@@ -158,12 +145,12 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
     x->kLast = false;
     other = last;
   } else {
-    return refuse(why, whyLen, "the k index is not one of an operand's two "
+    return fzReasonf(why, whyLen, "the k index is not one of an operand's two "
                                "last indices");
   }
   *mn = iv_dim(par, other);
   if (*mn < 0)
-    return refuse(why, whyLen, "an operand's row or column index is not a "
+    return fzReasonf(why, whyLen, "an operand's row or column index is not a "
                                "loop index");
   x->numBatch = x->rank - 2;
   for (size_t d = 0; d < x->numBatch; ++d) {
@@ -171,10 +158,10 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
     int dim = iv_dim(par, v);
     int64_t c = 0;
     if (dim < 0 && !const_int(v, &c))
-      return refuse(why, whyLen, "a batch index of an operand is neither a "
+      return fzReasonf(why, whyLen, "a batch index of an operand is neither a "
                                  "loop index nor a constant");
     if (v == kiv)
-      return refuse(why, whyLen, "k indexes a batch dimension");
+      return fzReasonf(why, whyLen, "k indexes a batch dimension");
     x->batch[d] = (FzMatmulIndex){dim, c};
   }
   return true;
@@ -206,11 +193,11 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
       !const_int(fzOpGetOperand(kl, 1), &ub) ||
       !const_int(fzOpGetOperand(kl, 2), &step) || lb != 0 || step != 1 ||
       ub < 1)
-    return refuse(why, whyLen, "the reduction loop is not 0..K step 1 with "
+    return fzReasonf(why, whyLen, "the reduction loop is not 0..K step 1 with "
                                "one accumulator");
   if (fzTypeGetKind(fzValueGetType(fzOpGetResult(kl, 0))) != FZ_TYPE_F32 ||
       !const_float(fzOpGetOperand(kl, 3), &init) || init != 0.0)
-    return refuse(why, whyLen, "the accumulator is not an f32 starting at "
+    return fzReasonf(why, whyLen, "the accumulator is not an f32 starting at "
                                "0.0");
   m->K = ub;
   FzBlock *body = fzLoopGetBody(kl);
@@ -221,26 +208,26 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
                   ? fzValueGetDefiningOp(fzOpGetOperand(yield, 0))
                   : NULL;
   if (!add || fzLoopGetOpcode(add) != FZ_LOOP_OP_ADDF)
-    return refuse(why, whyLen, "the reduction is not a sum");
+    return fzReasonf(why, whyLen, "the reduction is not a sum");
   FzValue *x = fzOpGetOperand(add, 0), *y = fzOpGetOperand(add, 1);
   FzValue *prod = x == acc ? y : y == acc ? x : NULL;
   FzOp *mul = prod ? fzValueGetDefiningOp(prod) : NULL;
   if (!mul || fzLoopGetOpcode(mul) != FZ_LOOP_OP_MULF)
-    return refuse(why, whyLen, "the reduction does not add a product to the "
+    return fzReasonf(why, whyLen, "the reduction does not add a product to the "
                                "accumulator");
   FzType *ta = NULL, *tb = NULL;
   FzOp *la = operand_load(fzOpGetOperand(mul, 0), &ta);
   FzOp *lb2 = operand_load(fzOpGetOperand(mul, 1), &tb);
   if (!la || !lb2)
-    return refuse(why, whyLen, "the product's factors are not plain loads "
+    return fzReasonf(why, whyLen, "the product's factors are not plain loads "
                                "(a producer is fused into the operands)");
   FzTypeKind ka = fzTypeGetKind(ta);
   bool f32 = ka == FZ_TYPE_F32;
   if (fzBlockGetNumOps(body) != (f32 ? 5u : 7u))
-    return refuse(why, whyLen, "the reduction loop computes more than "
+    return fzReasonf(why, whyLen, "the reduction loop computes more than "
                                "A * B");
   if (ta != tb || (ka != FZ_TYPE_BF16 && ka != FZ_TYPE_F16 && !f32))
-    return refuse(why, whyLen, "operands must be both bf16, both f16 or "
+    return fzReasonf(why, whyLen, "operands must be both bf16, both f16 or "
                                "both f32");
   m->elt = ta;
   int mnA, mnB;
@@ -248,7 +235,7 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
       !classify_load(par, kiv, lb2, &m->b, &mnB, why, whyLen))
     return false;
   if (mnA == mnB)
-    return refuse(why, whyLen, "both operands use the same output index");
+    return fzReasonf(why, whyLen, "both operands use the same output index");
   /* B supplies the columns: prefer the last (contiguous) output dim. */
   if (mnA == (int)m->numDims - 1) {
     FzMatmulOperand t = m->a;
@@ -262,11 +249,11 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
   m->dimJ = mnB;
   for (size_t d = 0; d < m->a.numBatch; ++d)
     if (m->a.batch[d].dim == mnA || m->a.batch[d].dim == mnB)
-      return refuse(why, whyLen, "a row or column index also indexes a "
+      return fzReasonf(why, whyLen, "a row or column index also indexes a "
                                  "batch dimension");
   for (size_t d = 0; d < m->b.numBatch; ++d)
     if (m->b.batch[d].dim == mnA || m->b.batch[d].dim == mnB)
-      return refuse(why, whyLen, "a row or column index also indexes a "
+      return fzReasonf(why, whyLen, "a row or column index also indexes a "
                                  "batch dimension");
   return true;
 }
@@ -277,7 +264,7 @@ static bool add_capture(FzMatmulNest *m, FzValue *v, char *why,
     if (m->captures[i] == v)
       return true;
   if (m->numCaptures == FZ_MATMUL_MAX_CAPTURES)
-    return refuse(why, whyLen, "the nest uses more than %d outside values",
+    return fzReasonf(why, whyLen, "the nest uses more than %d outside values",
                   FZ_MATMUL_MAX_CAPTURES);
   FzType *t = fzValueGetType(v);
   FzOp *def = fzValueGetDefiningOp(v);
@@ -287,7 +274,7 @@ static bool add_capture(FzMatmulNest *m, FzValue *v, char *why,
                 fzBufferTypeGetMemorySpace(t) == 0 &&
                 fzShapedTypeHasStaticShape(t);
   if (!constant && !scalar && !buffer)
-    return refuse(why, whyLen, "the nest uses an outside value of a type a "
+    return fzReasonf(why, whyLen, "the nest uses an outside value of a type a "
                                "kernel cannot take");
   m->captures[m->numCaptures++] = v;
   return true;
@@ -375,7 +362,7 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
     if (op == m->kloop || op == term)
       continue;
     if (!epilogue_op_ok(op))
-      return refuse(why, whyLen, "the nest holds '%.*s', which the matmul "
+      return fzReasonf(why, whyLen, "the nest holds '%.*s', which the matmul "
                                  "epilogue does not take",
                     (int)fzIdentGetString(fzOpGetName(op)).length,
                     fzIdentGetString(fzOpGetName(op)).data);
@@ -386,21 +373,21 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
     if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
       continue;
     if (m->numStores == FZ_MATMUL_MAX_STORES)
-      return refuse(why, whyLen, "more than %d stores",
+      return fzReasonf(why, whyLen, "more than %d stores",
                     FZ_MATMUL_MAX_STORES);
     FzValue *buf = fzOpGetOperand(op, 1);
     if (!mmPlainBuffer(buf, par))
-      return refuse(why, whyLen, "a store to a buffer that is not a static "
+      return fzReasonf(why, whyLen, "a store to a buffer that is not a static "
                                  "global buffer defined outside the nest");
     if (buf == m->a.buffer || buf == m->b.buffer)
-      return refuse(why, whyLen, "the nest writes one of the matmul's "
+      return fzReasonf(why, whyLen, "the nest writes one of the matmul's "
                                  "operands");
     m->stores[m->numStores++] = op;
   }
   if (!m->numStores)
-    return refuse(why, whyLen, "the nest stores nothing");
+    return fzReasonf(why, whyLen, "the nest stores nothing");
   if (!usesAcc)
-    return refuse(why, whyLen, "the reduction's result is not used");
+    return fzReasonf(why, whyLen, "the reduction's result is not used");
   /* Loads of a written buffer: only the element the same iteration
    * writes (each element is read before it is overwritten). */
   for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
@@ -409,7 +396,7 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
     for (size_t s = 0; s < m->numStores; ++s)
       if (fzOpGetOperand(m->stores[s], 1) == fzOpGetOperand(op, 0) &&
           !same_indices(op, m->stores[s]))
-        return refuse(why, whyLen, "the epilogue reads a buffer the nest "
+        return fzReasonf(why, whyLen, "the epilogue reads a buffer the nest "
                                    "writes, at other indices");
   }
   m->pairStores = !m->conv.on;
@@ -424,10 +411,10 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
   memset(m, 0, sizeof *m);
   m->par = par;
   if (fzLoopGetOpcode(par) != FZ_LOOP_OP_PARALLEL)
-    return refuse(why, whyLen, "not a loop.parallel");
+    return fzReasonf(why, whyLen, "not a loop.parallel");
   size_t n = fzLoopParallelGetNumDims(par);
   if (n < 2 || n > FZ_MATMUL_MAX_DIMS)
-    return refuse(why, whyLen, "a nest of %zu dimensions (a matmul has at "
+    return fzReasonf(why, whyLen, "a nest of %zu dimensions (a matmul has at "
                                "least rows and columns)", n);
   m->numDims = n;
   for (size_t d = 0; d < n; ++d) {
@@ -436,7 +423,7 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
         !const_int(fzOpGetOperand(par, n + d), &ub) ||
         !const_int(fzOpGetOperand(par, 2 * n + d), &st) || lb != 0 ||
         st != 1 || ub < 1)
-      return refuse(why, whyLen, "the nest's bounds are not constants "
+      return fzReasonf(why, whyLen, "the nest's bounds are not constants "
                                  "0..N step 1");
     m->extent[d] = ub;
   }
@@ -445,11 +432,11 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
     if (fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR)
       continue;
     if (m->kloop)
-      return refuse(why, whyLen, "the nest holds more than one loop");
+      return fzReasonf(why, whyLen, "the nest holds more than one loop");
     m->kloop = op;
   }
   if (!m->kloop)
-    return refuse(why, whyLen, "no reduction loop");
+    return fzReasonf(why, whyLen, "no reduction loop");
   if (!match_kloop(par, m->kloop, m, why, whyLen))
     return false;
   m->M = m->extent[m->dimI];
@@ -459,7 +446,7 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
     if ((int)d != m->dimI && (int)d != m->dimJ)
       batch *= m->extent[d];
   if (batch > 65535)
-    return refuse(why, whyLen, "a batch of %lld matrices (more than the "
+    return fzReasonf(why, whyLen, "a batch of %lld matrices (more than the "
                                "65535 blocks of grid.z)", (long long)batch);
   m->a.asyncCopies = async_ok(&m->a, m->a.kLast ? m->K : m->M);
   m->b.asyncCopies = async_ok(&m->b, m->b.kLast ? m->K : m->N);

@@ -3,23 +3,11 @@
  * Shared by tile-convolutions (CPU) and lower-loop-to-kernel's implicit
  * GEMM (GPU); each adds its own checks on top.
  */
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "fz/loop.h"
+#include "ir/util.h"
 #include "transforms/loop/conv_match.h"
-
-static bool refuse(char *why, size_t n, const char *fmt, ...) FZ_PRINTF(3, 4);
-static bool refuse(char *why, size_t n, const char *fmt, ...) {
-  if (why && n) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, n, fmt, ap);
-    va_end(ap);
-  }
-  return false;
-}
 
 /*===--- Index expressions ------------------------------------------------===*/
 
@@ -318,7 +306,7 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
     *isConv = false;
   if (fzLoopGetOpcode(par) != FZ_LOOP_OP_PARALLEL ||
       fzLoopParallelGetNumDims(par) != 4)
-    return refuse(why, whyLen, "not a 4-d loop.parallel");
+    return fzReasonf(why, whyLen, "not a 4-d loop.parallel");
   T->par = par;
   T->body = fzLoopGetBody(par);
   T->n = 4;
@@ -331,7 +319,7 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
         ub <= 0 ||
         !fzLoopValueGetConstantInt(fzOpGetOperand(par, 8 + d), &st) ||
         st != 1)
-      return refuse(why, whyLen, "the nest's bounds are not constants 0..N "
+      return fzReasonf(why, whyLen, "the nest's bounds are not constants 0..N "
                                  "step 1");
     T->trips[d] = ub;
     C->vars[d] = fzBlockGetArgument(T->body, d);
@@ -341,20 +329,20 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
     FzLoopOpcode c = fzLoopGetOpcode(op);
     if (c == FZ_LOOP_OP_FOR) {
       if (T->red)
-        return refuse(why, whyLen, "the nest holds more than one loop");
+        return fzReasonf(why, whyLen, "the nest holds more than one loop");
       T->red = op;
     } else if (c == FZ_LOOP_OP_YIELD) {
       if (op != fzBlockGetLastOp(T->body))
-        return refuse(why, whyLen, "a yield inside the nest's body");
+        return fzReasonf(why, whyLen, "a yield inside the nest's body");
     } else if (c != FZ_LOOP_OP_STORE && c != FZ_LOOP_OP_LOAD &&
                !tilePlainOp(op)) {
-      return refuse(why, whyLen, "the nest holds an op a conv2d nest does "
+      return fzReasonf(why, whyLen, "the nest holds an op a conv2d nest does "
                                  "not");
     }
   }
   C->loops[0] = T->red;
   if (!T->red || !match_loops(C))
-    return refuse(why, whyLen, "not three nested reductions (c, kh, kw)");
+    return fzReasonf(why, whyLen, "not three nested reductions (c, kh, kw)");
   if (isConv)
     *isConv = true;
   T->redBody = C->bodies[0];
@@ -363,7 +351,7 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
   /* The term: x (the load that depends on ow) times w. */
   FzValue *a, *b, *cond;
   if (!match_term(C, &a, &b, &cond))
-    return refuse(why, whyLen, "the innermost reduction does not add a "
+    return fzReasonf(why, whyLen, "the innermost reduction does not add a "
                                "(masked) product");
   bool extA, extB;
   FzOp *la = input_load(a, &extA), *lb = input_load(b, &extB);
@@ -373,24 +361,24 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
   } else if (lb && (convVarDeps(C, b, true, 0) & ow)) {
     C->xLoad = lb, C->xExt = extB, C->wVal = a;
   } else {
-    return refuse(why, whyLen, "no factor is a load of the input along the "
+    return fzReasonf(why, whyLen, "no factor is a load of the input along the "
                                "output width");
   }
   uint32_t wAllowed =
       (1u << CV_M) | (1u << CV_C) | (1u << CV_KH) | (1u << CV_KW);
   if (convVarDeps(C, C->wVal, true, 0) & ~wAllowed)
-    return refuse(why, whyLen, "the weight depends on more than (m, c, kh, "
+    return fzReasonf(why, whyLen, "the weight depends on more than (m, c, kh, "
                                "kw)");
   FzValue *xBuf = fzOpGetOperand(C->xLoad, 0);
   FzType *xt = fzValueGetType(xBuf);
   if (tileInNest(T, xBuf) || fzShapedTypeGetRank(xt) != 4)
-    return refuse(why, whyLen, "the input is not a 4-d buffer from outside "
+    return fzReasonf(why, whyLen, "the input is not a 4-d buffer from outside "
                                "the nest");
   C->C = fzShapedTypeGetDim(xt, 1);
   C->H = fzShapedTypeGetDim(xt, 2);
   C->Wi = fzShapedTypeGetDim(xt, 3);
   if (C->C <= 0 || C->H <= 0 || C->Wi <= 0)
-    return refuse(why, whyLen, "the input's shape is not static");
+    return fzReasonf(why, whyLen, "the input's shape is not static");
 
   /* The batch index is n; the channel depends on (m, c) only. */
   FzValue *idx[4];
@@ -398,22 +386,22 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
     idx[i] = fzOpGetOperand(C->xLoad, 1 + (size_t)i);
   int64_t coef[CV_NUM] = {0}, c0 = 0;
   if (!convAffine(C, idx[0], 1, coef, &c0, 0) || c0 != 0)
-    return refuse(why, whyLen, "the input's batch index is not n");
+    return fzReasonf(why, whyLen, "the input's batch index is not n");
   for (int i = 0; i < CV_NUM; ++i)
     if (coef[i] != (i == CV_N ? 1 : 0))
-      return refuse(why, whyLen, "the input's batch index is not n");
+      return fzReasonf(why, whyLen, "the input's batch index is not n");
   C->chIdx = idx[1];
   int64_t M = T->trips[CV_M], CG = C->ext[0];
   if (convVarDeps(C, idx[1], false, 0) & ~((1u << CV_M) | (1u << CV_C)) ||
       M * CG > CV_MAX_TABLE)
-    return refuse(why, whyLen, "the input's channel index is not a function "
+    return fzReasonf(why, whyLen, "the input's channel index is not a function "
                                "of (m, c)");
 
   /* The padding condition: conjuncts of (oh, kh) and of (ow, kw). */
   FzValue *conds[16], *hc[16], *wc[16];
   size_t nc = 0, nh = 0, nw = 0;
   if (cond && !conjuncts(cond, conds, &nc, 16))
-    return refuse(why, whyLen, "the padding condition is too complex");
+    return fzReasonf(why, whyLen, "the padding condition is too complex");
   Env none;
   memset(&none, 0, sizeof none);
   for (size_t i = 0; i < nc; ++i) {
@@ -426,7 +414,7 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
     else if (d && !(d & ~((1u << CV_OW) | (1u << CV_KW))))
       wc[nw++] = conds[i];
     else
-      return refuse(why, whyLen, "the padding condition mixes the axes");
+      return fzReasonf(why, whyLen, "the padding condition mixes the axes");
   }
   bool padded = false;
   if (!check_axis(C, idx[2], hc, nh, CV_OH, CV_KH, T->trips[CV_OH],
@@ -434,14 +422,14 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
       !check_axis(C, idx[3], wc, nw, CV_OW, CV_KW, T->trips[CV_OW],
                   C->ext[2], C->Wi, &C->sw, &C->dw, &C->wOff, &padded) ||
       C->sw < 1)
-    return refuse(why, whyLen, "the input's spatial indices are not a "
+    return fzReasonf(why, whyLen, "the input's spatial indices are not a "
                                "strided, dilated, zero-padded window");
   C->pack = padded || C->sw != 1 || C->xExt;
 
   /* The channel table. */
   C->chTab = fzMalloc(T->ctx, (size_t)(M * CG) * sizeof *C->chTab);
   if (!C->chTab)
-    return refuse(why, whyLen, "out of memory");
+    return fzReasonf(why, whyLen, "out of memory");
   Env e;
   memset(&e, 0, sizeof e);
   for (int64_t m = 0; m < M; ++m)
@@ -449,7 +437,7 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
       e.val[CV_M] = m, e.val[CV_C] = c;
       int64_t v;
       if (!eval(C, C->chIdx, &e, &v, 0) || v < 0 || v >= C->C)
-        return refuse(why, whyLen, "the input's channel index leaves the "
+        return fzReasonf(why, whyLen, "the input's channel index leaves the "
                                    "input");
       C->chTab[m * CG + c] = v;
     }
