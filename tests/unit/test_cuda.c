@@ -121,15 +121,15 @@ static const char kMixSmemPtx[] = ".version 7.0\n"
                                   "  ret;\n"
                                   "}\n";
 
-/* mixsmem launched with exactly 48 KiB of dynamic shared memory: with its
- * 1 KiB of static memory that needs the opt-in (the driver's 48 KiB
- * limit is on the sum). *p becomes 2n where kernels run (real). */
-static bool run_mix_smem(FzCuda *cu, bool real) {
-  FzCudaKernel *k =
-      fzCudaGetKernel(cu, kMixSmemPtx, strlen(kMixSmemPtx), "mixsmem");
+/* Kernel `name` of ptx with n bytes of dynamic shared memory, launched
+ * and in a graph; where the driver runs kernels (real), the value it
+ * stores must be `want` both times. False when a call failed. */
+static bool run_smem(FzCuda *cu, const char *ptx, const char *name,
+                     unsigned n, int want, bool real) {
+  FzCudaKernel *k = fzCudaGetKernel(cu, ptx, strlen(ptx), name);
   if (!k)
     return false;
-  unsigned n = 48 * 1024, one[3] = {1, 1, 1};
+  unsigned one[3] = {1, 1, 1};
   FzCudaPtr p = 0;
   int zero = 0, back = -1;
   bool ok = fzCudaAlloc(cu, sizeof zero, &p) &&
@@ -138,29 +138,7 @@ static bool run_mix_smem(FzCuda *cu, bool real) {
   ok = ok && fzCudaLaunch(cu, k, one, one, n, args) && fzCudaSynchronize(cu) &&
        fzCudaCopyToHost(cu, &back, p, sizeof back);
   if (ok && real)
-    ck_assert_int_eq(back, 2 * (int)n);
-  fzCudaFree(cu, p);
-  return ok;
-}
-
-/* bigsmem with 96 KiB, launched and in a graph; the stored value is
- * checked when the driver runs kernels (real). False when a call
- * failed. */
-static bool run_big_smem(FzCuda *cu, bool real) {
-  FzCudaKernel *k =
-      fzCudaGetKernel(cu, kBigSmemPtx, strlen(kBigSmemPtx), "bigsmem");
-  if (!k)
-    return false;
-  unsigned n = 96 * 1024, one[3] = {1, 1, 1};
-  FzCudaPtr p = 0;
-  int zero = 0, back = -1;
-  bool ok = fzCudaAlloc(cu, sizeof zero, &p) &&
-            fzCudaCopyToDevice(cu, p, &zero, sizeof zero);
-  void *args[2] = {&p, &n};
-  ok = ok && fzCudaLaunch(cu, k, one, one, n, args) && fzCudaSynchronize(cu) &&
-       fzCudaCopyToHost(cu, &back, p, sizeof back);
-  if (ok && real)
-    ck_assert_int_eq(back, (int)n);
+    ck_assert_int_eq(back, want);
   if (ok)
     ok = fzCudaCopyToDevice(cu, p, &zero, sizeof zero);
   void **perKernel[1] = {args};
@@ -172,10 +150,23 @@ static bool run_big_smem(FzCuda *cu, bool real) {
   ok = g && fzCudaGraphLaunch(cu, g) && fzCudaSynchronize(cu) &&
        fzCudaCopyToHost(cu, &back, p, sizeof back);
   if (ok && real)
-    ck_assert_int_eq(back, (int)n);
+    ck_assert_int_eq(back, want);
   fzCudaGraphDestroy(cu, g);
   fzCudaFree(cu, p);
   return ok;
+}
+
+/* bigsmem with 96 KiB (stores n). */
+static bool run_big_smem(FzCuda *cu, bool real) {
+  return run_smem(cu, kBigSmemPtx, "bigsmem", 96 * 1024, 96 * 1024, real);
+}
+
+/* mixsmem with exactly 48 KiB of dynamic shared memory: with its 1 KiB
+ * of static memory that needs the opt-in (the driver's 48 KiB limit is
+ * on the sum). It stores 2n. */
+static bool run_mix_smem(FzCuda *cu, bool real) {
+  return run_smem(cu, kMixSmemPtx, "mixsmem", 48 * 1024, 2 * 48 * 1024,
+                  real);
 }
 
 START_TEST(test_probe_without_or_with_driver) {
