@@ -78,6 +78,19 @@ START_TEST(test_tile_parse) {
 }
 END_TEST
 
+/* The tile fzMatmulTileChoose gives m (no text, no variable) with M, N
+ * and K set, in its text form, must be `want`. */
+static void check_tile(FzMatmulNest *m, int64_t M, int64_t N, int64_t K,
+                       const char *want) {
+  m->M = M, m->N = N, m->K = K;
+  FzMatmulTile t;
+  char why[256] = "", buf[96];
+  ck_assert(fzMatmulTileChoose(m, (FzStringRef){NULL, 0}, &t, why,
+                               sizeof why));
+  fzMatmulTileFormat(&t, buf, sizeof buf);
+  ck_assert_str_eq(buf, want);
+}
+
 /* The tile for a problem: an explicit text, else $FZ_GPU_MMA_TILE, else
  * by size. */
 START_TEST(test_tile_choose) {
@@ -86,48 +99,21 @@ START_TEST(test_tile_choose) {
   FzMatmulTile t;
   char why[256] = "";
   ck_assert_int_eq(unsetenv("FZ_GPU_MMA_TILE"), 0);
-  int64_t sizes[3][2] = {{8192, 8192}, {512, 384}, {80, 4096}};
-  const char *want[3] = {"128x128x32:2x2w:4s:g8", "128x128x32:2x2w:4s:g8",
-                         "64x64x32:2x2w:3s:g8"};
-  char buf[96];
-  for (int i = 0; i < 3; ++i) {
-    m.M = sizes[i][0];
-    m.N = sizes[i][1];
-    ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
-                                 sizeof why));
-    fzMatmulTileFormat(&t, buf, sizeof buf);
-    ck_assert_str_eq(buf, want[i]);
-  }
+  check_tile(&m, 8192, 8192, 0, "128x128x32:2x2w:4s:g8");
+  check_tile(&m, 512, 384, 0, "128x128x32:2x2w:4s:g8");
+  check_tile(&m, 80, 4096, 0, "64x64x32:2x2w:3s:g8");
   /* A conv's gather (measured on an H100): 64x128 tiles of 3 stages
    * above 64 output channels, 128x64 tiles of 4 at 64, the small
    * default below 256 rows. */
   m.conv.on = true;
-  int64_t convSizes[3][2] = {{100352, 64}, {6272, 256}, {200, 256}};
-  const char *convWant[3] = {"128x64x32:2x2w:4s:g8", "64x128x32:1x4w:3s:g8",
-                             "64x64x32:2x2w:3s:g8"};
-  for (int i = 0; i < 3; ++i) {
-    m.M = convSizes[i][0];
-    m.N = convSizes[i][1];
-    ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
-                                 sizeof why));
-    fzMatmulTileFormat(&t, buf, sizeof buf);
-    ck_assert_str_eq(buf, convWant[i]);
-  }
+  check_tile(&m, 100352, 64, 0, "128x64x32:2x2w:4s:g8");
+  check_tile(&m, 6272, 256, 0, "64x128x32:1x4w:3s:g8");
+  check_tile(&m, 200, 256, 0, "64x64x32:2x2w:3s:g8");
   /* A 1x1 conv is a plain GEMM per image, K the input channels: one
    * k step of 64 where K allows it, else BK = 32. */
   m.conv.pointwise = true;
-  m.M = 256;
-  m.N = 3136;
-  m.K = 64;
-  ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
-                               sizeof why));
-  fzMatmulTileFormat(&t, buf, sizeof buf);
-  ck_assert_str_eq(buf, "128x64x64:2x2w:3s:g8");
-  m.K = 32;
-  ck_assert(fzMatmulTileChoose(&m, (FzStringRef){NULL, 0}, &t, why,
-                               sizeof why));
-  fzMatmulTileFormat(&t, buf, sizeof buf);
-  ck_assert_str_eq(buf, "128x64x32:2x2w:4s:g8");
+  check_tile(&m, 256, 3136, 64, "128x64x64:2x2w:3s:g8");
+  check_tile(&m, 256, 3136, 32, "128x64x32:2x2w:4s:g8");
   m.K = 0;
   m.conv.pointwise = false;
   m.conv.on = false;
