@@ -233,6 +233,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     return usage_error("%s", "--save-inputs needs --output-dir");
   if (o->simStats && strcmp(o->device, "sim") != 0)
     return usage_error("%s", "--sim-stats needs --device sim");
+  if (o->cpu.benchLock && o->cpu.bench <= 0)
+    return usage_error("%s", "--bench-lock needs --bench N");
   return 0;
 }
 
@@ -435,8 +437,10 @@ done:
 }
 
 int main(int argc, char **argv) {
+  double start = fuseRunNow();
   RunOptions o;
   int status = parse_args(argc, argv, &o);
+  o.cpu.startSeconds = start;
   if (status != 0) {
     free(o.inputs);
     return status == HELP_PRINTED ? 0 : status;

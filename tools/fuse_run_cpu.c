@@ -15,10 +15,13 @@
  * compares every output (numpy.allclose's rule with --rtol/--atol).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tools/fuse_run_cpu.h"
 
@@ -43,7 +46,11 @@ const char fuseRunCpuUsage[] =
     "  --vector-width N      cpu: widest vectors in bits, 128, 256 or 512\n"
     "                        (default 512 with AVX-512F, else LLVM's choice)\n"
     "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
-    "                        stderr\n";
+    "                        stderr\n"
+    "  --bench-lock FILE     cpu, cuda: hold an exclusive lock on FILE\n"
+    "                        (flock; created if missing) while timing, so\n"
+    "                        that concurrent runs compile in parallel but\n"
+    "                        time one at a time\n";
 
 struct FuseRunCpu {
   FzContext *ctx;
@@ -82,6 +89,18 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
       o->threads = (unsigned)n;
     else
       o->bench = n;
+    return 1;
+  }
+  if (IS("bench-lock")) {
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v) {
+      if (*i + 1 >= argc)
+        return usage("option '%s' requires a value", a);
+      v = argv[++*i];
+    }
+    if (!*v)
+      return usage("--bench-lock expects a file name, got '%s'", v);
+    o->benchLock = v;
     return 1;
   }
   if (IS("vector-width")) {
@@ -258,10 +277,44 @@ static double cpu_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static double now_seconds(void) {
+double fuseRunNow(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double now_seconds(void) { return fuseRunNow(); }
+
+void fuseRunPrintFirstResult(const FuseRunCpuOptions *o, FILE *out) {
+  fprintf(out, "bench: first result after %.3f s (import, compile and the "
+               "first run)\n",
+          fuseRunNow() - o->startSeconds);
+}
+
+int fuseRunBenchLock(const FuseRunCpuOptions *o) {
+  if (!o->benchLock)
+    return -1;
+  int fd = open(o->benchLock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) {
+    fprintf(stderr, "fuse-run: error: cannot open the bench lock '%s': %s\n",
+            o->benchLock, strerror(errno));
+    return -2;
+  }
+  int rc;
+  while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+    ;
+  if (rc != 0) {
+    fprintf(stderr, "fuse-run: error: cannot lock '%s': %s\n", o->benchLock,
+            strerror(errno));
+    close(fd);
+    return -2;
+  }
+  return fd;
+}
+
+void fuseRunBenchUnlock(int fd) {
+  if (fd >= 0)
+    close(fd); /* releases the flock */
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -341,7 +394,8 @@ static void bench_memcpy(FuseRunCpu *r, double bytes, long runs, FILE *out) {
   free(t);
 }
 
-static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
+/* False after an error was reported (no memory, the lock). */
+static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
                   size_t nIn, FzTensor *const *inputs, FILE *out) {
   size_t na = nIn + fzCpuFunctionGetNumOutputs(f);
   double bytes = 0;
@@ -354,6 +408,9 @@ static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
   void **bufs = calloc(sets * (na ? na : 1), sizeof *bufs);
   double *times = calloc((size_t)r->o->bench, sizeof *times);
   bool ok = bufs && times;
+  int lock = fuseRunBenchLock(r->o);
+  if (lock == -2)
+    ok = false;
   for (size_t c = 0; ok && c < sets; ++c)
     for (size_t i = 0; ok && i < na; ++i) {
       FzType *t = fzCpuFunctionGetArgType(f, i);
@@ -400,13 +457,15 @@ static void bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
     fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
             fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,
             fzCpuExecutableGetCodegenSeconds(r->exe) * 1e3);
-  } else {
+  } else if (lock != -2) {
     fprintf(stderr, "fuse-run: error: out of memory for the benchmark\n");
   }
+  fuseRunBenchUnlock(lock);
   for (size_t i = 0; bufs && i < sets * na; ++i)
     free(bufs[i]);
   free(bufs);
   free(times);
+  return ok;
 }
 
 bool fuseRunCpuExecute(FuseRunCpu *r, FzOp *func, size_t nIn,
@@ -422,10 +481,10 @@ bool fuseRunCpuExecute(FuseRunCpu *r, FzOp *func, size_t nIn,
   }
   if (!fzCpuFunctionRun(f, nIn, inputs, nOut, outputs))
     return false;
+  if (r->o->bench > 0)
+    fuseRunPrintFirstResult(r->o, out);
   if (r->o->checkInterp &&
       !check_interp(r, func, nIn, inputs, *nOut, *outputs, out, status))
     return false;
-  if (r->o->bench > 0)
-    bench(r, f, name, nIn, inputs, out);
-  return true;
+  return r->o->bench <= 0 || bench(r, f, name, nIn, inputs, out);
 }

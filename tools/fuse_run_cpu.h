@@ -20,7 +20,25 @@ typedef struct FuseRunCpuOptions {
   bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
   unsigned vectorWidth; /* --vector-width N: widest vectors, bits (0: default) */
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
+  const char *benchLock; /* --bench-lock FILE: time while holding its lock */
+  double startSeconds;  /* fuseRunNow() when fuse-run started */
 } FuseRunCpuOptions;
+
+/* Seconds on the monotonic clock. */
+double fuseRunNow(void);
+
+/* --bench: the line "bench: first result after S s (import, compile and
+ * the first run)", S counted from o->startSeconds, to out. */
+void fuseRunPrintFirstResult(const FuseRunCpuOptions *o, FILE *out);
+
+/* --bench-lock FILE: blocks until this process holds an exclusive lock
+ * (flock) on FILE, created if missing, so that concurrent fuse-run
+ * processes (and peers that lock the same file) compile in parallel but
+ * time one at a time. Returns the descriptor to pass to
+ * fuseRunBenchUnlock, -1 when no lock was asked for, or -2 after
+ * printing an error. */
+int fuseRunBenchLock(const FuseRunCpuOptions *o);
+void fuseRunBenchUnlock(int fd);
 
 /* --check-interp's comparison of output i, got, with the interpreter's,
  * want (numpy.allclose's rule; NaN matches NaN): prints one line

@@ -137,9 +137,14 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
     bytes += fzShapedTypeGetNumElements(f->argTypes[i]) *
              (int64_t)fzTypeGetStorageSize(
                  fzShapedTypeGetElementType(f->argTypes[i]));
-  double ms = time_median(r, c, r->o->bench, 0, 0, 0);
-  if (ms < 0)
+  int lock = fuseRunBenchLock(r->o);
+  if (lock == -2)
     return false;
+  double ms = time_median(r, c, r->o->bench, 0, 0, 0);
+  if (ms < 0) {
+    fuseRunBenchUnlock(lock);
+    return false;
+  }
   /* The limit: a device copy moving the same bytes (read + write). */
   size_t half = (size_t)(bytes / 2) & ~(size_t)15;
   double copyMs = -1;
@@ -147,6 +152,7 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
   if (half && fzCudaAlloc(r->cu, half, &a) && fzCudaAlloc(r->cu, half, &b) &&
       fzCudaMemset(r->cu, a, 1, half))
     copyMs = time_median(r, c, r->o->bench, b, a, half);
+  fuseRunBenchUnlock(lock);
   fzCudaFree(r->cu, a);
   fzCudaFree(r->cu, b);
   for (size_t k = 0; k < f->numKernels; ++k) {
@@ -190,8 +196,10 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
   FzCudaCall *c = fzCudaCallCreate(r->cu, r->prog, cname, nIn, inputs);
   bool ok = c && fzCudaCallLaunch(c) &&
             fzCudaCallGetOutputs(c, r->ctx, &n, &outs);
-  if (ok && r->o->bench > 0)
+  if (ok && r->o->bench > 0) {
+    fuseRunPrintFirstResult(r->o, out);
     ok = bench(r, c, out);
+  }
   fzCudaCallDestroy(c);
   if (ok && r->o->checkInterp) {
     size_t nRef = 0;
