@@ -44,7 +44,7 @@ struct FzCudaCall {
   const FzGpuProgram *prog;
   const FzGpuFunction *f;
   size_t nIn, numRoots;
-  FzCudaPtr *dev;     /* numRoots: arguments, then temporaries */
+  FzCudaPtr *dev;     /* numRoots: arguments, temporaries, constants */
   FzCudaKernel **fns; /* per kernel: the loaded function */
   void ***args;       /* per kernel: its parameters (into dev, or the
                          launch's constant scalars) */
@@ -106,7 +106,7 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
     return NULL;
   }
   FzCudaCall *c = calloc(1, sizeof *c);
-  size_t numRoots = f->numArgs + f->numTemps;
+  size_t numRoots = f->numArgs + f->numTemps + f->numConsts;
   if (c) {
     c->cu = cu, c->prog = p, c->f = f, c->nIn = nIn;
     c->dev = calloc(numRoots + 1, sizeof *c->dev);
@@ -147,13 +147,20 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
                          i, name, fzTensorGetNumBytes(inputs[i]), bytes);
         break;
       }
-    } else {
+    } else if (i < f->numArgs + f->numTemps) {
       bytes = (size_t)f->tempBytes[i - f->numArgs];
+    } else {
+      bytes = (size_t)f->constBytes[i - f->numArgs - f->numTemps];
     }
     ok = fzCudaAlloc(cu, bytes, &c->dev[i]);
     c->numRoots = i + 1; /* freed from here on */
     if (ok && i < nIn && bytes)
       ok = fzCudaCopyToDevice(cu, c->dev[i], inputs[i]->data, bytes);
+    /* The constants (weights) are uploaded once per call, before any
+     * launch: they are not in the PTX (fz/gpu.h). */
+    if (ok && i >= f->numArgs + f->numTemps && bytes)
+      ok = fzCudaCopyToDevice(
+          cu, c->dev[i], f->constData[i - f->numArgs - f->numTemps], bytes);
   }
   if (ok) {
     c->graph = make_graph(c);

@@ -32,6 +32,8 @@
  *    function's arguments, then its top-level loop.alloc temporaries,
  *    which the runtime allocates on the device) and constant scalars.
  *    A function that launches nothing and takes scalars is left out.
+ *    A top-level loop.constant_buffer passed to a launch is a constant
+ *    root: its data goes to FzGpuFunction.constData, not into the PTX.
  * Not supported (an error at the op): func.call in kernels, sin/cos
  * without libdevice, dynamic shapes, a launch argument that is neither a
  * root buffer nor a host constant.
@@ -95,7 +97,9 @@ void fzGpuOptionsInit(FzGpuOptions *o);
 typedef enum FzGpuArgKind {
   FZ_GPU_ARG_BUFFER, /* the device address of a root buffer of the
                         function: `root` indexes its arguments, then its
-                        temporaries (loop.alloc at the top level) */
+                        temporaries (loop.alloc at the top level), then
+                        its constants (loop.constant_buffer at the top
+                        level, passed to a launch) */
   FZ_GPU_ARG_SCALAR, /* a constant: the low `size` bytes of `bits` */
 } FzGpuArgKind;
 
@@ -140,6 +144,14 @@ typedef struct FzGpuFunction {
   FzType **argTypes; /* buffer types, numArgs */
   size_t numTemps;
   int64_t *tempBytes; /* device bytes of each temporary */
+  /* Constant roots: the top-level loop.constant_buffer ops that launches
+   * pass (lower-loop-to-kernel makes every constant of more than 1 KiB a
+   * kernel parameter: a model's weights). The runtime allocates each on
+   * the device and uploads its contents before the first launch; the
+   * PTX holds no copy of them. */
+  size_t numConsts;
+  int64_t *constBytes; /* bytes of each constant */
+  void **constData;    /* its contents (owned: malloc) */
   size_t numKernels;
   FzGpuKernel *kernels; /* the launches, in order */
 } FzGpuFunction;

@@ -120,6 +120,17 @@ bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
                  const FzLkPlan *p, const FzLoopToKernelOptions *o,
                  unsigned index);
 
+/* Constant buffers up to this many bytes are copied into each kernel that
+ * uses them (a global with its data in the PTX); larger ones are kernel
+ * parameters, passed by the launches like temporaries (fz/gpu.h: the
+ * function's constant roots, uploaded by the runtime). */
+#define FZ_LK_INLINE_CONSTANT_BYTES 1024u
+
+/* Whether op is a top-level loop.constant_buffer of more than
+ * FZ_LK_INLINE_CONSTANT_BYTES, which outlined kernels take as a
+ * parameter. */
+bool fzLkIsConstantRoot(FzOp *op);
+
 /*===--- build.c ----------------------------------------------------------===*/
 
 /* Constants (made once per kernel, at the start of its entry block). */

@@ -3,8 +3,12 @@
  *
  * The kernel's parameters are the root buffers the nest uses (directly,
  * or through the setup ops it needs): the function's arguments, then its
- * top-level loop.alloc temporaries, in that order, each with its own
- * type. The setup ops the nest uses (values computed at the top level by
+ * top-level loop.alloc temporaries, then its top-level
+ * loop.constant_buffer ops of more than FZ_LK_INLINE_CONSTANT_BYTES (the
+ * weights of a model: the runtime uploads them once into device buffers,
+ * so that they never travel as text in the PTX, where a 100 MB model
+ * made 450 MB of PTX for the driver to parse), in that order, each with
+ * its own type. The setup ops the nest uses (values computed at the top level by
  * constants, views, dims, constant buffers, loads and scalar arithmetic)
  * are cloned, in host order, at the start of the kernel's entry block:
  * each thread recomputes them (they are cheap, and a kernel then needs no
@@ -43,6 +47,22 @@ typedef struct Needs {
   FzOp *par;
   bool failed;
 } Needs;
+
+/* A top-level constant buffer that becomes a kernel parameter (a root)
+ * rather than a copy in the kernel: one of more than
+ * FZ_LK_INLINE_CONSTANT_BYTES. */
+bool fzLkIsConstantRoot(FzOp *op) {
+  if (fzLoopGetOpcode(op) != FZ_LOOP_OP_CONSTANT_BUFFER ||
+      fzOpGetNumResults(op) != 1)
+    return false;
+  FzType *t = fzValueGetType(fzOpGetResult(op, 0));
+  if (!fzShapedTypeHasStaticShape(t))
+    return false;
+  int64_t n = fzShapedTypeGetNumElements(t);
+  size_t esz = fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
+  return n > 0 && esz > 0 &&
+         (uint64_t)n > FZ_LK_INLINE_CONSTANT_BYTES / (uint64_t)esz;
+}
 
 static long root_index(const Needs *N, FzValue *v) {
   for (size_t i = 0; i < N->roots.len; ++i)
@@ -186,6 +206,10 @@ bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
   for (FzOp *op = fzBlockGetFirstOp(N.host); ok && op;
        op = fzOpGetNextInBlock(op))
     if (fzLoopGetOpcode(op) == FZ_LOOP_OP_ALLOC)
+      ok = fzPtrVecPush(&N.roots, fzOpGetResult(op, 0));
+  for (FzOp *op = fzBlockGetFirstOp(N.host); ok && op;
+       op = fzOpGetNextInBlock(op))
+    if (fzLkIsConstantRoot(op))
       ok = fzPtrVecPush(&N.roots, fzOpGetResult(op, 0));
   N.used = ok ? fzCalloc(ctx, N.roots.len + 1, sizeof *N.used) : NULL;
   ok = N.used != NULL;

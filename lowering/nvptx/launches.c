@@ -4,8 +4,10 @@
  * A host function is a func.func at the loop level whose body holds
  * kernel.launch ops, loop.alloc/loop.dealloc temporaries, constants (and
  * other pure scalar ops on them) and func.return. Its roots are its
- * buffer arguments, then its top-level loop.alloc results; the runtime
- * allocates every root on the device. Each kernel.launch becomes one
+ * buffer arguments, then its top-level loop.alloc results, then the
+ * top-level loop.constant_buffer ops that launches pass (their data is
+ * copied into the plan, FzGpuFunction.constData); the runtime allocates
+ * every root on the device and uploads the constants. Each kernel.launch becomes one
  * FzGpuKernel, in program order:
  *  - the grid, block and dynamic shared memory sizes must be constants
  *    at the host level (loop.constant, or pure scalar ops of constants,
@@ -85,14 +87,66 @@ static bool host_constant(FzBlock *body, FzValue *v, FzLoopScalar *out,
   return fzLoopEvalScalar(c, pred, t, ot, n, in, out);
 }
 
-/* Index of root buffer v among the roots (arguments, then temps), or -1. */
-static long root_index(FzBlock *body, const FzPtrVec *temps, FzValue *v) {
+/* The roots after the arguments: temporaries, then constants. */
+typedef struct Roots {
+  FzPtrVec temps;  /* top-level loop.alloc results */
+  FzPtrVec consts; /* top-level loop.constant_buffer results */
+} Roots;
+
+/* Index of root buffer v among the roots (arguments, temps, constants),
+ * or -1. */
+static long root_index(FzBlock *body, const Roots *R, FzValue *v) {
   if (fzValueIsBlockArgument(v))
     return fzValueGetParentBlock(v) == body ? (long)fzValueGetIndex(v) : -1;
-  for (size_t i = 0; i < temps->len; ++i)
-    if (temps->data[i] == v)
-      return (long)(fzBlockGetNumArguments(body) + i);
+  size_t base = fzBlockGetNumArguments(body);
+  for (size_t i = 0; i < R->temps.len; ++i)
+    if (R->temps.data[i] == v)
+      return (long)(base + i);
+  base += R->temps.len;
+  for (size_t i = 0; i < R->consts.len; ++i)
+    if (R->consts.data[i] == v)
+      return (long)(base + i);
   return -1;
+}
+
+/* Whether a kernel.launch passes v (a host value) as an argument. */
+static bool passed_to_launch(FzValue *v) {
+  for (FzOpOperand *u = fzValueGetFirstUse(v); u;
+       u = fzOpOperandGetNextUse(u))
+    if (fzKernelGetOpcode(fzOpOperandGetOwner(u)) == FZ_KERNEL_OP_LAUNCH)
+      return true;
+  return false;
+}
+
+/* The bytes of constant buffer op (a splat expanded) into a malloc'ed
+ * block; false after reporting an error. */
+static bool constant_data(FzOp *op, void **data, int64_t *bytes) {
+  FzAttr *a = fzOpGetInherentAttr(op, FZ_STR("value"));
+  FzType *t = fzValueGetType(fzOpGetResult(op, 0));
+  int64_t n = fzShapedTypeGetNumElements(t);
+  size_t esz = fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
+  if (!a || fzAttrGetKind(a) != FZ_ATTR_DENSE || n < 0 || esz == 0 ||
+      (uint64_t)n > SIZE_MAX / esz)
+    return error_at(op, "emit-ptx: this constant buffer has no static dense "
+                        "value");
+  size_t total = (size_t)n * esz;
+  const char *src = fzDenseAttrGetData(a);
+  bool splat = fzDenseAttrIsSplat(a);
+  if (!splat && fzDenseAttrGetNumBytes(a) != total)
+    return error_at(op, "emit-ptx: this constant buffer's value has %zu "
+                        "bytes, its type %zu",
+                    fzDenseAttrGetNumBytes(a), total);
+  char *d = malloc(total ? total : 1);
+  if (!d)
+    return error_at(op, "emit-ptx: out of memory");
+  if (splat)
+    for (size_t i = 0; i < total; i += esz)
+      memcpy(d + i, src, esz);
+  else
+    memcpy(d, src, total);
+  *data = d;
+  *bytes = (int64_t)total;
+  return true;
 }
 
 static FzNvKernelInfo *find_kernel(FzNvKernelInfo *ks, size_t n,
@@ -110,7 +164,7 @@ static int64_t num_outputs(FzOp *func) {
 }
 
 /* Fills K (one launch) from op. */
-static bool translate_launch(FzBlock *body, const FzPtrVec *temps, FzOp *op,
+static bool translate_launch(FzBlock *body, const Roots *roots, FzOp *op,
                              FzNvKernelInfo *info, FzGpuKernel *K) {
   static const char *const what[FZ_KERNEL_LAUNCH_NUM_CONFIG] = {
       "grid x", "grid y", "grid z", "block x", "block y", "block z",
@@ -153,11 +207,12 @@ static bool translate_launch(FzBlock *body, const FzPtrVec *temps, FzOp *op,
     FzType *t = fzValueGetType(v);
     FzGpuArg *a = &K->args[i];
     if (fzTypeGetKind(t) == FZ_TYPE_BUFFER) {
-      long r = root_index(body, temps, v);
+      long r = root_index(body, roots, v);
       if (r < 0)
         return error_at(op, "emit-ptx: a buffer argument of a launch must "
-                            "be an argument of the function or a top-level "
-                            "loop.alloc");
+                            "be an argument of the function, a top-level "
+                            "loop.alloc or a top-level "
+                            "loop.constant_buffer");
       a->kind = FZ_GPU_ARG_BUFFER;
       a->root = (size_t)r;
       continue;
@@ -240,8 +295,9 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
                          "first)",
                          i, plan->name);
   }
-  FzPtrVec temps;
-  fzPtrVecInit(&temps, ctx);
+  Roots R;
+  fzPtrVecInit(&R.temps, ctx);
+  fzPtrVecInit(&R.consts, ctx);
   size_t numLaunches = 0;
   bool ok = true;
   for (FzOp *op = fzBlockGetFirstOp(body); op && ok;
@@ -254,7 +310,12 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
       if (fzOpGetNumOperands(op) != 0 || !fzShapedTypeHasStaticShape(t))
         ok = error_at(op, "emit-ptx: dynamically sized 'loop.alloc' is not "
                           "supported on the GPU");
-      else if (!fzPtrVecPush(&temps, fzOpGetResult(op, 0)))
+      else if (!fzPtrVecPush(&R.temps, fzOpGetResult(op, 0)))
+        ok = error_at(op, "emit-ptx: out of memory");
+    } else if (c == FZ_LOOP_OP_CONSTANT_BUFFER &&
+               fzOpGetNumResults(op) == 1 &&
+               passed_to_launch(fzOpGetResult(op, 0))) {
+      if (!fzPtrVecPush(&R.consts, fzOpGetResult(op, 0)))
         ok = error_at(op, "emit-ptx: out of memory");
     } else if (c == FZ_LOOP_OP_DEALLOC ||
                (is_named(op, "func.return") &&
@@ -273,13 +334,21 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
       ok = false;
     }
   }
-  plan->numTemps = temps.len;
-  plan->tempBytes = calloc(temps.len + 1, sizeof *plan->tempBytes);
+  plan->numTemps = R.temps.len;
+  plan->tempBytes = calloc(R.temps.len + 1, sizeof *plan->tempBytes);
+  plan->constBytes = calloc(R.consts.len + 1, sizeof *plan->constBytes);
+  plan->constData = calloc(R.consts.len + 1, sizeof *plan->constData);
   plan->kernels = calloc(numLaunches + 1, sizeof *plan->kernels);
-  if (ok && (!plan->tempBytes || !plan->kernels))
+  if (ok && (!plan->tempBytes || !plan->kernels || !plan->constBytes ||
+             !plan->constData))
     ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
-  for (size_t i = 0; ok && i < temps.len; ++i) {
-    FzType *t = fzValueGetType(temps.data[i]);
+  for (size_t i = 0; ok && i < R.consts.len; ++i) {
+    ok = constant_data(fzValueGetDefiningOp(R.consts.data[i]),
+                       &plan->constData[i], &plan->constBytes[i]);
+    plan->numConsts = ok ? i + 1 : i; /* freed with the plan */
+  }
+  for (size_t i = 0; ok && i < R.temps.len; ++i) {
+    FzType *t = fzValueGetType(R.temps.data[i]);
     int64_t n = fzShapedTypeGetNumElements(t);
     plan->tempBytes[i] =
         (n > 0 ? n : 1) *
@@ -302,8 +371,9 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
     }
     FzGpuKernel *K = &plan->kernels[plan->numKernels++];
     plan_of(info, K, &ok);
-    ok = ok && translate_launch(body, &temps, op, info, K);
+    ok = ok && translate_launch(body, &R, op, info, K);
   }
-  fzPtrVecFree(&temps);
+  fzPtrVecFree(&R.temps);
+  fzPtrVecFree(&R.consts);
   return ok;
 }

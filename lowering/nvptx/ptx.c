@@ -58,6 +58,10 @@ void fzGpuProgramDestroy(FzGpuProgram *p) {
     }
     free(f->kernels);
     free(f->tempBytes);
+    for (size_t c = 0; c < f->numConsts; ++c)
+      free(f->constData[c]);
+    free(f->constData);
+    free(f->constBytes);
     free(f->argTypes);
     free(f->name);
   }

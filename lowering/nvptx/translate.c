@@ -142,9 +142,12 @@ static void count_bytes(FzGpuProgram *prog, const FzNvKernelInfo *ks,
         const FzGpuArg *A = &L->args[a];
         if (A->kind != FZ_GPU_ARG_BUFFER || !K->accessed[a])
           continue;
-        L->bytesMoved += A->root < F->numArgs
-                             ? fzLLBufferSpanBytes(F->argTypes[A->root])
-                             : F->tempBytes[A->root - F->numArgs];
+        size_t r = A->root;
+        L->bytesMoved +=
+            r < F->numArgs ? fzLLBufferSpanBytes(F->argTypes[r])
+            : r < F->numArgs + F->numTemps
+                ? F->tempBytes[r - F->numArgs]
+                : F->constBytes[r - F->numArgs - F->numTemps];
       }
     }
   }
