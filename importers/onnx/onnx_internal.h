@@ -51,6 +51,7 @@ typedef struct FzOnnxImporter {
   FzBuilder b;           /* at the end of @main's body */
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
+  FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
   size_t numErrors;
 
   /* The node being imported. */
@@ -244,6 +245,16 @@ FzValue *fzOnnxIota(FzOnnxImporter *im, size_t r, size_t axis, int64_t d);
 bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
                       const int64_t *kernel, const int64_t *strides,
                       const int64_t *dilations, int64_t *pads);
+
+/* Whether `data` can start a serialized protobuf message: its first byte
+ * is a field key (a cheap test that rejects /dev/zero's zeros and most
+ * text early). True for empty data. (model.c) */
+bool fzOnnxLooksLikeProtobuf(const void *data, size_t size);
+/* Appends the file at path to b, at most FZ_ONNX_MAX_MODEL_SIZE bytes
+ * (stopping early, after the chunk that shows it, when the data is not a
+ * well-formed sequence of protobuf fields); false after an error at
+ * loc(path). (model.c) */
+bool fzOnnxReadFile(FzContext *ctx, const char *path, FzBuf *b);
 
 /* True when the sub-messages of the serialized message `data` (of type
  * desc) nest at most `max` deep (at most 1023); data the walk cannot

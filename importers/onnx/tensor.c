@@ -364,7 +364,10 @@ FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
                                    FzType *dtype) {
   ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};
   FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(name), NULL);
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(&alloc, size, data);
+  Onnx__TensorProto *t =
+      size <= FZ_ONNX_MAX_MODEL_SIZE && fzOnnxLooksLikeProtobuf(data, size)
+          ? onnx__tensor_proto__unpack(&alloc, size, data)
+          : NULL;
   if (!t) {
     fzEmitError(ctx, loc, "not a valid serialized ONNX TensorProto (the "
                           "protobuf data is truncated or malformed)");
@@ -401,24 +404,10 @@ FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path) {
 
 FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
                                  FzType *dtype) {
-  FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(path), NULL);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fzEmitError(ctx, loc, "cannot open file: %s", strerror(errno));
-    return NULL;
-  }
   FzBuf b;
   fzBufInit(&b, ctx);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    fzBufAppend(&b, chunk, n);
-  bool readErr = ferror(f) != 0;
-  fclose(f);
   FzTensor *t = NULL;
-  if (readErr)
-    fzEmitError(ctx, loc, "cannot read file");
-  else if (!b.failed)
+  if (fzOnnxReadFile(ctx, path, &b))
     t = fzOnnxReadTensorBufferAs(ctx, b.data ? b.data : "", b.len, path,
                                   dtype);
   fzBufFree(&b);
