@@ -286,9 +286,15 @@ FzValue *fzOnnxEmitV(FzOnnxImporter *im, const char *opName, size_t n,
   }
   FzType *rt = resultType;
   if (!rt) {
-    FzType *types[16], *out[4] = {NULL, NULL, NULL, NULL};
-    if (n > 16 || !def->inferResultTypes)
+    FzType *small[16], **types = small, *out[4] = {NULL, NULL, NULL, NULL};
+    /* Variadic ops (Concat, Sum) may have any number of operands. */
+    if (n > 16 && !(types = fzOnnxAlloc(im, n * sizeof *types)))
       return NULL;
+    if (!def->inferResultTypes) {
+      fzOnnxError(im, "internal error: op '%s' cannot infer its result "
+                      "type", opName);
+      return NULL;
+    }
     for (size_t i = 0; i < n; ++i)
       types[i] = fzValueGetType(operands[i]);
     FzAttr *dict = fzDictAttrGet(im->ctx, np, props, im->nodeLoc);

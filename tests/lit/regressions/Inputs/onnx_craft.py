@@ -188,6 +188,9 @@ CASES = {
     "concat-huge": lambda: model(
         [node("Concat", ["x", "x", "x"], ["y"], "n", [attr_i("axis", 0)])],
         [vi("x", FLOAT, [1 << 40, 0])], [vi("y")]),
+    "concat-20-inputs": lambda: model(
+        [node("Concat", ["x"] * 20, ["y"], "n", [attr_i("axis", 0)])],
+        [vi("x", FLOAT, [1, 2])], [field(1, "y")]),
     "cumsum-huge": lambda: one_node(
         "CumSum", ["x", "a"], inputs=[vi("x", FLOAT, [1 << 33])],
         inits=[i64("a", [0], [])]),
