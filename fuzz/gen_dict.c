@@ -14,6 +14,10 @@
  *                           every pass option as `name=` (with its
  *                           choices)
  *   gen_fuzz_dict run       fuse-run's flags (fuzz_run)
+ *   gen_fuzz_dict onnx      ONNX op types and attribute names whose
+ *                           sizes the importer checks, and the protobuf
+ *                           encodings of extreme values (int64 varints,
+ *                           NaN, inf, 1e30 as float bits) (fuzz_onnx)
  *
  * Writes to stdout; exits 2 on a bad argument (a tool, not the library).
  * Entries are libFuzzer's "..." syntax: \\ and \" escaped, other bytes
@@ -25,10 +29,10 @@
 
 #include "fz/fz.h"
 
-static void entry(const char *s) {
+static void entry_n(const char *s, size_t n) {
   putchar('"');
-  for (; *s; ++s) {
-    unsigned char c = (unsigned char)*s;
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = (unsigned char)s[i];
     if (c == '"' || c == '\\')
       printf("\\%c", c);
     else if (c < 0x20 || c >= 0x7f)
@@ -38,6 +42,8 @@ static void entry(const char *s) {
   }
   puts("\"");
 }
+
+static void entry(const char *s) { entry_n(s, strlen(s)); }
 
 static void entries(const char *const *list) {
   for (; *list; ++list)
@@ -86,6 +92,33 @@ static const char *const kRun[] = {
     "--seed", "--repeat", "--help", "--", "=", "nan", "1e400", "-0",
     "0x10", NULL};
 
+static const char *const kOnnx[] = {
+    "OneHot", "Reshape", "Resize", "Upsample", "Range", "Tile", "Expand",
+    "ConstantOfShape", "Pad", "Slice", "Split", "Concat", "CumSum",
+    "EyeLike", "Trilu", "GatherElements", "Gather", "ArgMax", "Hardmax",
+    "LRN", "ConvTranspose", "DepthToSpace", "SpaceToDepth", "Einsum", "Div",
+    "Mod", "axis", "axes", "blocksize", "size", "strides", "dilations",
+    "pads", "group", "mode", "linear", "cubic", "edge", "reflect",
+    "equation", "allowzero", "output_shape", "location", "offset",
+    "length", "../", "/etc/passwd", "9223372036854775807", NULL};
+
+/* Protobuf encodings with NUL bytes: varints of INT64_MAX, 2^62, 2^40,
+ * -1 and INT64_MIN; NaN, inf, 1e30 and 2^61 as little-endian f32. */
+static const struct {
+  const char *bytes;
+  size_t n;
+} kOnnxBytes[] = {
+    {"\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 9},
+    {"\x80\x80\x80\x80\x80\x80\x80\x80\x40", 9},
+    {"\x80\x80\x80\x80\x80\x20", 6},
+    {"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10},
+    {"\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 10},
+    {"\x00\x00\xc0\x7f", 4},
+    {"\x00\x00\x80\x7f", 4},
+    {"\xca\xf2\x49\x71", 4},
+    {"\x00\x00\x00\x5e", 4},
+};
+
 static void on_op(const FzOpDef *def, void *ud) {
   (void)ud;
   entry(def->name);
@@ -121,7 +154,8 @@ static void on_pipeline(const char *name, const char *summary,
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    fprintf(stderr, "usage: gen_fuzz_dict parser|kernel|pipeline|run\n");
+    fprintf(stderr,
+            "usage: gen_fuzz_dict parser|kernel|pipeline|run|onnx\n");
     return 2;
   }
   FzContext *ctx = fzContextCreate();
@@ -144,6 +178,10 @@ int main(int argc, char **argv) {
     fzContextForEachPassPipeline(ctx, on_pipeline, NULL);
   } else if (!strcmp(what, "run")) {
     entries(kRun);
+  } else if (!strcmp(what, "onnx")) {
+    entries(kOnnx);
+    for (size_t i = 0; i < sizeof kOnnxBytes / sizeof kOnnxBytes[0]; ++i)
+      entry_n(kOnnxBytes[i].bytes, kOnnxBytes[i].n);
   } else {
     fprintf(stderr, "gen_fuzz_dict: unknown dictionary '%s'\n", what);
     fzContextDestroy(ctx);

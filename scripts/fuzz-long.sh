@@ -45,6 +45,7 @@ dict_of() {
   kernel) echo "$dir/kernel.dict" ;;
   pipeline) echo "$dir/pipeline.dict" ;;
   run) echo "$dir/run.dict" ;;
+  onnx) echo "$dir/onnx.dict" ;;
   *) echo "" ;;
   esac
 }
@@ -56,7 +57,7 @@ cmd_init() {
     >"$dir/logs/cmake.log" 2>&1 || { cat "$dir/logs/cmake.log"; exit 1; }
   nice -n 19 make -C "$build" -j2 --no-print-directory >"$dir/logs/make.log" 2>&1 ||
     { tail -30 "$dir/logs/make.log"; exit 1; }
-  for d in parser kernel pipeline run; do
+  for d in parser kernel pipeline run onnx; do
     "$build/bin/gen_fuzz_dict" "$d" >"$dir/$d.dict" || exit 1
   done
   if [[ ! -s "$queue" ]]; then

@@ -52,7 +52,19 @@ typedef struct TranslateOptions {
 
 /*===--- Translations ----------------------------------------------------===*/
 
-/* Reads path ("-": stdin) into a malloc'ed buffer; false after printing
+/* Whether the first byte read can start a protobuf message (a field key
+ * with wire type 0, 1, 2 or 5 and a field number above 0); the importer
+ * says why not. */
+static bool starts_protobuf(const char *buf, size_t n) {
+  unsigned char b = n ? (unsigned char)buf[0] : 0x08;
+  unsigned wire = b & 7;
+  return (wire == 0 || wire == 1 || wire == 2 || wire == 5) &&
+         ((b & 0x80) || (b >> 3) != 0);
+}
+
+/* Reads path ("-": stdin) into a malloc'ed buffer, at most
+ * FZ_ONNX_MAX_MODEL_SIZE bytes (stdin may be /dev/zero: it stops after
+ * the first chunk when that cannot start a model); false after printing
  * an error. */
 static bool read_all(const char *path, char **data, size_t *len) {
   bool isStdin = !strcmp(path, "-");
@@ -66,6 +78,17 @@ static bool read_all(const char *path, char **data, size_t *len) {
   char *buf = malloc(cap);
   bool ok = buf != NULL;
   while (ok) {
+    if (n > FZ_ONNX_MAX_MODEL_SIZE) {
+      fprintf(stderr, "fuse-translate: error: '%s' has more than the %zu "
+                      "bytes of the largest ONNX model\n", path,
+              FZ_ONNX_MAX_MODEL_SIZE);
+      if (!isStdin)
+        fclose(f);
+      free(buf);
+      return false;
+    }
+    if (n && !starts_protobuf(buf, n))
+      break;
     if (n == cap) {
       char *b = realloc(buf, cap * 2);
       if (!(ok = b != NULL))

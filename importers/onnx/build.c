@@ -7,16 +7,84 @@
  * graph.constant, provided the result has at most FZ_ONNX_FOLD_LIMIT
  * elements. This is what turns shape subgraphs (Shape -> Gather ->
  * Unsqueeze -> Concat -> Reshape) into constants before the ops that
- * need them (reshape targets, slice bounds) read them. A fold that fails
- * (an op without a kernel) leaves the op in place, silently. Constants
- * left without users are removed at the end of the import (model.c).
+ * need them (reshape targets, slice bounds) read them. A fold that cannot
+ * run (an op without a kernel) leaves the op in place, silently; a fold
+ * that fails on the values (integer division by zero, a Gather index out
+ * of range) is the node's error. Constants left without users are
+ * removed at the end of the import (model.c).
+ *
+ * Sizes. The checked helpers (fzOnnxMulI64, fzOnnxFloatToInt,
+ * fzOnnxCheckDim, fzOnnxCheckBuilt) are how handlers turn model data into
+ * sizes: nothing read from a model is multiplied, converted from a float
+ * or allocated without them. Constants the importer builds itself are
+ * bounded by FZ_ONNX_FOLD_LIMIT elements, as folded ones are.
  */
+#include <math.h>
 #include <string.h>
 
 #include "importers/onnx/onnx_internal.h"
 
 void *fzOnnxAlloc(FzOnnxImporter *im, size_t size) {
   return fzArenaAlloc(&im->arena, size ? size : 1);
+}
+
+/*===--- Checked sizes ---------------------------------------------------===*/
+
+bool fzOnnxFloatToInt(FzOnnxImporter *im, double v, int64_t lo, int64_t hi,
+                      const char *what, int64_t *out) {
+  /* The comparisons are false for NaN; 2^63 itself is out of range. */
+  double t = trunc(v);
+  if (!(t >= (double)lo && t <= (double)hi && t < 9223372036854775808.0))
+    return fzOnnxError(im, "%s must be an integer in [%lld, %lld], got %g",
+                       what, (long long)lo, (long long)hi, v);
+  *out = (int64_t)t;
+  return true;
+}
+
+bool fzOnnxCheckDim(FzOnnxImporter *im, int64_t d, const char *what) {
+  if (d >= 0 && d <= FZ_MAX_DIM)
+    return true;
+  if (d == FZ_DYNAMIC)
+    return fzOnnxError(im, "unsupported dynamic %s", what);
+  return fzOnnxError(im, "%s %lld is out of range [0, 2^40]", what,
+                     (long long)d);
+}
+
+bool fzOnnxCheckBuilt(FzOnnxImporter *im, size_t rank, const int64_t *shape,
+                      const char *what, int64_t *count) {
+  int64_t n = 1;
+  bool ok = true;
+  for (size_t i = 0; i < rank; ++i) {
+    if (shape[i] == FZ_DYNAMIC)
+      return fzOnnxError(im, "unsupported dynamic dimension in the %s",
+                         what);
+    ok = ok && shape[i] >= 0 && fzOnnxMulI64(n, shape[i], &n);
+  }
+  /* A zero dim makes the product 0 whatever overflowed before it. */
+  for (size_t i = 0; i < rank; ++i)
+    if (shape[i] == 0)
+      ok = true, n = 0;
+  if (!ok || n > FZ_ONNX_FOLD_LIMIT)
+    return fzOnnxError(im, "unsupported %s of more than %lld elements (the "
+                           "importer builds at most that many)", what,
+                       (long long)FZ_ONNX_FOLD_LIMIT);
+  if (count)
+    *count = n;
+  return true;
+}
+
+FzValue *fzOnnxIota(FzOnnxImporter *im, size_t r, size_t axis, int64_t d) {
+  int64_t shape[FZ_GRAPH_MAX_RANK];
+  for (size_t i = 0; i < r; ++i)
+    shape[i] = i == axis ? d : 1;
+  if (!fzOnnxCheckBuilt(im, r, shape, "index table", NULL))
+    return NULL;
+  int64_t *vals = fzOnnxAlloc(im, (size_t)(d ? d : 1) * sizeof *vals);
+  if (!vals)
+    return NULL;
+  for (int64_t i = 0; i < d; ++i)
+    vals[i] = i;
+  return fzOnnxConstI64(im, r, shape, vals);
 }
 
 /*===--- Value shapes ----------------------------------------------------===*/
@@ -134,13 +202,17 @@ FzValue *fzOnnxConstTensor(FzOnnxImporter *im, const FzTensor *t) {
 
 /*===--- Emitting ops ----------------------------------------------------===*/
 
-static bool swallow_handler(const FzDiagnostic *diag, void *ud) {
-  (void)diag;
-  (void)ud;
-  return true;
+/* Whether a quiet interpreter failure only means that the op cannot be
+ * folded (no kernel for it or its types), not that its inputs are bad. */
+static bool fold_unsupported(const char *why) {
+  return strstr(why, "no kernel") || strstr(why, "cannot be interpreted");
 }
 
-/* Replaces op by a constant when its operands are all constants. */
+/* Replaces op by a constant when its operands are all constants. The
+ * interpreter runs quietly: a diagnostic it reported would count as an
+ * error of the context with nothing printed. A failure on the values
+ * (an integer division by zero, an index out of range) is the node's
+ * error: the model cannot run; erases op and returns NULL then. */
 static FzValue *try_fold(FzOnnxImporter *im, FzOp *op) {
   FzValue *result = fzOpGetResult(op, 0);
   size_t n = fzOpGetNumOperands(op);
@@ -157,14 +229,23 @@ static FzValue *try_fold(FzOnnxImporter *im, FzOp *op) {
     ok = a && (in[i] = fzTensorFromDenseAttr(im->ctx, a)) != NULL;
   }
   FzTensor *out[1] = {NULL};
+  char why[512] = "";
+  bool ran = ok;
   if (ok) {
-    FzDiagHandlerId h =
-        fzContextPushDiagHandler(im->ctx, swallow_handler, NULL);
-    ok = fzInterpretOp(op, in, NULL, out);
-    fzContextPopDiagHandler(im->ctx, h);
+    FzInterpOptions opts;
+    memset(&opts, 0, sizeof opts);
+    opts.quiet = true;
+    opts.errorMessage = why;
+    opts.errorMessageSize = sizeof why;
+    ok = fzInterpretOp(op, in, &opts, out);
   }
   for (size_t i = 0; i < n; ++i)
     fzTensorDestroy(in[i]);
+  if (!ok && ran && why[0] && !fold_unsupported(why)) {
+    fzOnnxError(im, "cannot be computed from its constant inputs: %s", why);
+    fzOpErase(op);
+    return NULL;
+  }
   if (!ok)
     return result;
   FzAttr *a = fzTensorToDenseAttr(out[0]);
@@ -205,9 +286,15 @@ FzValue *fzOnnxEmitV(FzOnnxImporter *im, const char *opName, size_t n,
   }
   FzType *rt = resultType;
   if (!rt) {
-    FzType *types[16], *out[4] = {NULL, NULL, NULL, NULL};
-    if (n > 16 || !def->inferResultTypes)
+    FzType *small[16], **types = small, *out[4] = {NULL, NULL, NULL, NULL};
+    /* Variadic ops (Concat, Sum) may have any number of operands. */
+    if (n > 16 && !(types = fzOnnxAlloc(im, n * sizeof *types)))
       return NULL;
+    if (!def->inferResultTypes) {
+      fzOnnxError(im, "internal error: op '%s' cannot infer its result "
+                      "type", opName);
+      return NULL;
+    }
     for (size_t i = 0; i < n; ++i)
       types[i] = fzValueGetType(operands[i]);
     FzAttr *dict = fzDictAttrGet(im->ctx, np, props, im->nodeLoc);

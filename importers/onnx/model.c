@@ -20,11 +20,17 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "importers/onnx/onnx_internal.h"
 
 static char kPoison; /* the value-map marker of a failed value */
 #define POISON ((void *)&kPoison)
+/* The marker of an output of the node being imported (its inputs are
+ * resolved before its outputs are marked; one left behind when binding an
+ * output ran out of memory reads as poison). */
+static char kPending;
+#define PENDING ((void *)&kPending)
 
 /*===--- The op table ----------------------------------------------------===*/
 
@@ -110,6 +116,8 @@ static FzValue *lookup_value(FzOnnxImporter *im, const char *name) {
   if (!id)
     return NULL;
   FzValue *v = fzPtrMapGet(&im->values, id);
+  if (v == PENDING) /* left by a node whose outputs failed to bind (OOM) */
+    return POISON;
   if (v)
     return v;
   const Onnx__TensorProto *init = fzPtrMapGet(&im->initializers, id);
@@ -183,6 +191,11 @@ static FzType *value_info_type(FzOnnxImporter *im,
     bool known = d->value_case ==
                  ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
     shape[i] = known && d->dim_value >= 0 ? d->dim_value : FZ_DYNAMIC;
+    if (shape[i] > FZ_MAX_DIM) {
+      fzOnnxModelError(im, "%s '%s': dimension %zu (%lld) is larger than "
+                           "2^40", what, vi->name, i, (long long)shape[i]);
+      return NULL;
+    }
   }
   return fzTensorTypeGet(im->ctx, rank, shape, elt, im->errorLoc);
 }
@@ -211,6 +224,14 @@ static bool bind_inputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
     const Onnx__ValueInfoProto *vi = g->input[i];
     const char *name = vi->name ? vi->name : "";
     FzIdent *id = ident(im, name);
+    /* ONNX names each value once: a second input of the same name would
+     * silently replace the first one's binding. */
+    if (id && fzPtrMapContains(&im->inputNames, id)) {
+      fzOnnxModelError(im, "graph input '%s' is listed twice", name);
+      id = NULL;
+    }
+    if (id && !fzPtrMapPut(&im->inputNames, id, (void *)vi))
+      return false;
     if (!id || fzPtrMapContains(&im->initializers, id)) {
       --pos;
       continue;
@@ -333,8 +354,37 @@ static bool check_node(FzOnnxImporter *im, const FzOnnxOpDef *row) {
                          a->name);
     if (!attr_known(row->attrs, a->name))
       return fzOnnxError(im, "unsupported attribute '%s'", a->name);
+    for (size_t j = 0; j < i; ++j)
+      if (!strcmp(n->attribute[j]->name, a->name))
+        return fzOnnxError(im, "attribute '%s' is given twice", a->name);
   }
   return true;
+}
+
+/* Whether output #i of node n names a new value: not another of its
+ * outputs, an initializer, a graph input or an earlier node's output;
+ * reports the node's error otherwise. A new name is marked PENDING in the
+ * value map (a map, not a scan of the outputs before it: a node may list
+ * millions). */
+static bool check_fresh_output(FzOnnxImporter *im, const Onnx__NodeProto *n,
+                               size_t i) {
+  const char *name = n->output[i];
+  if (!name[0])
+    return true;
+  FzIdent *id = ident(im, name);
+  if (!id)
+    return false;
+  void *v = fzPtrMapGet(&im->values, id);
+  if (v == PENDING)
+    return fzOnnxError(im, "output '%s' is listed twice", name);
+  if (fzPtrMapContains(&im->initializers, id))
+    return fzOnnxError(im, "output '%s' redefines an initializer", name);
+  if (fzPtrMapContains(&im->inputNames, id))
+    return fzOnnxError(im, "output '%s' redefines a graph input", name);
+  if (v)
+    return fzOnnxError(im, "output '%s' is already defined by an earlier "
+                           "node", name);
+  return fzPtrMapPut(&im->values, id, PENDING);
 }
 
 static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
@@ -382,6 +432,13 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
   for (size_t i = 0; out && i < n->n_output; ++i)
     out[i] = NULL;
 
+  /* ONNX graphs are in SSA form: an output redefining a name would
+   * silently rebind it for the nodes after this one. */
+  bool fresh = true;
+  for (size_t i = 0; i < n->n_output; ++i)
+    fresh = check_fresh_output(im, n, i) && fresh;
+  ok = ok && fresh;
+
   const FzOnnxOpDef *row = NULL;
   if (ok && !poisoned) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
@@ -406,17 +463,130 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
     for (size_t i = 0; ok && i < n->n_output; ++i)
       if (n->output[i][0] && !out[i])
         ok = false;
-    if (!ok && !im->nodeFailed) {
+    /* A captured error was counted by the context even when the handler
+     * recovered from it: report it, or the import would fail without a
+     * word. */
+    if ((!ok || im->captured) && !im->nodeFailed) {
+      ok = false;
       if (im->captured)
         fzOnnxError(im, "%s", im->capturedError);
       else
         fzOnnxError(im, "internal error: no value for an output");
     }
   }
-  for (size_t i = 0; out && i < n->n_output; ++i)
-    if (n->output[i][0])
-      define_value(im, n->output[i], ok && !poisoned ? out[i] : NULL);
+  /* Every PENDING mark is replaced (by poison after a failure). */
+  for (size_t i = 0; i < n->n_output; ++i) {
+    FzIdent *id = n->output[i][0] ? ident(im, n->output[i]) : NULL;
+    if (id && fzPtrMapGet(&im->values, id) == PENDING)
+      define_value(im, n->output[i],
+                   ok && !poisoned && out ? out[i] : NULL);
+  }
   im->node = NULL;
+}
+
+/*===--- Reading ---------------------------------------------------------===*/
+
+bool fzOnnxLooksLikeProtobuf(const void *data, size_t size) {
+  if (size == 0)
+    return true;
+  unsigned char b = *(const unsigned char *)data;
+  unsigned wire = b & 7;
+  /* A field key: wire type varint, 64-bit, length-delimited or 32-bit
+   * (onnx.proto has no groups), and a field number above 0. */
+  if (wire != 0 && wire != 1 && wire != 2 && wire != 5)
+    return false;
+  return (b & 0x80) || (b >> 3) != 0;
+}
+
+/* Reads the varint at d[*p..len): 1 when read (*p moves past it), 0
+ * when it runs past len, -1 when longer than 10 bytes. */
+static int read_varint(const unsigned char *d, size_t len, size_t *p,
+                       uint64_t *v) {
+  *v = 0;
+  for (unsigned i = 0; i < 10; ++i) {
+    if (*p + i >= len)
+      return 0;
+    *v |= (uint64_t)(d[*p + i] & 0x7F) << (7 * i);
+    if (!(d[*p + i] & 0x80)) {
+      *p += i + 1;
+      return 1;
+    }
+  }
+  return -1;
+}
+
+/* Walks the top-level fields of a serialized message from `pos` (where a
+ * field starts) through d[0..len): returns where the first field not
+ * read whole starts (or ends, when only its payload is missing), or
+ * SIZE_MAX when a key or a length is malformed. Any valid message passes;
+ * random bytes fail within a few fields. */
+static size_t scan_fields(const unsigned char *d, size_t len, size_t pos) {
+  while (pos < len) {
+    size_t p = pos;
+    uint64_t key, v;
+    int k = read_varint(d, len, &p, &key);
+    if (k <= 0)
+      return k < 0 ? SIZE_MAX : pos;
+    if ((key >> 3) == 0 || (key >> 3) > 0x1FFFFFFF)
+      return SIZE_MAX;
+    switch (key & 7) {
+    case 0: k = read_varint(d, len, &p, &v); break;
+    case 1: p += 8, k = 1; break;
+    case 5: p += 4, k = 1; break;
+    case 2:
+      k = read_varint(d, len, &p, &v);
+      if (k > 0 && v > FZ_ONNX_MAX_MODEL_SIZE)
+        return SIZE_MAX;
+      p += k > 0 ? (size_t)v : 0;
+      break;
+    default: return SIZE_MAX;
+    }
+    if (k <= 0)
+      return k < 0 ? SIZE_MAX : pos;
+    pos = p;
+  }
+  return pos;
+}
+
+bool fzOnnxReadFile(FzContext *ctx, const char *path, FzBuf *b) {
+  FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(path), NULL);
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return fzEmitError(ctx, loc, "cannot open file: %s", strerror(errno));
+  struct stat st;
+  bool ok = true, stated = fstat(fileno(f), &st) == 0;
+  if (stated && S_ISDIR(st.st_mode))
+    ok = fzEmitError(ctx, loc, "cannot read file: it is a directory");
+  else if (stated && S_ISREG(st.st_mode) &&
+           (unsigned long long)st.st_size > FZ_ONNX_MAX_MODEL_SIZE)
+    ok = fzEmitError(ctx, loc, "the file has %lld bytes, more than the "
+                               "%zu of the largest protobuf message (keep "
+                               "large tensors as external data)",
+                     (long long)st.st_size, FZ_ONNX_MAX_MODEL_SIZE);
+  /* Devices and pipes have no size: the read is bounded instead, and
+   * stops at the first chunk that shows the data is no protobuf message
+   * (the importer then says so): /dev/zero's first byte, a few bytes of
+   * /dev/urandom. */
+  char chunk[65536];
+  size_t n, scan = 0;
+  while (ok && !b->failed && (n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (n > FZ_ONNX_MAX_MODEL_SIZE - b->len) {
+      ok = fzEmitError(ctx, loc, "the file has more than the %zu bytes of "
+                                 "the largest protobuf message (keep large "
+                                 "tensors as external data)",
+                       FZ_ONNX_MAX_MODEL_SIZE);
+      break;
+    }
+    fzBufAppend(b, chunk, n);
+    if (!b->failed &&
+        (scan = scan_fields((const unsigned char *)b->data, b->len,
+                            scan)) == SIZE_MAX)
+      break;
+  }
+  if (ok && ferror(f))
+    ok = fzEmitError(ctx, loc, "cannot read file: %s", strerror(errno));
+  fclose(f);
+  return ok && !b->failed;
 }
 
 /*===--- The model -------------------------------------------------------===*/
@@ -470,8 +640,13 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
   for (size_t i = 0; i < g->n_initializer; ++i) {
     const Onnx__TensorProto *t = g->initializer[i];
     FzIdent *id = t->name ? ident(im, t->name) : NULL;
+    if (id && fzPtrMapContains(&im->initializers, id)) {
+      fzOnnxModelError(im, "initializer '%s' is given twice", t->name);
+      continue;
+    }
     if (!id || !fzPtrMapPut(&im->initializers, id, (void *)t))
-      return false;
+      return id ? false : fzOnnxModelError(im, "initializer #%zu has no "
+                                               "name", i);
   }
   FzPtrVec argTypes;
   fzPtrVecInit(&argTypes, im->ctx);
@@ -597,6 +772,19 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
     fzOnnxModelError(&im, "not an ONNX model: the file is empty");
     return NULL;
   }
+  if (size > FZ_ONNX_MAX_MODEL_SIZE) {
+    fzOnnxModelError(&im, "not a supported ONNX model: it has %zu bytes, "
+                          "more than the %zu of the largest protobuf "
+                          "message", size, FZ_ONNX_MAX_MODEL_SIZE);
+    return NULL;
+  }
+  if (!fzOnnxLooksLikeProtobuf(data, size)) {
+    fzOnnxModelError(&im, "not a valid ONNX model: the protobuf data is "
+                          "truncated or malformed (its first byte, 0x%02x, "
+                          "starts no protobuf field)",
+                     *(const unsigned char *)data);
+    return NULL;
+  }
   /* protobuf-c recurses once per nested message: bound the depth first
    * (as deep as IR may nest). */
   unsigned maxNesting = fzContextGetMaxNesting(ctx);
@@ -622,6 +810,7 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
     fzArenaInit(&im.arena, ctx);
     fzPtrMapInit(&im.values, ctx);
     fzPtrMapInit(&im.initializers, ctx);
+    fzPtrMapInit(&im.inputNames, ctx);
     fzBuilderInit(&im.b, ctx);
     FzRegion *region = fzRegionCreate(ctx);
     FzBlock *body = fzBlockCreate(ctx, 0, NULL, NULL);
@@ -640,6 +829,7 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
       fzRegionDestroy(region);
     fzPtrMapFree(&im.values);
     fzPtrMapFree(&im.initializers);
+    fzPtrMapFree(&im.inputNames);
     fzArenaReset(&im.arena);
     if (module && !fzOpVerify(module)) {
       fzOpDestroy(module);
@@ -656,24 +846,10 @@ FzOp *fzImportOnnxFile(FzContext *ctx, const char *path) {
 
 FzOp *fzImportOnnxFileWithOptions(FzContext *ctx, const char *path,
                                   const FzOnnxImportOptions *options) {
-  FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(path), NULL);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fzEmitError(ctx, loc, "cannot open file: %s", strerror(errno));
-    return NULL;
-  }
   FzBuf b;
   fzBufInit(&b, ctx);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    fzBufAppend(&b, chunk, n);
-  bool readErr = ferror(f) != 0;
-  fclose(f);
   FzOp *module = NULL;
-  if (readErr) {
-    fzEmitError(ctx, loc, "cannot read file");
-  } else if (!b.failed) {
+  if (fzOnnxReadFile(ctx, path, &b)) {
     /* External data lives beside the model. */
     char *dir = fzMalloc(ctx, strlen(path) + 2);
     if (dir) {

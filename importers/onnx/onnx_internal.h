@@ -25,6 +25,7 @@
 #define FZ_ONNX_INTERNAL_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 #include "fz/dialects.h"
 #include "fz/onnx.h"
@@ -50,6 +51,7 @@ typedef struct FzOnnxImporter {
   FzBuilder b;           /* at the end of @main's body */
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
+  FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
   size_t numErrors;
 
   /* The node being imported. */
@@ -203,12 +205,56 @@ bool fzOnnxNormAxis(FzOnnxImporter *im, int64_t axis, size_t rank,
 /* Arena helpers. */
 void *fzOnnxAlloc(FzOnnxImporter *im, size_t size);
 
+/*===--- Checked arithmetic on sizes from the model ----------------------===*/
+
+/* Sizes, counts and indices read from a model (dims, attributes,
+ * constant inputs) are checked before any arithmetic on them: a 100-byte
+ * model can hold a dim of 2^62 or a scale of 1e30. */
+
+/* a * b and a + b, false (no error) when the result overflows int64_t. */
+static inline bool fzOnnxMulI64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool fzOnnxAddI64(int64_t a, int64_t b, int64_t *out) {
+  return !__builtin_add_overflow(a, b, out);
+}
+/* *out = v when v is finite and its integer part (truncated toward zero,
+ * as ONNX casts) lies in [lo, hi]; else reports "WHAT must be ... in
+ * [lo, hi], got v" and returns false. No float-to-int conversion of model
+ * data may skip this (out of range is undefined behaviour in C). */
+bool fzOnnxFloatToInt(FzOnnxImporter *im, double v, int64_t lo, int64_t hi,
+                      const char *what, int64_t *out);
+/* Checks a dimension computed from model data: in [0, FZ_MAX_DIM], else
+ * reports "WHAT ... is out of range" and returns false. */
+bool fzOnnxCheckDim(FzOnnxImporter *im, int64_t d, const char *what);
+/* Checks the element count of a constant the importer builds itself (an
+ * index table, an interpolation matrix, a mask): the product of
+ * shape[0..rank) must be at most FZ_ONNX_FOLD_LIMIT, else reports
+ * "unsupported WHAT of ... elements (at most 2^22 are built at import)".
+ * *count (may be NULL) receives the product. */
+bool fzOnnxCheckBuilt(FzOnnxImporter *im, size_t rank, const int64_t *shape,
+                      const char *what, int64_t *count);
+/* An i64 constant counting 0..d-1 along `axis` of a rank-r tensor (unit
+ * dims elsewhere); NULL after an error (d dynamic, negative or over
+ * FZ_ONNX_FOLD_LIMIT). */
+FzValue *fzOnnxIota(FzOnnxImporter *im, size_t r, size_t axis, int64_t d);
+
 /* Pool/conv window from ONNX attributes (auto_pad, pads, strides,
  * dilations, kernel_shape) for `spatial` spatial dims (1 or 2) of x and
  * kernel dims k: pads come out as [begin..., end...]. */
 bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
                       const int64_t *kernel, const int64_t *strides,
                       const int64_t *dilations, int64_t *pads);
+
+/* Whether `data` can start a serialized protobuf message: its first byte
+ * is a field key (a cheap test that rejects /dev/zero's zeros and most
+ * text early). True for empty data. (model.c) */
+bool fzOnnxLooksLikeProtobuf(const void *data, size_t size);
+/* Appends the file at path to b, at most FZ_ONNX_MAX_MODEL_SIZE bytes
+ * (stopping early, after the chunk that shows it, when the data is not a
+ * well-formed sequence of protobuf fields); false after an error at
+ * loc(path). (model.c) */
+bool fzOnnxReadFile(FzContext *ctx, const char *path, FzBuf *b);
 
 /* True when the sub-messages of the serialized message `data` (of type
  * desc) nest at most `max` deep (at most 1023); data the walk cannot

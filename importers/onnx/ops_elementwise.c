@@ -99,10 +99,14 @@ static bool h_cast(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       return false;
     if (!fzOnnxAttr(im, "to"))
       return fzOnnxError(im, "requires attribute 'to'");
-    elt = fzOnnxElementType(im->ctx, (int32_t)to);
+    /* An int64 attribute: no truncation to a valid dtype. */
+    elt = to < 0 || to > INT32_MAX ? NULL
+                                   : fzOnnxElementType(im->ctx, (int32_t)to);
     if (!elt)
       return fzOnnxError(im, "unsupported dtype %s",
-                         fzOnnxDataTypeName((int32_t)to));
+                         to < 0 || to > INT32_MAX
+                             ? "out of range"
+                             : fzOnnxDataTypeName((int32_t)to));
   }
   out[0] = fzOnnxCast(im, in[0], elt);
   return out[0] != NULL;

@@ -56,21 +56,18 @@ static FzValue *nll(FzOnnxImporter *im, FzValue *x, FzValue *target,
   FzType *i64 = fzIntegerTypeGet(im->ctx, 64), *elt = fzOnnxElt(x);
   FzValue *t = fzOnnxCast(im, target, i64);
   /* iota over the classes, shaped [1, C, 1...]. */
-  int64_t *vals = fzOnnxAlloc(im, (size_t)(c ? c : 1) * sizeof *vals);
   int64_t shape[FZ_GRAPH_MAX_RANK];
-  if (!vals)
-    return NULL;
-  for (int64_t i = 0; i < c; ++i)
-    vals[i] = i;
   for (size_t i = 0; i < r; ++i)
     shape[i] = i == 1 ? c : 1;
-  FzValue *iota = fzOnnxConstI64(im, r, shape, vals);
+  FzValue *iota = fzOnnxIota(im, r, 1, c);
+  if (!iota)
+    return NULL;
   FzValue *tv = class_axis_view(im, t);
   FzValue *mask = fzOnnxCompare(im, "eq", tv, iota);
   FzValue *valid = NULL;
   if (hasIgnore) {
     valid = fzOnnxCompare(im, "ne", tv,
-                          fzOnnxConstScalar(im, i64, (double)ignore));
+                          fzOnnxConstI64(im, 0, NULL, &ignore));
     mask = fzOnnxBinary(im, "graph.and", mask, valid);
   }
   int64_t classAxis = 1;

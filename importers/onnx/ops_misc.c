@@ -122,35 +122,72 @@ static bool h_size(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return out[0] != NULL;
 }
 
+/* The element count of an integer Range, counted by stepping (at most
+ * FZ_ONNX_FOLD_LIMIT + 1 steps) so that no subtraction or division of
+ * the model's int64 values can overflow; -1 when over the limit. */
+static int64_t int_range_count(int64_t start, int64_t limit,
+                               int64_t delta) {
+  int64_t count = 0;
+  for (int64_t v = start; delta > 0 ? v < limit : v > limit; ++count) {
+    if (count == FZ_ONNX_FOLD_LIMIT)
+      return -1;
+    /* Overflowing past INT64_MAX (MIN) is past limit too. */
+    if (!fzOnnxAddI64(v, delta, &v))
+      return count + 1;
+  }
+  return count;
+}
+
 static bool h_range(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                     FzValue **out, size_t nOut) {
   (void)nIn;
   (void)nOut;
-  double *v[3];
-  size_t n;
   static const char *const names[3] = {"start", "limit", "delta"};
-  for (size_t i = 0; i < 3; ++i)
-    if (!fzOnnxGetConstFloats(im, in[i], &v[i], &n) || n != 1)
-      return fzOnnxErrorNotConstant(im, i, names[i]);
-  double start = v[0][0], limit = v[1][0], delta = v[2][0];
-  if (delta == 0)
-    return fzOnnxError(im, "delta is 0");
-  double count = ceil((limit - start) / delta);
-  if (!(count >= 0))
-    count = 0;
-  if (count > (double)FZ_ONNX_FOLD_LIMIT)
-    return fzOnnxError(im, "unsupported range of %.0f elements", count);
-  int64_t len = (int64_t)count;
   FzType *elt = fzOnnxElt(in[0]);
+  bool isInt = fzTypeIsInteger(elt);
+  int64_t iv[3] = {0, 0, 0}, len;
+  double fv[3] = {0, 0, 0};
+  for (size_t i = 0; i < 3; ++i) {
+    int64_t *ints;
+    double *floats;
+    size_t n;
+    bool ok = isInt ? fzOnnxGetConstInts(im, in[i], &ints, &n)
+                    : fzOnnxGetConstFloats(im, in[i], &floats, &n);
+    if (!ok || n != 1)
+      return fzOnnxErrorNotConstant(im, i, names[i]);
+    if (isInt)
+      iv[i] = ints[0];
+    else if (!isfinite(fv[i] = floats[0]))
+      return fzOnnxError(im, "%s is %g: it must be finite", names[i],
+                         fv[i]);
+  }
+  if (isInt ? iv[2] == 0 : fv[2] == 0)
+    return fzOnnxError(im, "delta is 0");
+  if (isInt) {
+    len = int_range_count(iv[0], iv[1], iv[2]);
+    if (len < 0)
+      return fzOnnxError(im, "unsupported range of more than %lld elements",
+                         (long long)FZ_ONNX_FOLD_LIMIT);
+  } else {
+    double count = ceil((fv[1] - fv[0]) / fv[2]);
+    if (count < 0)
+      count = 0;
+    if (!fzOnnxFloatToInt(im, count, 0, FZ_ONNX_FOLD_LIMIT,
+                          "the range's element count", &len))
+      return false;
+  }
   FzTensor *t = fzTensorCreate(im->ctx, elt, 1, &len);
   if (!t)
     return false;
-  bool isInt = fzTypeIsInteger(elt);
-  for (int64_t i = 0; i < len; ++i) {
-    if (isInt)
-      fzTensorSetI64(t, i, (int64_t)start + i * (int64_t)delta);
-    else
-      fzTensorSetF64(t, i, start + (double)i * delta);
+  /* Integer values stay within [start, limit): no overflow. */
+  for (int64_t i = 0, v = iv[0]; i < len; ++i) {
+    if (isInt) {
+      fzTensorSetI64(t, i, v);
+      if (i + 1 < len)
+        v += iv[2];
+    } else {
+      fzTensorSetF64(t, i, fv[0] + (double)i * fv[2]);
+    }
   }
   out[0] = fzOnnxConstTensor(im, t);
   fzTensorDestroy(t);
@@ -167,17 +204,21 @@ static bool h_eye_like(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return false;
   FzValue *x = in[0];
   FzType *elt = fzOnnxElt(x);
-  if (dtype >= 0 && !(elt = fzOnnxElementType(im->ctx, (int32_t)dtype)))
-    return fzOnnxError(im, "unsupported dtype %s",
-                       fzOnnxDataTypeName((int32_t)dtype));
+  if (dtype >= 0 && !(elt = fzOnnxElementType(
+                           im->ctx, dtype > INT32_MAX ? 0 : (int32_t)dtype)))
+    return fzOnnxError(im, "unsupported dtype %lld", (long long)dtype);
   if (fzOnnxRank(x) != 2 || !fzOnnxRequireStatic(im, x, "the input"))
     return fzOnnxRank(x) == 2 ? false
                               : fzOnnxError(im, "input must have rank 2");
+  if (!fzOnnxCheckBuilt(im, 2, fzOnnxShape(x), "identity matrix", NULL))
+    return false;
   FzTensor *t = fzTensorCreate(im->ctx, elt, 2, fzOnnxShape(x));
   if (!t)
     return false;
   int64_t rows = fzOnnxDim(x, 0), cols = fzOnnxDim(x, 1);
-  for (int64_t i = 0; i < rows; ++i)
+  /* Beyond (-rows, cols) the diagonal misses the matrix (and i + k
+   * could overflow). */
+  for (int64_t i = 0; k > -rows && k < cols && i < rows; ++i)
     if (i + k >= 0 && i + k < cols)
       fzTensorSetF64(t, i * cols + i + k, 1.0);
   out[0] = fzOnnxConstTensor(im, t);
@@ -205,6 +246,8 @@ static bool h_trilu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   int64_t shape[2] = {fzOnnxDim(x, r - 2), fzOnnxDim(x, r - 1)};
   if (shape[0] == FZ_DYNAMIC || shape[1] == FZ_DYNAMIC)
     return fzOnnxError(im, "unsupported dynamic matrix dimensions");
+  if (!fzOnnxCheckBuilt(im, 2, shape, "triangular mask", NULL))
+    return false;
   FzTensor *m = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 1), 2,
                                shape);
   if (!m)
@@ -231,10 +274,11 @@ static bool h_window(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return false;
   if (!fzOnnxGetConstInts(im, in[0], &sv, &n) || n != 1)
     return fzOnnxErrorNotConstant(im, 0, "size");
-  FzType *elt = fzOnnxElementType(im->ctx, (int32_t)dtype);
+  FzType *elt = dtype < 0 || dtype > INT32_MAX
+                    ? NULL
+                    : fzOnnxElementType(im->ctx, (int32_t)dtype);
   if (!elt)
-    return fzOnnxError(im, "unsupported dtype %s",
-                       fzOnnxDataTypeName((int32_t)dtype));
+    return fzOnnxError(im, "unsupported dtype %lld", (long long)dtype);
   int64_t size = sv[0];
   if (size < 0 || size > FZ_ONNX_FOLD_LIMIT)
     return fzOnnxError(im, "unsupported window size %lld", (long long)size);
@@ -260,20 +304,6 @@ static bool h_window(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
 }
 
 /*===--- Index structures -------------------------------------------------===*/
-
-/* An i64 constant 0..d-1 along `axis` of a rank-r tensor. */
-static FzValue *iota_along(FzOnnxImporter *im, size_t r, size_t axis,
-                           int64_t d) {
-  int64_t *vals = fzOnnxAlloc(im, (size_t)(d ? d : 1) * sizeof *vals);
-  int64_t shape[FZ_GRAPH_MAX_RANK];
-  if (!vals)
-    return NULL;
-  for (int64_t i = 0; i < d; ++i)
-    vals[i] = i;
-  for (size_t i = 0; i < r; ++i)
-    shape[i] = i == axis ? d : 1;
-  return fzOnnxConstI64(im, r, shape, vals);
-}
 
 /* idx as i64 with negative entries wrapped by d. */
 static FzValue *wrap_indices(FzOnnxImporter *im, FzValue *idx, int64_t d) {
@@ -308,16 +338,20 @@ static bool h_one_hot(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return false;
   if (!fzOnnxGetConstFloats(im, in[1], &dv, &n) || n != 1)
     return fzOnnxErrorNotConstant(im, 1, "depth");
-  int64_t depth = (int64_t)dv[0];
+  int64_t depth;
+  if (!fzOnnxFloatToInt(im, dv[0], 1, FZ_MAX_DIM, "depth", &depth))
+    return false;
   FzValue *idx = in[0], *values = in[2];
   size_t r = fzOnnxRank(idx), ax;
-  if (r + 1 > FZ_GRAPH_MAX_RANK || !fzOnnxNormAxis(im, axis, r + 1, &ax))
+  if (r + 1 > FZ_GRAPH_MAX_RANK)
+    return fzOnnxError(im, "unsupported result rank %zu", r + 1);
+  if (!fzOnnxNormAxis(im, axis, r + 1, &ax))
     return false;
   if (fzOnnxRank(values) != 1 || fzOnnxDim(values, 0) != 2)
     return fzOnnxError(im, "'values' must have shape [2]");
   FzValue *wrapped = insert_unit(im, wrap_indices(im, idx, depth), ax);
   FzValue *eq = fzOnnxCompare(im, "eq", wrapped,
-                              iota_along(im, r + 1, ax, depth));
+                              fzOnnxIota(im, r + 1, ax, depth));
   int64_t s0 = 0, l0 = 1, s1 = 1, l1 = 2, st = 1;
   FzValue *off = fzOnnxReshape(im, fzOnnxSlice(im, values, &s0, &l0, &st), 0,
                                NULL);
@@ -359,7 +393,8 @@ static bool h_gather_elements(FzOnnxImporter *im, FzValue *const *in,
    * c a new dim right after the axis. */
   FzValue *ie = insert_unit(im, wrap_indices(im, idx, d), ax + 1);
   FzValue *de = insert_unit(im, cropped, ax);
-  FzValue *eq = fzOnnxCompare(im, "eq", ie, iota_along(im, r + 1, ax + 1, d));
+  FzValue *eq =
+      fzOnnxCompare(im, "eq", ie, fzOnnxIota(im, r + 1, ax + 1, d));
   FzValue *sel = fzOnnxSelect(im, eq, de,
                               fzOnnxConstScalar(im, fzOnnxElt(data), 0));
   int64_t sumAxis = (int64_t)ax + 1;
@@ -387,6 +422,8 @@ static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return fzOnnxError(im, "unsupported dynamic dimension along the axis");
   /* y[j] = sum_i x[i] * T[i][j] along the axis. */
   int64_t shape[2] = {d, d};
+  if (!fzOnnxCheckBuilt(im, 2, shape, "triangular matrix", NULL))
+    return false;
   FzTensor *t = fzTensorCreate(im->ctx, fzOnnxElt(x), 2, shape);
   if (!t)
     return false;
@@ -421,7 +458,7 @@ static bool h_einsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return false;
   char labels[FZ_GRAPH_MAX_RANK + 1] = "", outLabels[FZ_GRAPH_MAX_RANK + 1];
   char terms[8][FZ_GRAPH_MAX_RANK + 1] = {{0}};
-  size_t nt = 0, len = 0, counts[128] = {0};
+  size_t nt = 0, len = 0, counts[256] = {0};
   const char *arrow = strstr(eq, "->");
   for (const char *p = eq; *p && p != arrow; ++p) {
     if (*p == ' ')
@@ -454,7 +491,8 @@ static bool h_einsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   if (arrow) {
     for (const char *p = arrow + 2; *p; ++p)
       if (*p != ' ') {
-        if (no == FZ_GRAPH_MAX_RANK || !counts[(unsigned char)*p])
+        if (no == FZ_GRAPH_MAX_RANK || !counts[(unsigned char)*p] ||
+            memchr(outLabels, *p, no))
           return fzOnnxError(im, "unsupported einsum output '%s'",
                              arrow + 2);
         outLabels[no++] = *p;

@@ -323,7 +323,22 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
   for (size_t i = 0; i < sp; ++i) {
     int64_t inSize = fzOnnxDim(x, r - sp + i);
     k[i] = fzOnnxDim(w, 2 + i);
-    int64_t keff = (k[i] - 1) * d[i] + 1;
+    /* Every size below is a dimension of an intermediate (at most 2^40
+     * each, so that their sums cannot overflow). */
+    int64_t keff, dilated, lim = FZ_MAX_DIM;
+    if (s[i] < 1 || s[i] > lim || d[i] < 1 || d[i] > lim || k[i] < 1)
+      return fzOnnxError(im, "'strides' and 'dilations' must be in [1, "
+                             "2^40] and the kernel not empty");
+    if (op[i] < -lim || op[i] > lim ||
+        (hasOut && (os[i] < 0 || os[i] > lim)) ||
+        (hasPads && (p[i] < -lim || p[i] > lim || p[sp + i] < -lim ||
+                     p[sp + i] > lim)))
+      return fzOnnxError(im, "'output_padding', 'output_shape' and 'pads' "
+                             "must be in [-2^40, 2^40]");
+    if (!fzOnnxMulI64(k[i] - 1, d[i], &keff) || ++keff > lim ||
+        !fzOnnxMulI64(inSize, s[i], &dilated) || dilated > lim)
+      return fzOnnxError(im, "the strided input or the dilated kernel of "
+                             "spatial dimension %zu is larger than 2^40", i);
     int64_t full = s[i] * (inSize - 1) + op[i] + keff;
     bool same = upper || !strcmp(autoPad, "SAME_LOWER");
     if (hasOut || same) {
@@ -380,13 +395,16 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
                   i64_array(im, 8, pad4), NULL);
   /* Weight [C, M/g, kh, kw] -> [g, C/g, M/g, kh, kw] -> [g, M/g, C/g, ..]
    * -> [M, C/g, kh, kw], flipped along kh and kw. */
-  int64_t cg = cin / group;
+  int64_t cg = cin / group, gm;
+  if (!fzOnnxMulI64(group, mg, &gm)) /* group is any int when cin is 0 */
+    return fzOnnxError(im, "attribute 'group' (%lld) is too large",
+                       (long long)group);
   int64_t w5[5] = {group, cg, mg, K[0], K[1]}, perm[5] = {0, 2, 1, 3, 4};
-  int64_t w4[4] = {group * mg, cg, K[0], K[1]};
+  int64_t w4[4] = {gm, cg, K[0], K[1]};
   w2 = fzOnnxReshape(im, w2, 5, w5);
   w2 = fzOnnxTranspose(im, w2, 5, perm);
   w2 = fzOnnxReshape(im, w2, 4, w4);
-  int64_t fs[4] = {0, 0, K[0] - 1, K[1] - 1}, fl[4] = {group * mg, cg, -1, -1};
+  int64_t fs[4] = {0, 0, K[0] - 1, K[1] - 1}, fl[4] = {gm, cg, -1, -1};
   int64_t fst[4] = {1, 1, -1, -1};
   w2 = fzOnnxSlice(im, w2, fs, fl, fst);
   FzValue *ops[3] = {x2, w2, b};
@@ -595,7 +613,13 @@ static bool h_lrn(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return fzOnnxError(im, "requires attribute 'size' >= 1");
   if (r < 2 || !fzOnnxRequireStatic(im, x, "the input"))
     return false;
+  /* Channels beyond C - 1 on either side only add zeros: the window is
+   * capped there, so that a huge 'size' neither loops nor pads for long
+   * (alpha is still divided by the given size, as ONNX defines). */
+  int64_t c = fzOnnxDim(x, 1);
   int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+  lo = lo < c ? lo : (c > 0 ? c - 1 : 0);
+  hi = hi < c ? hi : (c > 0 ? c - 1 : 0);
   int64_t pads[2 * FZ_GRAPH_MAX_RANK] = {0};
   pads[1] = lo;
   pads[r + 1] = hi;
@@ -607,7 +631,7 @@ static bool h_lrn(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   for (size_t i = 0; i < r; ++i)
     limits[i] = fzOnnxDim(x, i), strides[i] = 1;
   FzValue *sum = NULL;
-  for (int64_t j = 0; j < size; ++j) {
+  for (int64_t j = 0; j <= lo + hi; ++j) {
     starts[1] = j;
     limits[1] = j + fzOnnxDim(x, 1);
     FzValue *s = fzOnnxSlice(im, padded, starts, limits, strides);

@@ -49,9 +49,12 @@ static bool h_reduce(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   }
   size_t r = fzOnnxRank(x);
   int64_t norm[FZ_GRAPH_MAX_RANK];
+  if (!all && n > FZ_GRAPH_MAX_RANK)
+    return fzOnnxError(im, "unsupported %zu axes (at most %d)", n,
+                       FZ_GRAPH_MAX_RANK);
   for (size_t i = 0; !all && i < n; ++i) {
     size_t a;
-    if (n > FZ_GRAPH_MAX_RANK || !fzOnnxNormAxis(im, axes[i], r, &a))
+    if (!fzOnnxNormAxis(im, axes[i], r, &a))
       return false;
     norm[i] = (int64_t)a;
   }
@@ -98,20 +101,6 @@ static bool h_reduce(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
 
 /*===--- ArgMax, ArgMin and Hardmax ---------------------------------------===*/
 
-/* An i64 constant counting 0..D-1 along `axis` of a rank-r tensor. */
-static FzValue *iota_along(FzOnnxImporter *im, size_t r, size_t axis,
-                           int64_t d) {
-  int64_t *vals = fzOnnxAlloc(im, (size_t)(d ? d : 1) * sizeof *vals);
-  int64_t shape[FZ_GRAPH_MAX_RANK];
-  if (!vals)
-    return NULL;
-  for (int64_t i = 0; i < d; ++i)
-    vals[i] = i;
-  for (size_t i = 0; i < r; ++i)
-    shape[i] = i == axis ? d : 1;
-  return fzOnnxConstI64(im, r, shape, vals);
-}
-
 /* The index of the first (or last) extreme element along axis, as i64,
  * with the reduced dim kept. */
 static FzValue *arg_extreme(FzOnnxImporter *im, FzValue *x, size_t axis,
@@ -125,7 +114,7 @@ static FzValue *arg_extreme(FzOnnxImporter *im, FzValue *x, size_t axis,
                                       : "graph.reduce_min",
                             x, 1, &ax, true);
   FzValue *eq = fzOnnxCompare(im, "eq", x, m);
-  FzValue *iota = iota_along(im, fzOnnxRank(x), axis, d);
+  FzValue *iota = fzOnnxIota(im, fzOnnxRank(x), axis, d);
   FzType *i64 = fzIntegerTypeGet(im->ctx, 64);
   FzValue *idx = fzOnnxSelect(im, eq, iota,
                               fzOnnxConstScalar(im, i64, last ? -1.0
@@ -187,7 +176,7 @@ static bool h_hardmax(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     vax = 1;
   }
   FzValue *idx = v ? arg_extreme(im, v, vax, true, false) : NULL;
-  FzValue *iota = v ? iota_along(im, vr, vax, fzOnnxDim(v, vax)) : NULL;
+  FzValue *iota = v ? fzOnnxIota(im, vr, vax, fzOnnxDim(v, vax)) : NULL;
   FzValue *y = fzOnnxCast(im, fzOnnxCompare(im, "eq", iota, idx),
                           fzOnnxElt(x));
   if (y && vr != r)

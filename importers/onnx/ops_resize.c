@@ -16,6 +16,7 @@
  * constant mask. Scales, sizes and roi must be constants.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "importers/onnx/onnx_internal.h"
@@ -51,13 +52,22 @@ static double source_coord(const ResizeMode *m, double x, int64_t in,
   return (x + 0.5) / scale - 0.5; /* half_pixel */
 }
 
+/* v limited to [-4, in + 4] (NaN to -4), so that it converts to int64:
+ * beyond that every neighbour of v is clamped to the same edge, and
+ * lies outside the input, whatever v is. */
+static double clamp_coord(double v, int64_t in) {
+  if (!(v >= -4))
+    return -4;
+  return v > (double)in + 4 ? (double)in + 4 : v;
+}
+
 static int64_t clamp_index(int64_t i, int64_t in) {
   return i < 0 ? 0 : (i >= in ? in - 1 : i);
 }
 
 /* The nearest input index of coordinate v. */
 static int64_t nearest_index(const ResizeMode *m, double v, int64_t in) {
-  double fl = floor(v), ratio = v - fl;
+  double fl = floor(clamp_coord(v, in)), ratio = clamp_coord(v, in) - fl;
   int64_t base = (int64_t)fl;
   bool up;
   if (ratio == 0)
@@ -84,6 +94,7 @@ static void cubic_coeffs(double t, double a, double *c) {
  * weights of output j. */
 static void interp_column(const ResizeMode *m, double v, int64_t in,
                           int64_t out, int64_t j, double *mat) {
+  v = clamp_coord(v, in);
   double fl = floor(v), t = v - fl, c[4];
   int64_t base = (int64_t)fl, n;
   if (m->kind == 1) {
@@ -114,9 +125,15 @@ static void interp_column(const ResizeMode *m, double v, int64_t in,
 static FzValue *resize_axis(FzOnnxImporter *im, FzValue *x, size_t axis,
                             int64_t out, double scale, const double *roi,
                             const ResizeMode *m, bool *valid) {
-  int64_t in = fzOnnxDim(x, axis);
+  int64_t in = fzOnnxDim(x, axis), shape[2] = {in, out};
   size_t r = fzOnnxRank(x);
   bool crop = !strcmp(m->coord, "tf_crop_and_resize");
+  /* Nearest builds `out` indices; linear and cubic an [in, out] matrix. */
+  bool nearest = m->kind == 0;
+  if (!fzOnnxCheckBuilt(im, nearest ? 1 : 2, nearest ? &out : shape,
+                        nearest ? "index table" : "interpolation matrix",
+                        NULL))
+    return NULL;
   for (int64_t j = 0; j < out; ++j) {
     double v = source_coord(m, (double)j, in, scale, roi);
     valid[j] = !crop || (v >= 0 && v <= (double)(in - 1));
@@ -135,7 +152,6 @@ static FzValue *resize_axis(FzOnnxImporter *im, FzValue *x, size_t axis,
                                        (int64_t)axis),
                       NULL);
   }
-  int64_t shape[2] = {in, out};
   FzTensor *t = fzTensorCreate(im->ctx, fzOnnxElt(x), 2, shape);
   size_t cells = (size_t)(in * out);
   double *mat = fzOnnxAlloc(im, (cells ? cells : 1) * sizeof *mat);
@@ -234,6 +250,10 @@ static bool h_resize(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       return fzOnnxErrorNotConstant(im, 1, "roi");
     if (n != 2 * r)
       return fzOnnxError(im, "'roi' needs %zu entries", 2 * r);
+    for (size_t i = 0; i < n; ++i)
+      if (!isfinite(roi[i]))
+        return fzOnnxError(im, "'roi' entry %zu is %g: it must be finite", i,
+                           roi[i]);
   }
   int64_t outShape[FZ_GRAPH_MAX_RANK];
   bool *valid[FZ_GRAPH_MAX_RANK];
@@ -242,32 +262,55 @@ static bool h_resize(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   for (size_t a = 0; y && a < r; ++a) {
     int64_t inSize = fzOnnxDim(x, a);
     double scale;
+    char what[64];
+    snprintf(what, sizeof what, "the output size of dimension %zu", a);
     if (sizes) {
+      if (!fzOnnxCheckDim(im, sizes[a], what))
+        return false;
       outShape[a] = sizes[a];
       scale = inSize ? (double)sizes[a] / (double)inSize : 1.0;
     } else {
+      /* A scale of 1e30 or NaN must not reach the conversion to int64. */
       scale = scales[a];
-      outShape[a] = (int64_t)floor((double)inSize * scale);
+      if (!(scale > 0) || !isfinite(scale))
+        return fzOnnxError(im, "scale %g of dimension %zu must be positive "
+                               "and finite", scale, a);
+      if (!fzOnnxFloatToInt(im, floor((double)inSize * scale), 0,
+                            FZ_MAX_DIM, what, &outShape[a]))
+        return false;
     }
-    if (outShape[a] < 0 || !(scale > 0))
-      return fzOnnxError(im, "invalid scale or size for dimension %zu", a);
-    valid[a] = fzOnnxAlloc(im, (size_t)(outShape[a] ? outShape[a] : 1));
-    if (!valid[a])
-      return false;
+    if (!(scale > 0))
+      return fzOnnxError(im, "invalid size 0 for dimension %zu of size "
+                             "%lld", a, (long long)inSize);
     double axisRoi[2] = {0, 1};
     if (roi) {
       axisRoi[0] = roi[a];
       axisRoi[1] = roi[r + a];
     }
     bool identity = !roi && outShape[a] == inSize && scale == 1.0;
-    if (identity) {
-      memset(valid[a], 1, (size_t)outShape[a]);
+    valid[a] = NULL; /* every output is inside the input */
+    if (identity)
       continue;
-    }
+    /* Each output reads the input: an empty one has nothing to read. */
+    if (inSize == 0 && outShape[a] > 0)
+      return fzOnnxError(im, "cannot resize dimension %zu of size 0 to "
+                             "%lld", a, (long long)outShape[a]);
+    /* resize_axis builds a constant of at least `out` elements. */
+    if (!fzOnnxCheckBuilt(im, 1, &outShape[a],
+                          m.kind == 0 ? "index table"
+                                      : "interpolation matrix",
+                          NULL))
+      return false;
+    valid[a] = fzOnnxAlloc(im, (size_t)(outShape[a] ? outShape[a] : 1));
+    if (!valid[a])
+      return false;
     y = resize_axis(im, y, a, outShape[a], scale, axisRoi, &m, valid[a]);
-    for (int64_t j = 0; j < outShape[a]; ++j)
+    for (int64_t j = 0; y && j < outShape[a]; ++j)
       anyInvalid = anyInvalid || !valid[a][j];
   }
+  if (y && anyInvalid &&
+      !fzOnnxCheckBuilt(im, r, outShape, "extrapolation mask", NULL))
+    return false;
   if (y && anyInvalid) {
     FzTensor *mask = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 1), r,
                                     outShape);
@@ -277,7 +320,7 @@ static bool h_resize(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       int64_t rest = i;
       bool ok = true;
       for (size_t a = r; a-- > 0;) {
-        ok = ok && valid[a][rest % outShape[a]];
+        ok = ok && (!valid[a] || valid[a][rest % outShape[a]]);
         rest /= outShape[a];
       }
       fzTensorSetI64(mask, i, ok);

@@ -80,8 +80,14 @@ static bool h_reshape(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     } else if (shape[i] == FZ_DYNAMIC) {
       return fzOnnxError(im, "unsupported dynamic dimension copied by "
                              "shape entry %zu", i);
-    } else {
-      known *= shape[i];
+    } else if (shape[i] > FZ_MAX_DIM ||
+               !fzOnnxMulI64(known, shape[i], &known) ||
+               known > FZ_MAX_ELEMENTS) {
+      /* A zero entry later would not make such a shape valid: each entry
+       * is a dimension. */
+      return fzOnnxError(im, "shape entry %zu (%lld) makes the shape too "
+                             "large (at most 2^40 per dimension and 2^48 "
+                             "elements)", i, (long long)shape[i]);
     }
   }
   if (infer >= 0) {
@@ -251,6 +257,8 @@ static bool h_split(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   int64_t d = fzOnnxDim(x, ax);
   if (d == FZ_DYNAMIC)
     return fzOnnxError(im, "unsupported dynamic dimension along the axis");
+  if (nOut == 0) /* the chunk size below divides by it */
+    return fzOnnxError(im, "requires at least one output");
   if (present && n != nOut)
     return fzOnnxError(im, "'split' has %zu entries for %zu outputs", n,
                        nOut);
@@ -263,7 +271,7 @@ static bool h_split(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     int64_t len = present ? split[k] : chunk;
     if (!present && at + len > d)
       len = d - at;
-    if (len < 0 || at + len > d)
+    if (len < 0 || len > d - at)
       return fzOnnxError(im, "the split sizes do not add up to dimension "
                              "%zu (%lld)", ax, (long long)d);
     starts[ax] = at;
@@ -323,6 +331,10 @@ static bool h_slice(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       return fzOnnxError(im, "unsupported dynamic dimension %zu", a);
     if (step == 0)
       return fzOnnxError(im, "step %zu is 0", i);
+    /* A step past the dimension takes the start element only, as one of
+     * d does: capped, so that no later -step or count overflows. */
+    int64_t maxStep = d > 0 ? d : 1;
+    step = step > maxStep ? maxStep : (step < -maxStep ? -maxStep : step);
     int64_t s = st[i], e = en[i];
     if (s < 0)
       s = s < -d ? -d - 1 : s + d;
@@ -377,6 +389,8 @@ static bool h_expand(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   for (size_t i = 0; i < outRank; ++i) {
     int64_t a = i + r >= outRank ? fzOnnxDim(x, i + r - outRank) : 1;
     int64_t b = i + n >= outRank ? s[i + n - outRank] : 1;
+    if (!fzOnnxCheckDim(im, b, "shape entry"))
+      return false;
     if (a != 1 && b != 1 && a != b)
       return fzOnnxError(im, "shape entry %lld does not broadcast with "
                              "input dimension %lld", (long long)b,
@@ -411,7 +425,11 @@ static bool h_tile(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     a[2 * i] = 1;
     b[2 * i] = rep[i];
     a[2 * i + 1] = b[2 * i + 1] = fzOnnxDim(x, i);
-    c[i] = rep[i] * fzOnnxDim(x, i);
+    if (!fzOnnxMulI64(rep[i], fzOnnxDim(x, i), &c[i]) ||
+        c[i] > FZ_MAX_DIM)
+      return fzOnnxError(im, "repeat %zu (%lld) makes dimension %zu too "
+                             "large (at most 2^40)", i, (long long)rep[i],
+                         i);
   }
   FzValue *y = fzOnnxReshape(im, x, 2 * r, a);
   y = fzOnnxBroadcastTo(im, y, 2 * r, b);
@@ -547,19 +565,24 @@ static bool h_depth_space(FzOnnxImporter *im, FzValue *const *in,
     return fzOnnxRank(x) == 4 ? false
                               : fzOnnxError(im, "input must have rank 4");
   int64_t N = fzOnnxDim(x, 0), C = fzOnnxDim(x, 1), H = fzOnnxDim(x, 2),
-          W = fzOnnxDim(x, 3);
+          W = fzOnnxDim(x, 3), bb, hb, wb, cbb;
+  /* The shapes below multiply dims (at most 2^40) by the blocksize. */
+  if (!fzOnnxMulI64(b, b, &bb) || !fzOnnxMulI64(H, b, &hb) ||
+      !fzOnnxMulI64(W, b, &wb) || !fzOnnxMulI64(C, bb, &cbb))
+    return fzOnnxError(im, "attribute 'blocksize' (%lld) is too large for "
+                           "the input", (long long)b);
   FzValue *y;
   if (!strcmp(im->node->op_type, "DepthToSpace")) {
     bool crd = !strcmp(mode, "CRD");
     if (!crd && strcmp(mode, "DCR"))
       return fzOnnxErrorAttrValue(im, "mode", mode);
-    if (C % (b * b))
+    if (C % bb)
       return fzOnnxError(im, "channels (%lld) are not a multiple of "
                              "blocksize^2", (long long)C);
-    int64_t c = C / (b * b);
+    int64_t c = C / bb;
     int64_t s1[6] = {N, b, b, c, H, W}, s1c[6] = {N, c, b, b, H, W};
     int64_t p[6] = {0, 3, 4, 1, 5, 2}, pc[6] = {0, 1, 4, 2, 5, 3};
-    int64_t s2[4] = {N, c, H * b, W * b};
+    int64_t s2[4] = {N, c, hb, wb};
     y = fzOnnxReshape(im, x, 6, crd ? s1c : s1);
     y = fzOnnxTranspose(im, y, 6, crd ? pc : p);
     y = fzOnnxReshape(im, y, 4, s2);
@@ -568,7 +591,7 @@ static bool h_depth_space(FzOnnxImporter *im, FzValue *const *in,
       return fzOnnxError(im, "spatial dims are not multiples of blocksize");
     int64_t s1[6] = {N, C, H / b, b, W / b, b};
     int64_t p[6] = {0, 3, 5, 1, 2, 4};
-    int64_t s2[4] = {N, C * b * b, H / b, W / b};
+    int64_t s2[4] = {N, cbb, H / b, W / b};
     y = fzOnnxReshape(im, x, 6, s1);
     y = fzOnnxTranspose(im, y, 6, p);
     y = fzOnnxReshape(im, y, 4, s2);

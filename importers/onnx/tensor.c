@@ -14,12 +14,17 @@
  *
  * External data (data_location EXTERNAL) is read from a file named by
  * the "location" entry relative to the model's folder; absolute paths
- * and ".." components are refused, as the ONNX checker does.
+ * and ".." components are refused, as the ONNX checker does, and so is a
+ * location whose real path (through symbolic links) leaves the folder.
  */
+/* realpath is XSI (the build defines _POSIX_C_SOURCE only). */
+#define _XOPEN_SOURCE 700
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "importers/onnx/onnx_internal.h"
 
@@ -79,11 +84,40 @@ static bool report(Reporter *r, const char *fmt, ...) {
   return false;
 }
 
+/* Parses an external-data "offset" or "length" value: decimal digits
+ * only, at most INT64_MAX; false otherwise. */
+static bool parse_size(const char *s, long long *out) {
+  if (!*s)
+    return false;
+  long long v = 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9' || v > (INT64_MAX - (*s - '0')) / 10)
+      return false;
+    v = v * 10 + (*s - '0');
+  }
+  *out = v;
+  return true;
+}
+
+/* Whether the real path `path` lies inside the real folder `dir`. */
+static bool path_within(const char *path, const char *dir) {
+  size_t n = strlen(dir);
+  if (n == 1 && dir[0] == '/')
+    return path[0] == '/';
+  return !strncmp(path, dir, n) && path[n] == '/';
+}
+
 /* Reads the `expected` bytes at `offset` of baseDir/location into a new
  * buffer *dst (NULL when expected is 0). The buffer is allocated only once
  * the file is known to hold those bytes: a tiny model may declare a tensor
  * of 2^48 elements, and its size must not reach the allocator (found by
- * fuzz_onnx: a 4 TB malloc, an out-of-memory abort under ASan). */
+ * fuzz_onnx: a 4 TB malloc, an out-of-memory abort under ASan).
+ *
+ * The file must stay inside the model's folder: the location must be
+ * relative without "..", and its real path (symbolic links resolved) must
+ * lie under the folder's real path, so that a model cannot read
+ * /etc/passwd as a constant through a link. It must be a regular file
+ * (not a FIFO or a device that would block or never end). */
 static bool read_external(Reporter *r, const char *baseDir,
                           const Onnx__TensorProto *t, void **dst,
                           size_t expected) {
@@ -94,12 +128,15 @@ static bool read_external(Reporter *r, const char *baseDir,
     const Onnx__StringStringEntryProto *e = t->external_data[i];
     if (!e->key || !e->value)
       continue;
-    if (!strcmp(e->key, "location"))
+    if (!strcmp(e->key, "location")) {
       location = e->value;
-    else if (!strcmp(e->key, "offset"))
-      offset = strtoll(e->value, NULL, 10);
-    else if (!strcmp(e->key, "length"))
-      length = strtoll(e->value, NULL, 10);
+    } else if ((!strcmp(e->key, "offset") &&
+                !parse_size(e->value, &offset)) ||
+               (!strcmp(e->key, "length") &&
+                !parse_size(e->value, &length))) {
+      return report(r, "external data '%s' must be a non-negative integer "
+                       "(at most 2^63 - 1), got '%s'", e->key, e->value);
+    }
   }
   if (!location || !*location)
     return report(r, "external data has no 'location'");
@@ -109,7 +146,7 @@ static bool read_external(Reporter *r, const char *baseDir,
   if (location[0] == '/' || strstr(location, ".."))
     return report(r, "external data location '%s' must be a relative path "
                      "inside the model's folder", location);
-  if (offset < 0 || (length >= 0 && (size_t)length != expected))
+  if (length >= 0 && (unsigned long long)length != expected)
     return report(r, "external data '%s' has length %lld but the tensor "
                      "needs %zu bytes", location, length, expected);
   size_t plen = strlen(baseDir) + strlen(location) + 2;
@@ -117,17 +154,27 @@ static bool read_external(Reporter *r, const char *baseDir,
   if (!path)
     return report(r, "out of memory");
   snprintf(path, plen, "%s/%s", baseDir, location);
-  FILE *f = fopen(path, "rb");
+  char *real = realpath(path, NULL);
+  int err = errno;
+  char *realBase = real ? realpath(baseDir, NULL) : NULL;
+  err = real ? errno : err;
+  struct stat st;
+  FILE *f = NULL;
   bool ok = false;
-  long fileSize = -1;
-  if (f && fseek(f, 0, SEEK_END) == 0)
-    fileSize = ftell(f);
-  if (!f) {
+  if (!real || !realBase) {
+    report(r, "external data file '%s' cannot be read: %s", path,
+           strerror(err));
+  } else if (!path_within(real, realBase)) {
+    report(r, "external data location '%s' leads outside the model's "
+              "folder (to '%s')", location, real);
+  } else if (stat(real, &st) != 0 || !S_ISREG(st.st_mode)) {
+    report(r, "external data file '%s' is not a regular file", path);
+  } else if (!(f = fopen(real, "rb"))) {
     report(r, "external data file '%s' cannot be read: %s", path,
            strerror(errno));
-  } else if (fileSize < 0 || offset > fileSize ||
-             expected > (size_t)(fileSize - offset) ||
-             fseek(f, offset, SEEK_SET) != 0) {
+  } else if (offset > (long long)st.st_size ||
+             expected > (unsigned long long)(st.st_size - offset) ||
+             fseeko(f, (off_t)offset, SEEK_SET) != 0) {
     report(r, "external data file '%s' is too short (needs %zu bytes at "
               "offset %lld)", path, expected, offset);
   } else if (expected && !(*dst = fzMalloc(r->ctx, expected))) {
@@ -140,7 +187,13 @@ static bool read_external(Reporter *r, const char *baseDir,
   }
   if (f)
     fclose(f);
+  free(real);
+  free(realBase);
   fzFree(r->ctx, path);
+  if (!ok) {
+    fzFree(r->ctx, *dst);
+    *dst = NULL;
+  }
   return ok;
 }
 
@@ -311,7 +364,10 @@ FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
                                    FzType *dtype) {
   ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};
   FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(name), NULL);
-  Onnx__TensorProto *t = onnx__tensor_proto__unpack(&alloc, size, data);
+  Onnx__TensorProto *t =
+      size <= FZ_ONNX_MAX_MODEL_SIZE && fzOnnxLooksLikeProtobuf(data, size)
+          ? onnx__tensor_proto__unpack(&alloc, size, data)
+          : NULL;
   if (!t) {
     fzEmitError(ctx, loc, "not a valid serialized ONNX TensorProto (the "
                           "protobuf data is truncated or malformed)");
@@ -348,24 +404,10 @@ FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path) {
 
 FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
                                  FzType *dtype) {
-  FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(path), NULL);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    fzEmitError(ctx, loc, "cannot open file: %s", strerror(errno));
-    return NULL;
-  }
   FzBuf b;
   fzBufInit(&b, ctx);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-    fzBufAppend(&b, chunk, n);
-  bool readErr = ferror(f) != 0;
-  fclose(f);
   FzTensor *t = NULL;
-  if (readErr)
-    fzEmitError(ctx, loc, "cannot read file");
-  else if (!b.failed)
+  if (fzOnnxReadFile(ctx, path, &b))
     t = fzOnnxReadTensorBufferAs(ctx, b.data ? b.data : "", b.len, path,
                                   dtype);
   fzBufFree(&b);

@@ -65,6 +65,14 @@ typedef struct FzOnnxImportOptions {
   const FzOnnxInputValue *inputValues;
 } FzOnnxImportOptions;
 
+/* The largest model (and TensorProto file) read, in bytes: protobuf's
+ * limit on a message (2 GiB - 1). Larger models keep their weights as
+ * external data. A larger file or buffer is an error, found before it is
+ * read whole: the file readers stop there (a device such as /dev/zero
+ * never ends), and at the first bytes when they cannot start a protobuf
+ * message. */
+#define FZ_ONNX_MAX_MODEL_SIZE ((size_t)0x7FFFFFFF)
+
 /* Reads and imports the .onnx file at path. External tensor data is
  * looked up relative to the file's folder. The graph, builtin and func
  * dialects are registered into ctx. Returns a verified module, or NULL
