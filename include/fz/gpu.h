@@ -145,7 +145,7 @@ typedef struct FzGpuFunction {
   size_t numTemps;
   int64_t *tempBytes; /* device bytes of each temporary */
   /* Constant roots: the top-level loop.constant_buffer ops that launches
-   * pass (lower-loop-to-kernel makes every constant of more than 1 KiB a
+   * pass (lower-loop-to-kernel makes every constant of more than 64 bytes a
    * kernel parameter: a model's weights). The runtime allocates each on
    * the device and uploads its contents before the first launch; the
    * PTX holds no copy of them. */

@@ -235,6 +235,10 @@ typedef struct FzLoopToKernelOptions {
   /* A remark at every nest that holds a loop: the matmul kernel it
    * became (its tile), or why the matmul mapping refused it. */
   bool remarks;
+  /* Keep structurally identical kernels apart (by default the last step
+   * merges them: each distinct kernel.func once, every launch of a
+   * duplicate calling the kept one). */
+  bool noDedup;
 } FzLoopToKernelOptions;
 
 void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);

@@ -123,13 +123,23 @@ bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
 /* Constant buffers up to this many bytes are copied into each kernel that
  * uses them (a global with its data in the PTX); larger ones are kernel
  * parameters, passed by the launches like temporaries (fz/gpu.h: the
- * function's constant roots, uploaded by the runtime). */
-#define FZ_LK_INLINE_CONSTANT_BYTES 1024u
+ * function's constant roots, uploaded by the runtime). Small, so that the
+ * kernels of a model's repeated blocks, which differ only in their
+ * weights and biases, are identical (dedup.c). */
+#define FZ_LK_INLINE_CONSTANT_BYTES 64u
 
 /* Whether op is a top-level loop.constant_buffer of more than
  * FZ_LK_INLINE_CONSTANT_BYTES, which outlined kernels take as a
  * parameter. */
 bool fzLkIsConstantRoot(FzOp *op);
+
+/*===--- dedup.c ----------------------------------------------------------===*/
+
+/* Merges the structurally identical kernel.func ops of module (the same
+ * generic form but for the name): the launches of each duplicate call the
+ * first of its group, and the duplicates are erased. False after an
+ * error (reported). */
+bool fzLkDedupKernels(FzOp *module);
 
 /*===--- build.c ----------------------------------------------------------===*/
 

@@ -232,7 +232,7 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
     if (ok)
       erase_dead_setup(body);
   }
-  return ok;
+  return ok && (options->noDedup || fzLkDedupKernels(module));
 }
 
 /*===--- The pass ---------------------------------------------------------===*/
@@ -275,6 +275,10 @@ static const FzPassOptionDef kOptions[] = {
      "operands rounded to a 10-bit mantissa, f32 accumulation; changes "
      "results, hence off by default)",
      NULL, 0, 0},
+    {"dedup", FZ_PASS_OPTION_BOOL, "true",
+     "Structurally identical kernels (a model's repeated blocks) become one "
+     "kernel.func that every launch of them calls",
+     NULL, 0, 0},
     {"remarks", FZ_PASS_OPTION_BOOL, "false",
      "A remark per nest with a loop: the matmul kernel it became, or why "
      "the matmul mapping refused it",
@@ -288,6 +292,7 @@ static bool run(FzPass *pass, FzOp *module) {
   o.vector = (unsigned)fzPassGetIntOption(pass, "vector");
   o.rowChunks = (unsigned)fzPassGetIntOption(pass, "row-chunks");
   o.noRowStage = !fzPassGetBoolOption(pass, "row-stage");
+  o.noDedup = !fzPassGetBoolOption(pass, "dedup");
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
