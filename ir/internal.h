@@ -231,6 +231,7 @@ struct FzContext {
   bool reportingAllocFailure;
   bool allowUnregistered;
   unsigned maxNesting;
+  size_t maxSourceSize; /* fzParseFile/fzParseSource: longest input */
   size_t numErrors;
   FzArena arena; /* immortal uniqued storage */
 

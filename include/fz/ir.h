@@ -95,6 +95,15 @@ bool fzContextGetAllowUnregisteredDialects(const FzContext *ctx);
 void fzContextSetMaxNesting(FzContext *ctx, unsigned depth);
 unsigned fzContextGetMaxNesting(const FzContext *ctx);
 
+/* The largest source text, in bytes, that fzParseFile reads and
+ * fzParseSource accepts (default FZ_DEFAULT_MAX_SOURCE_SIZE, 1 GiB; 0 is
+ * taken as 1). A longer input (or an endless one such as /dev/zero) is
+ * the error "input '...' is larger than the limit of N bytes" after
+ * reading at most N + 1 bytes, never an endless read. */
+#define FZ_DEFAULT_MAX_SOURCE_SIZE ((size_t)1 << 30)
+void fzContextSetMaxSourceSize(FzContext *ctx, size_t bytes);
+size_t fzContextGetMaxSourceSize(const FzContext *ctx);
+
 /* Interned identifiers: equal strings give the same pointer. NULL on
  * allocation failure. */
 FzIdent *fzIdentGet(FzContext *ctx, FzStringRef str);
