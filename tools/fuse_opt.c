@@ -431,6 +431,7 @@ int main(int argc, char **argv) {
     printf("fuse-opt version %s\n", fzGetVersionString());
     return 0;
   }
+  opts.passes.allowUnregistered = opts.allowUnregistered;
   status = fzOptPassFlagsPrepare(&opts.passes, opts.input, stdout);
   if (status >= 0)
     return status;
