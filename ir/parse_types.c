@@ -187,10 +187,17 @@ static bool parse_x(FzAsmParser *p) {
   return fzpErrorAt(p, &p->tok, "expected 'x' in dimension list");
 }
 
-/* dim-list: pushes the dimensions on dimStack. */
-static bool parse_dims(FzAsmParser *p) {
+/* dim-list: pushes the dimensions on dimStack, from index base on. The
+ * rank limit is checked at each dimension: every 'x' relexes the rest
+ * of the list as one identifier, so reading 100,000 dimensions before
+ * checking would take quadratic time. */
+static bool parse_dims(FzAsmParser *p, size_t base, const char *what) {
   for (;;) {
     int64_t d;
+    if ((fzpIs(p, FZ_TOK_QUESTION) || fzpIs(p, FZ_TOK_INTEGER)) &&
+        dim_count(p) - base == FZ_MAX_RANK)
+      return fzpErrorAt(p, &p->tok, "%s rank exceeds the limit of %d at "
+                        "dimension %d", what, FZ_MAX_RANK, FZ_MAX_RANK + 1);
     if (fzpIs(p, FZ_TOK_QUESTION)) {
       d = FZ_DYNAMIC;
       fzpAdvance(p);
@@ -275,7 +282,7 @@ static bool surely_valid(KwType kw, bool unranked, size_t rank,
     return false;
   if (unranked)
     return true;
-  if (rank > 64 || (kw == KW_VECTOR && rank == 0))
+  if (rank > FZ_MAX_RANK || (kw == KW_VECTOR && rank == 0))
     return false;
   int64_t count = 1;
   for (size_t i = 0; i < rank; ++i) {
@@ -312,7 +319,7 @@ static FzType *parse_shaped(FzAsmParser *p, KwType kw) {
     if (!parse_x(p))
       goto done;
     unranked = true;
-  } else if (!parse_dims(p)) {
+  } else if (!parse_dims(p, base, what)) {
     goto done;
   }
   size_t rank = dim_count(p) - base;

@@ -221,6 +221,8 @@ typedef enum FzTypeKind {
 /* Largest static dimension, and largest element count of a shaped type. */
 #define FZ_MAX_DIM ((int64_t)1 << 40)
 #define FZ_MAX_ELEMENTS ((int64_t)1 << 48)
+/* Largest rank of a shaped type (the parser stops at the 65th dim). */
+#define FZ_MAX_RANK 64
 
 /* The scalar types. fzIntegerTypeGet returns NULL, without a
  * diagnostic, for a width outside 1..64. All return NULL on allocation
