@@ -774,13 +774,20 @@ static FzAttr *parse_hash_attr(FzAsmParser *p) {
       fzpErrorAt(p, &t, "undefined symbol alias id '%.*s'", (int)len, name);
       return NULL;
     }
-    if (!a->attr) {
-      fzpErrorAt(p, &t, "expected attribute, but '#%.*s' is a location alias",
-                 (int)len, name);
+    fzpAdvance(p);
+    if (a->attr)
+      return a->attr;
+    /* A location alias as a value is a location attribute, as mlir-opt
+     * prints `{l = loc(...)}`: `{l = #loc}`. */
+    if (!a->loc) {
+      fzpErrorAt(p, &t, "expected attribute, but '#%.*s' is no attribute or "
+                 "location alias", (int)len, name);
       return NULL;
     }
-    fzpAdvance(p);
-    return a->attr;
+    FzAttr *l = fzLocAttrGet(p->ctx, a->loc);
+    if (!l)
+      fzpOutOfMemory(p);
+    return l;
   }
   FzStringRef dialect, body;
   if (!fzpParseDialectBody(p, &t, name, len, &dialect, &body))
