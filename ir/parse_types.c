@@ -214,6 +214,9 @@ static bool parse_dims(FzAsmParser *p, size_t base, const char *what) {
         d = (int64_t)v;
         fzpAdvance(p);
       }
+    } else if (fzpIs(p, FZ_TOK_LSQUARE)) {
+      return fzpErrorAt(p, &p->tok, "scalable vector dimensions ([4]) are "
+                                    "not supported by fuse");
     } else {
       return true;
     }
@@ -330,6 +333,11 @@ static FzType *parse_shaped(FzAsmParser *p, KwType kw) {
   unsigned space = 0;
   if (kw == KW_BUFFER && !parse_buffer_tail(p, rank, &hasStrides, &space))
     goto done;
+  if (kw == KW_TENSOR && fzpIs(p, FZ_TOK_COMMA)) {
+    fzpErrorAt(p, &p->tok, "tensor encodings (tensor<4xf32, #enc>) are not "
+                           "supported by fuse");
+    goto done;
+  }
   if (!fzpIs(p, FZ_TOK_GREATER)) {
     fzpErrorAt(p, &p->tok, "expected '>' in %s type", what);
     goto done;
