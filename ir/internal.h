@@ -111,6 +111,9 @@ struct FzLoc {
       FzLoc **locs;
       FzAttr *meta;
     } fused;
+    struct {
+      FzLoc *callee, *caller;
+    } callsite;
   } u;
 };
 

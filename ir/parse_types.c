@@ -661,6 +661,30 @@ done:
   return result;
 }
 
+/* 'callsite' '(' loc-inner 'at' loc-inner ')' */
+static FzLoc *parse_callsite_loc(FzAsmParser *p) {
+  fzpAdvance(p);
+  if (!fzpExpect(p, FZ_TOK_LPAREN, "expected '(' in callsite location"))
+    return NULL;
+  FzLoc *callee = fzpParseLocInner(p);
+  if (!callee)
+    return NULL;
+  if (!fzpIsKeyword(p, "at")) {
+    fzpErrorAt(p, &p->tok, "expected 'at' in callsite location");
+    return NULL;
+  }
+  fzpAdvance(p);
+  FzLoc *caller = fzpParseLocInner(p);
+  if (!caller)
+    return NULL;
+  if (!fzpExpect(p, FZ_TOK_RPAREN, "expected ')' in callsite location"))
+    return NULL;
+  FzLoc *loc = fzCallSiteLocGet(p->ctx, callee, caller);
+  if (!loc)
+    fzpOutOfMemory(p);
+  return loc;
+}
+
 static FzLoc *parse_loc_inner(FzAsmParser *p) {
   FzContext *ctx = p->ctx;
   FzToken t = p->tok;
@@ -671,10 +695,8 @@ static FzLoc *parse_loc_inner(FzAsmParser *p) {
     }
     if (spelled(&t, "fused"))
       return parse_fused_loc(p);
-    if (spelled(&t, "callsite")) {
-      fzpErrorAt(p, &t, "callsite locations are not supported");
-      return NULL;
-    }
+    if (spelled(&t, "callsite"))
+      return parse_callsite_loc(p);
   }
   if (t.kind == FZ_TOK_HASH_IDENT) {
     FzpAlias *a = fzpLookupAlias(p, t.start + 1, t.len - 1, 0);

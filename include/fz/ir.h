@@ -419,6 +419,7 @@ typedef enum FzLocKind {
   FZ_LOC_FILE_LINE_COL, /* loc("file":3:7) */
   FZ_LOC_NAME,          /* loc("name") or loc("name"(child)) */
   FZ_LOC_FUSED,         /* loc(fused["a":1:2, "b":3:4]) or fused<meta>[..] */
+  FZ_LOC_CALLSITE,      /* loc(callsite("callee":1:2 at "caller":3:4)) */
 } FzLocKind;
 
 /* Location constructors; NULL only on allocation failure (fzUnknownLocGet
@@ -433,6 +434,8 @@ FzLoc *fzNameLocGet(FzContext *ctx, FzStringRef name, FzLoc *child);
  * unknown when none. metadata may be NULL. */
 FzLoc *fzFusedLocGet(FzContext *ctx, size_t n, FzLoc *const *locs,
                      FzAttr *metadata);
+/* callee inlined at caller (MLIR's CallSiteLoc); NULL is unknown. */
+FzLoc *fzCallSiteLocGet(FzContext *ctx, FzLoc *callee, FzLoc *caller);
 
 /* Accessors; each requires the kind given in its comment. */
 FzLocKind fzLocGetKind(const FzLoc *loc);
@@ -444,6 +447,8 @@ FzLoc *fzLocGetChild(const FzLoc *loc);      /* NAME: never NULL */
 size_t fzLocGetNumFused(const FzLoc *loc);   /* FUSED */
 FzLoc *fzLocGetFused(const FzLoc *loc, size_t i);
 FzAttr *fzLocGetFusedMetadata(const FzLoc *loc); /* may be NULL */
+FzLoc *fzLocGetCallee(const FzLoc *loc);    /* CALLSITE: never NULL */
+FzLoc *fzLocGetCaller(const FzLoc *loc);    /* CALLSITE: never NULL */
 /* The first file:line:col location found inside loc (depth-first), or
  * NULL: what diagnostics use to point at the source. */
 FzLoc *fzLocFindFileLineCol(FzLoc *loc);
