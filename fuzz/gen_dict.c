@@ -60,18 +60,24 @@ static const char *const kTypes[] = {
     "i1", "i8", "i16", "i32", "i64", "i65", "si32", "ui8", "index", "f16",
     "bf16", "f32", "f64", "none", "tensor<", "vector<", "buffer<", "?x",
     "x", "4x", "0x", "tensor<*xf32>", "tensor<?x?xf32>", "complex<f32>",
-    "() -> ()", NULL};
+    "() -> ()", "1x1x1x1x1x1x1x1x", "vector<[4]xi32>", "[4]x",
+    "tensor<16xf64, \"sparse\">", ", #enc>", NULL};
 
 static const char *const kAttrs[] = {
     "dense<", "dense<[", "dense<\"0x", "array<i64: ", "array<f32: ",
     "true", "false", "unit", "loc(", "loc(\"f\":1:2)", "loc(unknown)",
     "fused<", "callsite(", " at ", "#loc", "{", "<{", "}>", ": i64", ": f32",
     "attributes", "sym_name", "function_type", "sym_visibility", "private",
-    "nested", "public", "arg_attrs", "res_attrs", "value", NULL};
+    "nested", "public", "arg_attrs", "res_attrs", "value", "res_attrs = [{}]",
+    "array<i7: ", "array<i1: ", "#loc = loc(\"a\":1:2)", "{l = #loc}",
+    "\"x\" : i32", "dense_resource<", "sparse<", "dense<[\"a\", \"b\"]>",
+    "-> (f32 {", "{foo.x = 1}", NULL};
 
 static const char *const kCustom[] = {
     "func.func", "module", "builtin.module", "return", "func.return",
-    "func.call", "in", "iter_args", "step", "to", "strides", "m16n8k16",
+    "func.call", "func.constant", "func.call_indirect", "call_indirect",
+    "constant", "builtin.unrealized_conversion_cast",
+    "unrealized_conversion_cast", "in", "iter_args", "step", "to", "strides", "m16n8k16",
     "attributes", "inf", "nan", "0x7F800000", NULL};
 
 static const char *const kKernel[] = {
@@ -82,7 +88,8 @@ static const char *const kKernel[] = {
 
 static const char *const kPipeline[] = {
     "(", ")", "{", "}", ",", "=", " ", "\"", "builtin.module(",
-    "func.func(", "any(", "kernel.func(", "loop.func(", "true", "false",
+    "func.func(", "any(", "kernel.func(", "loop.func(", "foo.bar(",
+    "func.funk(", "true", "false",
     "0", "-1", "9223372036854775807", "1e308", NULL};
 
 static const char *const kRun[] = {

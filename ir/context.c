@@ -58,6 +58,7 @@ FzContext *fzContextCreateWithAllocator(const FzAllocator *alloc) {
   memset(ctx, 0, sizeof *ctx);
   ctx->alloc = *alloc;
   ctx->maxNesting = 256;
+  ctx->maxSourceSize = FZ_DEFAULT_MAX_SOURCE_SIZE;
   ctx->nextHandlerId = 1;
   fzArenaInit(&ctx->arena, ctx);
   if (!init_builtins(ctx)) {
@@ -110,6 +111,14 @@ void fzContextSetMaxNesting(FzContext *ctx, unsigned depth) {
 
 unsigned fzContextGetMaxNesting(const FzContext *ctx) {
   return ctx->maxNesting;
+}
+
+void fzContextSetMaxSourceSize(FzContext *ctx, size_t bytes) {
+  ctx->maxSourceSize = bytes ? bytes : 1;
+}
+
+size_t fzContextGetMaxSourceSize(const FzContext *ctx) {
+  return ctx->maxSourceSize;
 }
 
 size_t fzContextGetNumErrors(const FzContext *ctx) { return ctx->numErrors; }

@@ -111,6 +111,9 @@ struct FzLoc {
       FzLoc **locs;
       FzAttr *meta;
     } fused;
+    struct {
+      FzLoc *callee, *caller;
+    } callsite;
   } u;
 };
 
@@ -231,6 +234,7 @@ struct FzContext {
   bool reportingAllocFailure;
   bool allowUnregistered;
   unsigned maxNesting;
+  size_t maxSourceSize; /* fzParseFile/fzParseSource: longest input */
   size_t numErrors;
   FzArena arena; /* immortal uniqued storage */
 

@@ -20,6 +20,9 @@ static uint32_t loc_hash(const FzLoc *k) {
     for (size_t i = 0; i < k->u.fused.n; ++i)
       h = fzHashCombine(h, (uint64_t)(uintptr_t)k->u.fused.locs[i]);
     return h;
+  case FZ_LOC_CALLSITE:
+    h = fzHashCombine(h, (uint64_t)(uintptr_t)k->u.callsite.callee);
+    return fzHashCombine(h, (uint64_t)(uintptr_t)k->u.callsite.caller);
   case FZ_LOC_UNKNOWN:
     return h;
   }
@@ -42,6 +45,9 @@ static bool loc_eq(const void *ev, const void *kv) {
            e->u.fused.n == k->u.fused.n &&
            (k->u.fused.n == 0 || !memcmp(e->u.fused.locs, k->u.fused.locs,
                    k->u.fused.n * sizeof(FzLoc *)));
+  case FZ_LOC_CALLSITE:
+    return e->u.callsite.callee == k->u.callsite.callee &&
+           e->u.callsite.caller == k->u.callsite.caller;
   case FZ_LOC_UNKNOWN:
     return true;
   }
@@ -185,6 +191,13 @@ FzLoc *fzNameLocGet(FzContext *ctx, FzStringRef name, FzLoc *child) {
   return k.u.name.name ? loc_get(ctx, &k) : NULL;
 }
 
+FzLoc *fzCallSiteLocGet(FzContext *ctx, FzLoc *callee, FzLoc *caller) {
+  FzLoc k = loc_key(FZ_LOC_CALLSITE);
+  k.u.callsite.callee = callee ? callee : fzUnknownLocGet(ctx);
+  k.u.callsite.caller = caller ? caller : fzUnknownLocGet(ctx);
+  return loc_get(ctx, &k);
+}
+
 /* Appends loc's flattened parts to vec, skipping unknowns and repeats. */
 static bool flatten(FzPtrVec *vec, FzLoc *loc) {
   if (!loc || loc->kind == FZ_LOC_UNKNOWN)
@@ -241,6 +254,8 @@ FzLoc *fzLocGetFused(const FzLoc *loc, size_t i) {
   return loc->u.fused.locs[i];
 }
 FzAttr *fzLocGetFusedMetadata(const FzLoc *loc) { return loc->u.fused.meta; }
+FzLoc *fzLocGetCallee(const FzLoc *loc) { return loc->u.callsite.callee; }
+FzLoc *fzLocGetCaller(const FzLoc *loc) { return loc->u.callsite.caller; }
 
 FzLoc *fzLocFindFileLineCol(FzLoc *loc) {
   /* Iterative: locations built by the library are shallow, but one
@@ -252,6 +267,14 @@ FzLoc *fzLocFindFileLineCol(FzLoc *loc) {
     case FZ_LOC_NAME:
       loc = loc->u.name.child;
       break;
+    case FZ_LOC_CALLSITE: {
+      /* The callee's source first (where the code is), as MLIR does. */
+      FzLoc *r = fzLocFindFileLineCol(loc->u.callsite.callee);
+      if (r)
+        return r;
+      loc = loc->u.callsite.caller;
+      break;
+    }
     case FZ_LOC_FUSED:
       for (size_t i = 0; i < loc->u.fused.n; ++i) {
         FzLoc *r = fzLocFindFileLineCol(loc->u.fused.locs[i]);

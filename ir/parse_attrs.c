@@ -200,6 +200,9 @@ static bool parse_elt(FzAsmParser *p, FzpElt *e) {
   e->tok = p->tok;
   bool ok = e->tok.kind == FZ_TOK_INTEGER || e->tok.kind == FZ_TOK_FLOAT ||
             (!e->neg && is_bool_token(&e->tok));
+  if (!ok && !e->neg && e->tok.kind == FZ_TOK_STRING)
+    return fzpErrorAt(p, &p->tok, "string elements (dense<[\"a\", ...]>) are "
+                                  "not supported by fuse");
   if (!ok)
     return fzpErrorAt(p, &p->tok, "expected element literal");
   fzpAdvance(p);
@@ -466,7 +469,8 @@ static FzAttr *parse_dense(FzAsmParser *p, FzType *type) {
     if (s.length < 2 || s.data[0] != '0' || s.data[1] != 'x' ||
         (s.length % 2) != 0) {
       fzpErrorAt(p, &hexTok, "expected a hex string \"0x...\" in dense "
-                             "elements");
+                             "elements (string elements are not supported "
+                             "by fuse)");
       goto done;
     }
     for (size_t i = 2; i < s.length; i += 2) {
@@ -570,6 +574,12 @@ static FzAttr *parse_dense_array(FzAsmParser *p) {
                elt);
     return NULL;
   }
+  /* As MLIR: whole bytes per element, or i1 (booleans). */
+  unsigned width = fzTypeGetBitWidth(elt);
+  if (fzTypeIsInteger(elt) && width != 1 && width % 8 != 0) {
+    fzpErrorAt(p, &typeTok, "element type bitwidth must be a multiple of 8");
+    return NULL;
+  }
   FzBuf data;
   fzBufInit(&data, p->ctx);
   FzAttr *result = NULL;
@@ -607,6 +617,11 @@ static FzAttr *parse_array(FzAsmParser *p) {
       FzAttr *a = fzpParseAttr(p, NULL);
       if (!a)
         goto done;
+      if (fzpIs(p, FZ_TOK_COLON) && fzAttrGetKind(a) == FZ_ATTR_STRING) {
+        fzpErrorAt(p, &p->tok, "typed string attributes (\"x\" : type) are "
+                               "not supported by fuse");
+        goto done;
+      }
       if (!fzPtrVecPush(&p->ptrStack, a)) {
         fzpOutOfMemory(p);
         goto done;
@@ -686,6 +701,11 @@ bool fzpParseDictEntries(FzAsmParser *p, size_t *base, size_t *n) {
       if (fzpConsumeIf(p, FZ_TOK_EQUAL)) {
         if (!(value = fzpParseAttr(p, NULL)))
           goto done;
+        if (fzpIs(p, FZ_TOK_COLON) && fzAttrGetKind(value) == FZ_ATTR_STRING) {
+          fzpErrorAt(p, &p->tok, "typed string attributes (\"x\" : type) are "
+                                 "not supported by fuse");
+          goto done;
+        }
       } else {
         value = fzUnitAttrGet(p->ctx);
       }
@@ -774,13 +794,20 @@ static FzAttr *parse_hash_attr(FzAsmParser *p) {
       fzpErrorAt(p, &t, "undefined symbol alias id '%.*s'", (int)len, name);
       return NULL;
     }
-    if (!a->attr) {
-      fzpErrorAt(p, &t, "expected attribute, but '#%.*s' is a location alias",
-                 (int)len, name);
+    fzpAdvance(p);
+    if (a->attr)
+      return a->attr;
+    /* A location alias as a value is a location attribute, as mlir-opt
+     * prints `{l = loc(...)}`: `{l = #loc}`. */
+    if (!a->loc) {
+      fzpErrorAt(p, &t, "expected attribute, but '#%.*s' is no attribute or "
+                 "location alias", (int)len, name);
       return NULL;
     }
-    fzpAdvance(p);
-    return a->attr;
+    FzAttr *l = fzLocAttrGet(p->ctx, a->loc);
+    if (!l)
+      fzpOutOfMemory(p);
+    return l;
   }
   FzStringRef dialect, body;
   if (!fzpParseDialectBody(p, &t, name, len, &dialect, &body))
@@ -831,6 +858,12 @@ static FzAttr *parse_attr_inner(FzAsmParser *p, FzType *type) {
     }
     if (fzpIsKeyword(p, "dense"))
       return parse_dense(p, type);
+    if (fzpIsKeyword(p, "dense_resource") || fzpIsKeyword(p, "sparse")) {
+      /* Not in fuse's attribute vocabulary (docs/textual-format.md). */
+      fzpErrorAt(p, &t, "'%.*s' elements attributes are not supported by "
+                        "fuse (use dense<...>)", (int)t.len, t.start);
+      return NULL;
+    }
     if (fzpIsKeyword(p, "array"))
       return parse_dense_array(p);
     if (fzpIsKeyword(p, "loc")) {

@@ -187,10 +187,17 @@ static bool parse_x(FzAsmParser *p) {
   return fzpErrorAt(p, &p->tok, "expected 'x' in dimension list");
 }
 
-/* dim-list: pushes the dimensions on dimStack. */
-static bool parse_dims(FzAsmParser *p) {
+/* dim-list: pushes the dimensions on dimStack, from index base on. The
+ * rank limit is checked at each dimension: every 'x' relexes the rest
+ * of the list as one identifier, so reading 100,000 dimensions before
+ * checking would take quadratic time. */
+static bool parse_dims(FzAsmParser *p, size_t base, const char *what) {
   for (;;) {
     int64_t d;
+    if ((fzpIs(p, FZ_TOK_QUESTION) || fzpIs(p, FZ_TOK_INTEGER)) &&
+        dim_count(p) - base == FZ_MAX_RANK)
+      return fzpErrorAt(p, &p->tok, "%s rank exceeds the limit of %d at "
+                        "dimension %d", what, FZ_MAX_RANK, FZ_MAX_RANK + 1);
     if (fzpIs(p, FZ_TOK_QUESTION)) {
       d = FZ_DYNAMIC;
       fzpAdvance(p);
@@ -207,6 +214,9 @@ static bool parse_dims(FzAsmParser *p) {
         d = (int64_t)v;
         fzpAdvance(p);
       }
+    } else if (fzpIs(p, FZ_TOK_LSQUARE)) {
+      return fzpErrorAt(p, &p->tok, "scalable vector dimensions ([4]) are "
+                                    "not supported by fuse");
     } else {
       return true;
     }
@@ -275,7 +285,7 @@ static bool surely_valid(KwType kw, bool unranked, size_t rank,
     return false;
   if (unranked)
     return true;
-  if (rank > 64 || (kw == KW_VECTOR && rank == 0))
+  if (rank > FZ_MAX_RANK || (kw == KW_VECTOR && rank == 0))
     return false;
   int64_t count = 1;
   for (size_t i = 0; i < rank; ++i) {
@@ -312,7 +322,7 @@ static FzType *parse_shaped(FzAsmParser *p, KwType kw) {
     if (!parse_x(p))
       goto done;
     unranked = true;
-  } else if (!parse_dims(p)) {
+  } else if (!parse_dims(p, base, what)) {
     goto done;
   }
   size_t rank = dim_count(p) - base;
@@ -323,6 +333,11 @@ static FzType *parse_shaped(FzAsmParser *p, KwType kw) {
   unsigned space = 0;
   if (kw == KW_BUFFER && !parse_buffer_tail(p, rank, &hasStrides, &space))
     goto done;
+  if (kw == KW_TENSOR && fzpIs(p, FZ_TOK_COMMA)) {
+    fzpErrorAt(p, &p->tok, "tensor encodings (tensor<4xf32, #enc>) are not "
+                           "supported by fuse");
+    goto done;
+  }
   if (!fzpIs(p, FZ_TOK_GREATER)) {
     fzpErrorAt(p, &p->tok, "expected '>' in %s type", what);
     goto done;
@@ -646,6 +661,30 @@ done:
   return result;
 }
 
+/* 'callsite' '(' loc-inner 'at' loc-inner ')' */
+static FzLoc *parse_callsite_loc(FzAsmParser *p) {
+  fzpAdvance(p);
+  if (!fzpExpect(p, FZ_TOK_LPAREN, "expected '(' in callsite location"))
+    return NULL;
+  FzLoc *callee = fzpParseLocInner(p);
+  if (!callee)
+    return NULL;
+  if (!fzpIsKeyword(p, "at")) {
+    fzpErrorAt(p, &p->tok, "expected 'at' in callsite location");
+    return NULL;
+  }
+  fzpAdvance(p);
+  FzLoc *caller = fzpParseLocInner(p);
+  if (!caller)
+    return NULL;
+  if (!fzpExpect(p, FZ_TOK_RPAREN, "expected ')' in callsite location"))
+    return NULL;
+  FzLoc *loc = fzCallSiteLocGet(p->ctx, callee, caller);
+  if (!loc)
+    fzpOutOfMemory(p);
+  return loc;
+}
+
 static FzLoc *parse_loc_inner(FzAsmParser *p) {
   FzContext *ctx = p->ctx;
   FzToken t = p->tok;
@@ -656,10 +695,8 @@ static FzLoc *parse_loc_inner(FzAsmParser *p) {
     }
     if (spelled(&t, "fused"))
       return parse_fused_loc(p);
-    if (spelled(&t, "callsite")) {
-      fzpErrorAt(p, &t, "callsite locations are not supported");
-      return NULL;
-    }
+    if (spelled(&t, "callsite"))
+      return parse_callsite_loc(p);
   }
   if (t.kind == FZ_TOK_HASH_IDENT) {
     FzpAlias *a = fzpLookupAlias(p, t.start + 1, t.len - 1, 0);

@@ -530,10 +530,23 @@ static FzOp *parse_registered(FzContext *ctx, FzStringRef fileName,
   return op;
 }
 
+/* False (after reporting) when a source of `len` bytes is over the
+ * context's limit. */
+static bool source_size_ok(FzContext *ctx, FzStringRef fileName, size_t len) {
+  if (len <= ctx->maxSourceSize)
+    return true;
+  fzEmitError(ctx, fzUnknownLocGet(ctx),
+              "input '%.*s' is larger than the limit of %zu bytes",
+              (int)fileName.length, fileName.data, ctx->maxSourceSize);
+  return false;
+}
+
 FzOp *fzParseSource(FzContext *ctx, FzStringRef contents,
                     FzStringRef fileName, unsigned lineOffset) {
   if (!contents.data)
     contents.length = 0;
+  if (!source_size_ok(ctx, fileName, contents.length))
+    return NULL;
   /* With a line offset the registered copy starts with that many empty
    * lines, so that diagnostics can show the right source line; lexing
    * the padding then yields the offset line numbers by itself. */
@@ -558,6 +571,8 @@ FzOp *fzParseSourceInPlace(FzContext *ctx, FzStringRef contents,
                            FzStringRef fileName) {
   if (!contents.data || contents.data[contents.length] != 0)
     return fzParseSource(ctx, contents, fileName, 0);
+  if (!source_size_ok(ctx, fileName, contents.length))
+    return NULL;
   const char *buf = fzContextRegisterSource(ctx, fileName, contents.data,
                                             contents.length, false);
   return buf ? parse_registered(ctx, fileName, buf, contents.length) : NULL;
@@ -575,16 +590,28 @@ FzOp *fzParseFile(FzContext *ctx, const char *path) {
   fzBufInit(&b, ctx);
   char chunk[1 << 16];
   size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && !b.failed)
+  /* Stops one byte past the limit: an endless input (/dev/zero, a pipe
+   * that never closes its end) is an error, not an endless read. */
+  bool tooLarge = false;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && !b.failed) {
     fzBufAppend(&b, chunk, n);
-  int readErr = ferror(f) ? errno : 0;
+    if (b.len > ctx->maxSourceSize) {
+      tooLarge = true;
+      break;
+    }
+  }
+  int readErr = !tooLarge && ferror(f) ? errno : 0;
   if (!isStdin)
     fclose(f);
-  if (readErr || b.failed) {
+  if (readErr || b.failed || tooLarge) {
     if (readErr)
       fzEmitError(ctx, fzUnknownLocGet(ctx),
                   "could not read input file '%s': %s", path,
                   strerror(readErr));
+    else if (tooLarge)
+      fzEmitError(ctx, fzUnknownLocGet(ctx),
+                  "input file '%s' is larger than the limit of %zu bytes",
+                  path, ctx->maxSourceSize);
     fzBufFree(&b);
     return NULL;
   }

@@ -291,8 +291,12 @@ static void dump_to_tree(FzPMInstr *in, FzPass *pass, FzOp *op,
     return;
   }
   fzOpPrint(op, in->print.printFlags, write_file_cb, f);
-  if (fclose(f) != 0)
-    fzEmitError(ctx, NULL, "cannot write '%s'", path.data);
+  errno = 0;
+  int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && !err)
+    err = errno ? errno : EIO;
+  if (err)
+    fzEmitError(ctx, NULL, "cannot write '%s': %s", path.data, strerror(err));
   fzBufFree(&path);
 }
 
@@ -409,9 +413,13 @@ void fzPMInstrWriteReproducer(FzPassManager *top) {
     fwrite(pipeline.data, 1, pipeline.len, f);
   fputs("'\n", f);
   fwrite(in->captured.data, 1, in->captured.len, f);
-  bool bad = ferror(f) != 0;
-  if (fclose(f) != 0 || bad)
-    fzEmitError(ctx, NULL, "cannot write reproducer '%s'", in->reproducerPath);
+  errno = 0;
+  int err = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+  if (fclose(f) != 0 && !err)
+    err = errno ? errno : EIO;
+  if (err)
+    fzEmitError(ctx, NULL, "cannot write reproducer '%s': %s",
+                in->reproducerPath, strerror(err));
   else
     fzDiagReport(fzDiagBegin(ctx, FZ_SEVERITY_NOTE, NULL,
                              "reproducer written to '%s'",

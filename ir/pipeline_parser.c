@@ -1,7 +1,10 @@
 /* ir/pipeline_parser.c - textual pass pipelines: parsing and printing.
  *
  *   pipeline ::= element (',' element)*
- *   element  ::= op-name '(' pipeline? ')'      nested manager ('any' too)
+ *   element  ::= op-name '(' pipeline? ')'      nested manager ('any' too;
+ *                                               the op must be registered,
+ *                                               or its dialect unregistered
+ *                                               where the context allows)
  *              | pass-name ('{' option* '}')?   a pass with options
  *              | pipeline-name                  a named pipeline
  *   option   ::= key ('=' value)?               separated by spaces
@@ -321,6 +324,20 @@ static bool parse_element(Parser *p, FzPassManager *pm) {
       return error_at(p, at, "expected an op name ('dialect.op') or 'any' "
                              "before '(', found '%.*s'",
                       (int)name.length, name.data);
+    /* An anchor that names no op could never run: `func.funk(cse)` would
+     * do nothing and succeed. Ops of unregistered dialects are accepted
+     * only where the context accepts such ops. */
+    if (!isAny && !fzContextLookupOpDef(p->ctx, name)) {
+      const char *dot = memchr(name.data, '.', name.length);
+      FzStringRef dialect = {name.data, (size_t)(dot - name.data)};
+      bool known = fzContextLookupDialect(p->ctx, dialect) != NULL;
+      if (known || !fzContextGetAllowUnregisteredDialects(p->ctx))
+        return error_at(p, at, "unknown op '%.*s' as a pass manager anchor "
+                               "(%s): it would run on nothing",
+                        (int)name.length, name.data,
+                        known ? "its dialect has no such op"
+                              : "its dialect is not registered");
+    }
     /* Each level recurses (here, and when the manager runs, prints and
      * is destroyed): as deep as IR may nest, no deeper. */
     unsigned limit = fzContextGetMaxNesting(p->ctx);
@@ -437,12 +454,15 @@ bool fzPassManagerParsePipeline(FzPassManager *pm, FzStringRef text) {
   size_t count;
   bool ok = parse_list(&p, tmp, false, &count);
   if (ok) {
-    /* `ANCHOR(...)` naming pm's own anchor means pm itself. */
+    /* `ANCHOR(...)` naming pm's own anchor means pm itself, and so does
+     * a lone `any(...)`, as in mlir-opt: `any` matches the op pm runs
+     * on. */
     FzPassManager *src = tmp;
-    if (count == 1 && tmp->num == 1 && tmp->entries[0].nested &&
-        strcmp(fzPassManagerGetAnchor(tmp->entries[0].nested),
-               fzPassManagerGetAnchor(pm)) == 0)
-      src = tmp->entries[0].nested;
+    if (count == 1 && tmp->num == 1 && tmp->entries[0].nested) {
+      const char *a = fzPassManagerGetAnchor(tmp->entries[0].nested);
+      if (strcmp(a, fzPassManagerGetAnchor(pm)) == 0 || strcmp(a, "any") == 0)
+        src = tmp->entries[0].nested;
+    }
     ok = fzPassManagerSpliceEntries(pm, src);
   }
   fzPassManagerDestroyInternal(tmp);

@@ -651,6 +651,13 @@ static void append_loc_body(FzBuf *b, const FzLoc *loc) {
     }
     fzPrintPutc(b, ']');
     return;
+  case FZ_LOC_CALLSITE:
+    FZ_PRINT_LIT(b, "callsite(");
+    append_loc_body(b, loc->u.callsite.callee);
+    FZ_PRINT_LIT(b, " at ");
+    append_loc_body(b, loc->u.callsite.caller);
+    fzPrintPutc(b, ')');
+    return;
   }
   FZ_PRINT_LIT(b, "unknown");
 }

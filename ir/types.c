@@ -206,9 +206,9 @@ static FzType *shaped_get(FzContext *ctx, FzTypeKind kind, size_t rank,
     return NULL;
   }
   if (rank != FZ_UNRANKED) {
-    if (rank > 64) {
-      fzEmitError(ctx, loc, "%s rank %zu exceeds the limit of 64", what,
-                  rank);
+    if (rank > FZ_MAX_RANK) {
+      fzEmitError(ctx, loc, "%s rank %zu exceeds the limit of %d", what,
+                  rank, FZ_MAX_RANK);
       return NULL;
     }
     int64_t count = 1;

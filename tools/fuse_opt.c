@@ -10,8 +10,10 @@
  *
  * Invariants. Line numbers in diagnostics are those of the whole input
  * file: a chunk is parsed with lineOffset = (its first line - 1). Output
- * to a file is written to FILE.tmp and renamed over FILE only when every
- * chunk succeeded, so a failed run never leaves a partial file behind.
+ * to a regular file is written to a unique temporary beside it and
+ * renamed over it only when every chunk succeeded, so a failed run never
+ * leaves a partial file behind (tools/common_output.c). The input is
+ * read up to --max-input-size bytes (default 1 GiB).
  * Exit status: 0 success, 1 an error in the input (or I/O), 2 bad usage.
  * With --verify-diagnostics the status says whether the diagnostics
  * matched the expected-* comments, as in mlir-opt.
@@ -31,6 +33,7 @@
 #include "fz/ir.h"
 #include "tools/fuse_opt_passes.h"
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
+#include "tools/common_output.h"
 #include "tools/verify_diagnostics.h"
 
 #define EXIT_USAGE 2
@@ -39,6 +42,8 @@
 typedef struct FuseOptOptions {
   const char *input;      /* path, or "-" for stdin */
   const char *output;     /* path, or "-" for stdout */
+  const char *maxInput;   /* --max-input-size, or NULL for the default */
+  size_t maxInputBytes;   /* maxInput parsed (main) */
   bool printGeneric;      /* --print-op-generic */
   bool printDebugInfo;    /* --print-debuginfo */
   bool printLocalScope;   /* --print-local-scope */
@@ -78,6 +83,8 @@ typedef struct OptionDef {
 static const OptionDef kOptions[] = {
     {"o", NULL, "FILE", FIELD(output),
      "Write the output to FILE (atomically; '-' is stdout)"},
+    {"max-input-size", NULL, "BYTES", FIELD(maxInput),
+     "Refuse an input larger than BYTES (default 1073741824)"},
     {"allow-unregistered-dialect", NULL, NULL, FIELD(allowUnregistered),
      "Accept operations of dialects that are not registered"},
     {"print-op-generic", "mlir-print-op-generic", NULL, FIELD(printGeneric),
@@ -229,8 +236,11 @@ static int parse_command_line(int argc, char **argv, FuseOptOptions *opts) {
 
 /*===--- Input and output ------------------------------------------------===*/
 
-/* Reads the whole input into a malloc'ed buffer (NUL-terminated). */
-static bool read_input(const char *path, char **data, size_t *len) {
+/* Reads the whole input, at most `limit` bytes, into a malloc'ed buffer
+ * (NUL-terminated). An input longer than that (/dev/zero, say) is an
+ * error after limit + 1 bytes. */
+static bool read_input(const char *path, size_t limit, char **data,
+                       size_t *len) {
   bool isStdin = strcmp(path, "-") == 0;
   FILE *f = isStdin ? stdin : fopen(path, "rb");
   if (!f) {
@@ -251,13 +261,20 @@ static bool read_input(const char *path, char **data, size_t *len) {
       buf = b;
       cap *= 2;
     }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
+    size_t want = cap - n - 1;
+    if (want > limit + 1 - n)
+      want = limit + 1 - n;
+    size_t got = fread(buf + n, 1, want, f);
     n += got;
-    if (got == 0)
+    if (n > limit || got == 0)
       break;
   }
   if (!ok) {
     fprintf(stderr, "fuse-opt: error: out of memory reading '%s'\n", path);
+  } else if (n > limit) {
+    fprintf(stderr, "fuse-opt: error: input file '%s' is larger than the "
+                    "limit of %zu bytes (--max-input-size)\n", path, limit);
+    ok = false;
   } else if (ferror(f)) {
     fprintf(stderr, "fuse-opt: error: cannot read input file '%s': %s\n", path,
             strerror(errno));
@@ -273,90 +290,6 @@ static bool read_input(const char *path, char **data, size_t *len) {
   *data = buf;
   *len = n;
   return true;
-}
-
-/* The output stream: stdout, or FILE.tmp renamed to FILE on success. */
-typedef struct Output {
-  FILE *file;
-  const char *path; /* NULL for stdout */
-  char *tmpPath;
-} Output;
-
-static bool output_open(Output *out, const char *path) {
-  memset(out, 0, sizeof *out);
-  if (strcmp(path, "-") == 0) {
-    out->file = stdout;
-    return true;
-  }
-  /* A device, FIFO or other non-regular file (e.g. /dev/null) is written
-   * in place: renaming a temporary over it would replace the device
-   * node itself. Only regular files (or new paths) get the atomic
-   * temp-and-rename treatment. */
-  struct stat sb;
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-    out->file = fopen(path, "wb");
-    if (!out->file) {
-      fprintf(stderr, "fuse-opt: error: cannot open output file '%s': %s\n",
-              path, strerror(errno));
-      return false;
-    }
-    out->path = path;
-    return true;
-  }
-  size_t n = strlen(path);
-  out->tmpPath = malloc(n + 5);
-  if (!out->tmpPath) {
-    fprintf(stderr, "fuse-opt: error: out of memory\n");
-    return false;
-  }
-  memcpy(out->tmpPath, path, n);
-  memcpy(out->tmpPath + n, ".tmp", 5);
-  out->path = path;
-  out->file = fopen(out->tmpPath, "wb");
-  if (!out->file) {
-    fprintf(stderr, "fuse-opt: error: cannot open output file '%s': %s\n",
-            out->tmpPath, strerror(errno));
-    free(out->tmpPath);
-    return false;
-  }
-  return true;
-}
-
-/* Finishes the output: on success flushes (and renames FILE.tmp over
- * FILE); otherwise removes FILE.tmp. Returns false on an I/O error. */
-static bool output_close(Output *out, bool success) {
-  bool ok = true;
-  if (!out->path) {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-      fprintf(stderr, "fuse-opt: error: cannot write to stdout: %s\n",
-              strerror(errno));
-      ok = false;
-    }
-    return ok;
-  }
-  bool writeFailed = ferror(out->file) != 0;
-  if (fclose(out->file) != 0)
-    writeFailed = true;
-  if (success && writeFailed) {
-    fprintf(stderr, "fuse-opt: error: cannot write output file '%s': %s\n",
-            out->tmpPath, strerror(errno));
-    ok = false;
-  }
-  if (!out->tmpPath) /* written in place (not a regular file) */
-    return ok;
-  if (success && ok && rename(out->tmpPath, out->path) != 0) {
-    fprintf(stderr, "fuse-opt: error: cannot rename '%s' to '%s': %s\n",
-            out->tmpPath, out->path, strerror(errno));
-    ok = false;
-  }
-  if (!success || !ok)
-    remove(out->tmpPath);
-  free(out->tmpPath);
-  return ok;
-}
-
-static void write_chunk(FzStringRef text, void *userData) {
-  fwrite(text.data, 1, text.length, (FILE *)userData);
 }
 
 /*===--- Processing ------------------------------------------------------===*/
@@ -391,13 +324,17 @@ static FzOp *parse_chunk(FzContext *ctx, const char *fileName, FzStringRef text,
 /* Parses, verifies, transforms and prints one chunk. Returns whether it
  * succeeded (with --verify-diagnostics: whether the diagnostics matched). */
 static bool process_chunk(const FuseOptOptions *opts, const char *fileName,
-                          FzStringRef text, unsigned lineOffset, FILE *out) {
+                          FzStringRef text, unsigned lineOffset,
+                          FzToolOutput *out) {
   FzContext *ctx = fzContextCreate();
   if (!ctx) {
     fprintf(stderr, "fuse-opt: error: cannot create a context\n");
     return false;
   }
   fzContextSetAllowUnregisteredDialects(ctx, opts->allowUnregistered);
+  /* read_input applied the limit; the parser must not apply another
+   * (a chunk is padded with the empty lines before it). */
+  fzContextSetMaxSourceSize(ctx, SIZE_MAX);
   FzDiagVerifier *verifier = NULL;
   if (opts->verifyDiagnostics) {
     verifier = fzDiagVerifierBegin(ctx, fileName, text, lineOffset, stderr);
@@ -426,7 +363,7 @@ static bool process_chunk(const FuseOptOptions *opts, const char *fileName,
     unsigned flags = (opts->printGeneric ? FZ_PRINT_GENERIC : 0u) |
                      (opts->printDebugInfo ? FZ_PRINT_DEBUGINFO : 0u) |
                      (opts->printLocalScope ? FZ_PRINT_LOCAL_SCOPE : 0u);
-    fzOpPrint(module, flags, write_chunk, out);
+    fzOpPrint(module, flags, fzToolOutputWrite, out);
   }
   if (module)
     fzOpDestroy(module);
@@ -452,7 +389,7 @@ static size_t marker_length(const char *p, const char *end) {
 /* Processes the input as one chunk, or split at marker lines, writing the
  * outputs joined by "// -----\n". Returns whether every chunk succeeded. */
 static bool process_input(const FuseOptOptions *opts, const char *fileName,
-                          const char *data, size_t len, FILE *out) {
+                          const char *data, size_t len, FzToolOutput *out) {
   if (!opts->splitInputFile)
     return process_chunk(opts, fileName, (FzStringRef){data, len}, 0, out);
   bool ok = true;
@@ -466,7 +403,7 @@ static bool process_input(const FuseOptOptions *opts, const char *fileName,
         ok = false;
       if (p == end)
         break;
-      fputs("// -----\n", out);
+      fzToolOutputWrite(FZ_STR("// -----\n"), out);
       p += marker;
       chunk = p;
       chunkLine = ++line;
@@ -494,26 +431,39 @@ int main(int argc, char **argv) {
     printf("fuse-opt version %s\n", fzGetVersionString());
     return 0;
   }
+  opts.passes.allowUnregistered = opts.allowUnregistered;
   status = fzOptPassFlagsPrepare(&opts.passes, opts.input, stdout);
   if (status >= 0)
     return status;
 
+  size_t limit = FZ_DEFAULT_MAX_SOURCE_SIZE;
+  if (opts.maxInput) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(opts.maxInput, &end, 10);
+    if (errno || end == opts.maxInput || *end || opts.maxInput[0] == '-' ||
+        v == 0 || v > SIZE_MAX / 2)
+      return usage_error("--max-input-size expects a positive number of "
+                         "bytes, got '%s'", opts.maxInput);
+    limit = (size_t)v;
+  }
+  opts.maxInputBytes = limit;
   char *data = NULL;
   size_t len = 0;
-  if (!read_input(opts.input, &data, &len))
+  if (!read_input(opts.input, limit, &data, &len))
     return 1;
-  Output out;
-  if (!output_open(&out, opts.output)) {
+  FzToolOutput out;
+  if (!fzToolOutputOpen(&out, "fuse-opt", opts.output)) {
     free(data);
     return 1;
   }
   /* Printing goes through many small callbacks: buffer generously
    * (but keep a terminal line-buffered). */
-  if (out.path || !isatty(fileno(stdout)))
+  if (out.file != stdout || !isatty(fileno(stdout)))
     setvbuf(out.file, NULL, _IOFBF, (size_t)1 << 20);
   const char *fileName = strcmp(opts.input, "-") == 0 ? "<stdin>" : opts.input;
-  bool ok = process_input(&opts, fileName, data, len, out.file);
-  if (!output_close(&out, ok))
+  bool ok = process_input(&opts, fileName, data, len, &out);
+  if (!fzToolOutputClose(&out, ok))
     ok = false;
   free(data);
   return ok ? 0 : 1;

@@ -206,6 +206,11 @@ int fzOptPassFlagsParse(FzOptPassFlags *f, int argc, char **argv, int i) {
   }
   f->any = true;
   if (!strcmp(flag->name, "pass-pipeline")) {
+    /* As in mlir-opt: one pipeline; a second would silently replace the
+     * first. */
+    if (f->pipeline)
+      return usage("option '--pass-pipeline' may only be given once (to "
+                   "run several pipelines, join them with ',')%s", "");
     f->pipeline = value;
   } else if (!strcmp(flag->name, "print-ir-tree-dir")) {
     f->treeDir = value;
@@ -501,6 +506,7 @@ int fzOptPassFlagsPrepare(FzOptPassFlags *f, const char *input, FILE *out) {
   FzContext *ctx = scratch_context();
   if (!ctx)
     return 1;
+  fzContextSetAllowUnregisteredDialects(ctx, f->allowUnregistered);
   FzPassManager *pm = build_pm(f, ctx);
   int status = pm ? -1 : 1;
   fzPassManagerDestroy(pm);

@@ -30,6 +30,8 @@ typedef struct FzOptPassFlags {
   bool listPasses, dumpPipeline, noVerifyEach, beforeAll, afterAll, afterChange,
       afterFailure, moduleScope, timing, statistics, runReproducer;
   bool fusionRemarks, fusionReport; /* --fusion-remarks, --fusion-report */
+  bool allowUnregistered; /* set by the caller: anchors may name ops of
+                             unregistered dialects */
   const char *fusionMode;  /* --fusion-mode=cost|rules */
   bool any;               /* some pass flag was given */
   char reproPipeline[16384]; /* from the input's first line */

@@ -17,7 +17,8 @@
  *
  * Invariants. Nothing reaches stdout unless the translation succeeded;
  * errors go to stderr as diagnostics. Output to `-o FILE` is written to
- * FILE.tmp and renamed over FILE only on success. Exit status: 0
+ * a unique temporary beside FILE and renamed over it only on success
+ * (tools/common_output.c). Exit status: 0
  * success, 1 an error in the input (or I/O), 2 bad usage.
  *
  * Ownership: main owns the context, the input buffer and the module.
@@ -32,6 +33,7 @@
 #include "fz/ir.h"
 #include "fz/onnx.h"
 #include "tools/common_input.h"
+#include "tools/common_output.h"
 #include "tools/fuse_translate_emit.h"
 
 #define EXIT_USAGE 2
@@ -43,6 +45,7 @@ typedef struct TranslateOptions {
   const char *translation; /* the chosen row's flag */
   bool printGeneric, printDebugInfo, printLocalScope;
   bool help, version;
+  size_t maxInput; /* --max-input-size: longest input read, in bytes */
   /* --onnx-input-shape NAME=DIMS, parsed into inputShapes/dims. */
   size_t numInputShapes;
   FzOnnxInputShape inputShapes[MAX_INPUT_SHAPES];
@@ -66,7 +69,8 @@ static bool starts_protobuf(const char *buf, size_t n) {
  * FZ_ONNX_MAX_MODEL_SIZE bytes (stdin may be /dev/zero: it stops after
  * the first chunk when that cannot start a model); false after printing
  * an error. */
-static bool read_all(const char *path, char **data, size_t *len) {
+static bool read_all(const char *path, size_t limit, char **data,
+                     size_t *len) {
   bool isStdin = !strcmp(path, "-");
   FILE *f = isStdin ? stdin : fopen(path, "rb");
   if (!f) {
@@ -96,12 +100,20 @@ static bool read_all(const char *path, char **data, size_t *len) {
       buf = b;
       cap *= 2;
     }
-    size_t got = fread(buf + n, 1, cap - n, f);
+    size_t want = cap - n;
+    if (want > limit + 1 - n)
+      want = limit + 1 - n;
+    size_t got = fread(buf + n, 1, want, f);
     n += got;
-    if (got == 0)
+    if (n > limit || got == 0)
       break;
   }
-  if (ok && ferror(f)) {
+  if (ok && n > limit) {
+    fprintf(stderr, "fuse-translate: error: input file '%s' is larger than "
+                    "the limit of %zu bytes (--max-input-size)\n", path,
+            limit);
+    ok = false;
+  } else if (ok && ferror(f)) {
     fprintf(stderr, "fuse-translate: error: cannot read '%s': %s\n", path,
             strerror(errno));
     ok = false;
@@ -128,7 +140,7 @@ static FzOp *import_onnx(FzContext *ctx, const TranslateOptions *opts) {
     return fzImportOnnxFileWithOptions(ctx, opts->input, &io);
   char *data;
   size_t len;
-  if (!read_all("-", &data, &len))
+  if (!read_all("-", opts->maxInput, &data, &len))
     return NULL;
   FzOp *module =
       fzImportOnnxBufferWithOptions(ctx, data, len, "<stdin>", NULL, &io);
@@ -171,6 +183,8 @@ static void print_help(FILE *out) {
           "generic form\n"
           "  --print-debuginfo                Print locations (loc(...))\n"
           "  --print-local-scope              Print with local scope\n"
+          "  --max-input-size=BYTES           Refuse a larger input (default "
+          "1073741824)\n"
           "%s"
           "  --help                           Print this help and exit\n"
           "  --version                        Print the version and exit\n",
@@ -244,6 +258,21 @@ static int parse_command_line(int argc, char **argv, TranslateOptions *o) {
       int st = add_input_shape(o, spec ? spec : argv[++i]);
       if (st)
         return st;
+    } else if (is_flag(a, "max-input-size") ||
+               !strncmp(a, "--max-input-size=", 17)) {
+      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
+      if (!v && i + 1 >= argc)
+        return usage_error("option '%s' requires a value", a);
+      if (!v)
+        v = argv[++i];
+      char *end;
+      errno = 0;
+      unsigned long long n = strtoull(v, &end, 10);
+      if (errno || end == v || *end || v[0] == '-' || n == 0 ||
+          n > SIZE_MAX / 2)
+        return usage_error("--max-input-size expects a positive number of "
+                           "bytes, got '%s'", v);
+      o->maxInput = (size_t)n;
     } else if (is_flag(a, "print-op-generic")) {
       o->printGeneric = true;
     } else if (is_flag(a, "print-debuginfo")) {
@@ -277,65 +306,21 @@ static int parse_command_line(int argc, char **argv, TranslateOptions *o) {
     o->input = "-";
   if (!o->output)
     o->output = "-";
+  if (!o->maxInput)
+    o->maxInput = FZ_DEFAULT_MAX_SOURCE_SIZE;
   return 0;
 }
 
 /*===--- Output ----------------------------------------------------------===*/
 
-static void write_chunk(FzStringRef text, void *userData) {
-  fwrite(text.data, 1, text.length, (FILE *)userData);
-}
-
-/* Prints module to path ("-": stdout), atomically for a file. */
+/* Prints module to path ("-": stdout), atomically for a regular file
+ * (tools/common_output.c). */
 static bool write_module(FzOp *module, unsigned flags, const char *path) {
-  if (!strcmp(path, "-")) {
-    fzOpPrint(module, flags, write_chunk, stdout);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-      fprintf(stderr, "fuse-translate: error: cannot write to stdout: %s\n",
-              strerror(errno));
-      return false;
-    }
-    return true;
-  }
-  /* A device or FIFO (e.g. /dev/null) is written in place: renaming a
-   * temporary over it would replace the device node itself. */
-  struct stat sb;
-  if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-    FILE *d = fopen(path, "wb");
-    if (!d) {
-      fprintf(stderr, "fuse-translate: error: cannot open output file "
-                      "'%s': %s\n", path, strerror(errno));
-      return false;
-    }
-    fzOpPrint(module, flags, write_chunk, d);
-    bool dok = !ferror(d);
-    return fclose(d) == 0 && dok;
-  }
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 5);
-  if (!tmp)
+  FzToolOutput out;
+  if (!fzToolOutputOpen(&out, "fuse-translate", path))
     return false;
-  memcpy(tmp, path, n);
-  memcpy(tmp + n, ".tmp", 5);
-  FILE *f = fopen(tmp, "wb");
-  bool ok = f != NULL;
-  if (!ok) {
-    fprintf(stderr, "fuse-translate: error: cannot open output file '%s': "
-                    "%s\n", tmp, strerror(errno));
-  } else {
-    fzOpPrint(module, flags, write_chunk, f);
-    ok = !ferror(f);
-    ok = fclose(f) == 0 && ok;
-    if (ok && rename(tmp, path) != 0)
-      ok = false;
-    if (!ok) {
-      fprintf(stderr, "fuse-translate: error: cannot write output file "
-                      "'%s': %s\n", path, strerror(errno));
-      remove(tmp);
-    }
-  }
-  free(tmp);
-  return ok;
+  fzOpPrint(module, flags, fzToolOutputWrite, &out);
+  return fzToolOutputClose(&out, true);
 }
 
 int main(int argc, char **argv) {
@@ -365,6 +350,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "fuse-translate: error: cannot create a context\n");
     return 1;
   }
+  fzContextSetMaxSourceSize(ctx, opts.maxInput);
   bool ok = fzRegisterAllDialects(ctx);
   FzOp *module = !ok ? NULL
                  : t  ? t->run(ctx, &opts)

@@ -4,7 +4,8 @@
  * the host (or --mtriple/--mcpu/--mattr).
  *
  * Output is collected in memory and written only when code generation
- * succeeded; a regular file is written to FILE.tmp and renamed.
+ * succeeded; a regular file is written to a unique temporary beside it
+ * and renamed (tools/common_output.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include "fz/gpu.h"
 #include "fz/lowering.h"
+#include "tools/common_output.h"
 #include "tools/fuse_translate_emit.h"
 
 const char fuseEmitHelp[] =
@@ -160,35 +162,14 @@ static void collect(FzStringRef chunk, void *ud) {
   b->len += chunk.length;
 }
 
+/* Writes the bytes to path ("-": stdout), atomically for a regular
+ * file (tools/common_output.c). */
 static bool write_bytes(const Bytes *b, const char *path) {
-  if (!strcmp(path, "-")) {
-    bool ok = fwrite(b->data, 1, b->len, stdout) == b->len &&
-              fflush(stdout) == 0;
-    if (!ok)
-      fprintf(stderr, "fuse-translate: error: cannot write to stdout\n");
-    return ok;
-  }
-  struct stat sb;
-  bool special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-  size_t n = strlen(path);
-  char *tmp = malloc(n + 5);
-  if (!tmp)
+  FzToolOutput out;
+  if (!fzToolOutputOpen(&out, "fuse-translate", path))
     return false;
-  snprintf(tmp, n + 5, "%s%s", path, special ? "" : ".tmp");
-  FILE *f = fopen(tmp, "wb");
-  bool ok = f && fwrite(b->data, 1, b->len, f) == b->len;
-  if (f)
-    ok = fclose(f) == 0 && ok;
-  if (ok && !special && rename(tmp, path) != 0)
-    ok = false;
-  if (!ok) {
-    fprintf(stderr, "fuse-translate: error: cannot write output file '%s': "
-                    "%s\n", path, strerror(errno));
-    if (!special)
-      remove(tmp);
-  }
-  free(tmp);
-  return ok;
+  fzToolOutputWriteBytes(&out, b->data, b->len);
+  return fzToolOutputClose(&out, true);
 }
 
 bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,

@@ -8,7 +8,9 @@
  * blocks enclosing it; a region of an isolated-from-above op starts from
  * an empty table, so no value crosses that boundary. Ops that are not
  * FZ_TRAIT_PURE (unregistered ones included) and ops with regions are
- * never eliminated (their regions are still processed).
+ * never eliminated (their regions are still processed). As in MLIR, a
+ * pure op whose results are unused when the walk reaches it is erased
+ * (statistic num-dce'd); ops it used are not revisited.
  *
  * The table is open addressing with linear probing. Entries are removed
  * only when their scope ends, in reverse order of insertion, so a removal
@@ -38,6 +40,7 @@ typedef struct CseTable {
 typedef struct Cse {
   FzContext *ctx;
   uint64_t numCse;
+  uint64_t numDce; /* unused pure ops erased */
   bool failed;
 } Cse;
 
@@ -187,6 +190,18 @@ static void cse_isolated(Cse *c, FzOp *op) {
   table_free(&fresh);
 }
 
+/* A pure op without regions whose results are all unused, and that is
+ * no terminator (MLIR's isOpTriviallyDead for such ops). */
+static bool trivially_dead(FzOp *op) {
+  if (!fzOpHasTrait(op, FZ_TRAIT_PURE) || fzOpHasTrait(op, FZ_TRAIT_TERMINATOR))
+    return false;
+  size_t n = fzOpGetNumResults(op);
+  for (size_t i = 0; i < n; ++i)
+    if (fzValueHasUses(fzOpGetResult(op, i)))
+      return false;
+  return true;
+}
+
 static void cse_block(Cse *c, CseTable *t, FzBlock *block) {
   for (FzOp *op = fzBlockGetFirstOp(block); op;) {
     FzOp *next = fzOpGetNextInBlock(op);
@@ -198,6 +213,12 @@ static void cse_block(Cse *c, CseTable *t, FzBlock *block) {
         for (size_t r = 0; r < nr; ++r)
           cse_region(c, t, fzOpGetRegion(op, r));
       }
+    } else if (trivially_dead(op)) {
+      /* As MLIR's cse: an unused pure op is erased when it is reached
+       * (not its operands' producers, which were visited before and
+       * still had this use then). */
+      fzOpErase(op);
+      c->numDce++;
     } else if (fzOpHasTrait(op, FZ_TRAIT_PURE)) {
       uint32_t h = op_hash(op);
       FzOp *existing = table_lookup(t, op, h);
@@ -225,14 +246,16 @@ static void cse_region(Cse *c, CseTable *t, FzRegion *region) {
 }
 
 static bool cse_run(FzPass *pass, FzOp *op) {
-  Cse c = {fzPassGetContext(pass), 0, false};
+  Cse c = {fzPassGetContext(pass), 0, 0, false};
   cse_isolated(&c, op);
   fzPassAddStatistic(pass, 0, c.numCse);
+  fzPassAddStatistic(pass, 1, c.numDce);
   return !c.failed && !fzContextHadAllocationFailure(c.ctx);
 }
 
 static const FzPassStatisticDef kStats[] = {
     {"num-cse'd", "Number of operations CSE'd"},
+    {"num-dce'd", "Number of operations DCE'd"},
 };
 
 const FzPassDef fzCSEPass = {
@@ -242,6 +265,6 @@ const FzPassDef fzCSEPass = {
                "scope)",
     .anchor = NULL,
     .statistics = kStats,
-    .numStatistics = 1,
+    .numStatistics = 2,
     .run = cse_run,
 };

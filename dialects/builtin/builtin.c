@@ -1,4 +1,5 @@
-/* dialects/builtin/builtin.c - the builtin dialect: builtin.module.
+/* dialects/builtin/builtin.c - the builtin dialect: builtin.module and
+ * builtin.unrealized_conversion_cast.
  *
  * A module is the top-level container: one region with one block of
  * symbol-defining ops, no terminator, isolated from above, and a graph
@@ -73,11 +74,80 @@ static const FzOpDef module_def = {
     .parse = module_parse,
 };
 
-static const FzOpDef *const builtin_ops[] = {&module_def};
+/*===--- builtin.unrealized_conversion_cast -------------------------------===*/
+
+/* `%r:2 = builtin.unrealized_conversion_cast %a, %b : A, B to C, D`: a
+ * placeholder conversion between type systems, with no semantics of its
+ * own (any operand and result types, either list may be empty). */
+
+static void cast_print(FzOp *op, FzAsmPrinter *p) {
+  size_t n = fzOpGetNumOperands(op);
+  if (n) {
+    fzAsmPrint(p, " ");
+    fzAsmPrintOperands(p, op);
+    fzAsmPrint(p, " : ");
+    for (size_t i = 0; i < n; ++i) {
+      if (i)
+        fzAsmPrint(p, ", ");
+      FzValue *v = fzOpGetOperand(op, i);
+      fzAsmPrintType(p, v ? fzValueGetType(v) : NULL);
+    }
+  }
+  fzAsmPrint(p, " to ");
+  size_t r = fzOpGetNumResults(op);
+  for (size_t i = 0; i < r; ++i) {
+    if (i)
+      fzAsmPrint(p, ", ");
+    fzAsmPrintType(p, fzValueGetType(fzOpGetResult(op, i)));
+  }
+  fzAsmPrintOptionalAttrDict(p, fzOpGetAttrDict(op), NULL, false);
+}
+
+/* (operand-list `:` type-list)? `to` type-list attr-dict */
+static bool cast_parse(FzAsmParser *p, FzOpState *st) {
+  FzLoc *loc = fzAsmParserGetCurrentLoc(p);
+  FzUnresolvedOperand *ops;
+  size_t n;
+  if (!fzAsmParseOperandList(p, &ops, &n))
+    return false;
+  if (n) {
+    FzType **types;
+    size_t nt;
+    if (!fzAsmParsePunct(p, ":") || !fzAsmParseTypeList(p, &types, &nt) ||
+        !fzAsmResolveOperands(p, ops, n, types, nt, loc, st))
+      return false;
+  }
+  if (!fzAsmParseKeyword(p, "to"))
+    return false;
+  FzType **results;
+  size_t nr;
+  if (!fzAsmParseTypeList(p, &results, &nr))
+    return false;
+  fzOpStateAddResults(st, nr, results);
+  FzAttr *attrs = NULL;
+  if (!fzAsmParseOptionalAttrDict(p, &attrs))
+    return false;
+  fzOpStateAddAttrDict(st, attrs);
+  return true;
+}
+
+static const FzOpDef cast_def = {
+    .name = "builtin.unrealized_conversion_cast",
+    .summary = "an unrealized conversion between type systems",
+    .traits = FZ_TRAIT_PURE,
+    .numOperands = FZ_VARIADIC,
+    .numResults = FZ_VARIADIC,
+    .numRegions = 0,
+    .fusionKind = FZ_FUSION_OPAQUE,
+    .print = cast_print,
+    .parse = cast_parse,
+};
+
+static const FzOpDef *const builtin_ops[] = {&module_def, &cast_def};
 
 static const FzDialectDef builtin_dialect = {
     .name = "builtin",
-    .summary = "the module container",
+    .summary = "the module container and unrealized casts",
     .ops = builtin_ops,
     .numOps = sizeof builtin_ops / sizeof builtin_ops[0],
 };

@@ -1,16 +1,19 @@
 /* dialects/builtin/func.c - the func dialect: func.func, func.return,
- * func.call, with MLIR's custom forms:
+ * func.call, func.constant, func.call_indirect, with MLIR's custom forms:
  *
  *   func.func @f(%arg0: tensor<4xf32>, %arg1: f32) -> tensor<4xf32> { ... }
  *   func.func private @decl(f32) -> (f32, i32)
  *   return %0 : tensor<4xf32>
  *   %r = call @f(%a, %b) : (tensor<4xf32>, f32) -> tensor<4xf32>
+ *   %f = constant @f : (tensor<4xf32>, f32) -> tensor<4xf32>
+ *   %r = call_indirect %f(%a, %b) : (tensor<4xf32>, f32) -> tensor<4xf32>
  *
  * The signature lives in the `function_type` property; the name in
  * `sym_name`; a declaration (no body) must be private, as in MLIR.
  */
 #include "fz/dialects.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/util.h"
@@ -36,6 +39,38 @@ static FzStringRef func_name(const FzOp *op) {
   return s;
 }
 
+/* arg_attrs / res_attrs, as MLIR's function interface checks them: an
+ * array of one dictionary per argument (result), holding only dialect
+ * attributes (names with a '.'). */
+static bool verify_attr_array(FzOp *op, const char *key, const char *what,
+                              size_t expected) {
+  FzAttr *a = fzOpGetInherentAttr(op, fzStringRefFromCString(key));
+  if (!a)
+    return true;
+  bool ok = fzAttrGetKind(a) == FZ_ATTR_ARRAY;
+  size_t n = ok ? fzArrayAttrGetSize(a) : 0;
+  for (size_t i = 0; ok && i < n; ++i)
+    ok = fzAttrGetKind(fzArrayAttrGetElement(a, i)) == FZ_ATTR_DICT;
+  if (!ok)
+    return fzOpEmitError(op, "attribute '%s' failed to satisfy constraint: "
+                             "Array of dictionary attributes", key);
+  if (n != expected)
+    return fzOpEmitError(op, "expects %s attribute array to have the same "
+                             "number of elements as the number of function "
+                             "%ss, got %zu, but expected %zu",
+                         what, what, n, expected);
+  for (size_t i = 0; i < n; ++i) {
+    FzAttr *d = fzArrayAttrGetElement(a, i);
+    for (size_t k = 0; k < fzDictAttrGetSize(d); ++k) {
+      FzStringRef name = fzIdentGetString(fzDictAttrGetEntry(d, k).name);
+      if (!memchr(name.data, '.', name.length))
+        return fzOpEmitError(op, "%ss may only have dialect attributes",
+                             what);
+    }
+  }
+  return true;
+}
+
 static bool func_verify(FzOp *op) {
   FzAttr *name = fzOpGetInherentAttr(op, FZ_STR("sym_name"));
   if (!name || fzAttrGetKind(name) != FZ_ATTR_STRING)
@@ -48,11 +83,10 @@ static bool func_verify(FzOp *op) {
   if (vis && fzAttrGetKind(vis) != FZ_ATTR_STRING)
     return fzOpEmitError(op, "requires 'sym_visibility' to be a string");
   size_t nIn = fzFunctionTypeGetNumInputs(ft);
-  FzAttr *argAttrs = fzOpGetInherentAttr(op, FZ_STR("arg_attrs"));
-  if (argAttrs && (fzAttrGetKind(argAttrs) != FZ_ATTR_ARRAY ||
-                   fzArrayAttrGetSize(argAttrs) != nIn))
-    return fzOpEmitError(op, "expects 'arg_attrs' to be an array of %zu "
-                             "dictionaries", nIn);
+  if (!verify_attr_array(op, "arg_attrs", "argument", nIn) ||
+      !verify_attr_array(op, "res_attrs", "result",
+                         fzFunctionTypeGetNumResults(ft)))
+    return false;
   FzRegion *body = fzOpGetRegion(op, 0);
   FzBlock *entry = fzRegionGetFirstBlock(body);
   if (!entry) {
@@ -119,16 +153,31 @@ static void func_print(FzOp *op, FzAsmPrinter *p) {
   }
   fzAsmPrint(p, ")");
   size_t nOut = ft ? fzFunctionTypeGetNumResults(ft) : 0;
+  FzAttr *resAttrs = fzOpGetInherentAttr(op, FZ_STR("res_attrs"));
+  if (resAttrs && (fzAttrGetKind(resAttrs) != FZ_ATTR_ARRAY ||
+                   fzArrayAttrGetSize(resAttrs) != nOut))
+    resAttrs = NULL; /* invalid: the verifier says so */
+  bool anyResAttrs = false;
+  for (size_t i = 0; resAttrs && i < nOut; ++i) {
+    FzAttr *d = fzArrayAttrGetElement(resAttrs, i);
+    anyResAttrs |= fzAttrGetKind(d) == FZ_ATTR_DICT &&
+                   fzDictAttrGetSize(d) > 0;
+  }
   if (nOut) {
-    /* One plain result prints bare; several, or a function type, in
-     * parentheses (MLIR's rule, which keeps the arrow unambiguous). */
-    bool parens = nOut != 1 || fzTypeGetKind(fzFunctionTypeGetResult(
-                                   ft, 0)) == FZ_TYPE_FUNCTION;
+    /* One plain result prints bare; several, a function type or result
+     * attributes in parentheses (MLIR's rule, which keeps the arrow
+     * unambiguous). */
+    bool parens = nOut != 1 || anyResAttrs ||
+                  fzTypeGetKind(fzFunctionTypeGetResult(ft, 0)) ==
+                      FZ_TYPE_FUNCTION;
     fzAsmPrint(p, parens ? " -> (" : " -> ");
     for (size_t i = 0; i < nOut; ++i) {
       if (i)
         fzAsmPrint(p, ", ");
       fzAsmPrintType(p, fzFunctionTypeGetResult(ft, i));
+      if (anyResAttrs)
+        fzAsmPrintOptionalAttrDict(p, fzArrayAttrGetElement(resAttrs, i),
+                                   NULL, false);
     }
     if (parens)
       fzAsmPrint(p, ")");
@@ -217,6 +266,35 @@ static bool parse_signature(FzAsmParser *p, SigArgs *sig, bool *named,
   return fzAsmParsePunct(p, ")");
 }
 
+/* function-result-list ::= non-function-type
+ *                        | `(` (type attr-dict? (`,` type attr-dict?)*)? `)`
+ * after the arrow; pushes each result type and its attributes (an empty
+ * dictionary when none) on res. */
+static bool parse_results(FzAsmParser *p, SigArgs *res, bool *anyResAttrs) {
+  FzContext *ctx = fzAsmParserGetContext(p);
+  FzType *type;
+  if (!fzAsmParseOptionalPunct(p, "(")) {
+    if (!fzAsmParseType(p, &type))
+      return false;
+    return sig_push(res, NULL, type, fzDictAttrGet(ctx, 0, NULL, NULL)) ||
+           fzAsmEmitError(p, "out of memory");
+  }
+  if (fzAsmParseOptionalPunct(p, ")"))
+    return true;
+  do {
+    FzAttr *attrs = NULL;
+    if (!fzAsmParseType(p, &type) || !fzAsmParseOptionalAttrDict(p, &attrs))
+      return false;
+    if (!attrs)
+      attrs = fzDictAttrGet(ctx, 0, NULL, NULL);
+    else if (fzDictAttrGetSize(attrs) > 0)
+      *anyResAttrs = true;
+    if (!sig_push(res, NULL, type, attrs))
+      return fzAsmEmitError(p, "out of memory");
+  } while (fzAsmParseOptionalPunct(p, ","));
+  return fzAsmParsePunct(p, ")");
+}
+
 static bool func_parse(FzAsmParser *p, FzOpState *st) {
   FzContext *ctx = fzAsmParserGetContext(p);
   FzStringRef vis;
@@ -234,38 +312,40 @@ static bool func_parse(FzAsmParser *p, FzOpState *st) {
   fzOpStateAddProp(st, FZ_STR("sym_name"), fzStringAttrGet(ctx, name));
 
   SigArgs sig = {ctx, NULL, NULL, NULL, 0, 0};
-  bool named = false, anyArgAttrs = false;
+  SigArgs res = {ctx, NULL, NULL, NULL, 0, 0};
+  bool named = false, anyArgAttrs = false, anyResAttrs = false;
   bool ok = parse_signature(p, &sig, &named, &anyArgAttrs);
-  FzType **results = NULL;
-  size_t nResults = 0;
   if (ok && fzAsmParseOptionalPunct(p, "->"))
-    ok = fzAsmParseArrowTypeList(p, &results, &nResults);
+    ok = parse_results(p, &res, &anyResAttrs);
   FzAttr *attrs = NULL;
   if (ok)
     ok = fzAsmParseOptionalAttrDictWithKeyword(p, &attrs);
   if (ok) {
     fzOpStateAddAttrDict(st, attrs);
-    FzType *ft = fzFunctionTypeGet(ctx, sig.n, sig.types, nResults, results);
+    FzType *ft = fzFunctionTypeGet(ctx, sig.n, sig.types, res.n, res.types);
     ok = ft != NULL;
     if (ok)
       fzOpStateAddProp(st, FZ_STR("function_type"), fzTypeAttrGet(ctx, ft));
     if (ok && anyArgAttrs)
       fzOpStateAddProp(st, FZ_STR("arg_attrs"),
                        fzArrayAttrGet(ctx, sig.n, sig.attrs));
+    if (ok && anyResAttrs)
+      fzOpStateAddProp(st, FZ_STR("res_attrs"),
+                       fzArrayAttrGet(ctx, res.n, res.attrs));
   }
   FzRegion *body = ok ? fzOpStateAddRegion(st) : NULL;
   if (ok && body) {
     bool present = false;
-    FzLoc *loc = fzAsmParserGetCurrentLoc(p);
+    /* With unnamed arguments, `func.func @f(i32) { ^bb0(%a: i32): ...}`
+     * names them in the entry block's label, as in MLIR; the verifier
+     * checks that the label's arguments match the signature. */
     ok = fzAsmParseOptionalRegion(p, body, named ? sig.n : 0, sig.args,
                                   named, &present);
-    if (ok && present && !named && sig.n > 0)
-      ok = fzAsmEmitErrorAt(p, loc, "a function with a body needs named "
-                                    "arguments");
   } else {
     ok = false;
   }
   sig_free(&sig);
+  sig_free(&res);
   return ok;
 }
 
@@ -476,8 +556,184 @@ static const FzOpDef func_call_def = {
     .parse = call_parse,
 };
 
-static const FzOpDef *const func_ops[] = {&func_func_def, &func_return_def,
-                                          &func_call_def};
+/*===--- func.constant --------------------------------------------------===*/
+
+/* `%f = func.constant @name : type`: the function @name as a value. */
+
+static const char *const constant_inherent[] = {"value", NULL};
+
+static bool constant_verify(FzOp *op) {
+  FzAttr *value = fzOpGetInherentAttr(op, FZ_STR("value"));
+  if (!value || fzAttrGetKind(value) != FZ_ATTR_SYMBOL_REF ||
+      fzSymbolRefAttrGetNumNested(value) != 0)
+    return fzOpEmitError(op, "requires attribute 'value' holding a flat "
+                             "symbol reference");
+  FzStringRef name = fzSymbolRefAttrGetRoot(value);
+  FzOp *table = fzSymbolTableGetNearest(fzOpGetParentOp(op));
+  FzOp *fn = table ? fzSymbolTableLookupIn(table, name) : NULL;
+  if (!fn || fzOpGetDef(fn) != &func_func_def)
+    return fzOpEmitError(op, "reference to undefined function '%.*s'",
+                         (int)name.length, name.data);
+  if (func_type(fn) != fzValueGetType(fzOpGetResult(op, 0)))
+    return fzOpEmitError(op, "reference to function with mismatched type");
+  return true;
+}
+
+static const char *const constant_elided[] = {"value", NULL};
+
+/* MLIR's order: `constant {attrs} @f : type`. */
+static void constant_print(FzOp *op, FzAsmPrinter *p) {
+  fzAsmPrintOptionalAttrDict(p, fzOpGetAttrDict(op), constant_elided, false);
+  FzAttr *value = fzOpGetInherentAttr(op, FZ_STR("value"));
+  fzAsmPrint(p, " ");
+  if (value)
+    fzAsmPrintAttr(p, value);
+  fzAsmPrint(p, " : ");
+  fzAsmPrintType(p, fzValueGetType(fzOpGetResult(op, 0)));
+}
+
+static bool constant_parse(FzAsmParser *p, FzOpState *st) {
+  FzContext *ctx = fzAsmParserGetContext(p);
+  FzAttr *attrs = NULL;
+  FzStringRef name;
+  FzType *type;
+  if (!fzAsmParseOptionalAttrDict(p, &attrs) ||
+      !fzAsmParseSymbolName(p, &name) || !fzAsmParseColonType(p, &type))
+    return false;
+  fzOpStateAddAttrDict(st, attrs);
+  fzOpStateAddProp(st, FZ_STR("value"),
+                   fzSymbolRefAttrGet(ctx, name, 0, NULL));
+  fzOpStateAddResults(st, 1, &type);
+  return true;
+}
+
+static const FzOpDef func_constant_def = {
+    .name = "func.constant",
+    .summary = "a function, by symbol, as a value",
+    .traits = FZ_TRAIT_PURE,
+    .numOperands = 0,
+    .numResults = 1,
+    .numRegions = 0,
+    .fusionKind = FZ_FUSION_OPAQUE,
+    .inherentAttrs = constant_inherent,
+    .verify = constant_verify,
+    .print = constant_print,
+    .parse = constant_parse,
+};
+
+/*===--- func.call_indirect -----------------------------------------------===*/
+
+/* `%r = func.call_indirect %f(%a, %b) : (A, B) -> R`: a call through a
+ * function value (operand 0). */
+
+static void type_str(const FzType *t, char *buf, size_t cap) {
+  size_t len = 0;
+  FILE *f = fmemopen(buf, cap, "w");
+  if (f) {
+    fzTypeDump(t, f);
+    len = (size_t)ftell(f);
+    fclose(f);
+  }
+  buf[len < cap ? len : cap - 1] = 0;
+}
+
+static bool call_indirect_verify(FzOp *op) {
+  size_t n = fzOpGetNumOperands(op);
+  if (n == 0)
+    return fzOpEmitError(op, "expected 1 or more operands, but found 0");
+  FzType *ft = fzValueGetType(fzOpGetOperand(op, 0));
+  if (fzTypeGetKind(ft) != FZ_TYPE_FUNCTION) {
+    char buf[128];
+    type_str(ft, buf, sizeof buf);
+    return fzOpEmitError(op, "operand #0 must be function type, but got "
+                             "'%s'", buf);
+  }
+  bool inputsMatch = fzFunctionTypeGetNumInputs(ft) == n - 1;
+  for (size_t i = 1; inputsMatch && i < n; ++i)
+    inputsMatch = fzValueGetType(fzOpGetOperand(op, i)) ==
+                  fzFunctionTypeGetInput(ft, i - 1);
+  if (!inputsMatch)
+    return fzOpEmitError(op, "failed to verify that callee input types "
+                             "match argument types");
+  size_t r = fzOpGetNumResults(op);
+  bool resultsMatch = fzFunctionTypeGetNumResults(ft) == r;
+  for (size_t i = 0; resultsMatch && i < r; ++i)
+    resultsMatch = fzValueGetType(fzOpGetResult(op, i)) ==
+                   fzFunctionTypeGetResult(ft, i);
+  if (!resultsMatch)
+    return fzOpEmitError(op, "failed to verify that callee result types "
+                             "match result types");
+  return true;
+}
+
+static void call_indirect_print(FzOp *op, FzAsmPrinter *p) {
+  size_t n = fzOpGetNumOperands(op);
+  fzAsmPrint(p, " ");
+  fzAsmPrintOperand(p, n ? fzOpGetOperand(op, 0) : NULL);
+  fzAsmPrint(p, "(");
+  for (size_t i = 1; i < n; ++i) {
+    if (i > 1)
+      fzAsmPrint(p, ", ");
+    fzAsmPrintOperand(p, fzOpGetOperand(op, i));
+  }
+  fzAsmPrint(p, ")");
+  fzAsmPrintOptionalAttrDict(p, fzOpGetAttrDict(op), NULL, false);
+  fzAsmPrint(p, " : ");
+  fzAsmPrintType(p, n ? fzValueGetType(fzOpGetOperand(op, 0)) : NULL);
+}
+
+static bool call_indirect_parse(FzAsmParser *p, FzOpState *st) {
+  FzContext *ctx = fzAsmParserGetContext(p);
+  FzLoc *loc = fzAsmParserGetCurrentLoc(p);
+  FzUnresolvedOperand callee;
+  FzUnresolvedOperand *args;
+  size_t n;
+  if (!fzAsmParseOperand(p, &callee) || !fzAsmParsePunct(p, "(") ||
+      !fzAsmParseOperandList(p, &args, &n) || !fzAsmParsePunct(p, ")"))
+    return false;
+  FzAttr *attrs = NULL;
+  if (!fzAsmParseOptionalAttrDict(p, &attrs))
+    return false;
+  fzOpStateAddAttrDict(st, attrs);
+  FzType *ft;
+  if (!fzAsmParseColonType(p, &ft))
+    return false;
+  if (fzTypeGetKind(ft) != FZ_TYPE_FUNCTION)
+    return fzAsmEmitErrorAt(p, loc, "expected a function type");
+  size_t nIn = fzFunctionTypeGetNumInputs(ft);
+  FzType *small[16];
+  FzType **ins = nIn <= 16 ? small : fzCalloc(ctx, nIn, sizeof *ins);
+  if (!ins)
+    return false;
+  for (size_t i = 0; i < nIn; ++i)
+    ins[i] = fzFunctionTypeGetInput(ft, i);
+  bool ok = fzAsmResolveOperand(p, &callee, ft, st) &&
+            fzAsmResolveOperands(p, args, n, ins, nIn, loc, st);
+  if (ins != small)
+    fzFree(ctx, ins);
+  for (size_t i = 0; ok && i < fzFunctionTypeGetNumResults(ft); ++i) {
+    FzType *t = fzFunctionTypeGetResult(ft, i);
+    fzOpStateAddResults(st, 1, &t);
+  }
+  return ok;
+}
+
+static const FzOpDef func_call_indirect_def = {
+    .name = "func.call_indirect",
+    .summary = "calls a function value",
+    .traits = 0,
+    .numOperands = FZ_VARIADIC,
+    .numResults = FZ_VARIADIC,
+    .numRegions = 0,
+    .fusionKind = FZ_FUSION_OPAQUE,
+    .verify = call_indirect_verify,
+    .print = call_indirect_print,
+    .parse = call_indirect_parse,
+};
+
+static const FzOpDef *const func_ops[] = {
+    &func_func_def, &func_return_def, &func_call_def, &func_constant_def,
+    &func_call_indirect_def};
 
 static const FzDialectDef func_dialect = {
     .name = "func",

@@ -95,6 +95,15 @@ bool fzContextGetAllowUnregisteredDialects(const FzContext *ctx);
 void fzContextSetMaxNesting(FzContext *ctx, unsigned depth);
 unsigned fzContextGetMaxNesting(const FzContext *ctx);
 
+/* The largest source text, in bytes, that fzParseFile reads and
+ * fzParseSource accepts (default FZ_DEFAULT_MAX_SOURCE_SIZE, 1 GiB; 0 is
+ * taken as 1). A longer input (or an endless one such as /dev/zero) is
+ * the error "input '...' is larger than the limit of N bytes" after
+ * reading at most N + 1 bytes, never an endless read. */
+#define FZ_DEFAULT_MAX_SOURCE_SIZE ((size_t)1 << 30)
+void fzContextSetMaxSourceSize(FzContext *ctx, size_t bytes);
+size_t fzContextGetMaxSourceSize(const FzContext *ctx);
+
 /* Interned identifiers: equal strings give the same pointer. NULL on
  * allocation failure. */
 FzIdent *fzIdentGet(FzContext *ctx, FzStringRef str);
@@ -212,6 +221,8 @@ typedef enum FzTypeKind {
 /* Largest static dimension, and largest element count of a shaped type. */
 #define FZ_MAX_DIM ((int64_t)1 << 40)
 #define FZ_MAX_ELEMENTS ((int64_t)1 << 48)
+/* Largest rank of a shaped type (the parser stops at the 65th dim). */
+#define FZ_MAX_RANK 64
 
 /* The scalar types. fzIntegerTypeGet returns NULL, without a
  * diagnostic, for a width outside 1..64. All return NULL on allocation
@@ -408,6 +419,7 @@ typedef enum FzLocKind {
   FZ_LOC_FILE_LINE_COL, /* loc("file":3:7) */
   FZ_LOC_NAME,          /* loc("name") or loc("name"(child)) */
   FZ_LOC_FUSED,         /* loc(fused["a":1:2, "b":3:4]) or fused<meta>[..] */
+  FZ_LOC_CALLSITE,      /* loc(callsite("callee":1:2 at "caller":3:4)) */
 } FzLocKind;
 
 /* Location constructors; NULL only on allocation failure (fzUnknownLocGet
@@ -422,6 +434,8 @@ FzLoc *fzNameLocGet(FzContext *ctx, FzStringRef name, FzLoc *child);
  * unknown when none. metadata may be NULL. */
 FzLoc *fzFusedLocGet(FzContext *ctx, size_t n, FzLoc *const *locs,
                      FzAttr *metadata);
+/* callee inlined at caller (MLIR's CallSiteLoc); NULL is unknown. */
+FzLoc *fzCallSiteLocGet(FzContext *ctx, FzLoc *callee, FzLoc *caller);
 
 /* Accessors; each requires the kind given in its comment. */
 FzLocKind fzLocGetKind(const FzLoc *loc);
@@ -433,6 +447,8 @@ FzLoc *fzLocGetChild(const FzLoc *loc);      /* NAME: never NULL */
 size_t fzLocGetNumFused(const FzLoc *loc);   /* FUSED */
 FzLoc *fzLocGetFused(const FzLoc *loc, size_t i);
 FzAttr *fzLocGetFusedMetadata(const FzLoc *loc); /* may be NULL */
+FzLoc *fzLocGetCallee(const FzLoc *loc);    /* CALLSITE: never NULL */
+FzLoc *fzLocGetCaller(const FzLoc *loc);    /* CALLSITE: never NULL */
 /* The first file:line:col location found inside loc (depth-first), or
  * NULL: what diagnostics use to point at the source. */
 FzLoc *fzLocFindFileLineCol(FzLoc *loc);

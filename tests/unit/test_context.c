@@ -357,6 +357,19 @@ START_TEST(test_loc_uniquing) {
   ck_assert_ptr_eq(fzLocFindFileLineCol(f1), a);
   FzLoc *nb[] = {n2, b};
   ck_assert_ptr_eq(fzLocFindFileLineCol(fzFusedLocGet(ctx, 2, nb, NULL)), b);
+  /* Callsite: uniqued; NULL is unknown; the callee's source comes first,
+   * then the caller's. */
+  FzLoc *cs = fzCallSiteLocGet(ctx, a, b);
+  ck_assert_int_eq(fzLocGetKind(cs), FZ_LOC_CALLSITE);
+  ck_assert_ptr_eq(cs, fzCallSiteLocGet(ctx, a, b));
+  ck_assert_ptr_ne(cs, fzCallSiteLocGet(ctx, b, a));
+  ck_assert_ptr_eq(fzLocGetCallee(cs), a);
+  ck_assert_ptr_eq(fzLocGetCaller(cs), b);
+  ck_assert_ptr_eq(fzLocFindFileLineCol(cs), a);
+  FzLoc *cu = fzCallSiteLocGet(ctx, NULL, b);
+  ck_assert_ptr_eq(fzLocGetCallee(cu), unk);
+  ck_assert_ptr_eq(fzLocFindFileLineCol(cu), b);
+  ck_assert_ptr_null(fzLocFindFileLineCol(fzCallSiteLocGet(ctx, n2, NULL)));
   fzContextDestroy(ctx);
 }
 END_TEST

@@ -102,6 +102,8 @@ START_TEST(test_nested_run) {
                                        "  CSE\n"
                                        "    (S) 1 num-cse'd - Number of "
                                        "operations CSE'd\n"
+                                       "    (S) 0 num-dce'd - Number of "
+                                       "operations DCE'd\n"
                                        "test-idle\n"));
   text_free(&b);
   fzPassManagerDestroy(pm);

@@ -545,8 +545,10 @@ START_TEST(test_func_signature) {
                      fzDictAttrGet(v.ctx, 0, NULL, NULL)};
   ck_assert(fzOpSetProp(fn, FZ_STR("arg_attrs"),
                         fzArrayAttrGet(v.ctx, 2, dicts)));
-  ck_assert_fails_with(&v, "'func.func' op expects 'arg_attrs' to be an "
-                           "array of 1 dictionaries");
+  ck_assert_fails_with(&v, "'func.func' op expects argument attribute "
+                           "array to have the same number of elements as "
+                           "the number of function arguments, got 2, but "
+                           "expected 1");
   ck_assert(fzOpSetProp(fn, FZ_STR("arg_attrs"),
                         fzArrayAttrGet(v.ctx, 1, dicts)));
   ck_assert_verifies(&v);
