@@ -78,6 +78,9 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
   char *err = NULL;
   if (!triple || !cpu || !features) {
     fzEmitError(ctx, NULL, "emit-llvm: out of memory");
+  } else if (!fzTargetValidate(ctx, triple, o->cpu ? cpu : NULL,
+                               o->features ? features : NULL)) {
+    /* reported */
   } else if (LLVMGetTargetFromTriple(triple, &target, &err)) {
     fzEmitError(ctx, NULL,
                 "emit-llvm: no LLVM target for triple '%s' in this build "

@@ -36,15 +36,6 @@ static void init_nvptx(void) {
   LLVMInitializeNVPTXAsmPrinter();
 }
 
-static bool valid_arch(const char *a) {
-  if (strncmp(a, "sm_", 3) != 0 || a[3] < '1' || a[3] > '9')
-    return false;
-  const char *p = a + 3;
-  while (*p >= '0' && *p <= '9')
-    ++p;
-  return *p == '\0' || (p[0] == 'a' && p[1] == '\0');
-}
-
 void fzGpuProgramDestroy(FzGpuProgram *p) {
   if (!p)
     return;
@@ -229,11 +220,8 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
                   LLVMContextRef *llctx, LLVMModuleRef *mod,
                   LLVMTargetMachineRef *tm) {
   FzContext *ctx = fzOpGetContext(module);
-  if (!valid_arch(o->arch))
-    return fzEmitError(ctx, NULL,
-                       "emit-ptx: --gpu-arch expects sm_NN or sm_NNa (sm_80, "
-                       "sm_90, sm_90a), got '%s'",
-                       o->arch);
+  if (!fzGpuArchValidate(ctx, o->arch))
+    return false;
   if (o->blockSize == 0 || o->blockSize > 1024 || o->blockSize % 32)
     return fzEmitError(ctx, NULL,
                        "emit-ptx: the block size must be a multiple of 32 "
