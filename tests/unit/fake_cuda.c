@@ -66,12 +66,26 @@ static int optin(void) {
 
 static int g_context; /* the primary context's handle points here */
 
-CUresult cuInit(unsigned flags) { return flags == 0 ? OK : INVALID_VALUE; }
+/* FZ_FAKE_CUDA_FAIL=init: cuInit fails (CUDA_ERROR_NO_DEVICE, what a
+ * machine with a driver and no GPU gives); =device: cuDeviceGet fails
+ * (CUDA_ERROR_INVALID_DEVICE). */
+static int fail(const char *what) {
+  const char *e = getenv("FZ_FAKE_CUDA_FAIL");
+  return e && !strcmp(e, what);
+}
+
+CUresult cuInit(unsigned flags) {
+  if (fail("init"))
+    return 100;
+  return flags == 0 ? OK : INVALID_VALUE;
+}
 CUresult cuDeviceGetCount(int *n) {
   *n = 1;
   return OK;
 }
 CUresult cuDeviceGet(int *d, int ordinal) {
+  if (fail("device"))
+    return 101;
   *d = ordinal;
   return ordinal == 0 ? OK : INVALID_VALUE;
 }
@@ -317,6 +331,12 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
     return OK;
   case 2:
     *s = "out of memory";
+    return OK;
+  case 100:
+    *s = "no CUDA-capable device is detected";
+    return OK;
+  case 101:
+    *s = "invalid device ordinal";
     return OK;
   case 218:
     *s = "a PTX JIT compilation failed";
