@@ -195,6 +195,21 @@ FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
 uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m, const char *symbol);
 /* Seconds spent translating, optimizing and generating code. */
 double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
+/* Run-time errors. Where the loop dialect defines an error that the
+ * hardware would turn into a fault or a hang (an index out of bounds, an
+ * integer division by zero, a loop.for step that is not positive) and
+ * static facts do not rule it out, the generated code checks, and on
+ * failure records it in the module's status (the global `fz_status`,
+ * first failure wins) and goes on without the faulting operation
+ * (docs/codegen.md, "Run-time errors"). After a call, TakeStatus reports
+ * the recorded error to ctx at its op's location, as the loop
+ * interpreter words it ("'loop.load' op index 7 is out of bounds for
+ * dimension 0 (size 5) of operand #0"), clears it and returns false;
+ * true when the code recorded nothing. ClearStatus forgets a recorded
+ * error. The status is the module's: concurrent calls share it. */
+FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
+                                            FzContext *ctx);
+void fzNativeModuleClearStatus(FzNativeModule *m);
 
 /*===------------------------------------------------------------------===*
  * The graph -> loop pipeline for the CPU

@@ -145,7 +145,7 @@ bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
 
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
                         LLVMContextRef *llctxOut, LLVMModuleRef *modOut,
-                        LLVMTargetMachineRef *tmOut) {
+                        LLVMTargetMachineRef *tmOut, FzLLSites *sitesOut) {
   FzContext *ctx = fzOpGetContext(module);
   FzCodegenOptions defaults;
   if (!options) {
@@ -188,6 +188,10 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
     fzOpDestroy(copy);
   free(cpu);
   free(features);
+  if (!ok || !sitesOut)
+    fzLLSitesFree(&E.sites);
+  else
+    *sitesOut = E.sites;
   if (!ok) {
     LLVMDisposeModule(E.mod);
     LLVMContextDispose(E.llctx);
@@ -206,7 +210,7 @@ bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
   LLVMContextRef llctx;
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm;
-  if (!fzLLBuildOptimized(module, options, &llctx, &mod, &tm))
+  if (!fzLLBuildOptimized(module, options, &llctx, &mod, &tm, NULL))
     return false;
   bool ok = true;
   if (type == FZ_CODEGEN_LLVM_IR) {

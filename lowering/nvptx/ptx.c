@@ -271,6 +271,7 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     fzOpDestroy(lowered);
   free(cpu);
   free(features);
+  fzLLSitesFree(&E.sites);
   if (!ok) {
     LLVMDisposeModule(E.mod);
     LLVMContextDispose(E.llctx);
