@@ -82,6 +82,8 @@ enum { /* CUjit_option */
   X(cuModuleUnload, "cuModuleUnload", (CUmodule))                             \
   X(cuModuleGetFunction, "cuModuleGetFunction",                               \
     (CUfunction *, CUmodule, const char *))                                   \
+  X(cuModuleGetGlobal, "cuModuleGetGlobal_v2",                                \
+    (CUdeviceptr *, size_t *, CUmodule, const char *))                        \
   X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, int, CUfunction))      \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, int, int))        \
   X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                     \
@@ -491,6 +493,23 @@ FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
     return NULL;
   }
   return remember_kernel(cu, f, name) ? (FzCudaKernel *)f : NULL;
+}
+
+bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
+                     const char *name, FzCudaPtr *addr, size_t *bytes) {
+  CUmodule mod = load_module(cu, ptx, len);
+  if (!mod)
+    return false;
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  CUresult r = cu->api.cuModuleGetGlobal(&p, &n, mod, name);
+  if (r != 0)
+    return fzEmitError(cu->ctx, NULL,
+                       "cuda: the PTX module has no global '%s': %s", name,
+                       err_text(&cu->api, r));
+  *addr = (FzCudaPtr)p;
+  *bytes = n;
+  return true;
 }
 
 bool fzCudaKernelAllowSharedMemory(FzCuda *cu, FzCudaKernel *kernel,

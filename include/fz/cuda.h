@@ -92,6 +92,11 @@ FZ_MUST_CHECK bool fzCudaMemset(FzCuda *cu, FzCudaPtr dst, unsigned char v,
  * log. NULL after an error. */
 FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
                               const char *name);
+/* The device address and size of global `name` of the module of ptx
+ * (loaded and cached as fzCudaGetKernel does). False after reporting an
+ * error. */
+bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
+                     const char *name, FzCudaPtr *addr, size_t *bytes);
 /* Number of modules in the cache (for tests). */
 size_t fzCudaGetNumCachedModules(const FzCuda *cu);
 

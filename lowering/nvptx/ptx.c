@@ -39,6 +39,9 @@ static void init_nvptx(void) {
 void fzGpuProgramDestroy(FzGpuProgram *p) {
   if (!p)
     return;
+  for (size_t i = 0; i < p->numChecks; ++i)
+    free(p->checks[i].message);
+  free(p->checks);
   for (size_t i = 0; i < p->numFunctions; ++i) {
     FzGpuFunction *f = &p->functions[i];
     for (size_t k = 0; k < f->numKernels; ++k) {
@@ -271,6 +274,18 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     fzOpDestroy(lowered);
   free(cpu);
   free(features);
+  if (ok && E.sites.n) {
+    /* The program takes the run-time checks (their messages). */
+    prog->checks = calloc(E.sites.n, sizeof *prog->checks);
+    if (!prog->checks)
+      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    for (size_t i = 0; ok && i < E.sites.n; ++i) {
+      prog->checks[i] = (FzGpuCheck){E.sites.v[i].loc, E.sites.v[i].message};
+      E.sites.v[i].message = NULL;
+    }
+    if (ok)
+      prog->numChecks = E.sites.n;
+  }
   fzLLSitesFree(&E.sites);
   if (!ok) {
     LLVMDisposeModule(E.mod);
