@@ -587,7 +587,10 @@ static FzValue *emit_gather(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *oi[LG_MAX_RANK];
   for (size_t d = 0; d < (size_t)axis; ++d)
     oi[d] = idx[d];
-  oi[axis] = clamp_index(N, gi, dim);
+  /* Not clamped: an index outside [-dim, dim) is an error (ONNX), and
+   * the load then reports it (the interpreters at run time, native code
+   * through its bounds check: docs/codegen.md, "Run-time errors"). */
+  oi[axis] = gi;
   for (size_t d = (size_t)axis + 1; d < rd; ++d)
     oi[d] = idx[d + ri - 1];
   return lgEmit(N, data, oi);

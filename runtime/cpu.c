@@ -253,7 +253,10 @@ bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
     bufs[i] = copies[i];
   }
   if (ok) {
+    fzNativeModuleClearStatus(f->exe->native);
     fzCpuFunctionCallRaw(f, bufs);
+    /* An error the code detected (docs/codegen.md, "Run-time errors"). */
+    ok = fzNativeModuleTakeStatus(f->exe->native, ctx);
     for (size_t i = f->numIn; i < na; ++i)
       if (copies[i] && outs[i - f->numIn]->data)
         memcpy(outs[i - f->numIn]->data, copies[i],

@@ -82,6 +82,8 @@ enum { /* CUjit_option */
   X(cuModuleUnload, "cuModuleUnload", (CUmodule))                             \
   X(cuModuleGetFunction, "cuModuleGetFunction",                               \
     (CUfunction *, CUmodule, const char *))                                   \
+  X(cuModuleGetGlobal, "cuModuleGetGlobal_v2",                                \
+    (CUdeviceptr *, size_t *, CUmodule, const char *))                        \
   X(cuFuncGetAttribute, "cuFuncGetAttribute", (int *, int, CUfunction))      \
   X(cuFuncSetAttribute, "cuFuncSetAttribute", (CUfunction, int, int))        \
   X(cuMemAlloc, "cuMemAlloc_v2", (CUdeviceptr *, size_t))                     \
@@ -215,7 +217,7 @@ static bool init_driver(const CudaApi *api, int *count, char *why,
   return true;
 }
 
-bool fzCudaProbe(char *why, size_t whySize) {
+FzCudaProbeResult fzCudaProbeDevice(char *why, size_t whySize) {
   char local[512];
   if (!why || whySize == 0) {
     why = local;
@@ -225,12 +227,29 @@ bool fzCudaProbe(char *why, size_t whySize) {
   CudaApi api;
   void *h = open_driver(&api, why, whySize);
   if (!h)
-    return false;
-  int count;
-  bool ok = init_driver(&api, &count, why, whySize);
+    return FZ_CUDA_PROBE_NO_DRIVER;
   /* The library stays loaded: drivers do not support being unloaded
    * and reloaded in one process. */
-  return ok;
+  int count, dev = 0, major = 0;
+  if (!init_driver(&api, &count, why, whySize))
+    return FZ_CUDA_PROBE_NO_DEVICE;
+  CUresult r = api.cuDeviceGet(&dev, 0);
+  const char *what = "cuDeviceGet";
+  if (r == 0) {
+    what = "cuDeviceGetAttribute";
+    r = api.cuDeviceGetAttribute(
+        &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+  }
+  if (r != 0) {
+    snprintf(why, whySize, "CUDA device 0 does not open: %s failed: %s",
+             what, err_text(&api, r));
+    return FZ_CUDA_PROBE_NO_DEVICE;
+  }
+  return FZ_CUDA_PROBE_READY;
+}
+
+bool fzCudaProbe(char *why, size_t whySize) {
+  return fzCudaProbeDevice(why, whySize) == FZ_CUDA_PROBE_READY;
 }
 
 static bool cu_check(FzCuda *cu, CUresult r, const char *what) {
@@ -474,6 +493,23 @@ FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
     return NULL;
   }
   return remember_kernel(cu, f, name) ? (FzCudaKernel *)f : NULL;
+}
+
+bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
+                     const char *name, FzCudaPtr *addr, size_t *bytes) {
+  CUmodule mod = load_module(cu, ptx, len);
+  if (!mod)
+    return false;
+  CUdeviceptr p = 0;
+  size_t n = 0;
+  CUresult r = cu->api.cuModuleGetGlobal(&p, &n, mod, name);
+  if (r != 0)
+    return fzEmitError(cu->ctx, NULL,
+                       "cuda: the PTX module has no global '%s': %s", name,
+                       err_text(&cu->api, r));
+  *addr = (FzCudaPtr)p;
+  *bytes = n;
+  return true;
 }
 
 bool fzCudaKernelAllowSharedMemory(FzCuda *cu, FzCudaKernel *kernel,

@@ -49,6 +49,7 @@ struct FzCudaCall {
   void ***args;       /* per kernel: its parameters (into dev, or the
                          launch's constant scalars) */
   FzCudaGraph *graph; /* NULL: launched one by one */
+  FzCudaPtr status;   /* the module's fz_status; 0 when it has no check */
 };
 
 /* Kernel k's parameter array: each points at a root's device address or
@@ -130,6 +131,17 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
     ok = c->fns[k] &&
          fzCudaKernelAllowSharedMemory(cu, c->fns[k], K->sharedBytes);
   }
+  /* The run-time checks' status (docs/codegen.md, "Run-time errors"),
+   * cleared before the first launch. */
+  size_t statusBytes = 0;
+  if (ok && p->numChecks) {
+    ok = fzCudaGetGlobal(cu, p->ptx, p->ptxLen, "fz_status", &c->status,
+                         &statusBytes);
+    if (ok && statusBytes < 16)
+      ok = fzEmitError(ctx, NULL, "cuda: the module's fz_status has %zu "
+                                  "bytes, not 16", statusBytes);
+    ok = ok && fzCudaMemset(cu, c->status, 0, 16);
+  }
   if (!ok) {
     fzCudaCallDestroy(c);
     return NULL;
@@ -198,6 +210,28 @@ bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
   const FzGpuFunction *f = c->f;
   if (!fzCudaSynchronize(c->cu))
     return false;
+  if (c->status) {
+    /* An error a kernel detected: the first check that failed. */
+    int64_t st[2] = {0, 0};
+    if (!fzCudaCopyToHost(c->cu, st, c->status, sizeof st))
+      return false;
+    if (st[0] != 0) {
+      if (!fzCudaMemset(c->cu, c->status, 0, sizeof st))
+        return false;
+      const FzGpuProgram *p = c->prog;
+      if (st[0] < 0 || (uint64_t)st[0] > p->numChecks)
+        return fzEmitError(ctx, NULL, "cuda: internal error: a kernel "
+                                      "reported an unknown error (%lld)",
+                           (long long)st[0]);
+      const FzGpuCheck *k = &p->checks[st[0] - 1];
+      const char *at = strstr(k->message, "%lld");
+      if (!at)
+        return fzEmitError(ctx, k->loc, "%s", k->message);
+      return fzEmitError(ctx, k->loc, "%.*s%lld%s",
+                         (int)(at - k->message), k->message,
+                         (long long)st[1], at + 4);
+    }
+  }
   /* fzTensorArrayDestroy frees the array through the context. */
   FzTensor **outs = fzCalloc(ctx, f->numOutputs + 1, sizeof *outs);
   bool ok = outs != NULL;

@@ -354,8 +354,15 @@ static int run(const RunOptions *o, FzContext *ctx) {
         goto done;
       }
   }
-  if (!strcmp(o->device, "cuda") ||
-      (!strcmp(o->device, "auto") && fzCudaProbe(NULL, 0))) {
+  char cudaWhy[512] = "";
+  FzCudaProbeResult probe = strcmp(o->device, "auto")
+                                ? FZ_CUDA_PROBE_NO_DRIVER
+                                : fzCudaProbeDevice(cudaWhy, sizeof cudaWhy);
+  if (probe == FZ_CUDA_PROBE_NO_DEVICE)
+    fprintf(stderr, "fuse-run: note: --device auto does not use the GPU "
+                    "(it falls back to the CPU): %s\n",
+            cudaWhy);
+  if (!strcmp(o->device, "cuda") || probe == FZ_CUDA_PROBE_READY) {
     if (!(cuda = fuseRunCudaCreate(ctx, module, &o->cpu)))
       goto done;
   } else if (!strcmp(o->device, "cpu")) {

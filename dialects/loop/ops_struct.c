@@ -85,7 +85,15 @@ static bool for_verify(FzOp *op) {
       return fzOpEmitError(op, "iteration argument #%zu: initial value, "
                                "body argument and result types differ", i);
   }
-  return check_yield(op, body, iters, types);
+  if (!check_yield(op, body, iters, types))
+    return false;
+  /* A constant step that is not positive would never end (a computed one
+   * is an error when the loop runs). */
+  int64_t step;
+  if (fzLoopValueGetConstantInt(fzOpGetOperand(op, 2), &step) && step <= 0)
+    return fzOpEmitError(op, "step must be positive, got %lld",
+                         (long long)step);
+  return true;
 }
 
 static void for_print(FzOp *op, FzAsmPrinter *p) {
@@ -189,16 +197,26 @@ static bool parallel_verify(FzOp *op) {
   for (size_t i = 0; i < n; ++i)
     if (!is_index(fzLoopOperandType(op, i)))
       return fzOpEmitError(op, "bounds and steps must have type index");
+  size_t dims = n / 3;
   FzBlock *body = fzLoopGetBody(op);
   if (!body)
     return fzOpEmitError(op, "expects a body (one block)");
-  size_t dims = n / 3;
   if (fzBlockGetNumArguments(body) != dims)
     return fzOpEmitError(op, "body must have %zu index arguments", dims);
   for (size_t i = 0; i < dims; ++i)
     if (!is_index(fzValueGetType(fzBlockGetArgument(body, i))))
       return fzOpEmitError(op, "body argument #%zu must have type index", i);
-  return check_yield(op, body, 0, NULL);
+  if (!check_yield(op, body, 0, NULL))
+    return false;
+  for (size_t d = 0; d < dims; ++d) {
+    int64_t step;
+    if (fzLoopValueGetConstantInt(fzOpGetOperand(op, 2 * dims + d), &step) &&
+        step <= 0)
+      return fzOpEmitError(op, "step of dimension %zu must be positive, got "
+                               "%lld",
+                           d, (long long)step);
+  }
+  return true;
 }
 
 static void print_group(FzAsmPrinter *p, FzOp *op, size_t from, size_t n) {

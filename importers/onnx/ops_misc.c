@@ -316,6 +316,19 @@ static FzValue *wrap_indices(FzOnnxImporter *im, FzValue *idx, int64_t d) {
                       idx);
 }
 
+/* idx as i64 with negative entries wrapped by d, through a gather from
+ * [0, d): an entry outside [-d, d) is then an error when the model runs,
+ * on every device, as ONNX says (a compare against iota alone would give
+ * zeros). */
+static FzValue *checked_indices(FzOnnxImporter *im, FzValue *idx,
+                                int64_t d) {
+  FzValue *ops[2] = {iota_along(im, 1, 0, d),
+                     fzOnnxCast(im, idx, fzIntegerTypeGet(im->ctx, 64))};
+  if (!ops[0] || !ops[1])
+    return NULL;
+  return fzOnnxEmit(im, "graph.gather", 2, ops, NULL, NULL);
+}
+
 /* x with a unit dim inserted at position `at`. */
 static FzValue *insert_unit(FzOnnxImporter *im, FzValue *x, size_t at) {
   if (!x)
@@ -391,7 +404,7 @@ static bool h_gather_elements(FzOnnxImporter *im, FzValue *const *in,
   FzValue *cropped = fzOnnxSlice(im, data, starts, limits, strides);
   /* out[.., j, ..] = sum_c (idx[.., j, ..] == c) * data[.., c, ..], with
    * c a new dim right after the axis. */
-  FzValue *ie = insert_unit(im, wrap_indices(im, idx, d), ax + 1);
+  FzValue *ie = insert_unit(im, checked_indices(im, idx, d), ax + 1);
   FzValue *de = insert_unit(im, cropped, ax);
   FzValue *eq =
       fzOnnxCompare(im, "eq", ie, fzOnnxIota(im, r + 1, ax + 1, d));

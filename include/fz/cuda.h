@@ -36,9 +36,22 @@ typedef struct FzCudaKernel FzCudaKernel; /* a loaded kernel (driver handle) */
 typedef struct FzCudaEvent FzCudaEvent;   /* a driver event */
 typedef uint64_t FzCudaPtr; /* a device address; 0 is null */
 
-/* True when the driver opens, initializes and reports at least one
- * device. Reports nothing: on false, why (whySize bytes, may be NULL)
- * receives the reason. For `--device auto`. */
+/* What fzCudaProbeDevice found. */
+typedef enum FzCudaProbeResult {
+  FZ_CUDA_PROBE_NO_DRIVER, /* no library, or not a CUDA driver */
+  FZ_CUDA_PROBE_NO_DEVICE, /* the driver loads, but cuInit fails, it
+                              counts no device, or device 0 does not
+                              open (cuDeviceGet, its attributes) */
+  FZ_CUDA_PROBE_READY,     /* device 0 is there */
+} FzCudaProbeResult;
+
+/* Opens the driver, initializes it and queries device 0 (cuDeviceGet,
+ * its compute capability). Reports nothing: unless READY, why (whySize
+ * bytes, may be NULL) receives the reason. For `--device auto`, which
+ * falls back to the CPU on anything but READY, with a note when the
+ * driver loaded (NO_DEVICE). */
+FzCudaProbeResult fzCudaProbeDevice(char *why, size_t whySize);
+/* fzCudaProbeDevice(why, whySize) == FZ_CUDA_PROBE_READY. */
 bool fzCudaProbe(char *why, size_t whySize);
 
 /* Opens the driver, initializes it and makes device `ordinal`'s primary
@@ -79,6 +92,11 @@ FZ_MUST_CHECK bool fzCudaMemset(FzCuda *cu, FzCudaPtr dst, unsigned char v,
  * log. NULL after an error. */
 FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
                               const char *name);
+/* The device address and size of global `name` of the module of ptx
+ * (loaded and cached as fzCudaGetKernel does). False after reporting an
+ * error. */
+bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
+                     const char *name, FzCudaPtr *addr, size_t *bytes);
 /* Number of modules in the cache (for tests). */
 size_t fzCudaGetNumCachedModules(const FzCuda *cu);
 

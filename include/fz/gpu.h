@@ -156,6 +156,17 @@ typedef struct FzGpuFunction {
   FzGpuKernel *kernels; /* the launches, in order */
 } FzGpuFunction;
 
+/* A run-time check of the kernels (an index computed from loaded data, a
+ * divisor that may be zero): when one fails, the kernel records the
+ * check's number (1-based) and a value in the module's global
+ * `fz_status` (.global .b8 fz_status[16]: two little-endian int64), and
+ * the runtime reports `message` at loc, its "%lld" replaced by the value
+ * (docs/codegen.md, "Run-time errors"). */
+typedef struct FzGpuCheck {
+  FzLoc *loc;
+  char *message;
+} FzGpuCheck;
+
 typedef struct FzGpuProgram {
   /* NUL-terminated PTX text of every kernel, after comment lines per
    * launch: `// fuse: KERNEL: PLAN` (when the kernel has a plan) and
@@ -164,6 +175,9 @@ typedef struct FzGpuProgram {
   size_t ptxLen;
   size_t numFunctions;
   FzGpuFunction *functions;
+  /* The checks of the kernels; none: the module has no fz_status. */
+  size_t numChecks;
+  FzGpuCheck *checks;
 } FzGpuProgram;
 
 /* Compiles `module` (loop or kernel level; a graph-level module must be

@@ -99,6 +99,23 @@ typedef struct FzCodegenOptions {
 /* Fills the defaults listed above. */
 void fzCodegenOptionsInit(FzCodegenOptions *options);
 
+/* Checks a target before LLVM sees it (LLVM ignores an unknown CPU or
+ * feature with a warning on stderr, and ends the process on a 32-bit
+ * x86 CPU under a 64-bit triple): for x86 triples, cpu must be one of
+ * LLVM 19's x86 CPUs (with a 64-bit mode for x86_64) and features a
+ * comma-separated list of +name/-name of its x86 features, the x86-64
+ * baseline (sse, sse2, x87, 64bit) never off; for NVPTX, cpu must pass
+ * fzGpuArchValidate. Other architectures are not checked. NULL or empty
+ * cpu/features pass. False after reporting an error. fzEmitLLVM,
+ * fzNativeModuleCreate and the PTX emitter call it; tools may call it
+ * early to report a bad option before any work. */
+FZ_MUST_CHECK bool fzTargetValidate(FzContext *ctx, const char *triple,
+                                    const char *cpu, const char *features);
+/* Checks a GPU arch: sm_NN or sm_NNa, an NVPTX processor of LLVM 19 that
+ * fuse's kernels support (sm_80 and newer: sm_80, sm_86, sm_87, sm_89,
+ * sm_90, sm_90a). False after reporting an error. */
+FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
+
 /* Runs, in place on a loop-level module, the loop transforms that only
  * the CPU code generator wants, as options selects them, with the
  * parameters of options' target (the host when it names none):
@@ -178,6 +195,21 @@ FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
 uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m, const char *symbol);
 /* Seconds spent translating, optimizing and generating code. */
 double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
+/* Run-time errors. Where the loop dialect defines an error that the
+ * hardware would turn into a fault or a hang (an index out of bounds, an
+ * integer division by zero, a loop.for step that is not positive) and
+ * static facts do not rule it out, the generated code checks, and on
+ * failure records it in the module's status (the global `fz_status`,
+ * first failure wins) and goes on without the faulting operation
+ * (docs/codegen.md, "Run-time errors"). After a call, TakeStatus reports
+ * the recorded error to ctx at its op's location, as the loop
+ * interpreter words it ("'loop.load' op index 7 is out of bounds for
+ * dimension 0 (size 5) of operand #0"), clears it and returns false;
+ * true when the code recorded nothing. ClearStatus forgets a recorded
+ * error. The status is the module's: concurrent calls share it. */
+FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
+                                            FzContext *ctx);
+void fzNativeModuleClearStatus(FzNativeModule *m);
 
 /*===------------------------------------------------------------------===*
  * The graph -> loop pipeline for the CPU

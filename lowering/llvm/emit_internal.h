@@ -29,6 +29,20 @@
 #include "fz/lowering.h"
 #include "ir/util.h"
 
+/* A run-time check in generated code (emit_check.c): when it fails, the
+ * code records the site's number (1-based) and one value (an index, a
+ * step) in the module's status global `fz_status` ([2 x i64]), and the
+ * runtime reports `message` at loc, "%lld" in it replaced by the value. */
+typedef struct FzLLSite {
+  FzLoc *loc;
+  char *message; /* malloc'ed */
+} FzLLSite;
+typedef struct FzLLSites {
+  FzLLSite *v; /* malloc'ed */
+  size_t n, cap;
+} FzLLSites;
+void fzLLSitesFree(FzLLSites *s);
+
 typedef struct FzLLEmitter {
   FzContext *ctx;
   FzCodegenOptions opts;
@@ -75,6 +89,14 @@ typedef struct FzLLEmitter {
    * such ops are errors. */
   bool (*emitForeignOp)(struct FzLLEmitter *E, FzOp *op);
   void *foreignData; /* for emitForeignOp */
+  /* Run-time checks (emit_check.c): the sites emitted so far, the
+   * status global (NULL until the first check), and the value ranges
+   * computed for index analysis (FzValue -> 1 + index into rangePool). */
+  FzLLSites sites;
+  LLVMValueRef status;
+  FzPtrMap rangeMemo;
+  void *rangePool;
+  size_t rangeN, rangeCap;
   LLVMFastMathFlags fmf;       /* on every float op */
   LLVMFastMathFlags fmfReduce; /* on reduction accumulations */
   bool failed;
@@ -163,6 +185,43 @@ LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
 /* Size in bytes that a buffer type spans (largest offset + 1 element). */
 int64_t fzLLBufferSpanBytes(FzType *bufferType);
 
+/*===--- emit_check.c -----------------------------------------------------===*/
+
+/* The checks generated code makes where the loop dialect defines an
+ * error that hardware would turn into a fault (docs/codegen.md, "Run-time
+ * errors"): an index out of bounds, integer division by zero, a
+ * non-positive loop step. Only where static facts do not rule it out: an
+ * index whose range (from constants, loop bounds and integer arithmetic)
+ * lies inside its dimension gets no check; on the GPU, indices computed
+ * from thread and block ids are trusted (the mappings bound them), so
+ * only indices computed from loaded values are checked. */
+
+/* Whether the access op (a load or store whose indices of buf are op's
+ * operands from firstIndex on) needs a run-time check of dimension k;
+ * lanes: elements read along the last dimension. */
+bool fzLLIndexNeedsCheck(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                         size_t firstIndex, size_t k, unsigned lanes);
+/* The same for any index-like value that must lie in [0, size - extent]. */
+bool fzLLValueNeedsCheck(FzLLEmitter *E, FzValue *index, int64_t size,
+                         int64_t extent);
+/* Whether a loop.for step needs its run-time check (> 0): it is not
+ * known positive (a constant, or a GPU launch value). */
+bool fzLLStepNeedsCheck(FzLLEmitter *E, FzValue *step);
+/* Whether integer division op (divsi/remsi) needs its zero check: its
+ * divisor may be zero (computed from data, or a range holding 0; GPU
+ * launch values are trusted). */
+bool fzLLDivisorNeedsCheck(FzLLEmitter *E, FzOp *op);
+/* Whether anything in block (nested regions included) needs a check. */
+bool fzLLBlockNeedsChecks(FzLLEmitter *E, FzBlock *block);
+/* Emits `if (!ok) record failure of a new site at op` (ok: i1, or a
+ * vector of i1 that must be all true; value: i64 or NULL) and leaves the
+ * builder after it. message: printf format, with "%%lld" where the
+ * run-time value goes. */
+void fzLLEmitCheck(FzLLEmitter *E, FzOp *op, LLVMValueRef ok,
+                   LLVMValueRef value, const char *fmt, ...) FZ_PRINTF(5, 6);
+/* Frees the range analysis (the sites stay). */
+void fzLLChecksFinish(FzLLEmitter *E);
+
 /*===--- emit_loops.c -----------------------------------------------------===*/
 
 bool fzLLEmitFor(FzLLEmitter *E, FzOp *op);
@@ -233,9 +292,10 @@ bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
 bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
                            const char *features);
 /* Translates and optimizes module: on success *llctx, *mod and *tm are
- * the caller's to dispose. */
+ * the caller's to dispose, and so are the run-time check sites in
+ * *sites (fzLLSitesFree; may be NULL: they are freed). */
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *o,
                         LLVMContextRef *llctx, LLVMModuleRef *mod,
-                        LLVMTargetMachineRef *tm);
+                        LLVMTargetMachineRef *tm, FzLLSites *sites);
 
 #endif /* FZ_LOWERING_LLVM_EMIT_INTERNAL_H */

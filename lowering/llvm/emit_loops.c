@@ -157,6 +157,29 @@ static void loop_end(FzLLEmitter *E, LoopFrame *f, LLVMValueRef *next) {
   LLVMPositionBuilderAtEnd(E->b, f->exit);
 }
 
+/* A loop step that is not positive: an error when it is a constant;
+ * otherwise, unless it is known positive, a run-time check (emit_check.c)
+ * that reports it and makes the loop run no iteration (*ub = lb). */
+static bool guard_step(FzLLEmitter *E, FzOp *op, FzValue *step,
+                       LLVMValueRef lb, LLVMValueRef *ub, LLVMValueRef *st) {
+  int64_t c;
+  FzStringRef name = fzIdentGetString(fzOpGetName(op));
+  if (fzLoopValueGetConstantInt(step, &c)) {
+    if (c > 0)
+      return true;
+    return fzLLError(E, op, "emit-llvm: '%.*s' step %lld is not positive",
+                     (int)name.length, name.data, (long long)c);
+  }
+  if (!fzLLStepNeedsCheck(E, step))
+    return true;
+  LLVMValueRef pos = LLVMBuildICmp(E->b, LLVMIntSGT, *st, fzLLIndex(E, 0), "");
+  fzLLEmitCheck(E, op, pos, *st, "'%.*s' op step %%lld is not positive",
+                (int)name.length, name.data);
+  *ub = LLVMBuildSelect(E->b, pos, *ub, lb, "");
+  *st = LLVMBuildSelect(E->b, pos, *st, fzLLIndex(E, 1), "");
+  return !E->failed;
+}
+
 bool fzLLEmitFor(FzLLEmitter *E, FzOp *op) {
   FzBlock *body = fzLoopGetBody(op);
   size_t numIters = fzOpGetNumOperands(op) - 3;
@@ -175,6 +198,11 @@ bool fzLLEmitFor(FzLLEmitter *E, FzOp *op) {
       fzFree(E->ctx, inits);
       return false;
     }
+  if (!guard_step(E, op, fzOpGetOperand(op, 2), bounds[0], &bounds[1],
+                  &bounds[2])) {
+    fzFree(E->ctx, inits);
+    return false;
+  }
   LoopFrame f;
   loop_begin(E, &f, bounds[0], bounds[1], bounds[2], numIters, inits, phis);
   fzLLSet(E, fzBlockGetArgument(body, 0), f.iv);
@@ -232,7 +260,8 @@ static bool emit_parallel_serial(FzLLEmitter *E, FzOp *op) {
       LLVMValueRef lb = fzLLGet(E, fzOpGetOperand(op, d));
       LLVMValueRef ub = fzLLGet(E, fzOpGetOperand(op, n + d));
       LLVMValueRef st = fzLLGet(E, fzOpGetOperand(op, 2 * n + d));
-      if (!lb || !ub || !st)
+      if (!lb || !ub || !st ||
+          !guard_step(E, op, fzOpGetOperand(op, 2 * n + d), lb, &ub, &st))
         return false;
       loop_begin(E, &frames[d], lb, ub, st, 0, NULL, NULL);
       fzLLSet(E, fzBlockGetArgument(body, d), frames[d].iv);
@@ -270,7 +299,8 @@ static bool emit_parallel_serial(FzLLEmitter *E, FzOp *op) {
     LLVMValueRef lb = fzLLGet(E, fzOpGetOperand(op, d));
     LLVMValueRef ub = fzLLGet(E, fzOpGetOperand(op, n + d));
     LLVMValueRef st = fzLLGet(E, fzOpGetOperand(op, 2 * n + d));
-    if (!lb || !ub || !st)
+    if (!lb || !ub || !st ||
+        !guard_step(E, op, fzOpGetOperand(op, 2 * n + d), lb, &ub, &st))
       return false;
     loop_begin(E, &frames[d], lb, ub, st, 0, NULL, NULL);
     fzLLSet(E, fzBlockGetArgument(body, d), frames[d].iv);

@@ -110,23 +110,91 @@ static bool is_i1(FzType *t) {
   return fzTypeGetKind(t) == FZ_TYPE_INTEGER && fzTypeGetBitWidth(t) == 1;
 }
 
+/* The run-time bounds checks of an access (emit_check.c): one per
+ * dimension whose index is not known to be inside it, each reporting
+ * the index as the loop interpreter does. Returns the conjunction of the
+ * checks (the access may run), or NULL when none was needed or after an
+ * error (E->failed). */
+static LLVMValueRef check_indices(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                                  size_t first, unsigned lanes) {
+  FzType *bt = fzValueGetType(buf);
+  size_t rank = fzShapedTypeGetRank(bt);
+  if (fzOpGetNumOperands(op) != first + rank)
+    return NULL; /* fzLLElementPtr reports it */
+  LLVMValueRef all = NULL;
+  for (size_t k = 0; k < rank; ++k) {
+    if (!fzLLIndexNeedsCheck(E, op, buf, first, k, lanes))
+      continue;
+    LLVMValueRef i = fzLLGet(E, fzOpGetOperand(op, first + k));
+    if (!i)
+      return NULL;
+    int64_t dim = fzShapedTypeGetDim(bt, k);
+    int64_t extent = k + 1 == rank ? (int64_t)lanes : 1;
+    /* 0 <= i <= dim - extent, as one unsigned compare. */
+    LLVMValueRef ok =
+        dim - extent < 0
+            ? LLVMConstInt(E->tI1, 0, 0)
+            : LLVMBuildICmp(E->b, LLVMIntULE, i,
+                            fzLLIndex(E, dim - extent), "inbounds");
+    FzStringRef name = fzIdentGetString(fzOpGetName(op));
+    fzLLEmitCheck(E, op, ok, i,
+                  "'%.*s' op index %%lld%s is out of bounds for dimension "
+                  "%zu (size %lld) of operand #%zu",
+                  (int)name.length, name.data,
+                  extent > 1 ? " (+ vector lanes)" : "", k, (long long)dim,
+                  first - 1);
+    if (E->failed)
+      return NULL;
+    all = all ? LLVMBuildAnd(E->b, all, ok, "") : ok;
+  }
+  return all;
+}
+
+/* Opens `if (ok)` around a guarded access; *join is where it ends. */
+static void guard_begin(FzLLEmitter *E, LLVMValueRef ok,
+                        LLVMBasicBlockRef *from, LLVMBasicBlockRef *join) {
+  LLVMBasicBlockRef then =
+      LLVMAppendBasicBlockInContext(E->llctx, E->fn, "guarded");
+  *join = LLVMAppendBasicBlockInContext(E->llctx, E->fn, "guard.end");
+  *from = LLVMGetInsertBlock(E->b);
+  LLVMBuildCondBr(E->b, ok, then, *join);
+  LLVMPositionBuilderAtEnd(E->b, then);
+}
+
 static bool emit_load(FzLLEmitter *E, FzOp *op, bool vector) {
   FzValue *buf = fzOpGetOperand(op, 0);
   FzType *elt = fzShapedTypeGetElementType(fzValueGetType(buf));
   FzType *rt = fzValueGetType(fzOpGetResult(op, 0));
+  if (vector && fzLLLanes(rt) > FZ_LL_MAX_LANES)
+    return fzLLError(E, op, "emit-llvm: vectors of more than %d lanes are "
+                            "not supported", FZ_LL_MAX_LANES);
+  LLVMValueRef ok = check_indices(E, op, buf, 1, vector ? fzLLLanes(rt) : 1);
+  if (E->failed)
+    return false;
+  LLVMBasicBlockRef from = NULL, join = NULL;
+  if (ok)
+    guard_begin(E, ok, &from, &join);
   LLVMValueRef p = fzLLElementPtr(E, op, buf, 1);
   if (!p)
     return false;
   LLVMTypeRef mem = fzLLStorageType(E, elt);
-  if (vector && fzLLLanes(rt) > FZ_LL_MAX_LANES)
-    return fzLLError(E, op, "emit-llvm: vectors of more than %d lanes are "
-                            "not supported", FZ_LL_MAX_LANES);
   if (vector)
     mem = LLVMVectorType(mem, fzLLLanes(rt));
   LLVMValueRef v = LLVMBuildLoad2(E->b, mem, p, "");
   LLVMSetAlignment(v, (unsigned)storage_size(elt));
   if (is_i1(elt))
     v = LLVMBuildTrunc(E->b, v, fzLLType(E, rt), "");
+  if (ok) {
+    /* An index out of bounds reads 0 (the run then reports the error). */
+    LLVMBasicBlockRef loaded = LLVMGetInsertBlock(E->b);
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, join);
+    LLVMValueRef phi = LLVMBuildPhi(E->b, LLVMTypeOf(v), "");
+    LLVMValueRef vals[2] = {v, LLVMConstNull(LLVMTypeOf(v))};
+    LLVMBasicBlockRef blocks[2] = {loaded, from};
+    LLVMAddIncoming(phi, vals, blocks, 2);
+    v = phi;
+  }
   fzLLSet(E, fzOpGetResult(op, 0), v);
   return true;
 }
@@ -135,8 +203,17 @@ static bool emit_store(FzLLEmitter *E, FzOp *op) {
   FzValue *buf = fzOpGetOperand(op, 1);
   FzType *elt = fzShapedTypeGetElementType(fzValueGetType(buf));
   LLVMValueRef v = fzLLGet(E, fzOpGetOperand(op, 0));
+  if (!v)
+    return false;
+  LLVMValueRef ok = check_indices(E, op, buf, 2, fzLLLanes(
+      fzValueGetType(fzOpGetOperand(op, 0))));
+  if (E->failed)
+    return false;
+  LLVMBasicBlockRef from = NULL, join = NULL;
+  if (ok)
+    guard_begin(E, ok, &from, &join);
   LLVMValueRef p = fzLLElementPtr(E, op, buf, 2);
-  if (!v || !p)
+  if (!p)
     return false;
   if (is_i1(elt)) {
     LLVMTypeRef ty = LLVMTypeOf(v);
@@ -147,6 +224,10 @@ static bool emit_store(FzLLEmitter *E, FzOp *op) {
   }
   LLVMValueRef st = LLVMBuildStore(E->b, v, p);
   LLVMSetAlignment(st, (unsigned)storage_size(elt));
+  if (ok) {
+    LLVMBuildBr(E->b, join);
+    LLVMPositionBuilderAtEnd(E->b, join);
+  }
   return true;
 }
 
@@ -224,6 +305,23 @@ static bool emit_view(FzLLEmitter *E, FzOp *op) {
     LLVMValueRef off = fzLLGet(E, fzOpGetOperand(op, 1));
     if (!off)
       return false;
+    /* A data-dependent offset (a gather on the GPU) is checked like an
+     * index: the view must lie inside its source's elements. */
+    FzType *st = fzValueGetType(src), *vt = fzValueGetType(fzOpGetResult(op, 0));
+    int64_t esz = (int64_t)storage_size(fzShapedTypeGetElementType(st));
+    int64_t srcSpan = fzLLBufferSpanBytes(st), viewSpan = fzLLBufferSpanBytes(vt);
+    if (srcSpan >= 0 && viewSpan > 0 &&
+        fzLLValueNeedsCheck(E, fzOpGetOperand(op, 1), srcSpan / esz,
+                            viewSpan / esz)) {
+      int64_t last = (srcSpan - viewSpan) / esz;
+      LLVMValueRef ok = last < 0 ? LLVMConstInt(E->tI1, 0, 0)
+                                 : LLVMBuildICmp(E->b, LLVMIntULE, off,
+                                                 fzLLIndex(E, last), "");
+      fzLLEmitCheck(E, op, ok, off,
+                    "'loop.view' op view (offset %%lld) reaches outside its "
+                    "source's memory");
+      off = LLVMBuildSelect(E->b, ok, off, fzLLIndex(E, 0), "");
+    }
     LLVMTypeRef elt = fzLLStorageType(
         E, fzShapedTypeGetElementType(fzValueGetType(src)));
     p = LLVMBuildInBoundsGEP2(E->b, elt, p, &off, 1, "");

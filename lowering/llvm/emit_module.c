@@ -419,6 +419,7 @@ bool fzLLTranslateModule(FzLLEmitter *E, FzOp *module) {
   fzPtrMapFree(&E->values);
   fzPtrMapFree(&E->roots);
   fzPtrMapFree(&E->reductions);
+  fzLLChecksFinish(E);
   LLVMDisposeBuilder(E->b);
   E->b = NULL;
   return ok;

@@ -412,6 +412,15 @@ static LLVMValueRef int_binary(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
      * by 1 instead and fix the result up. */
     LLVMValueRef m1 = LLVMBuildICmp(E->b, LLVMIntEQ, b, fzLLConstI(ty, -1), "");
     LLVMValueRef bs = LLVMBuildSelect(E->b, m1, fzLLConstI(ty, 1), b, "");
+    if (fzLLDivisorNeedsCheck(E, op)) {
+      /* Division by zero is an error of the run (emit_check.c); the
+       * code divides by 1 instead of trapping. */
+      LLVMValueRef nz =
+          LLVMBuildICmp(E->b, LLVMIntNE, b, fzLLConstI(ty, 0), "");
+      fzLLEmitCheck(E, op, nz, NULL, "'%s' op integer division by zero",
+                    fzLoopOpcodeGetName(code));
+      bs = LLVMBuildSelect(E->b, nz, bs, fzLLConstI(ty, 1), "");
+    }
     if (code == FZ_LOOP_OP_DIVSI)
       return LLVMBuildSelect(E->b, m1, LLVMBuildNeg(E->b, a, ""),
                              LLVMBuildSDiv(E->b, a, bs, ""), "");

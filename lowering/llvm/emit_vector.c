@@ -346,7 +346,10 @@ static LLVMValueRef smin(FzLLEmitter *E, LLVMValueRef a, LLVMValueRef b) {
 bool fzLLEmitVectorLoop(FzLLEmitter *E, FzOp *par, FzBlock *body,
                         FzValue *ivArg, int64_t lb, LLVMValueRef lo,
                         LLVMValueRef hi) {
-  if (!E->opts.explicitVectors || E->varying)
+  /* A body with run-time checks (a gather, an integer division) stays
+   * scalar: a check's branch has no vector form here. */
+  if (!E->opts.explicitVectors || E->varying ||
+      fzLLBlockNeedsChecks(E, body))
     return false;
   FzPtrMap var;
   fzPtrMapInit(&var, E->ctx);

@@ -25,6 +25,8 @@ struct FzNativeModule {
   FzContext *ctx;
   LLVMOrcLLJITRef jit;
   double compileSeconds;
+  FzLLSites sites;   /* the run-time checks of the code (emit_check.c) */
+  int64_t *status;   /* its fz_status global; NULL when it has no check */
 };
 
 static double now_seconds(void) {
@@ -65,7 +67,8 @@ FzNativeModule *fzNativeModuleCreate(FzOp *module,
   LLVMContextRef llctx;
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm;
-  if (!fzLLBuildOptimized(module, &o, &llctx, &mod, &tm))
+  FzLLSites sites = {0};
+  if (!fzLLBuildOptimized(module, &o, &llctx, &mod, &tm, &sites))
     return NULL;
   LLVMMemoryBufferRef obj = NULL;
   char *err = NULL;
@@ -79,15 +82,19 @@ FzNativeModule *fzNativeModuleCreate(FzOp *module,
   LLVMDisposeModule(mod);
   LLVMContextDispose(llctx);
   LLVMDisposeTargetMachine(tm);
-  if (!ok)
+  if (!ok) {
+    fzLLSitesFree(&sites);
     return NULL;
+  }
 
   FzNativeModule *m = fzCalloc(ctx, 1, sizeof *m);
   if (!m) {
+    fzLLSitesFree(&sites);
     LLVMDisposeMemoryBuffer(obj);
     return NULL;
   }
   m->ctx = ctx;
+  m->sites = sites;
   LLVMErrorRef e = LLVMOrcCreateLLJIT(&m->jit, LLVMOrcCreateLLJITBuilder());
   if (e) {
     report(ctx, e, "cannot create the JIT");
@@ -112,13 +119,49 @@ FzNativeModule *fzNativeModuleCreate(FzOp *module,
     fzNativeModuleDestroy(m);
     return NULL;
   }
+  if (m->sites.n) {
+    m->status = (int64_t *)fzNativeModuleLookupSymbol(m, "fz_status");
+    if (!m->status) {
+      fzEmitError(ctx, NULL, "native code: internal error: the code has "
+                             "run-time checks but no fz_status");
+      fzNativeModuleDestroy(m);
+      return NULL;
+    }
+  }
   m->compileSeconds = now_seconds() - t0;
   return m;
+}
+
+void fzNativeModuleClearStatus(FzNativeModule *m) {
+  if (m->status)
+    __atomic_store_n(&m->status[0], 0, __ATOMIC_RELAXED);
+}
+
+bool fzNativeModuleTakeStatus(FzNativeModule *m, FzContext *ctx) {
+  if (!m->status)
+    return true;
+  int64_t site = __atomic_load_n(&m->status[0], __ATOMIC_RELAXED);
+  int64_t value = m->status[1];
+  if (site == 0)
+    return true;
+  fzNativeModuleClearStatus(m);
+  if (site < 0 || (uint64_t)site > m->sites.n)
+    return fzEmitError(ctx, NULL, "native code: internal error: the code "
+                                  "reported an unknown error (%lld)",
+                       (long long)site);
+  const FzLLSite *s = &m->sites.v[site - 1];
+  /* The message holds "%lld" where the value goes, at most once. */
+  const char *at = strstr(s->message, "%lld");
+  if (!at)
+    return fzEmitError(ctx, s->loc, "%s", s->message);
+  return fzEmitError(ctx, s->loc, "%.*s%lld%s", (int)(at - s->message),
+                     s->message, (long long)value, at + 4);
 }
 
 void fzNativeModuleDestroy(FzNativeModule *m) {
   if (!m)
     return;
+  fzLLSitesFree(&m->sites);
   if (m->jit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(m->jit);
     if (e)

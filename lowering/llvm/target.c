@@ -78,6 +78,9 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
   char *err = NULL;
   if (!triple || !cpu || !features) {
     fzEmitError(ctx, NULL, "emit-llvm: out of memory");
+  } else if (!fzTargetValidate(ctx, triple, o->cpu ? cpu : NULL,
+                               o->features ? features : NULL)) {
+    /* reported */
   } else if (LLVMGetTargetFromTriple(triple, &target, &err)) {
     fzEmitError(ctx, NULL,
                 "emit-llvm: no LLVM target for triple '%s' in this build "
@@ -142,7 +145,7 @@ bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
 
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
                         LLVMContextRef *llctxOut, LLVMModuleRef *modOut,
-                        LLVMTargetMachineRef *tmOut) {
+                        LLVMTargetMachineRef *tmOut, FzLLSites *sitesOut) {
   FzContext *ctx = fzOpGetContext(module);
   FzCodegenOptions defaults;
   if (!options) {
@@ -185,6 +188,10 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
     fzOpDestroy(copy);
   free(cpu);
   free(features);
+  if (!ok || !sitesOut)
+    fzLLSitesFree(&E.sites);
+  else
+    *sitesOut = E.sites;
   if (!ok) {
     LLVMDisposeModule(E.mod);
     LLVMContextDispose(E.llctx);
@@ -203,7 +210,7 @@ bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
   LLVMContextRef llctx;
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm;
-  if (!fzLLBuildOptimized(module, options, &llctx, &mod, &tm))
+  if (!fzLLBuildOptimized(module, options, &llctx, &mod, &tm, NULL))
     return false;
   bool ok = true;
   if (type == FZ_CODEGEN_LLVM_IR) {

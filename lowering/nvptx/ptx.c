@@ -36,18 +36,12 @@ static void init_nvptx(void) {
   LLVMInitializeNVPTXAsmPrinter();
 }
 
-static bool valid_arch(const char *a) {
-  if (strncmp(a, "sm_", 3) != 0 || a[3] < '1' || a[3] > '9')
-    return false;
-  const char *p = a + 3;
-  while (*p >= '0' && *p <= '9')
-    ++p;
-  return *p == '\0' || (p[0] == 'a' && p[1] == '\0');
-}
-
 void fzGpuProgramDestroy(FzGpuProgram *p) {
   if (!p)
     return;
+  for (size_t i = 0; i < p->numChecks; ++i)
+    free(p->checks[i].message);
+  free(p->checks);
   for (size_t i = 0; i < p->numFunctions; ++i) {
     FzGpuFunction *f = &p->functions[i];
     for (size_t k = 0; k < f->numKernels; ++k) {
@@ -233,11 +227,8 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
                   LLVMContextRef *llctx, LLVMModuleRef *mod,
                   LLVMTargetMachineRef *tm) {
   FzContext *ctx = fzOpGetContext(module);
-  if (!valid_arch(o->arch))
-    return fzEmitError(ctx, NULL,
-                       "emit-ptx: --gpu-arch expects sm_NN or sm_NNa (sm_80, "
-                       "sm_90, sm_90a), got '%s'",
-                       o->arch);
+  if (!fzGpuArchValidate(ctx, o->arch))
+    return false;
   if (o->blockSize == 0 || o->blockSize > 1024 || o->blockSize % 32)
     return fzEmitError(ctx, NULL,
                        "emit-ptx: the block size must be a multiple of 32 "
@@ -287,6 +278,19 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     fzOpDestroy(lowered);
   free(cpu);
   free(features);
+  if (ok && E.sites.n) {
+    /* The program takes the run-time checks (their messages). */
+    prog->checks = calloc(E.sites.n, sizeof *prog->checks);
+    if (!prog->checks)
+      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    for (size_t i = 0; ok && i < E.sites.n; ++i) {
+      prog->checks[i] = (FzGpuCheck){E.sites.v[i].loc, E.sites.v[i].message};
+      E.sites.v[i].message = NULL;
+    }
+    if (ok)
+      prog->numChecks = E.sites.n;
+  }
+  fzLLSitesFree(&E.sites);
   if (!ok) {
     LLVMDisposeModule(E.mod);
     LLVMContextDispose(E.llctx);

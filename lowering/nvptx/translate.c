@@ -46,6 +46,7 @@ static void fini_emitter(FzLLEmitter *E) {
   fzPtrMapFree(&E->values);
   fzPtrMapFree(&E->roots);
   fzPtrMapFree(&E->reductions);
+  fzLLChecksFinish(E);
   LLVMDisposeBuilder(E->b);
   E->b = NULL;
 }

@@ -39,7 +39,22 @@ typedef struct Func {
 typedef struct Module {
   char *ptx;
   Func *funcs;
+  int64_t status[2]; /* its fz_status global, when the PTX declares one */
 } Module;
+
+/* The fz_status handed out last: FZ_FAKE_CUDA_STATUS=SITE,VALUE makes
+ * every launch record that failed check there, as a kernel whose check
+ * failed would (no kernel runs here). */
+static int64_t *g_status;
+static void fake_status(void) {
+  const char *e = getenv("FZ_FAKE_CUDA_STATUS");
+  long long site, value;
+  if (g_status && e && sscanf(e, "%lld,%lld", &site, &value) == 2 &&
+      g_status[0] == 0) {
+    g_status[0] = site;
+    g_status[1] = value;
+  }
+}
 
 typedef struct Node {
   Func *func;
@@ -66,12 +81,26 @@ static int optin(void) {
 
 static int g_context; /* the primary context's handle points here */
 
-CUresult cuInit(unsigned flags) { return flags == 0 ? OK : INVALID_VALUE; }
+/* FZ_FAKE_CUDA_FAIL=init: cuInit fails (CUDA_ERROR_NO_DEVICE, what a
+ * machine with a driver and no GPU gives); =device: cuDeviceGet fails
+ * (CUDA_ERROR_INVALID_DEVICE). */
+static int fail(const char *what) {
+  const char *e = getenv("FZ_FAKE_CUDA_FAIL");
+  return e && !strcmp(e, what);
+}
+
+CUresult cuInit(unsigned flags) {
+  if (fail("init"))
+    return 100;
+  return flags == 0 ? OK : INVALID_VALUE;
+}
 CUresult cuDeviceGetCount(int *n) {
   *n = 1;
   return OK;
 }
 CUresult cuDeviceGet(int *d, int ordinal) {
+  if (fail("device"))
+    return 101;
   *d = ordinal;
   return ordinal == 0 ? OK : INVALID_VALUE;
 }
@@ -132,6 +161,8 @@ CUresult cuModuleUnload(Module *m) {
     next = f->next;
     free(f);
   }
+  if (g_status == m->status)
+    g_status = NULL;
   free(m->ptx);
   free(m);
   return OK;
@@ -159,6 +190,19 @@ static int static_shared(const char *entry) {
       total += n; /* .b8 arrays: the sizes are bytes */
   }
   return (int)total;
+}
+
+/* Only fz_status, 16 bytes, when the PTX declares it. */
+CUresult cuModuleGetGlobal_v2(uint64_t *p, size_t *bytes, Module *m,
+                              const char *name) {
+  char pat[300];
+  snprintf(pat, sizeof pat, ".global .align 8 .b8 %s[16];", name);
+  if (strcmp(name, "fz_status") || !strstr(m->ptx, pat))
+    return NOT_FOUND;
+  *p = (uint64_t)(uintptr_t)m->status;
+  *bytes = sizeof m->status;
+  g_status = m->status;
+  return OK;
 }
 
 CUresult cuModuleGetFunction(Func **out, Module *m, const char *name) {
@@ -245,6 +289,7 @@ CUresult cuLaunchKernel(Func *f, unsigned gx, unsigned gy, unsigned gz,
                         void **extra) {
   (void)stream, (void)params, (void)extra;
   unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+  fake_status();
   return check_launch(f, grid, block, shared);
 }
 
@@ -296,6 +341,7 @@ CUresult cuGraphInstantiateWithFlags(Graph **exec, Graph *g,
 }
 CUresult cuGraphLaunch(Graph *exec, void *stream) {
   (void)stream;
+  fake_status();
   return exec ? OK : INVALID_VALUE;
 }
 CUresult cuGraphExecDestroy(Graph *exec) {
@@ -317,6 +363,12 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
     return OK;
   case 2:
     *s = "out of memory";
+    return OK;
+  case 100:
+    *s = "no CUDA-capable device is detected";
+    return OK;
+  case 101:
+    *s = "invalid device ordinal";
     return OK;
   case 218:
     *s = "a PTX JIT compilation failed";

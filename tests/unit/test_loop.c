@@ -424,8 +424,13 @@ START_TEST(test_interpret_errors) {
                    "  %v = loop.vector_load %x[%c1] : buffer<4xf32>, "
                    "vector<4xf32>\n",
                    "index 1 (+ vector lanes) is out of bounds");
+  /* A constant step of 0 is a verifier error; one computed is checked
+   * when the loop runs (x is all zeros). */
   expect_run_error(ctx,
-                   "  loop.for %i = %c0 to %c4 step %c0 {\n"
+                   "  %f = loop.load %x[%c0] : buffer<4xf32>\n"
+                   "  %s64 = loop.fptosi %f : f32 to i64\n"
+                   "  %s = loop.index_cast %s64 : i64 to index\n"
+                   "  loop.for %i = %c0 to %c4 step %s {\n"
                    "    loop.yield\n  }\n",
                    "step 0 is not positive");
   expect_run_error(ctx,
