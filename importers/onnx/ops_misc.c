@@ -322,7 +322,7 @@ static FzValue *wrap_indices(FzOnnxImporter *im, FzValue *idx, int64_t d) {
  * zeros). */
 static FzValue *checked_indices(FzOnnxImporter *im, FzValue *idx,
                                 int64_t d) {
-  FzValue *ops[2] = {iota_along(im, 1, 0, d),
+  FzValue *ops[2] = {fzOnnxIota(im, 1, 0, d),
                      fzOnnxCast(im, idx, fzIntegerTypeGet(im->ctx, 64))};
   if (!ops[0] || !ops[1])
     return NULL;
