@@ -19,7 +19,9 @@
 #       every core), f32 at batch 1 (BUILD_DIR default build). Where
 #       python3 has no torch (a fresh Debian 12), Debian's python3-torch
 #       and python3-torchvision are installed and /usr/bin/python3 runs
-#       it; where it has no onnxruntime, `npm install onnxruntime-node
+#       it, with libopenblas0-pthread (Debian's torch calls the system
+#       libblas.so.3, which is otherwise the reference BLAS: 2.5x slower
+#       on the BERT layer); where it has no onnxruntime, `npm install onnxruntime-node
 #       --ignore-scripts` into bench/models/.ort (ONNX Runtime's CPU
 #       library for Node.js) serves instead. Not part of the test command.
 # Options after BUILD_DIR go to bench.py: --models resnet18,bert_layer
@@ -37,16 +39,20 @@ if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then build=$1; shift; fi
 py=python3
 if ! $py -c 'import torch' 2>/dev/null; then
   py=/usr/bin/python3
-  if ! $py -c 'import torch, torchvision' 2>/dev/null; then
-    if [ $cpu = 0 ]; then
-      echo "run.sh: no PyTorch here: the GPU half runs on the GPU machine" >&2
-      exit 1
-    fi
-    echo "run.sh: installing Debian's python3-torch and python3-torchvision" >&2
+  if [ $cpu = 0 ] && ! $py -c 'import torch' 2>/dev/null; then
+    echo "run.sh: no PyTorch here: the GPU half runs on the GPU machine" >&2
+    exit 1
+  fi
+  want=()
+  [ $cpu = 1 ] && for p in python3-torch python3-torchvision libopenblas0-pthread; do
+    [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ] || want+=("$p")
+  done
+  if [ ${#want[@]} -gt 0 ]; then
+    echo "run.sh: installing Debian's ${want[*]}" >&2
     sudo=(); [ "$(id -u)" = 0 ] || sudo=(sudo)
     "${sudo[@]}" apt-get update -qq &&
       DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
-        --no-install-recommends python3-torch python3-torchvision >/dev/null ||
+        --no-install-recommends "${want[@]}" >/dev/null ||
       { echo "run.sh: installing PyTorch failed" >&2; exit 1; }
   fi
 fi
