@@ -130,8 +130,12 @@ static bool link_libdevice(FzContext *ctx, LLVMContextRef llctx,
     if (!LLVMIsDeclaration(f) &&
         LLVMGetFunctionCallConv(f) != 71 /* PTX_Kernel */)
       LLVMSetLinkage(f, LLVMInternalLinkage);
+  /* fz_status stays external: the runtime reads it back when the plan
+   * lists run-time checks, and an internal global that LLVM proves
+   * unused (every check folded away, as in ViT-B/16's constant-index
+   * gather) is deleted, leaving the runtime without it. */
   for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g))
+    if (!LLVMIsDeclaration(g) && strcmp(LLVMGetValueName(g), "fz_status"))
       LLVMSetLinkage(g, LLVMInternalLinkage);
   LLVMTypeRef i32 = LLVMInt32TypeInContext(llctx);
   LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz",
@@ -278,6 +282,18 @@ static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     fzOpDestroy(lowered);
   free(cpu);
   free(features);
+  if (ok && E.sites.n) {
+    /* LLVM may prove every check unnecessary (a gather by constant
+     * indices in range, as in ViT-B/16): then no code refers to
+     * fz_status, and neither the PTX nor the plan keeps it (the runtime
+     * reads fz_status back only when the plan lists checks). */
+    LLVMValueRef g = LLVMGetNamedGlobal(E.mod, "fz_status");
+    if (!g || !LLVMGetFirstUse(g)) {
+      if (g)
+        LLVMDeleteGlobal(g);
+      fzLLSitesFree(&E.sites);
+    }
+  }
   if (ok && E.sites.n) {
     /* The program takes the run-time checks (their messages). */
     prog->checks = calloc(E.sites.n, sizeof *prog->checks);

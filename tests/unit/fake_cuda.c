@@ -196,7 +196,8 @@ static int static_shared(const char *entry) {
 CUresult cuModuleGetGlobal_v2(uint64_t *p, size_t *bytes, Module *m,
                               const char *name) {
   char pat[300];
-  snprintf(pat, sizeof pat, ".global .align 8 .b8 %s[16];", name);
+  /* As the driver: only a .visible global has a name to look up. */
+  snprintf(pat, sizeof pat, ".visible .global .align 8 .b8 %s[16];", name);
   if (strcmp(name, "fz_status") || !strstr(m->ptx, pat))
     return NOT_FOUND;
   *p = (uint64_t)(uintptr_t)m->status;
