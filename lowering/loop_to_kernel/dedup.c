@@ -20,47 +20,18 @@
 
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 
-typedef struct Text {
-  char *data;
-  size_t len, cap;
-  bool failed;
-} Text;
-
 static void append(FzStringRef s, void *ud) {
-  Text *t = ud;
-  if (t->failed)
-    return;
-  if (t->len + s.length + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + s.length + 1)
-      cap *= 2;
-    char *grown = realloc(t->data, cap);
-    if (!grown) {
-      t->failed = true;
-      return;
-    }
-    t->data = grown;
-    t->cap = cap;
-  }
-  memcpy(t->data + t->len, s.data, s.length);
-  t->len += s.length;
+  fzBufAppend(ud, s.data, s.length);
 }
 
 typedef struct Kernel {
   FzOp *op;
   FzStringRef name; /* its symbol (immortal: the context's) */
-  char *text;       /* generic form with the name set aside */
-  size_t len;
-  uint64_t hash;
+  FzBuf text;       /* generic form with the name set aside (data NULL:
+                       not compared) */
+  uint32_t hash;
   FzOp *same; /* the kept kernel it duplicates, or NULL */
 } Kernel;
-
-static uint64_t fnv1a(const char *s, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; ++i)
-    h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
-  return h;
-}
 
 static bool is_kernel_func(FzOp *op) {
   FzStringRef n = fzIdentGetString(fzOpGetName(op));
@@ -77,22 +48,22 @@ static bool print_kernel(FzContext *ctx, Kernel *k) {
   if (!fzOpSetProp(k->op, FZ_STR("sym_name"),
                    fzStringAttrGet(ctx, FZ_STR("fz.dedup"))))
     return false;
-  Text t = {0};
-  fzOpPrint(k->op, FZ_PRINT_GENERIC | FZ_PRINT_LOCAL_SCOPE, append, &t);
-  bool ok = fzOpSetProp(k->op, FZ_STR("sym_name"), name) && !t.failed;
+  fzBufInit(&k->text, ctx);
+  fzOpPrint(k->op, FZ_PRINT_GENERIC | FZ_PRINT_LOCAL_SCOPE, append,
+            &k->text);
+  bool ok = fzOpSetProp(k->op, FZ_STR("sym_name"), name) &&
+            !k->text.failed && k->text.data;
   if (!ok) {
-    free(t.data);
+    fzBufFree(&k->text);
     return false;
   }
-  k->text = t.data;
-  k->len = t.len;
-  k->hash = fnv1a(t.data, t.len);
+  k->hash = fzHashBytes(k->text.data, k->text.len, 0);
   return true;
 }
 
 static Kernel *find(Kernel *ks, size_t n, FzStringRef name) {
   for (size_t i = 0; i < n; ++i)
-    if (ks[i].text && fzStringRefEqual(ks[i].name, name))
+    if (ks[i].text.data && fzStringRefEqual(ks[i].name, name))
       return &ks[i];
   return NULL;
 }
@@ -144,12 +115,12 @@ bool fzLkDedupKernels(FzOp *module) {
     }
   size_t dups = 0;
   for (i = 0; ok && i < n; ++i) {
-    if (!ks[i].text)
+    if (!ks[i].text.data)
       continue;
     for (size_t j = 0; j < i && !ks[i].same; ++j)
-      if (ks[j].text && !ks[j].same && ks[j].hash == ks[i].hash &&
-          ks[j].len == ks[i].len &&
-          memcmp(ks[j].text, ks[i].text, ks[i].len) == 0)
+      if (ks[j].text.data && !ks[j].same && ks[j].hash == ks[i].hash &&
+          ks[j].text.len == ks[i].text.len &&
+          memcmp(ks[j].text.data, ks[i].text.data, ks[i].text.len) == 0)
         ks[i].same = ks[j].op;
     dups += ks[i].same != NULL;
   }
@@ -163,7 +134,8 @@ bool fzLkDedupKernels(FzOp *module) {
     if (ks[i].same)
       fzOpErase(ks[i].op);
   for (i = 0; ks && i < n; ++i)
-    free(ks[i].text);
+    if (ks[i].text.data)
+      fzBufFree(&ks[i].text);
   free(ks);
   if (!ok)
     return fzEmitError(ctx, fzOpGetLoc(module),
