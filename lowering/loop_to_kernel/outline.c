@@ -8,11 +8,11 @@
  * weights of a model: the runtime uploads them once into device buffers,
  * so that they never travel as text in the PTX, where a 100 MB model
  * made 450 MB of PTX for the driver to parse), in that order, each with
- * its own type. The setup ops the nest uses (values computed at the top level by
- * constants, views, dims, constant buffers, loads and scalar arithmetic)
- * are cloned, in host order, at the start of the kernel's entry block:
- * each thread recomputes them (they are cheap, and a kernel then needs no
- * scalar parameters). Then the mapping builds the body, and any nested
+ * its own type. The setup ops the nest uses (values computed at the top
+ * level by constants, views, dims, small constant buffers, loads and
+ * scalar arithmetic) are cloned, in host order, at the start of the
+ * kernel's entry block: each thread recomputes them (they are cheap, and
+ * a kernel then needs no scalar parameters). Then the mapping builds the body, and any nested
  * loop.parallel left in it becomes loop.for nests (one thread runs it).
  * The launch has constant sizes (the plan's) and passes the roots.
  */

@@ -7,8 +7,8 @@
  * buffer arguments, then its top-level loop.alloc results, then the
  * top-level loop.constant_buffer ops that launches pass (their data is
  * copied into the plan, FzGpuFunction.constData); the runtime allocates
- * every root on the device and uploads the constants. Each kernel.launch becomes one
- * FzGpuKernel, in program order:
+ * every root on the device and uploads the constants. Each kernel.launch
+ * becomes one FzGpuKernel, in program order:
  *  - the grid, block and dynamic shared memory sizes must be constants
  *    at the host level (loop.constant, or pure scalar ops of constants,
  *    folded here with the loop dialect's scalar semantics);
