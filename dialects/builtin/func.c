@@ -503,19 +503,14 @@ static void call_print(FzOp *op, FzAsmPrinter *p) {
     fzAsmPrint(p, ")");
 }
 
-static bool call_parse(FzAsmParser *p, FzOpState *st) {
+/* What func.call and func.call_indirect parse after their operand list:
+ * `attr-dict : (ins) -> outs`; the n operands resolve to the inputs (after
+ * the callee value, when callee is not NULL), the results are the
+ * outputs. */
+static bool parse_call_tail(FzAsmParser *p, FzOpState *st, FzLoc *loc,
+                            const FzUnresolvedOperand *callee,
+                            FzUnresolvedOperand *ops, size_t n) {
   FzContext *ctx = fzAsmParserGetContext(p);
-  FzStringRef name;
-  if (!fzAsmParseSymbolName(p, &name))
-    return false;
-  fzOpStateAddProp(st, FZ_STR("callee"),
-                   fzSymbolRefAttrGet(ctx, name, 0, NULL));
-  FzLoc *loc = fzAsmParserGetCurrentLoc(p);
-  FzUnresolvedOperand *ops;
-  size_t n;
-  if (!fzAsmParsePunct(p, "(") || !fzAsmParseOperandList(p, &ops, &n) ||
-      !fzAsmParsePunct(p, ")"))
-    return false;
   FzAttr *attrs = NULL;
   if (!fzAsmParseOptionalAttrDict(p, &attrs))
     return false;
@@ -532,7 +527,8 @@ static bool call_parse(FzAsmParser *p, FzOpState *st) {
     return false;
   for (size_t i = 0; i < nIn; ++i)
     ins[i] = fzFunctionTypeGetInput(ft, i);
-  bool ok = fzAsmResolveOperands(p, ops, n, ins, nIn, loc, st);
+  bool ok = (!callee || fzAsmResolveOperand(p, callee, ft, st)) &&
+            fzAsmResolveOperands(p, ops, n, ins, nIn, loc, st);
   if (ins != small)
     fzFree(ctx, ins);
   for (size_t i = 0; ok && i < fzFunctionTypeGetNumResults(ft); ++i) {
@@ -540,6 +536,22 @@ static bool call_parse(FzAsmParser *p, FzOpState *st) {
     fzOpStateAddResults(st, 1, &t);
   }
   return ok;
+}
+
+static bool call_parse(FzAsmParser *p, FzOpState *st) {
+  FzContext *ctx = fzAsmParserGetContext(p);
+  FzStringRef name;
+  if (!fzAsmParseSymbolName(p, &name))
+    return false;
+  fzOpStateAddProp(st, FZ_STR("callee"),
+                   fzSymbolRefAttrGet(ctx, name, 0, NULL));
+  FzLoc *loc = fzAsmParserGetCurrentLoc(p);
+  FzUnresolvedOperand *ops;
+  size_t n;
+  if (!fzAsmParsePunct(p, "(") || !fzAsmParseOperandList(p, &ops, &n) ||
+      !fzAsmParsePunct(p, ")"))
+    return false;
+  return parse_call_tail(p, st, loc, NULL, ops, n);
 }
 
 static const FzOpDef func_call_def = {
@@ -683,7 +695,6 @@ static void call_indirect_print(FzOp *op, FzAsmPrinter *p) {
 }
 
 static bool call_indirect_parse(FzAsmParser *p, FzOpState *st) {
-  FzContext *ctx = fzAsmParserGetContext(p);
   FzLoc *loc = fzAsmParserGetCurrentLoc(p);
   FzUnresolvedOperand callee;
   FzUnresolvedOperand *args;
@@ -691,31 +702,7 @@ static bool call_indirect_parse(FzAsmParser *p, FzOpState *st) {
   if (!fzAsmParseOperand(p, &callee) || !fzAsmParsePunct(p, "(") ||
       !fzAsmParseOperandList(p, &args, &n) || !fzAsmParsePunct(p, ")"))
     return false;
-  FzAttr *attrs = NULL;
-  if (!fzAsmParseOptionalAttrDict(p, &attrs))
-    return false;
-  fzOpStateAddAttrDict(st, attrs);
-  FzType *ft;
-  if (!fzAsmParseColonType(p, &ft))
-    return false;
-  if (fzTypeGetKind(ft) != FZ_TYPE_FUNCTION)
-    return fzAsmEmitErrorAt(p, loc, "expected a function type");
-  size_t nIn = fzFunctionTypeGetNumInputs(ft);
-  FzType *small[16];
-  FzType **ins = nIn <= 16 ? small : fzCalloc(ctx, nIn, sizeof *ins);
-  if (!ins)
-    return false;
-  for (size_t i = 0; i < nIn; ++i)
-    ins[i] = fzFunctionTypeGetInput(ft, i);
-  bool ok = fzAsmResolveOperand(p, &callee, ft, st) &&
-            fzAsmResolveOperands(p, args, n, ins, nIn, loc, st);
-  if (ins != small)
-    fzFree(ctx, ins);
-  for (size_t i = 0; ok && i < fzFunctionTypeGetNumResults(ft); ++i) {
-    FzType *t = fzFunctionTypeGetResult(ft, i);
-    fzOpStateAddResults(st, 1, &t);
-  }
-  return ok;
+  return parse_call_tail(p, st, loc, &callee, args, n);
 }
 
 static const FzOpDef func_call_indirect_def = {

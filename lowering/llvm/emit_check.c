@@ -68,6 +68,17 @@ static int worst(Range a, Range b) { return a.kind > b.kind ? a.kind : b.kind; }
 static int64_t min2(int64_t a, int64_t b) { return a < b ? a : b; }
 static int64_t max2(int64_t a, int64_t b) { return a > b ? a : b; }
 
+/* The known range spanned by the four corner values of a product or a
+ * quotient of two ranges. */
+static Range r_corners(const int64_t c[4]) {
+  Range r = {c[0], c[0], R_KNOWN};
+  for (int k = 1; k < 4; ++k) {
+    r.lo = min2(r.lo, c[k]);
+    r.hi = max2(r.hi, c[k]);
+  }
+  return r;
+}
+
 static Range r_add(Range a, Range b, bool sub) {
   if (worst(a, b) != R_KNOWN)
     return r_kind(worst(a, b));
@@ -88,12 +99,7 @@ static Range r_mul(Range a, Range b) {
       __builtin_mul_overflow(a.hi, b.lo, &p[2]) ||
       __builtin_mul_overflow(a.hi, b.hi, &p[3]))
     return r_data();
-  Range r = {p[0], p[0], R_KNOWN};
-  for (int k = 1; k < 4; ++k) {
-    r.lo = min2(r.lo, p[k]);
-    r.hi = max2(r.hi, p[k]);
-  }
-  return r;
+  return r_corners(p);
 }
 
 /* Truncating division by a positive divisor range: the extremes are at
@@ -104,12 +110,7 @@ static Range r_div(Range a, Range b) {
   if (b.lo <= 0)
     return r_data();
   int64_t q[4] = {a.lo / b.lo, a.lo / b.hi, a.hi / b.lo, a.hi / b.hi};
-  Range r = {q[0], q[0], R_KNOWN};
-  for (int k = 1; k < 4; ++k) {
-    r.lo = min2(r.lo, q[k]);
-    r.hi = max2(r.hi, q[k]);
-  }
-  return r;
+  return r_corners(q);
 }
 
 /* C remainder by a positive divisor range: the sign of the dividend,
