@@ -109,9 +109,10 @@ static const OptionDef kOptions[] = {
 
 #define NUM_OPTIONS (sizeof kOptions / sizeof kOptions[0])
 
-/* The pass pipeline, run on each chunk's module after verification and
- * before printing; reports its errors as diagnostics and returns false on
- * failure. Only testing aids until the pass-manager issue (see kOptions). */
+/* The passes, run on each chunk's module after verification and before
+ * printing: --test-emit-diagnostics, then the pipeline built from the
+ * pass flags (fuse_opt_passes.c). Errors are reported as diagnostics;
+ * false on failure. */
 static bool run_passes(FzOp *module, const FuseOptOptions *opts) {
   bool ok = true;
   if (opts->testEmitDiags)

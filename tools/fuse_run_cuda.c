@@ -23,7 +23,6 @@
 
 #include "fz/cuda_run.h"
 #include "fz/loop.h"
-#include "ir/util.h"
 #include "tools/fuse_run_cuda.h"
 
 struct FuseRunCuda {

@@ -34,6 +34,7 @@
 
 #include "fz/support.h"
 #include "fz/ir.h"
+#include "fz/tensor.h"
 #include "fz/opdef.h"
 #include "fz/dialects.h"
 #include "fz/pass.h"

@@ -2,7 +2,7 @@
  * module to PTX through LLVM's NVPTX back end (`nvptx64-nvidia-cuda`),
  * with the launch plan of each host function.
  *
- * The pipeline (ARCHITECTURE.md section 1; docs/codegen.md "GPU"):
+ * The pipeline (docs/architecture.md; docs/codegen.md "GPU"):
  *   loop-level module ──lower-loop-to-kernel──> kernel-level module
  *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
@@ -91,7 +91,7 @@ typedef struct FzGpuOptions {
   bool tf32;
 } FzGpuOptions;
 
-void fzGpuOptionsInit(FzGpuOptions *o);
+FZ_API void fzGpuOptionsInit(FzGpuOptions *o);
 
 /* What one kernel parameter receives at a launch. */
 typedef enum FzGpuArgKind {
@@ -183,17 +183,17 @@ typedef struct FzGpuProgram {
 /* Compiles `module` (loop or kernel level; a graph-level module must be
  * lowered first, e.g. fzLowerModuleForCpu), which it leaves unchanged.
  * NULL after reporting errors at the offending ops. */
-FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options);
-void fzGpuProgramDestroy(FzGpuProgram *p);
+FZ_API FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options);
+FZ_API void fzGpuProgramDestroy(FzGpuProgram *p);
 /* The function `name`, or NULL. */
-const FzGpuFunction *fzGpuProgramLookup(const FzGpuProgram *p,
-                                        const char *name);
+FZ_API const FzGpuFunction *fzGpuProgramLookup(const FzGpuProgram *p,
+                                               const char *name);
 
 /* Writes the LLVM IR (FZ_CODEGEN_LLVM_IR, after optimization) or the
  * PTX (FZ_CODEGEN_ASSEMBLY) of module through cb. False after errors. */
-FZ_MUST_CHECK bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
-                             FzCodegenFileType type, FzPrintCallback cb,
-                             void *userData);
+FZ_API FZ_MUST_CHECK bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
+                                    FzCodegenFileType type, FzPrintCallback cb,
+                                    void *userData);
 
 #ifdef __cplusplus
 }

@@ -97,7 +97,7 @@ typedef struct FzCodegenOptions {
 } FzCodegenOptions;
 
 /* Fills the defaults listed above. */
-void fzCodegenOptionsInit(FzCodegenOptions *options);
+FZ_API void fzCodegenOptionsInit(FzCodegenOptions *options);
 
 /* Checks a target before LLVM sees it (LLVM ignores an unknown CPU or
  * feature with a warning on stderr, and ends the process on a 32-bit
@@ -109,12 +109,13 @@ void fzCodegenOptionsInit(FzCodegenOptions *options);
  * cpu/features pass. False after reporting an error. fzEmitLLVM,
  * fzNativeModuleCreate and the PTX emitter call it; tools may call it
  * early to report a bad option before any work. */
-FZ_MUST_CHECK bool fzTargetValidate(FzContext *ctx, const char *triple,
-                                    const char *cpu, const char *features);
+FZ_API FZ_MUST_CHECK bool fzTargetValidate(FzContext *ctx, const char *triple,
+                                           const char *cpu,
+                                           const char *features);
 /* Checks a GPU arch: sm_NN or sm_NNa, an NVPTX processor of LLVM 19 that
  * fuse's kernels support (sm_80 and newer: sm_80, sm_86, sm_87, sm_89,
  * sm_90, sm_90a). False after reporting an error. */
-FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
+FZ_API FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
 
 /* Runs, in place on a loop-level module, the loop transforms that only
  * the CPU code generator wants, as options selects them, with the
@@ -127,8 +128,8 @@ FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
  * their input; the loop IR of fzLowerModuleForCpu, which the GPU path
  * also reads, never contains it. Running it twice changes nothing more.
  * False after reporting an error. */
-FZ_MUST_CHECK bool fzPrepareLoopModuleForCpu(FzOp *module,
-                                             const FzCodegenOptions *options);
+FZ_API FZ_MUST_CHECK bool
+fzPrepareLoopModuleForCpu(FzOp *module, const FzCodegenOptions *options);
 
 /*===------------------------------------------------------------------===*
  * The ABI shared with the CPU runtime
@@ -168,9 +169,10 @@ typedef enum FzCodegenFileType {
  * for objects). options may be NULL (defaults). Returns false after
  * reporting errors at the offending ops' locations (an op that has no
  * translation, a dynamic shape, an unknown target). */
-FZ_MUST_CHECK bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
-                              FzCodegenFileType type, FzPrintCallback cb,
-                              void *userData);
+FZ_API FZ_MUST_CHECK bool fzEmitLLVM(FzOp *module,
+                                     const FzCodegenOptions *options,
+                                     FzCodegenFileType type, FzPrintCallback cb,
+                                     void *userData);
 
 /*===------------------------------------------------------------------===*
  * Native code in this process
@@ -182,19 +184,20 @@ typedef struct FzNativeModule FzNativeModule;
  * LLJIT of its own. options may be NULL (defaults); a non-host triple is
  * an error. The FzOp module may be destroyed afterwards. NULL after
  * reporting errors. */
-FzNativeModule *fzNativeModuleCreate(FzOp *module,
-                                     const FzCodegenOptions *options);
+FZ_API FzNativeModule *fzNativeModuleCreate(FzOp *module,
+                                            const FzCodegenOptions *options);
 /* Frees the JIT and its code. NULL is ignored. */
-void fzNativeModuleDestroy(FzNativeModule *m);
+FZ_API void fzNativeModuleDestroy(FzNativeModule *m);
 /* The packed entry of function `name` (without '@'); NULL when the
  * module has no such function. */
-FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
-                                           FzStringRef name);
+FZ_API FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
+                                                  FzStringRef name);
 /* The address of any symbol of the module (e.g. "f" for the unpacked
  * entry); 0 when absent. */
-uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m, const char *symbol);
+FZ_API uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m,
+                                            const char *symbol);
 /* Seconds spent translating, optimizing and generating code. */
-double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
+FZ_API double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
 /* Run-time errors. Where the loop dialect defines an error that the
  * hardware would turn into a fault or a hang (an index out of bounds, an
  * integer division by zero, a loop.for step that is not positive) and
@@ -207,9 +210,9 @@ double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
  * dimension 0 (size 5) of operand #0"), clears it and returns false;
  * true when the code recorded nothing. ClearStatus forgets a recorded
  * error. The status is the module's: concurrent calls share it. */
-FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
-                                            FzContext *ctx);
-void fzNativeModuleClearStatus(FzNativeModule *m);
+FZ_API FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
+                                                   FzContext *ctx);
+FZ_API void fzNativeModuleClearStatus(FzNativeModule *m);
 
 /*===------------------------------------------------------------------===*
  * The graph -> loop pipeline for the CPU
@@ -231,7 +234,7 @@ typedef struct FzCpuPipelineOptions {
   bool planMemory;
 } FzCpuPipelineOptions;
 
-void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
+FZ_API void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
 
 /* Runs, in place on module (a builtin.module at the graph level):
  *   canonicalize,cse[,recognize-composites,simplify-algebra,
@@ -242,12 +245,12 @@ void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
  * loop level (no tensor-typed function argument or result) is left as
  * it is. The dialects and passes involved are registered in the context
  * if they were not. False after reporting errors. */
-FZ_MUST_CHECK bool fzLowerModuleForCpu(FzOp *module,
-                                       const FzCpuPipelineOptions *options);
+FZ_API FZ_MUST_CHECK bool
+fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options);
 
 /* True when module holds a function still at the graph level (a tensor
  * argument or result). */
-bool fzModuleIsGraphLevel(FzOp *module);
+FZ_API bool fzModuleIsGraphLevel(FzOp *module);
 
 #ifdef __cplusplus
 }

@@ -18,6 +18,7 @@
 #include "fz/pass.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h" /* fzMatmulTileParse */
+#include "lowering/passes.h"
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
  * The specialized mapping (the tensor-core matmul) goes in front of the
@@ -312,7 +313,7 @@ static bool run(FzPass *pass, FzOp *module) {
   return fzLowerLoopToKernel(module, &o);
 }
 
-static const FzPassDef kPass = {
+const FzPassDef fzLowerLoopToKernelPassDef = {
     .argument = "lower-loop-to-kernel",
     .summary = "Top-level loop nests of loop-level functions -> kernel.func "
                "+ kernel.launch (GPU mappings: tensor-core matmul, rows, "
@@ -322,12 +323,3 @@ static const FzPassDef kPass = {
     .numOptions = sizeof kOptions / sizeof kOptions[0],
     .run = run,
 };
-
-bool fzRegisterKernelPasses(FzContext *ctx) {
-  return fzContextRegisterPass(ctx, &kPass) &&
-         fzContextRegisterPassPipeline(
-             ctx, "graph-to-kernel",
-             "graph-to-loop, then lower-loop-to-kernel (runs on "
-             "builtin.module)",
-             "graph-to-loop,lower-loop-to-kernel");
-}

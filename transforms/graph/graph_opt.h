@@ -1,5 +1,5 @@
 /* transforms/graph/graph_opt.h - what the graph-optimization passes
- * share (private to transforms/graph and transforms/register.c).
+ * share (private to transforms/graph and pipelines/register.c).
  *
  * The passes are fold-batchnorm, fold-transpose, simplify-reshapes,
  * simplify-algebra and recognize-composites. Each is a set of rewrite
@@ -24,7 +24,7 @@
 #include "fz/graph.h"
 #include "fz/pass.h"
 
-/*===--- The passes (registered by transforms/register.c) -------------===*/
+/*===--- The passes (registered by pipelines/register.c) -------------===*/
 
 extern const FzPassDef fzFoldBatchNormPass;       /* fold-batchnorm */
 extern const FzPassDef fzFoldTransposePass;       /* fold-transpose */

@@ -1,5 +1,8 @@
-/* lowering/llvm/pipeline.c - the graph -> loop pipeline that precedes
- * code generation for the CPU (fzLowerModuleForCpu).
+/* pipelines/cpu.c - the graph -> loop pipeline that precedes code
+ * generation (fzLowerModuleForCpu; the GPU path runs it too, then
+ * lower-loop-to-kernel), and compiling a module for the host
+ * (fzCpuExecutableCreate: that pipeline, the CPU's loop transforms, then
+ * the runtime's native code).
  *
  * With fusion: canonicalize, cse and graph-optimize's simplifications
  * (recognize-composites, simplify-algebra, simplify-reshapes,
@@ -7,8 +10,8 @@
  * and cse only, so that every op of the input stays its own kernel.
  * The steps are ordinary passes run by a pass manager, except fusion,
  * which is called directly (fzFuseFunction) so that its report can go
- * to the caller's callback. Nothing here includes llvm-c; it lives
- * beside emit-llvm because fuse-run and fuse-translate share it.
+ * to the caller's callback. The simplifications are graph-optimize's
+ * (FZ_PIPELINE_GRAPH_SIMPLIFY), defined once for both.
  */
 #include <string.h>
 
@@ -16,6 +19,9 @@
 #include "fz/lowering.h"
 #include "fz/loop.h"
 #include "fz/pass.h"
+#include "fz/runtime.h"
+#include "pipelines/pipelines.h"
+#include "runtime/cpu_internal.h"
 
 void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *o) {
   memset(o, 0, sizeof *o);
@@ -73,27 +79,15 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
   }
   if (!fzModuleIsGraphLevel(module))
     return true;
-  if (!fzRegisterAllDialects(ctx) || !fzRegisterLoopDialect(ctx) ||
-      !fzRegisterAllPasses(ctx) || !fzRegisterLoopPasses(ctx))
+  if (!fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx))
     return false;
-  if (options->simplify) {
-    /* canonicalize,cse; with fusion, also the graph simplifications of
-     * the graph-optimize pipeline (composites such as softmax spelled
-     * as primitive ops become one op) that this build registers. */
-    static const char *const kGraphPasses[] = {
-        "recognize-composites", "simplify-algebra", "simplify-reshapes",
-        "fold-transpose",       "fold-batchnorm",   "canonicalize"};
-    char text[512] = "canonicalize,cse";
-    for (size_t i = 0; options->fuse && i < sizeof kGraphPasses /
-                                                 sizeof kGraphPasses[0];
-         ++i)
-      if (fzContextLookupPass(ctx, fzStringRefFromCString(kGraphPasses[i]))) {
-        strcat(text, ",");
-        strcat(text, kGraphPasses[i]);
-      }
-    if (!run_pipeline(module, text))
-      return false;
-  }
+  /* canonicalize,cse; with fusion, also graph-optimize's simplifications
+   * (composites such as softmax spelled as primitive ops become one op). */
+  if (options->simplify &&
+      !run_pipeline(module, options->fuse
+                                ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
+                                : "canonicalize,cse"))
+    return false;
   if (options->fuse) {
     FzFusionOptions fo;
     if (options->fusion) {
@@ -110,7 +104,40 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
           !fzFuseFunction(op, &fo, NULL))
         return false;
   }
-  return run_pipeline(module, options->planMemory
-                                  ? "lower-graph-to-loop,func.func(plan-memory)"
-                                  : "lower-graph-to-loop");
+  return run_pipeline(module, options->planMemory ? FZ_PIPELINE_GRAPH_TO_LOOP
+                                                 : "lower-graph-to-loop");
+}
+
+/*===--- Compiling for the host -----------------------------------------===*/
+
+void fzCpuCompileOptionsInit(FzCpuCompileOptions *o) {
+  fzCpuPipelineOptionsInit(&o->pipeline);
+  fzCodegenOptionsInit(&o->codegen);
+}
+
+FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
+                                       const FzCpuCompileOptions *options) {
+  FzCpuCompileOptions defaults;
+  if (!options) {
+    fzCpuCompileOptionsInit(&defaults);
+    options = &defaults;
+  }
+  double t0 = fzCpuNowSeconds();
+  FzOp *loop = fzOpClone(module, NULL);
+  /* The CPU-only loop transforms run here rather than inside code
+   * generation, so that the loop module kept (fuse-run --print-loop-ir)
+   * is the one compiled. */
+  FzCodegenOptions codegen = options->codegen;
+  bool ok = loop && fzLowerModuleForCpu(loop, &options->pipeline) &&
+            fzPrepareLoopModuleForCpu(loop, &codegen) && fzOpVerify(loop);
+  if (!ok) {
+    if (loop)
+      fzOpDestroy(loop);
+    return NULL;
+  }
+  codegen.tileContractions = false;
+  codegen.tileConvolutions = false;
+  codegen.stageRows = false;
+  return fzCpuExecutableCreateFromLoop(rt, loop, &codegen,
+                                       fzCpuNowSeconds() - t0);
 }
