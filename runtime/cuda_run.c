@@ -25,7 +25,10 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = fuse;
-    ok = fzLowerModuleForCpu(clone, &po);
+    /* bf16, fp16: contractions on 16-bit operands (a graph rewrite). */
+    ok = (!options ||
+          fzModuleApplyPrecision(clone, options->precision, fuse)) &&
+         fzLowerModuleForCpu(clone, &po);
   }
   FzGpuOptions go;
   if (options)

@@ -4,7 +4,7 @@
  *            [--input a.npy [b.npy ...]] [--random-inputs SEED]
  *            [--output-dir DIR] [--save-inputs]
  *            [--compare DIR] [--rtol R] [--atol A] [--print-limit N]
- *            [--max-steps N]
+ *            [--max-steps N] [--precision P]
  *
  * Inputs bind to the entry function's arguments in order, from .npy
  * files (--input takes every following argument up to the next option,
@@ -22,6 +22,13 @@
  * --bench, --check-interp, ...), and `auto`, the default: cpu when the
  * module compiles to native code, else the interpreter (with a note on
  * stderr saying why).
+ *
+ * --precision P (fz/precision.h) is the precision policy of f32 matmuls
+ * and convolutions: bf16 and fp16 rewrite the module's contractions
+ * (fzModuleApplyPrecision) for every device; default, ieee and tf32
+ * choose the GPU kernels (cuda, sim: default is tf32) and leave the CPU
+ * and the interpreters exact. FZ_GPU_TF32=1 (=0), from before the
+ * option, still means tf32 (ieee) when --precision is not given.
  *
  * Exit status: 0 success, 1 an error (input, evaluation, I/O) or a
  * mismatch, 2 bad usage. No output file is left behind after an error.
@@ -82,9 +89,15 @@ static const char kUsage[] =
     "                        graph-level function is lowered with\n"
     "                        graph-to-kernel, then the loop interpreter\n"
     "                        runs it, each kernel.launch in the simulator)\n"
-    "                        FZ_GPU_TF32=1 (cuda, sim): f32 matmuls on tf32\n"
-    "                        tensor cores (operands rounded to 10 mantissa\n"
-    "                        bits)\n"    "  --input A.npy ...     inputs, one per argument, in order\n"
+    "  --precision P         f32 matmuls and convolutions: default (cuda,\n"
+    "                        sim: tf32; cpu, interpreters: exact f32), ieee\n"
+    "                        (exact f32 everywhere), tf32 (tf32 tensor cores:\n"
+    "                        operands rounded to 10 mantissa bits; cpu and\n"
+    "                        interpreters: exact f32), bf16 or fp16 (16-bit\n"
+    "                        operands, f32 accumulation; every device).\n"
+    "                        Without it, FZ_GPU_TF32=1 means tf32 and =0 ieee\n"
+    "                        (deprecated)\n"
+    "  --input A.npy ...     inputs, one per argument, in order\n"
     "  --random-inputs SEED  seeded random inputs instead\n"
     "  --output-dir DIR      write DIR/output_N.npy\n"
     "  --save-inputs         also write the inputs as DIR/input_N.npy\n"
@@ -125,7 +138,7 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   o->inputs = calloc((size_t)argc, sizeof *o->inputs);
   if (!o->inputs)
     return usage_error("%s", "out of memory");
-  bool inInputs = false;
+  bool inInputs = false, havePrecision = false;
   int cpuArg;
   for (int i = 1; i < argc; ++i) {
     const char *a = argv[i];
@@ -189,6 +202,13 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
       VALUE();
       if (!parse_double(value, rt ? &o->rtol : &o->atol))
         return usage_error("expected a non-negative number, got '%s'", value);
+    } else if (IS("precision")) {
+      VALUE();
+      if (!fzPrecisionParse(fzStringRefFromCString(value), &o->cpu.precision))
+        return usage_error("--precision expects default, ieee, tf32, bf16 "
+                           "or fp16, got '%s'",
+                           value);
+      havePrecision = true;
     } else if (IS("sim-stats")) {
       o->simStats = true;
     } else if (IS("print-limit")) {
@@ -226,6 +246,15 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
                        o->device);
   o->cpu.rtol = o->rtol;
   o->cpu.atol = o->atol;
+  /* The switch from before --precision: FZ_GPU_TF32=1 turned tf32 on. */
+  const char *tf32 = getenv("FZ_GPU_TF32");
+  if (!havePrecision && tf32 && *tf32) {
+    if (strcmp(tf32, "1") != 0 && strcmp(tf32, "0") != 0)
+      return usage_error("FZ_GPU_TF32 (deprecated: use --precision) "
+                         "expects 1 (tf32) or 0 (ieee), got '%s'",
+                         tf32);
+    o->cpu.precision = tf32[0] == '1' ? FZ_PRECISION_TF32 : FZ_PRECISION_IEEE;
+  }
   if (o->haveSeed && o->numInputs)
     return usage_error("%s", "give either --input or --random-inputs, not "
                              "both");
@@ -251,17 +280,15 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
          (long long)st->sharedWritten);
 }
 
-/* The entry function of module, or NULL after printing why. */
-/* The pipeline --device sim lowers a graph-level function with:
- * graph-to-kernel, with tf32 matmuls under FZ_GPU_TF32=1 (as --device
- * cuda). */
-static const char *sim_pipeline(void) {
-  const char *tf32 = getenv("FZ_GPU_TF32");
-  return tf32 && !strcmp(tf32, "1")
-             ? "graph-to-loop,lower-loop-to-kernel{tf32}"
-             : "graph-to-kernel";
+/* The pipeline --device sim lowers a graph-level function with into
+ * buf: graph-to-kernel with the precision policy (as --device cuda). */
+static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
+  snprintf(buf, size, "graph-to-loop,lower-loop-to-kernel{precision=%s}",
+           fzPrecisionGetName(o->cpu.precision));
+  return buf;
 }
 
+/* The entry function of module, or NULL after printing why. */
 static FzOp *find_entry(FzOp *module, const char *want) {
   FzBlock *body = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   if (want) {
@@ -318,6 +345,7 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FzLoopInterpExtension simExtension;
   fzKernelSimExtensionInit(&simExtension, &simLimits);
   FzLoopInterpOptions loopOptions = {.maxSteps = o->maxSteps};
+  char simPipeline[128];
   FzLoopInterpOptions simOptions = {.extension = &simExtension,
                                     .maxSteps = o->maxSteps};
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
@@ -362,7 +390,13 @@ static int run(const RunOptions *o, FzContext *ctx) {
     fprintf(stderr, "fuse-run: note: --device auto does not use the GPU "
                     "(it falls back to the CPU): %s\n",
             cudaWhy);
-  if (!strcmp(o->device, "cuda") || probe == FZ_CUDA_PROBE_READY) {
+  bool useCuda = !strcmp(o->device, "cuda") || probe == FZ_CUDA_PROBE_READY;
+  /* bf16, fp16: the contractions' operands, for every device (cuda's
+   * compilation does it on its own clone). */
+  if (!useCuda &&
+      !fzModuleApplyPrecision(module, o->cpu.precision, !o->cpu.noFuse))
+    goto done;
+  if (useCuda) {
     if (!(cuda = fuseRunCudaCreate(ctx, module, &o->cpu)))
       goto done;
   } else if (!strcmp(o->device, "cpu")) {
@@ -394,7 +428,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
                                &outputs)
       : strcmp(o->device, "sim") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, sim_pipeline(),
+          ? !fzLoopRunFunction(func, nIn, inputs,
+                               sim_pipeline(o, simPipeline, sizeof simPipeline),
                                &simOptions, &nOut, &outputs)
           : !fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
     goto done;

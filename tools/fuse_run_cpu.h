@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 
+#include "fz/precision.h"
 #include "fz/runtime.h"
 
 typedef struct FuseRunCpuOptions {
@@ -20,6 +21,10 @@ typedef struct FuseRunCpuOptions {
   bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
   unsigned vectorWidth; /* --vector-width N: widest vectors, bits (0: default) */
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
+  /* fuse-run's --precision (or FZ_GPU_TF32): cuda's FzGpuOptions; cpu
+   * computes tf32 as exact f32 (bf16 and fp16 are applied to the module
+   * by fuse-run before any device sees it, cuda's excepted). */
+  FzPrecision precision;
   const char *benchLock; /* --bench-lock FILE: time while holding its lock */
   double startSeconds;  /* fuseRunNow() when fuse-run started */
 } FuseRunCpuOptions;

@@ -71,10 +71,8 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *mma = getenv("FZ_GPU_MMA");
   if (mma && !strcmp(mma, "0"))
     go.noMma = true;
-  /* FZ_GPU_TF32=1: f32 matmuls on tf32 tensor cores (off by default: tf32
-   * rounds the operands to a 10-bit mantissa). */
-  const char *tf32 = getenv("FZ_GPU_TF32");
-  go.tf32 = tf32 && !strcmp(tf32, "1");
+  /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32. */
+  go.precision = o->precision;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;

@@ -44,10 +44,17 @@ const char fuseEmitHelp[] =
     "(PTX; default:\n"
     "                                   $FZ_GPU_MMA_TILE, else by size)\n"
     "  --no-mma                         No tensor-core matmuls (PTX)\n"
-    "  --tf32                           f32 matmuls on tf32 tensor cores "
-    "(PTX;\n"
-    "                                   operands rounded to 10 mantissa "
-    "bits)\n"
+    "  --precision=P                    f32 matmuls and convolutions: "
+    "default (PTX:\n"
+    "                                   tf32; CPU: exact f32), ieee (exact "
+    "f32), tf32\n"
+    "                                   (PTX: operands rounded to 10 "
+    "mantissa bits;\n"
+    "                                   CPU: exact f32), bf16 or fp16 "
+    "(16-bit operands,\n"
+    "                                   f32 accumulation and result)\n"
+    "  --tf32                           --precision=tf32 (deprecated "
+    "spelling)\n"
     "  --no-row-stage                   Long rows re-read in each phase, not "
     "kept on\n"
     "                                   chip (PTX)\n"
@@ -102,8 +109,14 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->mmaTile = v;
   } else if (flag_is(arg, "no-mma")) {
     o->noMma = true;
+  } else if ((v = value_of(arg, "precision"))) {
+    if (!fzPrecisionParse(fzStringRefFromCString(v), &o->precision)) {
+      fprintf(stderr, "fuse-translate: error: --precision expects default, "
+                      "ieee, tf32, bf16 or fp16, got '%s'\n", v);
+      return -1;
+    }
   } else if (flag_is(arg, "tf32")) {
-    o->tf32 = true;
+    o->precision = FZ_PRECISION_TF32;
   } else if (flag_is(arg, "no-row-stage")) {
     o->noRowStage = true;
   } else if ((v = value_of(arg, "mtriple"))) {
@@ -178,7 +191,8 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = !o->noFuse;
-    if (!fzLowerModuleForCpu(module, &po))
+    if (!fzModuleApplyPrecision(module, o->precision, po.fuse) ||
+        !fzLowerModuleForCpu(module, &po))
       return false;
   }
   FzCodegenFileType type = !strcmp(o->kind, "llvm")  ? FZ_CODEGEN_LLVM_IR
@@ -195,7 +209,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.fastMath = o->codegen.fastMath;
     go.mmaTile = o->mmaTile;
     go.noMma = o->noMma;
-    go.tf32 = o->tf32;
+    go.precision = o->precision;
     go.noRowStage = o->noRowStage;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
