@@ -390,13 +390,11 @@ static int run(const RunOptions *o, FzContext *ctx) {
     fprintf(stderr, "fuse-run: note: --device auto does not use the GPU "
                     "(it falls back to the CPU): %s\n",
             cudaWhy);
-  bool useCuda = !strcmp(o->device, "cuda") || probe == FZ_CUDA_PROBE_READY;
-  /* bf16, fp16: the contractions' operands, for every device (cuda's
-   * compilation does it on its own clone). */
-  if (!useCuda &&
-      !fzModuleApplyPrecision(module, o->cpu.precision, !o->cpu.noFuse))
+  /* bf16, fp16: the contractions' operands, in place for every device,
+   * so that --check-interp interprets what the device runs. */
+  if (!fzModuleApplyPrecision(module, o->cpu.precision, !o->cpu.noFuse))
     goto done;
-  if (useCuda) {
+  if (!strcmp(o->device, "cuda") || probe == FZ_CUDA_PROBE_READY) {
     if (!(cuda = fuseRunCudaCreate(ctx, module, &o->cpu)))
       goto done;
   } else if (!strcmp(o->device, "cpu")) {

@@ -23,7 +23,7 @@ typedef struct FuseRunCpuOptions {
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
   /* fuse-run's --precision (or FZ_GPU_TF32): cuda's FzGpuOptions; cpu
    * computes tf32 as exact f32 (bf16 and fp16 are applied to the module
-   * by fuse-run before any device sees it, cuda's excepted). */
+   * by fuse-run before any device sees it). */
   FzPrecision precision;
   const char *benchLock; /* --bench-lock FILE: time while holding its lock */
   double startSeconds;  /* fuseRunNow() when fuse-run started */

@@ -71,8 +71,13 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *mma = getenv("FZ_GPU_MMA");
   if (mma && !strcmp(mma, "0"))
     go.noMma = true;
-  /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32. */
-  go.precision = o->precision;
+  /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32.
+   * fuse-run has applied bf16 and fp16 to the module already (what f32
+   * nests remain take tf32 under them): not again on the clone. */
+  go.precision = o->precision == FZ_PRECISION_BF16 ||
+                         o->precision == FZ_PRECISION_FP16
+                     ? FZ_PRECISION_TF32
+                     : o->precision;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;

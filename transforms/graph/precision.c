@@ -63,7 +63,8 @@ bool fzModuleApplyPrecision(FzOp *module, FzPrecision p, bool simplify) {
   if (!fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx))
     return false;
   /* fzLowerModuleForCpu's simplifications (lowering/llvm/pipeline.c),
-   * which it runs again after this: they find nothing more to do. */
+   * which it runs again after this (harmless: they are rewrites to a
+   * fixed point). */
   if (simplify &&
       !run_pipeline(module, "canonicalize,cse,recognize-composites,"
                             "simplify-algebra,simplify-reshapes,"
