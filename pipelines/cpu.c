@@ -19,6 +19,7 @@
 #include "fz/lowering.h"
 #include "fz/loop.h"
 #include "fz/pass.h"
+#include "fz/precision.h"
 #include "fz/runtime.h"
 #include "pipelines/pipelines.h"
 #include "runtime/cpu_internal.h"
@@ -106,6 +107,26 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
   }
   return run_pipeline(module, options->planMemory ? FZ_PIPELINE_GRAPH_TO_LOOP
                                                  : "lower-graph-to-loop");
+}
+
+/*===--- Mixed precision (fz/precision.h) --------------------------------===*/
+
+bool fzModuleApplyPrecision(FzOp *module, FzPrecision p, bool simplify) {
+  if ((p != FZ_PRECISION_BF16 && p != FZ_PRECISION_FP16) ||
+      !fzModuleIsGraphLevel(module))
+    return true;
+  FzContext *ctx = fzOpGetContext(module);
+  if (!fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx))
+    return false;
+  /* fzLowerModuleForCpu's simplifications, which it runs again after
+   * this (harmless: they are rewrites to a fixed point); batch-norm folds
+   * into the f32 weights before they are rounded. */
+  if (simplify &&
+      !run_pipeline(module, "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY))
+    return false;
+  return run_pipeline(module, p == FZ_PRECISION_BF16
+                                  ? "convert-contractions{to=bf16}"
+                                  : "convert-contractions{to=fp16}");
 }
 
 /*===--- Compiling for the host -----------------------------------------===*/

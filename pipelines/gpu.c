@@ -6,6 +6,7 @@
  */
 #include "fz/cuda_run.h"
 #include "fz/lowering.h"
+#include "fz/precision.h"
 
 FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
                                   const FzGpuOptions *options) {
@@ -17,7 +18,10 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = fuse;
-    ok = fzLowerModuleForCpu(clone, &po);
+    /* bf16, fp16: contractions on 16-bit operands (a graph rewrite). */
+    ok = (!options ||
+          fzModuleApplyPrecision(clone, options->precision, fuse)) &&
+         fzLowerModuleForCpu(clone, &po);
   }
   FzGpuOptions go;
   if (options)

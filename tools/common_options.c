@@ -94,6 +94,24 @@ static const char *suggest(const ToolParser *p, void *opts, const char *name,
 
 /*===--- Values -----------------------------------------------------------===*/
 
+/* "a positive integer", "a non-negative number", "an integer in [a, b]"
+ * for a range [min, max] (max from 1e15 up counts as unbounded). */
+static void range_text(char *buf, size_t size, const char *what, double min,
+                       double max) {
+  bool open = max >= 1e15;
+  if (open && min == 1)
+    snprintf(buf, size, "a positive %s", what);
+  else if (open && min == 0)
+    snprintf(buf, size, "a non-negative %s", what);
+  else if (open)
+    snprintf(buf, size, what[0] == 'i' ? "an %s >= %.0f" : "a %s >= %g", what,
+             min);
+  else
+    snprintf(buf, size,
+             what[0] == 'i' ? "an %s in [%.0f, %.0f]" : "a %s in [%g, %g]",
+             what, min, max);
+}
+
 static int set_value(const ToolParser *p, const ToolOption *o, void *opts,
                      const char *arg, const char *value) {
   char *field = (char *)opts + o->field;
@@ -117,11 +135,12 @@ static int set_value(const ToolParser *p, const ToolOption *o, void *opts,
     char *end;
     errno = 0;
     long long v = strtoll(value, &end, 10);
-    if (!*value || *end || errno || (double)v < o->min || (double)v > o->max)
-      return toolUsageError(p->tool,
-                            "option '--%s' expects an integer in [%.0f, "
-                            "%.0f], got '%s'",
-                            o->name, o->min, o->max, value);
+    if (!*value || *end || errno || (double)v < o->min || (double)v > o->max) {
+      char range[96];
+      range_text(range, sizeof range, "integer", o->min, o->max);
+      return toolUsageError(p->tool, "--%s expects %s, got '%s'", o->name,
+                            range, value);
+    }
     *(int64_t *)(void *)field = (int64_t)v;
     return 0;
   }
@@ -129,11 +148,13 @@ static int set_value(const ToolParser *p, const ToolOption *o, void *opts,
     char *end;
     errno = 0;
     double v = strtod(value, &end);
-    if (!*value || *end || errno || !isfinite(v) || v < o->min || v > o->max)
-      return toolUsageError(p->tool,
-                            "option '--%s' expects a number in [%g, %g], "
-                            "got '%s'",
-                            o->name, o->min, o->max, value);
+    if (!*value || *end || errno || !isfinite(v) || v < o->min ||
+        v > o->max) {
+      char range[96];
+      range_text(range, sizeof range, "number", o->min, o->max);
+      return toolUsageError(p->tool, "--%s expects %s, got '%s'", o->name,
+                            range, value);
+    }
     *(double *)(void *)field = v;
     return 0;
   }

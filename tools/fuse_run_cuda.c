@@ -70,10 +70,13 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *mma = getenv("FZ_GPU_MMA");
   if (mma && !strcmp(mma, "0"))
     go.noMma = true;
-  /* FZ_GPU_TF32=1: f32 matmuls on tf32 tensor cores (off by default: tf32
-   * rounds the operands to a 10-bit mantissa). */
-  const char *tf32 = getenv("FZ_GPU_TF32");
-  go.tf32 = tf32 && !strcmp(tf32, "1");
+  /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32.
+   * fuse-run has applied bf16 and fp16 to the module already (what f32
+   * nests remain take tf32 under them): not again on the clone. */
+  go.precision = o->precision == FZ_PRECISION_BF16 ||
+                         o->precision == FZ_PRECISION_FP16
+                     ? FZ_PRECISION_TF32
+                     : o->precision;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;

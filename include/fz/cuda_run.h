@@ -4,7 +4,8 @@
  * share.
  *
  * fzCudaCompileModule lowers a clone of a graph-level module with the CPU
- * pipeline's graph -> loop part (fusion unless told otherwise; a
+ * pipeline's graph -> loop part (fusion unless told otherwise; under the
+ * bf16 and fp16 precision policies, fzModuleApplyPrecision first; a
  * loop-level or kernel-level module is taken as is) and compiles it with
  * fzGpuCompile (lower-loop-to-kernel, then the kernel dialect to PTX) for
  * the device's compute capability (capped at sm_90, the newest LLVM 19

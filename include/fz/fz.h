@@ -44,6 +44,7 @@
 #include "fz/loop.h"
 #include "fz/kernel.h"
 #include "fz/lowering.h"
+#include "fz/precision.h"
 #include "fz/runtime.h"
 
 #endif /* FZ_FZ_H */

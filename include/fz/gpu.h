@@ -7,8 +7,9 @@
  *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
- * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma
- * and mmaTile (and the shared memory the arch allows); a module
+ * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma,
+ * mmaTile and precision (resolved for the arch: tf32 by default), and
+ * the shared memory the arch allows; a module
  * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
  * as it is. Then:
@@ -53,6 +54,7 @@
 #define FZ_GPU_H
 
 #include "fz/lowering.h"
+#include "fz/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,9 +88,14 @@ typedef struct FzGpuOptions {
    * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
   bool noMma;
   const char *mmaTile;
-  /* f32 matmuls on tf32 tensor cores (FzLoopToKernelOptions.tf32; off by
-   * default: tf32 rounds the operands to a 10-bit mantissa). */
-  bool tf32;
+  /* The precision policy (fz/precision.h) of f32 matmul and conv2d
+   * nests, resolved for `arch` (fzPrecisionResolve): FZ_PRECISION_DEFAULT
+   * (zero, the default) is tf32 on sm_80 and newer, FZ_PRECISION_IEEE
+   * keeps them exact f32 (CUDA cores). bf16 and fp16 act at the graph
+   * level: fzCudaCompileModule (fz/cuda_run.h) applies them to a
+   * graph-level module; fzGpuCompile's input is already at the loop
+   * level, where they mean tf32 for what f32 nests remain. */
+  FzPrecision precision;
 } FzGpuOptions;
 
 FZ_API void fzGpuOptionsInit(FzGpuOptions *o);

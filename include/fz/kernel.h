@@ -27,6 +27,7 @@
 #define FZ_KERNEL_H
 
 #include "fz/loop.h"
+#include "fz/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -229,10 +230,14 @@ typedef struct FzLoopToKernelOptions {
    * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
    * chosen by size. A bad text is an error. Not owned. */
   const char *mmaTile;
-  /* f32 matmul nests become tensor-core kernels too, on tf32 (mma.sync
-   * m16n8k8: each operand rounded to a 10-bit mantissa, f32
-   * accumulation). Off by default: it changes results. */
-  bool tf32;
+  /* The precision policy (fz/precision.h) for f32 matmul and conv2d
+   * nests: unless it is FZ_PRECISION_IEEE they become tensor-core
+   * kernels too, on tf32 (mma.sync m16n8k8: each operand rounded to a
+   * 10-bit mantissa, f32 accumulation). FZ_PRECISION_DEFAULT (zero, the
+   * default) is tf32: the kernels target sm_80 and newer. bf16 and fp16
+   * act at the graph level (convert-contractions); an f32 nest that
+   * remains takes tf32 under them. */
+  FzPrecision precision;
   /* A remark at every nest that holds a loop: the matmul kernel it
    * became (its tile), or why the matmul mapping refused it. */
   bool remarks;
@@ -259,8 +264,10 @@ FZ_API FZ_MUST_CHECK bool
 fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options);
 
 /* Registers lower-loop-to-kernel (on builtin.module; options block-size,
- * vector, row-chunks, mma, mma-tile, remarks) and the named pipeline graph-to-kernel
- * (graph-to-loop,lower-loop-to-kernel). Twice is harmless. */
+ * vector, row-chunks, row-stage, row-registers, max-shared, mma,
+ * mma-tile, precision, dedup, remarks) and the named pipeline
+ * graph-to-kernel (graph-to-loop,lower-loop-to-kernel). Twice is
+ * harmless. */
 FZ_API FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);
 
 #ifdef __cplusplus

@@ -198,6 +198,11 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
                        "lower-loop-to-kernel: the block size must be a "
                        "multiple of 32 up to 1024, got %u",
                        options->blockSize);
+  if (!fzPrecisionGetName(options->precision))
+    return fzEmitError(ctx, fzOpGetLoc(module),
+                       "lower-loop-to-kernel: precision %d is not one of "
+                       "the policies of fz/precision.h (%s)",
+                       (int)options->precision, fzPrecisionGetChoicesText());
   if (options->rowRegisters > 64)
     return fzEmitError(ctx, fzOpGetLoc(module),
                        "lower-loop-to-kernel: row-registers must be at most "
@@ -238,6 +243,10 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
 
 /*===--- The pass ---------------------------------------------------------===*/
 
+#define PRECISION_NAME(id, name) name,
+static const char *const kPrecisions[] = {FZ_PRECISIONS(PRECISION_NAME) NULL};
+#undef PRECISION_NAME
+
 static const FzPassOptionDef kOptions[] = {
     {"block-size", FZ_PASS_OPTION_INT, "256",
      "Threads per block of elementwise kernels and of grouped ones with "
@@ -271,11 +280,13 @@ static const FzPassOptionDef kOptions[] = {
      "Tensor-core tile BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
      "$FZ_GPU_MMA_TILE, else chosen by size)",
      NULL, 0, 0},
-    {"tf32", FZ_PASS_OPTION_BOOL, "false",
-     "f32 matmul nests become tensor-core kernels on tf32 (mma m16n8k8: "
-     "operands rounded to a 10-bit mantissa, f32 accumulation; changes "
-     "results, hence off by default)",
-     NULL, 0, 0},
+    {"precision", FZ_PASS_OPTION_STRING, "default",
+     "Precision policy of f32 matmul and conv2d nests: default and tf32 "
+     "make them tensor-core kernels on tf32 (mma m16n8k8: operands rounded "
+     "to a 10-bit mantissa, f32 accumulation), ieee keeps them exact f32 "
+     "(bf16 and fp16 act at the graph level: convert-contractions; here "
+     "they mean tf32)",
+     kPrecisions, 0, 0},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
      "kernel.func that every launch of them calls",
@@ -297,7 +308,10 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
-  o.tf32 = fzPassGetBoolOption(pass, "tf32");
+  /* The option's choices are the policies' names: it always parses. */
+  if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),
+                        &o.precision))
+    o.precision = FZ_PRECISION_DEFAULT;
   o.remarks = fzPassGetBoolOption(pass, "remarks");
   /* NUL-terminated for the options struct (the pass's value is a sized
    * string that lives as long as the pass). */

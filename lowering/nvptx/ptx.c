@@ -199,8 +199,8 @@ static unsigned opt_in_shared(const char *arch) {
 }
 
 /* A clone of module lowered with lower-loop-to-kernel (the GPU options'
- * block size, vector, row options, and the arch's shared memory), or
- * NULL after an error. */
+ * block size, vector, row options, precision resolved for the arch, and
+ * the arch's shared memory), or NULL after an error. */
 static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   FzOp *clone = fzOpClone(module, NULL);
   if (!clone) {
@@ -217,7 +217,10 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
   ko.mmaTile = o->mmaTile;
-  ko.tf32 = o->tf32;
+  int cc = 0;
+  if (o->arch)
+    (void)sscanf(o->arch, "sm_%d", &cc);
+  ko.precision = fzPrecisionResolve(o->precision, cc);
   if (!fzLowerLoopToKernel(clone, &ko)) {
     fzOpDestroy(clone);
     return NULL;
