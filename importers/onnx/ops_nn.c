@@ -19,7 +19,8 @@
  * layer_norm over the spatial dims then the per-channel scale and bias;
  * GroupNormalization is layer_norm over each group of channels, then the
  * scale and bias (per group in version 18, per channel in 21); LpPool is
- * a depthwise conv2d with ones over |x|^p, then the p-th root;
+ * a depthwise conv2d with ones over |x|^p, then the p-th root; Col2Im a
+ * transposed convolution with a constant kernel of block positions;
  * LayerNormalization's optional Mean and InvStdDev outputs are
  * layer_norm's results #1 and #2; MVN and LRN go through reductions; opset < 13 Softmax flattens to 2-D around
  * `axis`, as those opsets define it.
@@ -499,6 +500,112 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
+/* Col2Im (18), 2-D: the transposed convolution that puts each column
+ * block back at its place, summing overlaps. x [N, C*kh*kw, Lh*Lw] is
+ * viewed as [N, C*kh*kw, Lh, Lw], dilated by the strides, padded by
+ * k_eff - 1 - pad on each side (the end also by what the image has beyond
+ * the last block), and convolved, one group per channel, with a constant
+ * kernel [C, kh*kw, kh, kw] whose channel b is one at b's block position,
+ * flipped. image_shape and block_shape must be constants. */
+static bool h_col2im(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzValue *x = in[0];
+  int64_t *image, *block, s[2], d[2], p[4];
+  size_t ni, nb;
+  if (!fzOnnxGetConstInts(im, in[1], &image, &ni))
+    return fzOnnxErrorNotConstant(im, 1, "image_shape");
+  if (!fzOnnxGetConstInts(im, in[2], &block, &nb))
+    return fzOnnxErrorNotConstant(im, 2, "block_shape");
+  if (ni != nb || ni < 2)
+    return fzOnnxError(im, "'image_shape' and 'block_shape' need the same "
+                           "number of entries, at least 2");
+  if (ni != 2)
+    return fzOnnxError(im, "unsupported %zu-D image (only 2-D)", ni);
+  if (!read_spatial(im, "strides", 2, 1, s) ||
+      !read_spatial(im, "dilations", 2, 1, d) ||
+      !read_spatial(im, "pads", 4, 0, p))
+    return false;
+  if (fzOnnxRank(x) != 3 || !fzOnnxRequireStatic(im, x, "the input"))
+    return fzOnnxRank(x) == 3 ? false
+                              : fzOnnxError(im, "input must have rank 3");
+  int64_t n = fzOnnxDim(x, 0), ck = fzOnnxDim(x, 1), l = fzOnnxDim(x, 2);
+  int64_t keff[2], len[2], k, positions;
+  for (int i = 0; i < 2; ++i) {
+    if (!fzOnnxCheckDim(im, image[i], "image size"))
+      return false;
+    if (block[i] < 1 || block[i] > ((int64_t)1 << 31) || s[i] < 1 ||
+        s[i] > ((int64_t)1 << 31) || d[i] < 1 || d[i] > ((int64_t)1 << 31))
+      return fzOnnxError(im, "block sizes, 'strides' and 'dilations' must "
+                             "be in [1, 2^31]");
+    if (p[i] < 0 || p[i] > FZ_MAX_DIM || p[2 + i] < 0 ||
+        p[2 + i] > FZ_MAX_DIM)
+      return fzOnnxError(im, "'pads' must be in [0, 2^40]");
+    keff[i] = (block[i] - 1) * d[i] + 1; /* at most 2^62 */
+    int64_t span = image[i] + p[i] + p[2 + i] - keff[i];
+    if (span < 0)
+      return fzOnnxError(im, "block %lld (dilated) is larger than the "
+                             "padded image dimension %d",
+                         (long long)block[i], i);
+    len[i] = span / s[i] + 1;
+  }
+  if (!fzOnnxMulI64(block[0], block[1], &k) || k > FZ_ONNX_FOLD_LIMIT ||
+      ck % k || !fzOnnxMulI64(len[0], len[1], &positions) || positions != l)
+    return fzOnnxError(im, "input of shape [%lld, %lld, %lld] does not hold "
+                           "C x %lld x %lld blocks at %lld x %lld positions",
+                       (long long)n, (long long)ck, (long long)l,
+                       (long long)block[0], (long long)block[1],
+                       (long long)len[0], (long long)len[1]);
+  int64_t c = ck / k, wshape[4] = {c, k, block[0], block[1]};
+  if (!fzOnnxCheckBuilt(im, 4, wshape, "kernel of block positions", NULL))
+    return false;
+  int64_t s4[4] = {n, ck, len[0], len[1]};
+  FzValue *y = fzOnnxReshape(im, x, 4, s4);
+  if (s[0] > 1 || s[1] > 1) {
+    /* [N,CK,Lh,Lw] -> [N,CK,Lh,1,Lw,1] -> [N,CK,Lh,sh,Lw,sw] -> cropped
+     * to (Lh-1)*sh+1 x (Lw-1)*sw+1: zeros between the blocks. */
+    int64_t s6[6] = {n, ck, len[0], 1, len[1], 1}, pad6[12] = {0};
+    pad6[6 + 3] = s[0] - 1;
+    pad6[6 + 5] = s[1] - 1;
+    int64_t h = len[0] * s[0], w = len[1] * s[1];
+    if (h > FZ_MAX_DIM || w > FZ_MAX_DIM) /* len * s <= span + s */
+      return fzOnnxError(im, "the strided blocks are larger than 2^40");
+    int64_t st[4] = {0}, lim[4] = {n, ck, h - s[0] + 1, w - s[1] + 1};
+    int64_t one[4] = {1, 1, 1, 1}, sw[4] = {n, ck, h, w};
+    y = fzOnnxReshape(im, y, 6, s6);
+    y = fzOnnxEmit(im, "graph.pad", 1, &y, NULL, "pads",
+                   i64_array(im, 12, pad6), NULL);
+    y = fzOnnxSlice(im, fzOnnxReshape(im, y, 4, sw), st, lim, one);
+  }
+  int64_t pad4[8] = {0};
+  for (int i = 0; i < 2; ++i) {
+    int64_t extra = image[i] + p[i] + p[2 + i] - keff[i] -
+                    (len[i] - 1) * s[i]; /* in [0, s) */
+    pad4[2 + i] = keff[i] - 1 - p[i];
+    pad4[4 + 2 + i] = keff[i] - 1 - p[2 + i] + extra;
+  }
+  y = fzOnnxEmit(im, "graph.pad", 1, &y, NULL, "pads",
+                 i64_array(im, 8, pad4), NULL);
+  FzTensor *wt = fzTensorCreate(im->ctx, fzOnnxElt(x), 4, wshape);
+  if (!wt)
+    return false;
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t b = 0; b < k; ++b) {
+      int64_t u = block[0] - 1 - b / block[1], v = block[1] - 1 - b % block[1];
+      fzTensorSetF64(wt, ((ch * k + b) * block[0] + u) * block[1] + v, 1.0);
+    }
+  FzValue *ops[2] = {y, fzOnnxConstTensor(im, wt)};
+  fzTensorDestroy(wt);
+  int64_t ones[2] = {1, 1}, zeros[4] = {0, 0, 0, 0};
+  out[0] = fzOnnxEmit(
+      im, "graph.conv2d", 2, ops, NULL, "strides", i64_array(im, 2, ones),
+      "pads", i64_array(im, 4, zeros), "dilations", i64_array(im, 2, d),
+      "groups", fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), c),
+      NULL);
+  return out[0] != NULL;
+}
+
 /*===--- Normalizations --------------------------------------------------===*/
 
 static bool h_batch_norm(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
@@ -888,6 +995,7 @@ const FzOnnxOpDef fzOnnxNnOps[] = {
     {"LpPool", h_lp_pool, NULL,
      "auto_pad ceil_mode>=18 dilations>=18 kernel_shape p pads strides", 1,
      1, 1},
+    {"Col2Im", h_col2im, NULL, "dilations pads strides", 3, 3, 1},
     {"GlobalAveragePool", h_global_pool, "graph.global_avg_pool", "", 1, 1,
      1},
     {"GlobalMaxPool", h_global_pool, "graph.global_max_pool", "", 1, 1, 1},

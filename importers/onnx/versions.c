@@ -44,6 +44,7 @@ static const OpVersions kVersions[] = {
     {"Celu", {12}},
     {"CenterCropPad", {18}},
     {"Clip", {1, 6, 11, 12, 13}},
+    {"Col2Im", {18}},
     {"Concat", {1, 4, 11, 13}},
     {"Constant", {1, 9, 11, 12, 13, 19, 21}},
     {"ConstantOfShape", {9, 20, 21}},

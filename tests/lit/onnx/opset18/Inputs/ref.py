@@ -171,6 +171,29 @@ def newops_case():
     return [x, i, g, p, theta], outs
 
 
+def col2im(x, image, block, s=(1, 1), d=(1, 1), p=(0, 0, 0, 0)):
+    n, ck, _ = x.shape
+    c = ck // (block[0] * block[1])
+    size = [image[i] + p[i] + p[2 + i] for i in range(2)]
+    pos = [(size[i] - (block[i] - 1) * d[i] - 1) // s[i] + 1 for i in range(2)]
+    xv = x.reshape(n, c, block[0], block[1], pos[0], pos[1])
+    y = np.zeros((n, c, size[0], size[1]))
+    for i in range(block[0]):
+        for j in range(block[1]):
+            for a in range(pos[0]):
+                for b in range(pos[1]):
+                    y[:, :, a * s[0] + i * d[0], b * s[1] + j * d[1]] += \
+                        xv[:, :, i, j, a, b]
+    return y[:, :, p[0]:p[0] + image[0], p[1]:p[1] + image[1]].astype(F)
+
+
+def col2im_case():
+    x = vals((1, 12, 9), 2.0, 0.1)
+    x2 = vals((2, 8, 6), 1.0, 0.4)
+    return [x, x2], [col2im(x, (5, 6), (2, 3), (2, 1), (1, 2), (1, 0, 0, 1)),
+                     col2im(x2, (3, 4), (2, 2))]
+
+
 def groupnorm18_case():
     g = vals((2, 4, 3), 2.0, 0.3)
     return [g], [group_norm(g, 2, np.array([2, -0.5], F),
@@ -184,6 +207,7 @@ CASES = {
     "resize": resize_case,
     "newops": newops_case,
     "groupnorm18": groupnorm18_case,
+    "col2im": col2im_case,
 }
 
 
