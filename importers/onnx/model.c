@@ -500,7 +500,7 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
   if (ok && !poisoned) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
       ok = fzOnnxError(im, "unsupported op domain '%s'", n->domain);
-    else if (im->opset < 0)
+    else if (im->opset == FZ_ONNX_NO_OPSET)
       ok = fzOnnxError(im, "the model imports no opset of the default ONNX "
                            "domain");
     else if (!n->op_type || !*n->op_type) /* proto2: may be absent */
@@ -654,10 +654,11 @@ static void pb_free(void *ud, void *p) {
     fzFree(ud, p);
 }
 
-/* The opset of the default domain (-1 when the model imports none). Any
- * number is accepted here: versions are told node by node. */
+/* The opset of the default domain (FZ_ONNX_NO_OPSET when the model
+ * imports none). Any number is accepted here: versions are told node by
+ * node. */
 static void read_opset(FzOnnxImporter *im, const Onnx__ModelProto *m) {
-  im->opset = -1;
+  im->opset = FZ_ONNX_NO_OPSET;
   for (size_t i = 0; i < m->n_opset_import; ++i) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
     if ((!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) &&

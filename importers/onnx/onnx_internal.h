@@ -36,6 +36,8 @@
  * knows (versions.c). A model importing a newer one is read node by node:
  * each node whose op's version cannot be told is an error. */
 #define FZ_ONNX_MAX_OPSET 21
+/* im->opset of a model that imports no opset of the default domain. */
+#define FZ_ONNX_NO_OPSET INT64_MIN
 /* Constants folded at import are limited to this many elements. */
 #define FZ_ONNX_FOLD_LIMIT ((int64_t)1 << 22)
 
@@ -48,7 +50,7 @@ typedef struct FzOnnxImporter {
   const FzOnnxImportOptions *options; /* never NULL */
   FzLoc *errorLoc;       /* loc("model.onnx"): where errors are reported */
   FzLoc *fileLoc;        /* loc("model.onnx":0:0) */
-  int64_t opset;         /* of the default domain */
+  int64_t opset;         /* of the default domain, or FZ_ONNX_NO_OPSET */
   FzArena arena;         /* temporaries of the whole import */
   FzBuilder b;           /* at the end of @main's body */
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */

@@ -595,13 +595,16 @@ static bool h_affine_grid(FzOnnxImporter *im, FzValue *const *in,
   if (size[0] != batch)
     return fzOnnxError(im, "'size' has batch %lld but theta %lld",
                        (long long)size[0], (long long)batch);
-  int64_t positions = 1, outShape[5];
+  int64_t positions, outShape[5];
   for (size_t i = 0; i < k; ++i) {
-    if (!fzOnnxCheckDim(im, size[2 + i], "grid size") ||
-        !fzOnnxMulI64(positions, size[2 + i], &positions))
+    if (!fzOnnxCheckDim(im, size[2 + i], "grid size"))
       return false;
     outShape[1 + i] = size[2 + i];
   }
+  /* The grid's rows: checked as a product of dims by fzOnnxCheckBuilt. */
+  if (!fzOnnxCheckBuilt(im, k, outShape + 1, "grid of positions",
+                        &positions))
+    return false;
   int64_t bshape[2] = {positions, (int64_t)k + 1};
   if (!fzOnnxCheckBuilt(im, 2, bshape, "grid of positions", NULL))
     return false;
