@@ -47,7 +47,7 @@ def pad_case():
     # numpy before 2.0: [1 2 3] padded by (2, 4) ends ... 3 2.)
     wrap = np.take(x, (np.arange(3 + 2 + 4) - 2) % 3, axis=1)
     return [x], [np.pad(x, ((0, 0), (1, 2)), constant_values=9), wrap,
-                 np.pad(x, ((1, 1), (0, 0)), mode="edge")]
+                 np.pad(x, ((1, 1), (0, 0)), mode="edge"), x.astype(np.int64)]
 
 
 # ---- Resize ----------------------------------------------------------------
@@ -147,6 +147,17 @@ def affine_grid(theta, h, w, align):
     return grid.reshape(theta.shape[0], h, w, 2).astype(F)
 
 
+def dilated_avg_pool(x, k, d):
+    """AveragePool-19: a k x k window with dilation d, stride 1, no pads."""
+    n, c, h, w = x.shape
+    span = (k - 1) * d + 1
+    y = np.zeros((n, c, h - span + 1, w - span + 1))
+    for a in range(k):
+        for b in range(k):
+            y += x[:, :, a * d:a * d + y.shape[2], b * d:b * d + y.shape[3]]
+    return (y / (k * k)).astype(F)
+
+
 def newops_case():
     x = vals((2, 5))
     i = np.array([0, 5, -7, 2147483647], np.int32)
@@ -167,7 +178,8 @@ def newops_case():
             group_norm(g, 2, gscale, gbias, 1e-3, True),
             lp_pool(p, 2, 2, 2, False), lp_pool(p, 3, 2, 3, True), crop,
             np.pad(x, ((0, 0), (1, 2))),
-            affine_grid(theta, 2, 3, False), affine_grid(theta, 2, 3, True)]
+            affine_grid(theta, 2, 3, False), affine_grid(theta, 2, 3, True),
+            dilated_avg_pool(p, 2, 2)]
     return [x, i, g, p, theta], outs
 
 
