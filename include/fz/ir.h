@@ -458,6 +458,14 @@ FZ_API FzLoc *fzLocGetCaller(const FzLoc *loc); /* CALLSITE: never NULL */
 /* The first file:line:col location found inside loc (depth-first), or
  * NULL: what diagnostics use to point at the source. */
 FZ_API FzLoc *fzLocFindFileLineCol(FzLoc *loc);
+/* Prints, through cb, the position that diagnostics show for loc (without
+ * the ": " after it): "file:3:7" for the first file:line:col inside it;
+ * when that has no line (line 0, as in an imported model), "file: name"
+ * with the name of the innermost name location around it (an ONNX node's
+ * name), if any; "name" for a name location without a file. Returns false,
+ * printing nothing, when loc holds neither (unknown). */
+FZ_API bool fzLocPrintPosition(const FzLoc *loc, FzPrintCallback cb,
+                               void *userData);
 
 /*===------------------------------------------------------------------===*
  * Printing of types, attributes and locations
