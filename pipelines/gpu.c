@@ -17,6 +17,7 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = fuse;
+    po.timing = options ? options->timing : NULL;
     ok = fzLowerModuleForCpu(clone, &po);
   }
   FzGpuOptions go;
