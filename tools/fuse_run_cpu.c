@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fz/gpu.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_run_cpu.h"
 
 const char fuseRunCpuUsage[] =
@@ -50,7 +52,13 @@ const char fuseRunCpuUsage[] =
     "  --bench-lock FILE     cpu, cuda: hold an exclusive lock on FILE\n"
     "                        (flock; created if missing) while timing, so\n"
     "                        that concurrent runs compile in parallel but\n"
-    "                        time one at a time\n";
+    "                        time one at a time\n"
+    "  --codegen-threads N   cuda: threads for LLVM's optimization and code\n"
+    "                        generation of the kernels (default 0: one per\n"
+    "                        core, at most 16; 1: this thread alone)\n"
+    "  --timing              print the time of each compile phase (import,\n"
+    "                        graph passes, fusion, lowering, LLVM, driver\n"
+    "                        load) on stderr\n";
 
 struct FuseRunCpu {
   FzContext *ctx;
@@ -91,6 +99,26 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
       o->bench = n;
     return 1;
   }
+  if (IS("codegen-threads")) {
+    const char *v = eq ? eq + 1 : NULL;
+    if (!v) {
+      if (*i + 1 >= argc)
+        return usage("option '%s' requires a value", a);
+      v = argv[++*i];
+    }
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < 0 || n > FZ_GPU_MAX_CODEGEN_THREADS) {
+      fprintf(stderr, "fuse-run: error: --codegen-threads expects a number "
+                      "of threads from 0 (one per core) to %d, got '%s'\n",
+              FZ_GPU_MAX_CODEGEN_THREADS, v);
+      fprintf(stderr, "(run 'fuse-run --help' for usage)\n");
+      return 2;
+    }
+    o->codegenThreads = (unsigned)n;
+    return 1;
+  }
   if (IS("bench-lock")) {
     const char *v = eq ? eq + 1 : NULL;
     if (!v) {
@@ -123,6 +151,7 @@ int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
                : IS("no-tile")       ? &o->noTile
                : IS("no-stage-rows") ? &o->noStageRows
                : IS("print-loop-ir") ? &o->printLoopIR
+               : IS("timing")        ? &o->timing
                                      : NULL;
 #undef IS
   if (!flag)
@@ -182,9 +211,14 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.tileConvolutions = !o->noTile;
   co.codegen.stageRows = !o->noStageRows;
   co.codegen.preferVectorWidth = o->vectorWidth;
+  FzToolTiming *tt = o->timingReport;
+  co.pipeline.timing = tt ? &tt->sink : NULL;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
+  double t0 = fzToolTimingNow(), covered0 = tt ? tt->covered : 0;
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);
+  fzToolTimingAddRest(tt, "CPU code generation (loop transforms, LLVM, JIT)",
+                      t0, covered0);
   if (quiet)
     fzContextPopDiagHandler(ctx, h);
   if (!r->exe) {

@@ -34,6 +34,7 @@
 #include "fz/onnx.h"
 #include "tools/common_input.h"
 #include "tools/common_output.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
 #define EXIT_USAGE 2
@@ -45,6 +46,7 @@ typedef struct TranslateOptions {
   const char *translation; /* the chosen row's flag */
   bool printGeneric, printDebugInfo, printLocalScope;
   bool help, version;
+  bool timing; /* --timing: the compile-time report on stderr */
   size_t maxInput; /* --max-input-size: longest input read, in bytes */
   /* --onnx-input-shape NAME=DIMS, parsed into inputShapes/dims. */
   size_t numInputShapes;
@@ -185,6 +187,8 @@ static void print_help(FILE *out) {
           "  --print-local-scope              Print with local scope\n"
           "  --max-input-size=BYTES           Refuse a larger input (default "
           "1073741824)\n"
+          "  --timing                         Print the time of each phase "
+          "on stderr\n"
           "%s"
           "  --help                           Print this help and exit\n"
           "  --version                        Print the version and exit\n",
@@ -279,6 +283,8 @@ static int parse_command_line(int argc, char **argv, TranslateOptions *o) {
       o->printDebugInfo = true;
     } else if (is_flag(a, "print-local-scope")) {
       o->printLocalScope = true;
+    } else if (is_flag(a, "timing")) {
+      o->timing = true;
     } else if (is_flag(a, "help") || is_flag(a, "h")) {
       o->help = true;
     } else if (is_flag(a, "version")) {
@@ -351,10 +357,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   fzContextSetMaxSourceSize(ctx, opts.maxInput);
+  FzToolTiming timing;
+  fzToolTimingInit(&timing);
+  if (opts.timing)
+    opts.emit.timing = &timing;
   bool ok = fzRegisterAllDialects(ctx);
+  double t0 = fzToolTimingNow();
   FzOp *module = !ok ? NULL
                  : t  ? t->run(ctx, &opts)
                       : fzParseOrImportFile(ctx, opts.input);
+  fzToolTimingAdd(opts.emit.timing, "parse/import", fzToolTimingNow() - t0);
   ok = module && fzContextGetNumErrors(ctx) == 0 &&
        !fzContextHadAllocationFailure(ctx);
   if (ok && opts.emit.kind) {
@@ -369,5 +381,7 @@ int main(int argc, char **argv) {
   if (module)
     fzOpDestroy(module);
   fzContextDestroy(ctx);
+  if (opts.timing)
+    fzToolTimingPrint(&timing, stderr);
   return ok ? 0 : 1;
 }

@@ -16,6 +16,7 @@
 #include "fz/gpu.h"
 #include "fz/lowering.h"
 #include "tools/common_output.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
 const char fuseEmitHelp[] =
@@ -51,6 +52,12 @@ const char fuseEmitHelp[] =
     "  --no-row-stage                   Long rows re-read in each phase, not "
     "kept on\n"
     "                                   chip (PTX)\n"
+    "  --codegen-threads=N              Threads for LLVM's optimization and "
+    "code\n"
+    "                                   generation of the kernels (PTX; "
+    "default 0:\n"
+    "                                   one per core, at most 16); the PTX "
+    "is the same\n"
     "  --align=N                        Alignment promised for buffer "
     "arguments (default 16)\n";
 
@@ -106,6 +113,17 @@ int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
     o->tf32 = true;
   } else if (flag_is(arg, "no-row-stage")) {
     o->noRowStage = true;
+  } else if ((v = value_of(arg, "codegen-threads"))) {
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (!*v || *end || errno || n < 0 || n > FZ_GPU_MAX_CODEGEN_THREADS) {
+      fprintf(stderr, "fuse-translate: error: --codegen-threads expects a "
+                      "number of threads from 0 (one per core) to %d, got "
+                      "'%s'\n", FZ_GPU_MAX_CODEGEN_THREADS, v);
+      return -1;
+    }
+    o->codegenThreads = (unsigned)n;
   } else if ((v = value_of(arg, "mtriple"))) {
     o->codegen.triple = v;
   } else if ((v = value_of(arg, "mcpu"))) {
@@ -174,10 +192,12 @@ static bool write_bytes(const Bytes *b, const char *path) {
 
 bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
                     const char *path) {
+  const FzTimingSink *sink = o->timing ? &o->timing->sink : NULL;
   if (fzModuleIsGraphLevel(module)) {
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = !o->noFuse;
+    po.timing = sink;
     if (!fzLowerModuleForCpu(module, &po))
       return false;
   }
@@ -197,9 +217,14 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.noMma = o->noMma;
     go.tf32 = o->tf32;
     go.noRowStage = o->noRowStage;
+    go.codegenThreads = o->codegenThreads;
+    go.timing = sink;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
+    double t0 = fzToolTimingNow();
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+    fzToolTimingAdd(o->timing, "LLVM for the CPU (translate, optimize, codegen)",
+                    fzToolTimingNow() - t0);
   }
   if (ok && b.failed) {
     fprintf(stderr, "fuse-translate: error: out of memory\n");

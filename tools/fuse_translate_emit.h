@@ -15,6 +15,10 @@ typedef struct FuseEmitOptions {
                           (--emit=ptx) */
   FzCodegenOptions codegen;
   bool noFuse;         /* lower a graph-level module without fusion */
+  unsigned codegenThreads; /* --codegen-threads=N (--emit=ptx; 0: one per
+                              core) */
+  /* --timing: where the phases go (tools/common_timing.h); NULL: none. */
+  struct FzToolTiming *timing;
 } FuseEmitOptions;
 
 void fuseEmitOptionsInit(FuseEmitOptions *o);
@@ -22,7 +26,7 @@ void fuseEmitOptionsInit(FuseEmitOptions *o);
 /* Parses one command-line argument belonging to emission (--emit=K,
  * -O0..-O3, --fast-math, --exact-math, --no-parallel, --mcpu=,
  * --mattr=, --mtriple=, --no-fuse, --align=N, --gpu-arch=, --mma-tile=,
- * --no-mma). Returns 1 when consumed,
+ * --no-mma, --codegen-threads=). Returns 1 when consumed,
  * 0 when not ours, -1 after printing a usage error. */
 int fuseEmitParseArg(FuseEmitOptions *o, const char *arg);
 
