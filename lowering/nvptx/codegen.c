@@ -295,7 +295,8 @@ void fzNvCodegenRun(FzNvCodegenJob *job) {
     /* workers[0] is the calling thread; a thread that cannot be started
      * leaves its share to the others. */
     for (unsigned t = 1; t < threads; ++t) {
-      workers[t] = (Worker){&pool, job->tms[t], 0};
+      workers[t].pool = &pool;
+      workers[t].tm = job->tms[t];
       if (pthread_create(&workers[t].thread, haveAttr ? &attr : NULL, work,
                          &workers[t]) != 0)
         break;
@@ -304,7 +305,7 @@ void fzNvCodegenRun(FzNvCodegenJob *job) {
     if (haveAttr)
       pthread_attr_destroy(&attr);
   }
-  Worker self = {&pool, job->tms[0], 0};
+  Worker self = {.pool = &pool, .tm = job->tms[0]};
   work(&self);
   for (unsigned t = 1; t <= started; ++t)
     pthread_join(workers[t].thread, NULL);

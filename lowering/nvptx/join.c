@@ -15,9 +15,9 @@
  * their function in PTX.
  *
  * Only lines that start in column 0 are module-level statements; a
- * statement ends with the first line that ends in ';', '{' or ')'
- * (multi-line declarations of functions); a function's body is indented
- * or between braces, and nothing in it is moved.
+ * moved statement ends with the first line that ends in ';' (a function
+ * declaration spans lines: its parameters, then ";"); a function's body
+ * is indented or between braces, and nothing in it is moved.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +82,7 @@ static bool is_status(const char *s, size_t n) {
 static bool ends_statement(const char *s, size_t n) {
   while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
     --n;
-  return n && (s[n - 1] == ';' || s[n - 1] == '{' || s[n - 1] == ')');
+  return n && s[n - 1] == ';';
 }
 
 /* "X.Y" of `.version X.Y` as X * 1000 + Y. */
