@@ -71,6 +71,15 @@ static bool run_pipeline(FzOp *module, const char *text) {
   return ok;
 }
 
+/* Hands phase `name`, started at t0, to the options' timing sink. */
+static void report(const FzCpuPipelineOptions *o, const char *name, double t0) {
+  if (!o->timing || !o->timing->record)
+    return;
+  double t = fzCpuNowSeconds() - t0;
+  FzTimingRecord r = {name, NULL, t, t, 1, 0};
+  o->timing->record(&r, o->timing->userData);
+}
+
 bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
   FzContext *ctx = fzOpGetContext(module);
   FzCpuPipelineOptions defaults;
@@ -84,11 +93,16 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
     return false;
   /* canonicalize,cse; with fusion, also graph-optimize's simplifications
    * (composites such as softmax spelled as primitive ops become one op). */
-  if (options->simplify &&
-      !run_pipeline(module, options->fuse
-                                ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
-                                : "canonicalize,cse"))
-    return false;
+  double t0 = fzCpuNowSeconds();
+  if (options->simplify) {
+    bool ok = run_pipeline(
+        module, options->fuse ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
+                              : "canonicalize,cse");
+    report(options, "graph passes", t0);
+    if (!ok)
+      return false;
+  }
+  t0 = fzCpuNowSeconds();
   if (options->fuse) {
     FzFusionOptions fo;
     if (options->fusion) {
@@ -104,9 +118,13 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
       if (is_func(op) && fzRegionGetFirstBlock(fzOpGetRegion(op, 0)) &&
           !fzFuseFunction(op, &fo, NULL))
         return false;
+    report(options, "fusion", t0);
   }
-  return run_pipeline(module, options->planMemory ? FZ_PIPELINE_GRAPH_TO_LOOP
-                                                 : "lower-graph-to-loop");
+  t0 = fzCpuNowSeconds();
+  bool ok = run_pipeline(module, options->planMemory ? FZ_PIPELINE_GRAPH_TO_LOOP
+                                                     : "lower-graph-to-loop");
+  report(options, "graph->loop", t0);
+  return ok;
 }
 
 /*===--- Mixed precision (fz/precision.h) --------------------------------===*/

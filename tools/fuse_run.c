@@ -45,6 +45,7 @@
 #include "fz/loop.h" /* --device loop-interp */
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
 #include "tools/common_options.h"
+#include "tools/common_timing.h" /* --timing */
 #include "fz/cuda.h" /* --device auto: is there a GPU? */
 #include "tools/fuse_run_cpu.h" /* --device cpu */
 #include "tools/fuse_run_cuda.h" /* --device cuda */
@@ -309,7 +310,10 @@ static FzType *function_type(FzOp *func) {
 }
 
 static int run(const RunOptions *o, FzContext *ctx) {
+  double t0 = fzToolTimingNow();
   FzOp *module = fzParseOrImportFile(ctx, o->file);
+  fzToolTimingAdd(o->cpu.timingReport, "parse/import",
+                  fzToolTimingNow() - t0);
   if (!module)
     return 1;
   int status = 1;
@@ -473,7 +477,14 @@ int main(int argc, char **argv) {
     free(o.inputs);
     return 1;
   }
+  FzToolTiming timing;
+  fzToolTimingInit(&timing);
+  timing.start = start;
+  if (o.cpu.timing)
+    o.cpu.timingReport = &timing;
   status = run(&o, ctx);
+  if (o.cpu.timing)
+    fzToolTimingPrint(&timing, stderr);
   fzContextDestroy(ctx);
   free(o.inputs);
   return status;

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fz/gpu.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_run_cpu.h"
 
 struct FuseRunCpu {
@@ -65,6 +67,19 @@ static int set_bench_lock(void *opts, const char *v) {
   return 0;
 }
 
+static int set_codegen_threads(void *opts, const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || errno || n < 0 || n > FZ_GPU_MAX_CODEGEN_THREADS)
+    return toolUsageError("fuse-run",
+                          "--codegen-threads expects a number of threads "
+                          "from 0 (one per core) to %d, got '%s'",
+                          FZ_GPU_MAX_CODEGEN_THREADS, v);
+  ((FuseRunCpuOptions *)opts)->codegenThreads = (unsigned)n;
+  return 0;
+}
+
 /* The CPU and benchmark options, in --help order (common_options.h). */
 static const ToolOption kCpuOptions[] = {
     TOOL_CALL("threads", NULL, "N", set_threads,
@@ -99,6 +114,13 @@ static const ToolOption kCpuOptions[] = {
               "cpu, cuda: hold an exclusive lock on FILE (flock; created if "
               "missing) while timing, so that concurrent runs compile in "
               "parallel but time one at a time"),
+    TOOL_CALL("codegen-threads", NULL, "N", set_codegen_threads,
+              "cuda: threads for LLVM's optimization and code generation of "
+              "the kernels (default 0: one per core, at most 16; 1: this "
+              "thread alone; the PTX is the same)"),
+    TOOL_FLAG("timing", NULL, C(timing),
+              "Print the time of each compile phase (import, graph passes, "
+              "fusion, lowering, LLVM, driver load) on stderr"),
 };
 
 const ToolParser fuseRunCpuParser = {
@@ -160,9 +182,14 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.tileConvolutions = !o->noTile;
   co.codegen.stageRows = !o->noStageRows;
   co.codegen.preferVectorWidth = o->vectorWidth;
+  FzToolTiming *tt = o->timingReport;
+  co.pipeline.timing = tt ? &tt->sink : NULL;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
+  double t0 = fzToolTimingNow(), covered0 = tt ? tt->covered : 0;
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);
+  fzToolTimingAddRest(tt, "CPU code generation (loop transforms, LLVM, JIT)",
+                      t0, covered0);
   if (quiet)
     fzContextPopDiagHandler(ctx, h);
   if (!r->exe) {

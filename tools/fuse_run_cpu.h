@@ -28,6 +28,11 @@ typedef struct FuseRunCpuOptions {
   FzPrecision precision;
   const char *benchLock; /* --bench-lock FILE: time while holding its lock */
   double startSeconds;  /* fuseRunNow() when fuse-run started */
+  unsigned codegenThreads; /* --codegen-threads N: cuda's LLVM threads
+                              (0: one per core) */
+  bool timing;          /* --timing: the compile-time report on stderr */
+  /* Where --timing's phases go (set by main; NULL: no report). */
+  struct FzToolTiming *timingReport;
 } FuseRunCpuOptions;
 
 /* Seconds on the monotonic clock. */

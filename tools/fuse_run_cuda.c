@@ -23,6 +23,7 @@
 
 #include "fz/cuda_run.h"
 #include "fz/loop.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_run_cuda.h"
 
 struct FuseRunCuda {
@@ -77,9 +78,28 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
                          o->precision == FZ_PRECISION_FP16
                      ? FZ_PRECISION_TF32
                      : o->precision;
+  go.codegenThreads = o->codegenThreads;
+  FzToolTiming *tt = o->timingReport;
+  go.timing = tt ? &tt->sink : NULL;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;
+  }
+  /* --timing: the driver's load of the PTX (its JIT compilation) on its
+   * own; the calls find the module loaded. */
+  const FzGpuKernel *first = NULL;
+  for (size_t i = 0; tt && !first && i < r->prog->numFunctions; ++i)
+    if (r->prog->functions[i].numKernels)
+      first = &r->prog->functions[i].kernels[0];
+  if (first) {
+    double t0 = fzToolTimingNow();
+    bool loaded = fzCudaGetKernel(r->cu, r->prog->ptx, r->prog->ptxLen,
+                                  first->name) != NULL;
+    fzToolTimingAdd(tt, "driver load", fzToolTimingNow() - t0);
+    if (!loaded) {
+      fuseRunCudaDestroy(r);
+      return NULL;
+    }
   }
   char arch[16];
   fprintf(stderr, "fuse-run: cuda: %s (%s, %d SMs)\n",

@@ -37,6 +37,7 @@
 #include "tools/common_input.h"
 #include "tools/common_options.h"
 #include "tools/common_output.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
 #define MAX_INPUT_SHAPES 64
@@ -47,6 +48,7 @@ typedef struct TranslateOptions {
   const char *translation; /* the chosen row's flag */
   bool printGeneric, printDebugInfo, printLocalScope;
   bool help, version;
+  bool timing; /* --timing: the compile-time report on stderr */
   size_t maxInput; /* --max-input-size: longest input read, in bytes */
   /* --onnx-input-shape NAME=DIMS, parsed into inputShapes/dims. */
   size_t numInputShapes;
@@ -244,6 +246,8 @@ static const ToolOption kOptions[] = {
               FIELD(printLocalScope), "Print with local scope"),
     TOOL_CALL("max-input-size", NULL, "BYTES", set_max_input,
               "Refuse a larger input (default 1073741824)"),
+    TOOL_FLAG("timing", NULL, FIELD(timing),
+              "Print the time of each phase on stderr"),
     TOOL_FLAG("help", "h", FIELD(help), "Print this help and exit"),
     TOOL_FLAG("version", NULL, FIELD(version), "Print the version and exit"),
 };
@@ -342,10 +346,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   fzContextSetMaxSourceSize(ctx, opts.maxInput);
+  FzToolTiming timing;
+  fzToolTimingInit(&timing);
+  if (opts.timing)
+    opts.emit.timing = &timing;
   bool ok = fzRegisterAllDialects(ctx);
+  double t0 = fzToolTimingNow();
   FzOp *module = !ok ? NULL
                  : t  ? t->run(ctx, &opts)
                       : fzParseOrImportFile(ctx, opts.input);
+  fzToolTimingAdd(opts.emit.timing, "parse/import", fzToolTimingNow() - t0);
   ok = module && fzContextGetNumErrors(ctx) == 0 &&
        !fzContextHadAllocationFailure(ctx);
   if (ok && opts.emit.kind) {
@@ -360,5 +370,7 @@ int main(int argc, char **argv) {
   if (module)
     fzOpDestroy(module);
   fzContextDestroy(ctx);
+  if (opts.timing)
+    fzToolTimingPrint(&timing, stderr);
   return ok ? 0 : 1;
 }

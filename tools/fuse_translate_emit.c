@@ -18,6 +18,7 @@
 #include "fz/lowering.h"
 #include "tools/common_options.h"
 #include "tools/common_output.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
 void fuseEmitOptionsInit(FuseEmitOptions *o) {
@@ -90,6 +91,19 @@ static int align(void *opts, const char *v) {
   return 0;
 }
 
+static int codegen_threads(void *opts, const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || errno || n < 0 || n > FZ_GPU_MAX_CODEGEN_THREADS)
+    return toolUsageError("fuse-translate",
+                          "--codegen-threads expects a number of threads "
+                          "from 0 (one per core) to %d, got '%s'",
+                          FZ_GPU_MAX_CODEGEN_THREADS, v);
+  ((FuseEmitOptions *)opts)->codegenThreads = (unsigned)n;
+  return 0;
+}
+
 /* The code generation options, in --help order (common_options.h). */
 static const ToolOption kEmitOptions[] = {
     TOOL_CHOICE("emit", NULL, "KIND", E(kind), kKinds,
@@ -135,6 +149,10 @@ static const ToolOption kEmitOptions[] = {
               "--precision=tf32 (deprecated spelling)"),
     TOOL_FLAG("no-row-stage", NULL, E(noRowStage),
               "Long rows re-read in each phase, not kept on chip (PTX)"),
+    TOOL_CALL("codegen-threads", NULL, "N", codegen_threads,
+              "Threads for LLVM's optimization and code generation of the "
+              "kernels (PTX; default 0: one per core, at most 16); the PTX "
+              "is the same"),
     TOOL_CALL("align", NULL, "N", align,
               "Alignment promised for buffer arguments (default 16)"),
 };
@@ -187,10 +205,12 @@ static bool write_bytes(const Bytes *b, const char *path) {
 
 bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
                     const char *path) {
+  const FzTimingSink *sink = o->timing ? &o->timing->sink : NULL;
   if (fzModuleIsGraphLevel(module)) {
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = !o->noFuse;
+    po.timing = sink;
     if (!fzModuleApplyPrecision(module, o->precision, po.fuse) ||
         !fzLowerModuleForCpu(module, &po))
       return false;
@@ -211,9 +231,14 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.noMma = o->noMma;
     go.precision = o->precision;
     go.noRowStage = o->noRowStage;
+    go.codegenThreads = o->codegenThreads;
+    go.timing = sink;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
+    double t0 = fzToolTimingNow();
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+    fzToolTimingAdd(o->timing, "LLVM for the CPU (translate, optimize, codegen)",
+                    fzToolTimingNow() - t0);
   }
   if (ok && b.failed) {
     fprintf(stderr, "fuse-translate: error: out of memory\n");

@@ -20,6 +20,10 @@ typedef struct FuseEmitOptions {
                           (--emit=ptx) */
   FzCodegenOptions codegen;
   bool noFuse;         /* lower a graph-level module without fusion */
+  unsigned codegenThreads; /* --codegen-threads=N (--emit=ptx; 0: one per
+                              core) */
+  /* --timing: where the phases go (tools/common_timing.h); NULL: none. */
+  struct FzToolTiming *timing;
 } FuseEmitOptions;
 
 void fuseEmitOptionsInit(FuseEmitOptions *o);

@@ -4,7 +4,8 @@
  *
  * The pipeline (docs/architecture.md; docs/codegen.md "GPU"):
  *   loop-level module ──lower-loop-to-kernel──> kernel-level module
- *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
+ *     ──lowering/nvptx──> one LLVM module per kernel ──O3, NVPTX, on
+ *     codegenThreads threads──> PTX of each, joined ──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
  * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma,
@@ -96,7 +97,24 @@ typedef struct FzGpuOptions {
    * graph-level module; fzGpuCompile's input is already at the loop
    * level, where they mean tf32 for what f32 nests remain. */
   FzPrecision precision;
+  /* Threads that optimize and generate code (docs/codegen.md "Parallel
+   * code generation"): every kernel.func is its own LLVM module in its
+   * own LLVMContext, compiled on a pool of threads, and the PTX of the
+   * modules is joined in kernel order. The PTX is the same whatever the
+   * number. 0 (the default): one per online CPU, at most
+   * FZ_GPU_DEFAULT_CODEGEN_THREADS; 1: every module on the calling
+   * thread; at most FZ_GPU_MAX_CODEGEN_THREADS. Never more threads than
+   * kernels. */
+  unsigned codegenThreads;
+  /* Receives "loop->kernel", "launch plans", "LLVM translate" and "LLVM
+   * optimize+codegen" (with one record per kernel before it), and what
+   * fzCudaCompileModule's graph -> loop pipeline reports (NULL: none;
+   * fz/lowering.h). */
+  const FzTimingSink *timing;
 } FzGpuOptions;
+
+#define FZ_GPU_DEFAULT_CODEGEN_THREADS 16
+#define FZ_GPU_MAX_CODEGEN_THREADS 256
 
 FZ_API void fzGpuOptionsInit(FzGpuOptions *o);
 

@@ -215,6 +215,48 @@ FZ_API FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
 FZ_API void fzNativeModuleClearStatus(FzNativeModule *m);
 
 /*===------------------------------------------------------------------===*
+ * Compile-time reports
+ *===------------------------------------------------------------------===*/
+
+/* One timed phase of a compilation, handed to an FzTimingSink (fuse-run
+ * and fuse-translate --timing print them; docs/codegen.md "Compile
+ * time"). The phases the library reports, in the order they run:
+ *   "graph passes"           canonicalize, cse, the graph simplifications
+ *   "fusion"                 the fuse pass on every function
+ *   "graph->loop"            lower-graph-to-loop and plan-memory
+ *   "loop->kernel"           lower-loop-to-kernel (GPU)
+ *   "launch plans"           the host functions' kernel launches, with
+ *                            their constants' data (GPU)
+ *   "LLVM translate"         the kernel dialect to one LLVM module per
+ *                            kernel (GPU)
+ *   "LLVM optimize+codegen"  libdevice, O3 and NVPTX on every kernel's
+ *                            module, on codegenThreads threads, and the
+ *                            join of their PTX (GPU)
+ * A phase may be reported several times (once per call); a record with
+ * an item is one part of its phase (a kernel's module: item is its PTX
+ * entry), reported before the phase's own record. */
+typedef struct FzTimingRecord {
+  const char *phase;  /* static storage */
+  const char *item;   /* NULL: the whole phase; valid during the call */
+  double wallSeconds; /* elapsed */
+  double busySeconds; /* summed over the threads that worked on it */
+  unsigned threads;   /* threads that worked on it (1: the caller's) */
+  size_t items;       /* parts it was split into (0: not split) */
+} FzTimingRecord;
+
+typedef void (*FzTimingCallback)(const FzTimingRecord *record,
+                                 void *userData);
+
+/* Where a compilation reports its phases: set a pointer to one in the
+ * options (FzCpuPipelineOptions.timing, FzGpuOptions.timing; NULL, the
+ * default, times nothing). The callback runs on the calling thread,
+ * after each phase; the library never prints the report itself. */
+typedef struct FzTimingSink {
+  FzTimingCallback record;
+  void *userData;
+} FzTimingSink;
+
+/*===------------------------------------------------------------------===*
  * The graph -> loop pipeline for the CPU
  *===------------------------------------------------------------------===*/
 
@@ -232,6 +274,8 @@ typedef struct FzCpuPipelineOptions {
   const FzFusionOptions *fusion;
   /* Run plan-memory after lowering (default true). */
   bool planMemory;
+  /* Receives "graph passes", "fusion" and "graph->loop" (NULL: none). */
+  const FzTimingSink *timing;
 } FzCpuPipelineOptions;
 
 FZ_API void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
