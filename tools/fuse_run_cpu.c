@@ -10,7 +10,8 @@
  * minimum time and the effective
  * bandwidth, counting each input read once and each output written once,
  * then the same for memcpy of as many bytes (one thread, and split over
- * the pool), the machine's ceiling measured in the same run.
+ * the pool), the machine's ceiling measured in the same run, and the
+ * kernel's rate as a fraction of the copy's on as many threads.
  * --check-interp: runs the reference interpreter on the same inputs and
  * compares every output (numpy.allclose's rule with --rtol/--atol).
  */
@@ -30,7 +31,8 @@ const char fuseRunCpuUsage[] =
     "                        (default: one per core)\n"
     "  --bench N             cpu: time N runs; print the median and the\n"
     "                        effective bandwidth (inputs read once +\n"
-    "                        outputs written once)\n"
+    "                        outputs written once), memcpy's beside it\n"
+    "                        and the kernel's fraction of it\n"
     "  --check-interp        cpu, cuda, sim: also run the interpreter and compare\n"
     "                        (--rtol/--atol)\n"
     "  --fusion-report       cpu: print the fusion report\n"
@@ -350,7 +352,8 @@ static void copy_part(void *env, int64_t b, int64_t e) {
  * and split over the pool's threads, rotating through as many buffer
  * pairs as the kernel's benchmark: the bandwidth ceiling of this machine,
  * measured next to the kernel. Median of `runs`. */
-static void bench_memcpy(FuseRunCpu *r, double bytes, long runs, FILE *out) {
+static double bench_memcpy(FuseRunCpu *r, double bytes, long runs,
+                           FILE *out) {
   size_t n = (size_t)(bytes / 2);
   n = (n + 63) & ~(size_t)63;
   size_t sets = rotation(bytes);
@@ -392,6 +395,7 @@ static void bench_memcpy(FuseRunCpu *r, double bytes, long runs, FILE *out) {
     free(dst[k]);
   }
   free(t);
+  return ok ? gbs[fzCpuRuntimeGetNumThreads(r->rt) > 1 ? 1 : 0] : 0;
 }
 
 /* False after an error was reported (no memory, the lock). */
@@ -453,7 +457,14 @@ static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
     fprintf(out, "bench: cpu time %.4f ms per run (this process, every "
                  "thread)\n",
             cpu * 1e3);
-    bench_memcpy(r, bytes, r->o->bench, out);
+    double copy = bench_memcpy(r, bytes, r->o->bench, out);
+    /* The kernel's share of the copy rate on as many threads: about 1
+     * for a kernel bound by memory (elementwise, reductions, small-M
+     * contractions), which move each byte once as a copy does. */
+    if (copy > 0 && med > 0)
+      fprintf(out, "bench: %.2f of the memcpy rate on %u thread%s\n",
+              bytes / med / 1e9 / copy, fzCpuRuntimeGetNumThreads(r->rt),
+              fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s");
     fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
             fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,
             fzCpuExecutableGetCodegenSeconds(r->exe) * 1e3);
