@@ -51,6 +51,11 @@ static unsigned acc_budget(unsigned vectorBits) {
   return vectorBits >= 512 ? 24 : 12;
 }
 
+/* Parallel iterations wanted at least, where the columns allow: one
+ * per thread of a 16-core machine. (A split of k across threads, with a
+ * final reduction, for even fewer columns is not done.) */
+enum { kMinGroups = 16 };
+
 /* Rows per row group: M split into ceil(M / budget) even groups. */
 static unsigned rows_per_group(int64_t M, unsigned budget) {
   int64_t groups = (M + budget - 1) / budget;
@@ -349,6 +354,10 @@ TileSmallM tileSmallM(TileNest *T, const FzTileContractionsOptions *o) {
      * (docs/benchmarks.md, "CPU: small-M contractions"). */
     unsigned J = budget / MR;
     J = J < 1 ? 1 : J > 4 ? 4 : J;
+    /* Few columns: narrower groups, so that there are enough of them
+     * for the threads (kMinGroups). */
+    while (J > 1 && N / J < kMinGroups)
+      --J;
     snprintf(plan, sizeof plan,
              "small-M contraction, weight contiguous along k (dot form): "
              "%lld rows in groups of %u, %u columns per group, %u lanes "
@@ -361,6 +370,8 @@ TileSmallM tileSmallM(TileNest *T, const FzTileContractionsOptions *o) {
   }
   unsigned NV = budget / MR;
   NV = NV < 1 ? 1 : NV > 4 ? 4 : NV;
+  while (NV > 1 && N / ((int64_t)NV * W) < kMinGroups)
+    --NV;
   int64_t KB = o->smallMKBlock ? o->smallMKBlock : M <= 2 ? 8 : 128;
   int64_t cols = o->smallMColumns ? o->smallMColumns : 512;
   snprintf(
