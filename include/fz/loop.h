@@ -391,6 +391,15 @@ typedef struct FzTileContractionsOptions {
   unsigned rows;       /* MR: rows of a register tile (default 6) */
   unsigned vectors;    /* NV: vectors per row of a tile (default 2) */
   FzTilePack pack;     /* default FZ_TILE_PACK_AUTO */
+  /* Nests of at most this many rows (M, the row dim's trip count) take
+   * the small-M mappings instead, which stream the weight at memory
+   * speed: along j when it is contiguous there, as dot products along k
+   * when it is contiguous along k (default 16, at most 16; 0: never). */
+  unsigned smallM;
+  /* Tuning of the small-M stream form (0: chosen by M): values of k per
+   * block, columns per parallel group. */
+  unsigned smallMKBlock;
+  unsigned smallMColumns;
 } FzTileContractionsOptions;
 
 FZ_API void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);

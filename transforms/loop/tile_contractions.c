@@ -45,6 +45,7 @@ void fzTileContractionsOptionsInit(FzTileContractionsOptions *o) {
   o->rows = 6;
   o->vectors = 2;
   o->pack = FZ_TILE_PACK_AUTO;
+  o->smallM = 16;
 }
 
 static uint64_t op_deps(const TileNest *T, const FzOp *op) {
@@ -307,6 +308,9 @@ static bool transform(TileNest *T, const FzTileContractionsOptions *o) {
   if (W < 2 || W > 64 || MR < 1 || MR > TILE_MAX_ROWS || NV < 1 ||
       NV > TILE_MAX_VECS)
     return false;
+  TileSmallM small = tileSmallM(T, o);
+  if (small != TILE_SMALL_M_DECLINED)
+    return small == TILE_SMALL_M_DONE;
   int64_t M = T->trips[T->dI], N = T->trips[T->dJ];
   int64_t NR = (int64_t)NV * W;
   if (N < W)
@@ -456,6 +460,16 @@ static const FzPassOptionDef kOptions[] = {
      "least 4 row tiles, or when B cannot be read W lanes at a time), "
      "never, always",
      kPackChoices, 0, 0},
+    {"small-m", FZ_PASS_OPTION_INT, "16",
+     "Nests of at most this many rows stream the weight (small-M "
+     "mappings); 0: never",
+     NULL, 0, TILE_MAX_ROWS},
+    {"small-m-k-block", FZ_PASS_OPTION_INT, "0",
+     "Small-M stream form: values of k per block (0: by M)", NULL, 0,
+     1 << 20},
+    {"small-m-columns", FZ_PASS_OPTION_INT, "0",
+     "Small-M stream form: columns per parallel group (0: by M)", NULL, 0,
+     1 << 20},
 };
 
 static const FzPassStatisticDef kStats[] = {
@@ -468,6 +482,9 @@ static bool tile_run(FzPass *pass, FzOp *op) {
   o.vectorBits = (unsigned)fzPassGetIntOption(pass, "vector-bits");
   o.rows = (unsigned)fzPassGetIntOption(pass, "rows");
   o.vectors = (unsigned)fzPassGetIntOption(pass, "vectors");
+  o.smallM = (unsigned)fzPassGetIntOption(pass, "small-m");
+  o.smallMKBlock = (unsigned)fzPassGetIntOption(pass, "small-m-k-block");
+  o.smallMColumns = (unsigned)fzPassGetIntOption(pass, "small-m-columns");
   FzStringRef p = fzPassGetStringOption(pass, "pack");
   o.pack = fzStringRefEqual(p, FZ_STR("never"))    ? FZ_TILE_PACK_NEVER
            : fzStringRefEqual(p, FZ_STR("always")) ? FZ_TILE_PACK_ALWAYS

@@ -147,4 +147,31 @@ bool tileEmitPack(TileGen *G);
 /* Emits (at G->top) the loop.parallel of region R. */
 bool tileEmitRegion(TileGen *G, const TileRegion *R);
 
+/*===--- tile-contractions: the small-M mappings -------------------------===*/
+
+#define TILE_DOT_MAX_COLS 8
+
+/* A loop.for from lb to ub by st at b carrying n values of type t that
+ * start at init (loop.reduction when n > 0); *inner builds its body. */
+FzOp *tileMakeFor(TileGen *G, FzBuilder *b, FzValue *lb, FzValue *ub,
+                  FzValue *st, size_t n, FzValue *const *init, FzType *t,
+                  FzBuilder *inner);
+
+/* Whether every value of T's reduction that depends on k can be
+ * computed W lanes at a time along k (tile_dot.c). */
+bool tileDotApplies(const TileNest *T, unsigned W);
+/* Emits (at G->top) the dot form for every column of T's nest: groups
+ * of J columns, MR rows at a time, `plan` as each nest's fuse.plan. */
+bool tileEmitDot(TileGen *G, unsigned J, unsigned MR, const char *plan);
+
+typedef enum TileSmallM {
+  TILE_SMALL_M_DECLINED, /* nothing changed */
+  TILE_SMALL_M_DONE,     /* the nest was replaced */
+  TILE_SMALL_M_FAILED,   /* an internal error after emitting began */
+} TileSmallM;
+
+/* The small-M mappings for T when its row count is at most
+ * o->smallM (tile_small_m.c). */
+TileSmallM tileSmallM(TileNest *T, const FzTileContractionsOptions *o);
+
 #endif /* FZ_TRANSFORMS_LOOP_TILE_INTERNAL_H */
