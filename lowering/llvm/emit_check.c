@@ -8,7 +8,9 @@
  *
  * Ranges. Every index-like value gets an interval and a kind: KNOWN (the
  * interval holds: constants, static dims, loop induction variables, whose
- * range is [lb, ub - 1] of their bounds' ranges, and integer arithmetic
+ * range is [lb, ub - 1] of their bounds' ranges (its top rounded down to
+ * lb + a multiple of the step when lb and the step are constants), and
+ * integer arithmetic
  * on those), TRUSTED (computed from the GPU's thread and block ids, which
  * the loop-to-kernel mappings bound by construction: not checked) or DATA
  * (computed from a loaded value, an iteration argument, or an operation
@@ -153,14 +155,16 @@ static Range range_of(FzLLEmitter *E, FzValue *v, unsigned depth);
 static Range arg_range(FzLLEmitter *E, FzValue *v, unsigned depth) {
   FzOp *owner = fzBlockGetParentOp(fzValueGetParentBlock(v));
   FzLoopOpcode c = owner ? fzLoopGetOpcode(owner) : FZ_LOOP_OP_UNKNOWN;
-  size_t i = fzValueGetIndex(v), lbAt, ubAt;
+  size_t i = fzValueGetIndex(v), lbAt, ubAt, stAt;
   if (c == FZ_LOOP_OP_FOR && i == 0) {
     lbAt = 0;
     ubAt = 1;
+    stAt = 2;
   } else if (c == FZ_LOOP_OP_PARALLEL &&
              i < fzLoopParallelGetNumDims(owner)) {
     lbAt = i;
     ubAt = fzLoopParallelGetNumDims(owner) + i;
+    stAt = 2 * fzLoopParallelGetNumDims(owner) + i;
   } else {
     /* Iteration arguments and function arguments: unknown; in a GPU
      * kernel, the launch's own values. */
@@ -173,7 +177,15 @@ static Range arg_range(FzLLEmitter *E, FzValue *v, unsigned depth) {
   /* lb <= iv < ub inside the body (which does not run when lb >= ub). */
   if (ub.hi == INT64_MIN)
     return r_data();
-  return (Range){lb.lo, max2(lb.lo, ub.hi - 1), R_KNOWN};
+  Range r = {lb.lo, max2(lb.lo, ub.hi - 1), R_KNOWN};
+  /* With a constant lb and step s, iv is lb + n s: the last value is
+   * below ub - 1 when s does not divide the trip (a loop of step W over
+   * vectors of W lanes then reads up to ub - 1, not ub + W - 2). */
+  int64_t s;
+  if (lb.lo == lb.hi && r.hi > r.lo &&
+      fzLoopValueGetConstantInt(fzOpGetOperand(owner, stAt), &s) && s > 1)
+    r.hi = r.lo + (r.hi - r.lo) / s * s;
+  return r;
 }
 
 static Range op_range(FzLLEmitter *E, FzOp *def, FzValue *v,
