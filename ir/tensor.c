@@ -18,35 +18,10 @@
 
 #include "fz/tensor.h"
 #include "ir/util.h"
+#include "ir/type_text.h"
 
 static bool is_int(const FzType *t) {
   return fzTypeGetKind(t) == FZ_TYPE_INTEGER;
-}
-
-typedef struct TextSink {
-  char *buf;
-  size_t cap, len;
-} TextSink;
-
-static void sink_put(FzStringRef chunk, void *ud) {
-  TextSink *s = ud;
-  for (size_t i = 0; i < chunk.length && s->len + 1 < s->cap; ++i)
-    s->buf[s->len++] = chunk.data[i];
-  s->buf[s->len] = '\0';
-}
-
-/* t's text in buf (truncated with "..."), for diagnostics. */
-static const char *type_str(const FzType *t, char *buf, size_t cap) {
-  TextSink s = {buf, cap, 0};
-  buf[0] = '\0';
-  if (!t) {
-    snprintf(buf, cap, "<null>");
-    return buf;
-  }
-  fzTypePrint(t, sink_put, &s);
-  if (s.len + 1 >= cap && cap > 4)
-    memcpy(buf + cap - 4, "...", 4);
-  return buf;
 }
 
 bool fzTensorDTypeIsSupported(const FzType *t) {
@@ -72,7 +47,7 @@ FzTensor *fzTensorCreate(FzContext *ctx, FzType *dtype, size_t rank,
   char buf[64];
   if (!fzTensorDTypeIsSupported(dtype)) {
     fzEmitError(ctx, NULL, "unsupported tensor element type '%s'",
-                type_str(dtype, buf, sizeof buf));
+                fzTypeText(dtype, buf, sizeof buf));
     return NULL;
   }
   if (rank > FZ_TENSOR_MAX_RANK) {
@@ -127,7 +102,7 @@ FzTensor *fzTensorCreateFromType(FzContext *ctx, FzType *type) {
     fzEmitError(ctx, NULL,
                 "expected a statically shaped tensor type, got "
                 "'%s'",
-                type_str(type, buf, sizeof buf));
+                fzTypeText(type, buf, sizeof buf));
     return NULL;
   }
   return fzTensorCreate(ctx, fzShapedTypeGetElementType(type),
