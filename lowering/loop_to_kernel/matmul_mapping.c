@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dialects/loop/nest_collapse.h"
+#include "ir/util.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h"
 
@@ -39,6 +41,26 @@ static bool has_loop(FzOp *par) {
     if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR)
       return true;
   return false;
+}
+
+FzOp *fzLkFoldMatmulBatch(FzOp *par) {
+  FzContext *ctx = fzOpGetContext(par);
+  FzMatmulNest *m = fzCalloc(ctx, 1, sizeof *m);
+  if (!m) {
+    fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+    return NULL;
+  }
+  bool failed = false;
+  while (fzKernelMatchMatmulNest(par, m, NULL, 0) && m->dimI > 0 &&
+         m->dimI - 1 != m->dimJ) {
+    FzOp *np = fzLoopCollapseParallelDims(par, (size_t)m->dimI - 1, &failed,
+                                          NULL, 0);
+    if (!np)
+      break;
+    par = np;
+  }
+  fzFree(ctx, m);
+  return failed ? NULL : par;
 }
 
 static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,

@@ -110,6 +110,8 @@ static bool analyze(FzOp *func, FzOp *par, FzLkNest *nest) {
 
 static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
                        unsigned *index) {
+  if (!o->noMma && !(par = fzLkFoldMatmulBatch(par)))
+    return false;
   FzLkNest *nest = calloc(1, sizeof *nest);
   if (!nest)
     return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
