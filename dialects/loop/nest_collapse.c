@@ -1,9 +1,9 @@
 /* dialects/loop/nest_collapse.c - fzLoopCollapseParallelDims
- * (nest_collapse.h): two adjacent dims of a loop.parallel become one.
+ * (nest_rewrite.h): two adjacent dims of a loop.parallel become one.
  *
  * The check comes first and touches nothing: every use of the two ivs
  * must be an index pair of a load or store into a buffer whose two dims
- * there merge (nest_collapse.h). Then, before the nest, one loop.view
+ * there merge (nest_rewrite.h). Then, before the nest, one loop.view
  * per (buffer, position) with the two dims merged; the accesses are
  * pointed at the views with the pair replaced by the first iv, which now
  * runs over the product; the second block argument is erased; and a new
@@ -11,7 +11,7 @@
  */
 #include <string.h>
 
-#include "dialects/loop/nest_collapse.h"
+#include "dialects/loop/nest_rewrite.h"
 #include "ir/util.h"
 
 #define MAX_RANK 16

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dialects/loop/nest_collapse.h"
+#include "dialects/loop/nest_rewrite.h"
 #include "ir/util.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h"
