@@ -59,8 +59,8 @@ static FzValue *batch_index(Gen *G, FzMatmulIndex ix) {
 
 /*===--- Setup ----------------------------------------------------------===*/
 
-static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
-                       int64_t base) {
+void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
+                 int64_t base) {
   KB *K = &G->K;
   const FzMatmulTile *t = G->t;
   T->x = x;
@@ -114,8 +114,7 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   }
 }
 
-/* Tile (pid_m, pid_n) in grouped order, batch ivs, warp and lane ids. */
-static void setup_ids(Gen *G) {
+void mmSetupIds(Gen *G) {
   KB *K = &G->K;
   const FzMatmulNest *m = G->m;
   const FzMatmulTile *t = G->t;
@@ -539,7 +538,7 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
 /* Issues this thread's cp.async copies of k-tile kt (index) into stage
  * `stage` (i32): one 16-byte copy per chunk of 8 16-bit elements, two
  * per chunk of 8 f32 (elements 0..3 and 4..7). */
-static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   KB *K = &G->K;
   FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
                          mmMul(K, stage, T->stageElems));
@@ -609,7 +608,7 @@ static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
  * is free since the barrier, and the next barrier publishes it). */
 static void load_tile(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   if (T->async)
-    load_tile_async(G, T, kt, stage);
+    mmLoadTileAsync(G, T, kt, stage);
   else
     load_tile_sync(G, T, kt, stage);
 }
@@ -741,8 +740,8 @@ static void main_loop(Gen *G, FzValue **acc) {
     FzOp *guard = refill ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf) : NULL;
     if (refill) {
       if (G->A.async)
-        load_tile_async(G, &G->A, nk, ws);
-      load_tile_async(G, &G->B, nk, ws);
+        mmLoadTileAsync(G, &G->A, nk, ws);
+      mmLoadTileAsync(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
@@ -877,19 +876,17 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                                          : "scalar tile loads");
 }
 
-bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
-                             FzBuilder *at, FzValue *const *caps) {
+Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
+                FzValue *const *caps, int64_t smemAlign) {
   FzOp *par = m->par;
   FzContext *ctx = fzOpGetContext(par);
-  char why[192];
-  if (!fzMatmulTileCheck(t, why, sizeof why) ||
-      !fzMatmulTileFits(m, t, why, sizeof why))
-    return fzOpEmitError(par, "matmul tile: %s", why);
   if (!fzRegisterKernelDialect(ctx))
-    return false;
+    return NULL;
   Gen *G = fzCalloc(ctx, 1, sizeof *G);
-  if (!G)
-    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+  if (!G) {
+    fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+    return NULL;
+  }
   KB *K = &G->K;
   K->ctx = ctx;
   K->loc = fzOpGetLoc(par);
@@ -921,19 +918,45 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   FzOpState st;
   fzOpStateInit(&st, ctx, FZ_STR("kernel.dynamic_shared"), K->loc);
   fzOpStateAddResults(&st, 1, &dynT);
+  if (smemAlign > 16)
+    fzOpStateAddProp(&st, FZ_STR("align"),
+                     fzIntegerAttrGet(ctx, fzIntegerTypeGet(ctx, 64),
+                                      smemAlign));
   G->smem = K->failed ? NULL : mmCreate(K, &st, 0);
   /* Constants go right after the shared buffer, before the body. */
   K->lastConst = G->smem ? fzValueGetDefiningOp(G->smem) : NULL;
   if (!K->lastConst) {
     fzFree(ctx, G);
-    return fzOpEmitError(par, "could not build the matmul kernel");
+    fzOpEmitError(par, "could not build the matmul kernel");
+    return NULL;
   }
   if (!G->async || m->conv.on)
     G->zeroElt = mmConstAttr(K, fzFloatAttrGet(ctx, m->elt, 0.0), m->elt);
-  setup_ids(G);
+  return G;
+}
+
+bool mmGenEnd(Gen *G, FzBuilder *at) {
+  bool ok = !G->K.failed;
+  FzOp *par = G->m->par;
+  *at = G->K.b;
+  fzFree(G->K.ctx, G);
+  return ok || fzOpEmitError(par, "could not build the matmul kernel");
+}
+
+bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
+                             FzBuilder *at, FzValue *const *caps) {
+  char why[192];
+  if (!fzMatmulTileCheck(t, why, sizeof why) ||
+      !fzMatmulTileFits(m, t, why, sizeof why))
+    return fzOpEmitError(m->par, "matmul tile: %s", why);
+  Gen *G = mmGenBegin(m, t, at, caps, 16);
+  if (!G)
+    return false;
+  KB *K = &G->K;
+  mmSetupIds(G);
   int64_t aStage = (int64_t)t->bm * t->bk;
-  setup_tile(G, &G->A, &m->a, true, 0);
-  setup_tile(G, &G->B, &m->b, false, G->S * aStage);
+  mmSetupTile(G, &G->A, &m->a, true, 0);
+  mmSetupTile(G, &G->B, &m->b, false, G->S * aStage);
   if (G->tf32)
     setup_fragments_tf32(G);
   else
@@ -942,8 +965,5 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   main_loop(G, acc);
   if (!K->failed)
     mmEpilogue(G, acc);
-  bool ok = !K->failed;
-  *at = K->b;
-  fzFree(ctx, G);
-  return ok || fzOpEmitError(par, "could not build the matmul kernel");
+  return mmGenEnd(G, at);
 }

@@ -87,7 +87,31 @@ typedef struct Gen {
   bool tf32Pairs; /* both operands k-contiguous: k pairs per 8-byte load */
   FzValue *tfA[16][16][4], *tfB[16][64][2];
   FzValue *zeroElt; /* 0 of the element type (scalar path) */
+  /* Rows between the accumulators of m-block mi and mi + 1 of a thread
+   * (0: 16, the m16 tiles of mma.sync; wgmma: 64). */
+  int miStride;
 } Gen;
+
+/*===--- matmul.c: what the mma.sync and wgmma generators share --------===*/
+
+/* Starts the kernel body of nest m with tile t at `at` (caps: the
+ * kernel's values of m->captures): G's types, sizes, the dynamic shared
+ * buffer (aligned to smemAlign bytes when above 16). NULL after
+ * reporting an error. mmGenEnd moves `at` past what was built, frees G
+ * and reports a failure of the builders. */
+Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
+                FzValue *const *caps, int64_t smemAlign);
+bool mmGenEnd(Gen *G, FzBuilder *at);
+/* Tile (pid_m, pid_n) in grouped order, batch ivs, warp and lane ids. */
+void mmSetupIds(Gen *G);
+/* Operand x's tile T (A when isA) at element `base` of shared memory:
+ * this thread's 16-byte chunks (T->row/col/dst, mmSwizzle's layout) and
+ * the invariant half of their global indices. */
+void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
+                 int64_t base);
+/* Issues this thread's cp.async copies of k-tile kt into stage `stage`
+ * (i32) at T->dst (zero-filled past the matrix). */
+void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage);
 
 /*===--- matmul_match.c: what the matmul and conv matchers share -------===*/
 
