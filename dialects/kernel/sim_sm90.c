@@ -221,11 +221,17 @@ static bool run_bulk_copy(Sim *s, const SimInst *ins, const uint8_t *mask) {
       return fzKernelSimError(s, ins, t, "copies %lld bytes: a positive "
                               "multiple of 16 below 2^20 is required",
                               (long long)bytes);
-    char *dp = fzKernelSimAddress(s, ins, t, d, 1, bytes / esz);
-    char *gp = dp ? fzKernelSimAddress(s, ins, t, g, si + 1, bytes / esz)
-                  : NULL;
+    /* The bytes are contiguous across rows: the first element must be
+     * in bounds and the whole range inside each allocation. */
+    char *dp = fzKernelSimAddress(s, ins, t, d, 1, 1);
+    char *gp = dp ? fzKernelSimAddress(s, ins, t, g, si + 1, 1) : NULL;
     if (!gp)
       return false;
+    (void)esz;
+    if (bytes > d->hi - dp || bytes > g->hi - gp)
+      return fzKernelSimError(s, ins, t, "copies %lld bytes past the end of "
+                              "its %s", (long long)bytes,
+                              bytes > d->hi - dp ? "destination" : "source");
     if ((dp - s->shared) % 16 || (gp - g->lo) % 16)
       return fzKernelSimError(s, ins, t, "copies %s an address that is not "
                               "a multiple of 16 bytes",
