@@ -677,9 +677,9 @@ static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   mma_grid(G, a, b, acc, "m16n8k16");
 }
 
-static void main_loop(Gen *G, FzValue **acc) {
+FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,
+                     FzBuilder *saved, FzValue **stage, FzValue **next) {
   KB *K = &G->K;
-  size_t nacc = (size_t)G->MT * G->NT * 2;
   FzValue *zero = mmConstAttr(
       K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
       K->vacc);
@@ -701,23 +701,52 @@ static void main_loop(Gen *G, FzValue **acc) {
       }
       mmPlainOp(K, "kernel.cp_async_commit");
     }
-  FzValue *kt, *iters[2 * MAX_ACC + 1];
-  FzBuilder saved;
   FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), niter, inits,
-                         &kt, iters, &saved);
+                         kt, iters, saved);
+  if (!loop)
+    return NULL;
+  *next = NULL;
+  if (carryStage) {
+    *stage = iters[nacc];
+    FzValue *inc = mmAddC(K, *stage, 1);
+    FzValue *wrap = mmLtC(K, inc, G->S);
+    *next = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
+  } else {
+    *stage = G->async ? mmRemC(K, mmCast(K, *kt, K->i32), G->S)
+                      : mmConstOf(K, K->i32, 0);
+  }
+  return loop;
+}
+
+FzValue *mmRefillStage(Gen *G, FzValue *kt, FzValue *stage, FzValue *next) {
+  KB *K = &G->K;
+  if (G->KT <= G->S - 1)
+    return NULL;
+  return next ? mmSelect(K, mmLtC(K, stage, 1), mmConstOf(K, K->i32, G->S - 1),
+                         mmAddC(K, stage, -1))
+              : mmRemC(K, mmAddC(K, mmCast(K, kt, K->i32), G->S - 1), G->S);
+}
+
+void mmPipelineClose(Gen *G, FzOp *loop, size_t nacc, FzValue **iters,
+                     FzValue *next, const FzBuilder *saved, FzValue **acc) {
+  if (next)
+    iters[nacc] = next;
+  mmForClose(&G->K, loop, nacc + (next ? 1 : 0), iters, saved);
+  for (size_t i = 0; i < nacc; ++i)
+    acc[i] = fzOpGetResult(loop, i);
+}
+
+static void main_loop(Gen *G, FzValue **acc) {
+  KB *K = &G->K;
+  size_t nacc = (size_t)G->MT * G->NT * 2;
+  FzValue *kt, *iters[2 * MAX_ACC + 1], *stage, *nextStage;
+  FzBuilder saved;
+  FzOp *loop =
+      mmPipelineOpen(G, nacc, &kt, iters, &saved, &stage, &nextStage);
   if (!loop)
     return;
-  FzValue *stage, *nextStage = NULL, *prefetchStage = NULL;
+  FzValue *prefetchStage = NULL;
   FzValue *prefetch[8 * MAX_CHUNKS];
-  FzValue *kt32 = mmCast(K, kt, K->i32);
-  if (carryStage) {
-    stage = iters[nacc];
-    FzValue *inc = mmAddC(K, stage, 1);
-    FzValue *wrap = mmLtC(K, inc, G->S);
-    nextStage = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
-  } else {
-    stage = G->async ? mmRemC(K, kt32, G->S) : mmConstOf(K, K->i32, 0);
-  }
   if (G->async) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
@@ -729,13 +758,7 @@ static void main_loop(Gen *G, FzValue **acc) {
     /* Refill the stage the barrier freed with tile kt + S - 1. */
     FzValue *nk = mmAddC(K, kt, G->S - 1);
     bool refill = G->KT > G->S - 1;
-    /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
-    FzValue *ws =
-        !refill      ? NULL
-        : carryStage ? mmSelect(K, mmLtC(K, stage, 1),
-                                mmConstOf(K, K->i32, G->S - 1),
-                                mmAddC(K, stage, -1))
-                     : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
+    FzValue *ws = mmRefillStage(G, kt, stage, nextStage);
     FzBuilder inIf;
     FzOp *guard = refill ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf) : NULL;
     if (refill) {
@@ -767,11 +790,7 @@ static void main_loop(Gen *G, FzValue **acc) {
       compute_step(G, stage, ks, iters);
   if (prefetchStage)
     tile_put(G, &G->A, prefetch, prefetchStage);
-  if (carryStage)
-    iters[nacc] = nextStage;
-  mmForClose(K, loop, niter, iters, &saved);
-  for (size_t i = 0; i < nacc; ++i)
-    acc[i] = fzOpGetResult(loop, i);
+  mmPipelineClose(G, loop, nacc, iters, nextStage, &saved, acc);
 }
 
 bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,

@@ -109,6 +109,20 @@ void mmSetupIds(Gen *G);
  * the invariant half of their global indices. */
 void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
                  int64_t base);
+/* The k loop of nacc accumulator pairs (zeros): the cp.async prologue
+ * (tiles 0 .. S-2, a commit each), the loop.for over the k tiles (its
+ * iv *kt, iter_args iters; the builder inside it, the previous one in
+ * *saved), the stage it reads (*stage, i32) and, when S is not a power
+ * of two, the carried next one (*next; NULL otherwise). NULL on
+ * failure. mmRefillStage: the stage of tile kt + S - 1 (read in the
+ * previous iteration), NULL when no tile is ever refilled.
+ * mmPipelineClose yields iters (and *next) and sets acc to the loop's
+ * accumulator results. */
+FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,
+                     FzBuilder *saved, FzValue **stage, FzValue **next);
+FzValue *mmRefillStage(Gen *G, FzValue *kt, FzValue *stage, FzValue *next);
+void mmPipelineClose(Gen *G, FzOp *loop, size_t nacc, FzValue **iters,
+                     FzValue *next, const FzBuilder *saved, FzValue **acc);
 /* Issues this thread's cp.async copies of k-tile kt into stage `stage`
  * (i32) at T->dst (zero-filled past the matrix). */
 void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage);

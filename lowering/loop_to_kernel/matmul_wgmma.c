@@ -249,39 +249,11 @@ static void compute_stage(Gen *G, FzValue *stage, FzValue **acc, int MI) {
 static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
   KB *K = &G->K;
   size_t nacc = (size_t)MI * (size_t)(G->t->bn / 4);
-  FzValue *zero = mmConstAttr(
-      K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
-      K->vacc);
-  bool carryStage = (G->S & (G->S - 1)) != 0;
-  FzValue *inits[2 * MAX_ACC + 1];
-  for (size_t i = 0; i < nacc; ++i)
-    inits[i] = zero;
-  if (carryStage)
-    inits[nacc] = mmConstOf(K, K->i32, 0);
-  size_t niter = nacc + (carryStage ? 1 : 0);
-  for (int s = 0; s < G->S - 1; ++s) {
-    if (s < G->KT) {
-      mmLoadTileAsync(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
-      mmLoadTileAsync(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
-    }
-    mmPlainOp(K, "kernel.cp_async_commit");
-  }
-  FzValue *kt, *iters[2 * MAX_ACC + 1];
+  FzValue *kt, *iters[2 * MAX_ACC + 1], *stage, *next;
   FzBuilder saved;
-  FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), niter, inits,
-                         &kt, iters, &saved);
+  FzOp *loop = mmPipelineOpen(G, nacc, &kt, iters, &saved, &stage, &next);
   if (!loop)
     return;
-  FzValue *kt32 = mmCast(K, kt, K->i32);
-  FzValue *stage, *nextStage = NULL;
-  if (carryStage) {
-    stage = iters[nacc];
-    FzValue *inc = mmAddC(K, stage, 1);
-    nextStage = mmSelect(K, mmLtC(K, inc, G->S), inc,
-                         mmConstOf(K, K->i32, 0));
-  } else {
-    stage = mmRemC(K, kt32, G->S);
-  }
   FzOpState st;
   fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
   fzOpStateAddProp(&st, FZ_STR("pending"),
@@ -292,12 +264,9 @@ static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
   mmPlainOp(K, "kernel.barrier");
   /* Refill the stage read in the previous iteration (its wgmma ops have
    * completed: every warp group waited for them before the barrier). */
-  if (G->KT > G->S - 1) {
+  FzValue *ws = mmRefillStage(G, kt, stage, next);
+  if (ws) {
     FzValue *nk = mmAddC(K, kt, G->S - 1);
-    FzValue *ws = carryStage ? mmSelect(K, mmLtC(K, stage, 1),
-                                        mmConstOf(K, K->i32, G->S - 1),
-                                        mmAddC(K, stage, -1))
-                             : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
     FzBuilder inIf;
     FzOp *guard = mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf);
     mmLoadTileAsync(G, &G->A, nk, ws);
@@ -306,11 +275,7 @@ static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
   }
   mmPlainOp(K, "kernel.cp_async_commit");
   compute_stage(G, stage, iters, MI);
-  if (carryStage)
-    iters[nacc] = nextStage;
-  mmForClose(K, loop, niter, iters, &saved);
-  for (size_t i = 0; i < nacc; ++i)
-    acc[i] = fzOpGetResult(loop, i);
+  mmPipelineClose(G, loop, nacc, iters, next, &saved, acc);
 }
 
 bool fzKernelBuildWgmmaBody(const FzMatmulNest *m, const FzMatmulTile *t,
