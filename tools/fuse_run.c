@@ -265,8 +265,10 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
 /* The pipeline --device sim lowers a graph-level function with into
  * buf: graph-to-kernel with the precision policy (as --device cuda). */
 static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
-  snprintf(buf, size, "graph-to-loop,lower-loop-to-kernel{precision=%s}",
-           fzPrecisionGetName(o->cpu.precision));
+  bool wgmma = o->cpu.gpuArch && !strcmp(o->cpu.gpuArch, "sm_90a");
+  snprintf(buf, size,
+           "graph-to-loop,lower-loop-to-kernel{precision=%s%s}",
+           fzPrecisionGetName(o->cpu.precision), wgmma ? " wgmma=true" : "");
   return buf;
 }
 

@@ -81,6 +81,9 @@ static int set_codegen_threads(void *opts, const char *v) {
   return 0;
 }
 
+static const char *const kGpuArchs[] = {"sm_80", "sm_86", "sm_87", "sm_89",
+                                        "sm_90", "sm_90a", NULL};
+
 /* The CPU and benchmark options, in --help order (common_options.h). */
 static const ToolOption kCpuOptions[] = {
     TOOL_CALL("threads", NULL, "N", set_threads,
@@ -120,6 +123,10 @@ static const ToolOption kCpuOptions[] = {
               "cuda: threads for LLVM's optimization and code generation of "
               "the kernels (default 0: one per core, at most 16; 1: this "
               "thread alone; the PTX is the same)"),
+    TOOL_CHOICE("gpu-arch", NULL, "SM", C(gpuArch), kGpuArchs,
+                "cuda, sim: the PTX target instead of the device's (sm_90a "
+                "on an sm_90 device: bf16/f16 matmuls on the warp-group mma, "
+                "kernel.wgmma; sim: lowers them so)"),
     TOOL_FLAG("timing", NULL, C(timing),
               "Print the time of each compile phase (import, graph passes, "
               "fusion, lowering, LLVM, driver load) on stderr"),

@@ -79,6 +79,10 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
                      ? FZ_PRECISION_TF32
                      : o->precision;
   go.codegenThreads = o->codegenThreads;
+  /* --gpu-arch (sm_90a: the wgmma matmuls); fzCudaCompileModule keeps it
+   * only where the device runs it. */
+  if (o->gpuArch)
+    go.arch = o->gpuArch;
   FzToolTiming *tt = o->timingReport;
   go.timing = tt ? &tt->sink : NULL;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {

@@ -289,6 +289,10 @@ static const FzPassOptionDef kOptions[] = {
      "(bf16 and fp16 act at the graph level: convert-contractions; here "
      "they mean tf32)",
      kPrecisions, 0, 0},
+    {"wgmma", FZ_PASS_OPTION_BOOL, "false",
+     "bf16/f16 matmul nests become warp-group mma kernels (kernel.wgmma: "
+     "sm_90a) instead of mma.sync ones",
+     NULL, 0, 0},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
      "kernel.func that every launch of them calls",
@@ -310,6 +314,7 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.wgmma = fzPassGetBoolOption(pass, "wgmma");
   /* The option's choices are the policies' names: it always parses. */
   if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),
                         &o.precision))

@@ -168,6 +168,7 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
   ko.mmaTile = o->mmaTile;
+  ko.wgmma = o->arch && !strcmp(o->arch, "sm_90a");
   int cc = 0;
   if (o->arch)
     (void)sscanf(o->arch, "sm_%d", &cc);
