@@ -53,8 +53,10 @@ FzOp *fzLoopCollapseParallelDims(FzOp *par, size_t d, bool *failed,
  *     loop.barrier
  *     loop.parallel (%c) = ... { ... loop.store %v, %y[%s, %b, %c] }
  *   }
- * Done when 1 <= p < the nest's dims, every top-level loop.for goes to
- * the row level, and no row-level op uses a value of the inner level.
+ * Done when 1 <= p < the nest's dims, some inner dim has an extent
+ * above 1 (a keepdims reduction's unit dims gain nothing), every
+ * top-level loop.for goes to the row level, and no row-level op uses a
+ * value of the inner level.
  * Returns the new outer loop.parallel (par is erased), or par unchanged
  * when it does not apply; NULL after an allocation failure (reported). */
 FzOp *fzLoopSplitRowNest(FzOp *par);

@@ -141,6 +141,17 @@ static bool plan(Split *s, size_t n, size_t *rowsDims) {
     ++p;
   if (!any || p >= n)
     return false;
+  /* Inner dims of extent 1 (a reduction's kept dims, keepdims) gain
+   * nothing from a level of their own. */
+  bool wide = false;
+  for (size_t d = p; d < n; ++d) {
+    int64_t ub;
+    wide = wide ||
+           !fzLoopValueGetConstantInt(fzOpGetOperand(s->par, n + d), &ub) ||
+           ub > 1;
+  }
+  if (!wide)
+    return false;
   uint64_t rows = ((uint64_t)1 << p) - 1;
   /* Row level: within the rows' dims, reading at most, and using only
    * row-level values (positions in order, so the flag of an operand's
