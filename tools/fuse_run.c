@@ -244,6 +244,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     return usage_error("%s", "--save-inputs needs --output-dir");
   if (o->simStats && strcmp(o->device, "sim") != 0)
     return usage_error("%s", "--sim-stats needs --device sim");
+  if (o->cpu.profile && strcmp(o->device, "cuda") != 0)
+    return usage_error("%s", "--profile needs --device cuda");
   if (o->cpu.benchLock && o->cpu.bench <= 0)
     return usage_error("%s", "--bench-lock needs --bench N");
   return 0;

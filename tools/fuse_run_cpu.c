@@ -93,6 +93,10 @@ static const ToolOption kCpuOptions[] = {
              "cpu, cuda: time N runs; print the median and the effective "
              "bandwidth (inputs read once + outputs written once), memcpy's "
              "beside it and the kernel's fraction of it"),
+    TOOL_INT("profile", NULL, "N", C(profile), 1, 100000,
+             "cuda: time each kernel N times, launched one by one with "
+             "CUDA events between them; print each kernel's median, its "
+             "share of their sum and its plan, slowest first"),
     TOOL_FLAG("check-interp", NULL, C(checkInterp),
               "cpu, cuda, sim: also run the interpreter and compare "
               "(--rtol/--atol)"),

@@ -12,6 +12,7 @@
 typedef struct FuseRunCpuOptions {
   unsigned threads;     /* --threads N (0: one per core) */
   int64_t bench;        /* --bench N: timed runs (0: no benchmark) */
+  int64_t profile;      /* --profile N: cuda, each kernel timed N times */
   bool checkInterp;     /* --check-interp: compare with the interpreter */
   bool fusionReport;    /* --fusion-report */
   bool noFuse;          /* --no-fuse: every op its own loop nest */
