@@ -65,6 +65,9 @@ extern "C" {
  *   vector_load (buffer, indices...) -> vector<NxElt>  N consecutive
  *               elements along the last dim (whose stride must be 1)
  *   vector_store(value: vector<NxElt>, buffer, indices...)
+ *   prefetch    (buffer, indices...)  a hint that the element's cache
+ *               line will be read soon; no effect on values, indices
+ *               may lie outside the buffer (then nothing happens)
  *   splat       (scalar) -> vector<NxT>
  *   constant    () -> T          property `value` (integer/float attr;
  *                                a splat dense attr for a vector)
@@ -87,7 +90,7 @@ extern "C" {
   /* memory */                                                                \
   X(LOAD, "loop.load") X(STORE, "loop.store")                                 \
   X(VECTOR_LOAD, "loop.vector_load") X(VECTOR_STORE, "loop.vector_store")     \
-  X(SPLAT, "loop.splat")                                                      \
+  X(PREFETCH, "loop.prefetch") X(SPLAT, "loop.splat")                         \
   /* constants and selection */                                               \
   X(CONSTANT, "loop.constant") X(SELECT, "loop.select")                       \
   X(CMPF, "loop.cmpf") X(CMPI, "loop.cmpi")                                   \
