@@ -116,6 +116,8 @@ FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
    * generation, so that the loop module kept (fuse-run --print-loop-ir)
    * is the one compiled. */
   FzCodegenOptions codegen = options->codegen;
+  if (!codegen.threads && rt)
+    codegen.threads = fzCpuRuntimeGetNumThreads(rt);
   bool ok = e->loopModule &&
             fzLowerModuleForCpu(e->loopModule, &options->pipeline) &&
             fzPrepareLoopModuleForCpu(e->loopModule, &codegen) &&

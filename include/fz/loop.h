@@ -398,10 +398,18 @@ typedef struct FzTileContractionsOptions {
    * speed: along j when it is contiguous there, as dot products along k
    * when it is contiguous along k (default 16, at most 16; 0: never). */
   unsigned smallM;
-  /* Tuning of the small-M stream form (0: chosen by M): values of k per
-   * block, columns per parallel group. */
+  /* Tuning of the small-M stream form (0: chosen by the shape): values
+   * of k per block; chunks of k, each one parallel iteration with its
+   * own partial sums, added at the end. */
   unsigned smallMKBlock;
-  unsigned smallMColumns;
+  unsigned smallMKSplit;
+  /* The threads the parallel loops will run on (0: unknown, then 16):
+   * the small-M stream form makes that many chunks of k. */
+  unsigned threads;
+  /* Small-M: how far ahead (in elements of the weight, along the
+   * contiguous dim) the loops prefetch the weight; 0: chosen by the
+   * mapping, negative: no prefetch. */
+  int smallMPrefetch;
 } FzTileContractionsOptions;
 
 void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);
