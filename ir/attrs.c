@@ -6,6 +6,7 @@
  * searches. Dense element data is copied once into the arena, so a large
  * constant used in many places is stored once.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -415,13 +416,26 @@ FzStringRef fzStringAttrGetValue(const FzAttr *a) {
   FzStringRef r = {a->u.str.data, a->u.str.len};
   return r;
 }
-FzType *fzTypeAttrGetValue(const FzAttr *a) { return a->u.type; }
-size_t fzArrayAttrGetSize(const FzAttr *a) { return a->u.array.n; }
+FzType *fzTypeAttrGetValue(const FzAttr *a) {
+  assert(a->kind == FZ_ATTR_TYPE && "not a type attribute");
+  return a->u.type;
+}
+size_t fzArrayAttrGetSize(const FzAttr *a) {
+  assert(a->kind == FZ_ATTR_ARRAY && "not an array attribute");
+  return a->u.array.n;
+}
 FzAttr *fzArrayAttrGetElement(const FzAttr *a, size_t i) {
+  assert(a->kind == FZ_ATTR_ARRAY && i < a->u.array.n &&
+         "array index out of range");
   return a->u.array.elts[i];
 }
-size_t fzDictAttrGetSize(const FzAttr *a) { return a->u.dict.n; }
+size_t fzDictAttrGetSize(const FzAttr *a) {
+  assert(a->kind == FZ_ATTR_DICT && "not a dictionary attribute");
+  return a->u.dict.n;
+}
 FzNamedAttr fzDictAttrGetEntry(const FzAttr *a, size_t i) {
+  assert(a->kind == FZ_ATTR_DICT && i < a->u.dict.n &&
+         "dictionary index out of range");
   return a->u.dict.entries[i];
 }
 
@@ -449,6 +463,8 @@ FzStringRef fzSymbolRefAttrGetRoot(const FzAttr *a) {
 }
 size_t fzSymbolRefAttrGetNumNested(const FzAttr *a) { return a->u.sym.n; }
 FzStringRef fzSymbolRefAttrGetNested(const FzAttr *a, size_t i) {
+  assert(a->kind == FZ_ATTR_SYMBOL_REF && i < a->u.sym.n &&
+         "nested reference index out of range");
   return fzIdentGetString(a->u.sym.nested[i]);
 }
 bool fzDenseAttrIsSplat(const FzAttr *a) { return a->u.dense.splat; }
@@ -545,12 +561,16 @@ const void *fzDenseArrayAttrGetData(const FzAttr *a) {
   return a->u.darray.data;
 }
 int64_t fzDenseArrayAttrGetInt(const FzAttr *a, size_t i) {
+  assert(a->kind == FZ_ATTR_DENSE_ARRAY && i < a->u.darray.n &&
+         "dense array index out of range");
   const FzType *elt = a->u.darray.elt;
   const unsigned char *p = a->u.darray.data + i * fzTypeGetStorageSize(elt);
   return fzTypeIsFloat(elt) ? saturate_to_i64(load_float(elt, p))
                             : load_int(elt, p);
 }
 double fzDenseArrayAttrGetFloat(const FzAttr *a, size_t i) {
+  assert(a->kind == FZ_ATTR_DENSE_ARRAY && i < a->u.darray.n &&
+         "dense array index out of range");
   const FzType *elt = a->u.darray.elt;
   const unsigned char *p = a->u.darray.data + i * fzTypeGetStorageSize(elt);
   return fzTypeIsFloat(elt) ? load_float(elt, p) : (double)load_int(elt, p);

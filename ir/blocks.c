@@ -7,6 +7,8 @@
  * recomputed lazily after insertions, which makes fzOpIsBeforeInBlock
  * amortized O(1) for the verifier's dominance checks.
  */
+#include <assert.h>
+
 #include "ir/internal.h"
 
 void fzBlockDestroyInternal(FzBlock *b); /* ops.c */
@@ -87,7 +89,10 @@ void fzBlockDestroy(FzBlock *block) {
 
 FzContext *fzBlockGetContext(const FzBlock *b) { return b->ctx; }
 size_t fzBlockGetNumArguments(const FzBlock *b) { return b->numArgs; }
-FzValue *fzBlockGetArgument(const FzBlock *b, size_t i) { return b->args[i]; }
+FzValue *fzBlockGetArgument(const FzBlock *b, size_t i) {
+  assert(i < b->numArgs && "block argument index out of range");
+  return b->args[i];
+}
 
 FzValue *fzBlockAddArgument(FzBlock *b, FzType *type, FzLoc *loc) {
   if (b->numArgs == b->capArgs) {
@@ -111,6 +116,7 @@ FzValue *fzBlockAddArgument(FzBlock *b, FzType *type, FzLoc *loc) {
 }
 
 void fzBlockEraseArgument(FzBlock *b, size_t i) {
+  assert(i < b->numArgs && "block argument index out of range");
   FzValue *v = b->args[i];
   while (v->firstUse) /* contract: no uses; stay safe if there are */
     fzOpSetOperand(v->firstUse->owner, v->firstUse->index, NULL);

@@ -3,7 +3,9 @@
  * A diagnostic is built (begin, attach notes), then reported: the
  * context's handlers are tried from the top of the stack down until one
  * claims it; unclaimed ones go to the default printer on stderr, which
- * shows `file:line:col: error: message`, the source line and a caret.
+ * shows `file:line:col: error: message`, the source line and a caret (or
+ * `model.onnx: node: error: message` for a location without a line
+ * inside a name, as an imported model's nodes have).
  * A diagnostic is heap-allocated while in flight and freed by
  * fzDiagReport. On allocation failure a static diagnostic is used, so
  * reporting never fails and never aborts.
@@ -192,13 +194,81 @@ static void append_source_line(FzBuf *b, const FzContext *ctx,
   fzBufPuts(b, "^\n");
 }
 
+/* The first file:line:col inside loc, as fzLocFindFileLineCol finds it,
+ * and in *name the innermost name location on the way to it (NULL when
+ * none). */
+static FzLoc *find_named_flc(FzLoc *loc, const FzLoc **name) {
+  const FzLoc *innermost = NULL;
+  while (loc) {
+    switch (loc->kind) {
+    case FZ_LOC_FILE_LINE_COL:
+      *name = innermost;
+      return loc;
+    case FZ_LOC_NAME:
+      innermost = loc;
+      loc = loc->u.name.child;
+      break;
+    case FZ_LOC_CALLSITE: {
+      FzLoc *r = find_named_flc(loc->u.callsite.callee, name);
+      if (r) {
+        *name = *name ? *name : innermost;
+        return r;
+      }
+      loc = loc->u.callsite.caller;
+      break;
+    }
+    case FZ_LOC_FUSED:
+      for (size_t i = 0; i < loc->u.fused.n; ++i) {
+        FzLoc *r = find_named_flc(loc->u.fused.locs[i], name);
+        if (r) {
+          *name = *name ? *name : innermost;
+          return r;
+        }
+      }
+      return NULL;
+    case FZ_LOC_UNKNOWN:
+      return NULL;
+    }
+  }
+  return NULL;
+}
+
+/* Appends what fzLocPrintPosition prints; false when nothing. A file
+ * location without a line (an imported model's nodes are at
+ * "model.onnx":0:0) shows the name around it instead of ":0:0": the
+ * name is all that tells the user where. */
+static bool append_position(FzBuf *b, FzLoc *loc) {
+  const FzLoc *name = NULL;
+  FzLoc *flc = loc ? find_named_flc(loc, &name) : NULL;
+  if (flc && flc->u.flc.line == 0 && name)
+    fzBufPrintf(b, "%s: %s", flc->u.flc.file->str, name->u.name.name->str);
+  else if (flc)
+    fzBufPrintf(b, "%s:%u:%u", flc->u.flc.file->str, flc->u.flc.line,
+                flc->u.flc.col);
+  else if (loc && loc->kind == FZ_LOC_NAME)
+    fzBufPuts(b, loc->u.name.name->str);
+  else
+    return false;
+  return true;
+}
+
+bool fzLocPrintPosition(const FzLoc *loc, FzPrintCallback cb,
+                        void *userData) {
+  if (!loc)
+    return false;
+  FzBuf b;
+  fzBufInit(&b, loc->ctx);
+  bool any = append_position(&b, (FzLoc *)loc);
+  if (any && !b.failed && b.data)
+    cb(fzBufRef(&b), userData);
+  fzBufFree(&b);
+  return any;
+}
+
 static void print_one(FzBuf *b, const FzDiagnostic *d, bool showSource) {
   FzLoc *flc = d->loc ? fzLocFindFileLineCol(d->loc) : NULL;
-  if (flc)
-    fzBufPrintf(b, "%s:%u:%u: ", flc->u.flc.file->str, flc->u.flc.line,
-                flc->u.flc.col);
-  else if (d->loc && d->loc->kind == FZ_LOC_NAME)
-    fzBufPrintf(b, "%s: ", d->loc->u.name.name->str);
+  if (append_position(b, d->loc))
+    fzBufPuts(b, ": ");
   fzBufPrintf(b, "%s: ", severity_name(d->severity));
   FzStringRef m = fzDiagnosticGetMessage(d);
   fzBufAppend(b, m.data, m.length);

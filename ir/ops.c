@@ -9,6 +9,8 @@
  * it (so values defined and used within it can go in any order), then
  * frees.
  */
+#include <assert.h>
+
 #include "ir/internal.h"
 
 /*===--- Use lists ------------------------------------------------------===*/
@@ -416,10 +418,15 @@ bool fzOpHasTrait(const FzOp *op, uint64_t mask) {
 
 size_t fzOpGetNumOperands(const FzOp *op) { return op->numOperands; }
 FzValue *fzOpGetOperand(const FzOp *op, size_t i) {
+  assert(i < op->numOperands && "operand index out of range");
   return op->operands[i].value;
 }
-FzOpOperand *fzOpGetOpOperand(FzOp *op, size_t i) { return &op->operands[i]; }
+FzOpOperand *fzOpGetOpOperand(FzOp *op, size_t i) {
+  assert(i < op->numOperands && "operand index out of range");
+  return &op->operands[i];
+}
 void fzOpSetOperand(FzOp *op, size_t i, FzValue *value) {
+  assert(i < op->numOperands && "operand index out of range");
   FzOpOperand *u = &op->operands[i];
   if (u->value == value)
     return;
@@ -456,9 +463,15 @@ bool fzOpSetOperands(FzOp *op, size_t n, FzValue *const *values) {
 }
 
 size_t fzOpGetNumResults(const FzOp *op) { return op->numResults; }
-FzValue *fzOpGetResult(const FzOp *op, size_t i) { return &op->results[i]; }
+FzValue *fzOpGetResult(const FzOp *op, size_t i) {
+  assert(i < op->numResults && "result index out of range");
+  return &op->results[i];
+}
 size_t fzOpGetNumRegions(const FzOp *op) { return op->numRegions; }
-FzRegion *fzOpGetRegion(const FzOp *op, size_t i) { return &op->regions[i]; }
+FzRegion *fzOpGetRegion(const FzOp *op, size_t i) {
+  assert(i < op->numRegions && "region index out of range");
+  return &op->regions[i];
+}
 
 FzAttr *fzOpGetAttrDict(const FzOp *op) { return op->attrs; }
 FzAttr *fzOpGetAttr(const FzOp *op, FzStringRef name) {

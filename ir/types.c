@@ -6,6 +6,7 @@
  * types check their dimensions here, so no caller can build a tensor
  * whose element count overflows.
  */
+#include <assert.h>
 #include <math.h>
 #include <string.h>
 
@@ -401,12 +402,21 @@ size_t fzTypeGetStorageSize(const FzType *t) {
   return fzTypeGetBitWidth(t) / 8;
 }
 
-FzType *fzShapedTypeGetElementType(const FzType *t) { return t->u.shaped.elt; }
-size_t fzShapedTypeGetRank(const FzType *t) { return t->u.shaped.rank; }
+FzType *fzShapedTypeGetElementType(const FzType *t) {
+  assert(fzTypeIsShaped(t) && "not a shaped type");
+  return t->u.shaped.elt;
+}
+size_t fzShapedTypeGetRank(const FzType *t) {
+  assert(fzTypeIsShaped(t) && "not a shaped type");
+  return t->u.shaped.rank;
+}
 int64_t fzShapedTypeGetDim(const FzType *t, size_t i) {
+  assert(fzTypeIsShaped(t) && t->u.shaped.rank != FZ_UNRANKED &&
+         i < t->u.shaped.rank && "dim index out of range");
   return t->u.shaped.shape[i];
 }
 const int64_t *fzShapedTypeGetShape(const FzType *t) {
+  assert(fzTypeIsShaped(t) && "not a shaped type");
   return t->u.shaped.shape;
 }
 
@@ -439,12 +449,16 @@ size_t fzFunctionTypeGetNumInputs(const FzType *t) {
   return t->u.func.numInputs;
 }
 FzType *fzFunctionTypeGetInput(const FzType *t, size_t i) {
+  assert(t->kind == FZ_TYPE_FUNCTION && i < t->u.func.numInputs &&
+         "function input index out of range");
   return t->u.func.types[i];
 }
 size_t fzFunctionTypeGetNumResults(const FzType *t) {
   return t->u.func.numResults;
 }
 FzType *fzFunctionTypeGetResult(const FzType *t, size_t i) {
+  assert(t->kind == FZ_TYPE_FUNCTION && i < t->u.func.numResults &&
+         "function result index out of range");
   return t->u.func.types[t->u.func.numInputs + i];
 }
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "ir/internal.h"
+#include "ir/type_text.h"
 
 #define FZ_HEADER 16
 
@@ -422,6 +423,31 @@ uint32_t fzHashBytes(const void *data, size_t len, uint32_t seed) {
 }
 
 /*===--- Strings --------------------------------------------------------===*/
+
+typedef struct TextSink {
+  char *buf;
+  size_t cap, len;
+} TextSink;
+
+static void sink_put(FzStringRef chunk, void *ud) {
+  TextSink *s = ud;
+  for (size_t i = 0; i < chunk.length && s->len + 1 < s->cap; ++i)
+    s->buf[s->len++] = chunk.data[i];
+  s->buf[s->len] = '\0';
+}
+
+const char *fzTypeText(const FzType *t, char *buf, size_t cap) {
+  TextSink s = {buf, cap, 0};
+  buf[0] = '\0';
+  if (!t) {
+    snprintf(buf, cap, "<null>");
+    return buf;
+  }
+  fzTypePrint(t, sink_put, &s);
+  if (s.len + 1 >= cap && cap > 4)
+    memcpy(buf + cap - 4, "...", 4);
+  return buf;
+}
 
 const char *fzGetVersionString(void) { return FZ_VERSION_STRING; }
 

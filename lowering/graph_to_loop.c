@@ -30,6 +30,7 @@
 
 #include "fz/pass.h"
 #include "lowering/graph_to_loop_internal.h"
+#include "lowering/passes.h"
 
 /*===--- Nests for a set of outputs -------------------------------------===*/
 
@@ -587,7 +588,7 @@ static bool lower_run(FzPass *pass, FzOp *op) {
   return fzLowerGraphToLoop(op);
 }
 
-static const FzPassDef kLowerPass = {
+const FzPassDef fzLowerGraphToLoopPassDef = {
     .argument = "lower-graph-to-loop",
     .displayName = "LowerGraphToLoop",
     .summary = "Bufferize functions and lower graph ops and graph.fusion "
@@ -595,23 +596,3 @@ static const FzPassDef kLowerPass = {
     .anchor = "builtin.module",
     .run = lower_run,
 };
-
-extern const FzPassDef fzPlanMemoryPassDef; /* transforms/plan_memory.c */
-/* transforms/loop/tile_contractions.c */
-extern const FzPassDef fzTileContractionsPassDef;
-/* transforms/loop/conv_tile.c */
-extern const FzPassDef fzTileConvolutionsPassDef;
-extern const FzPassDef fzStageRowsPassDef; /* transforms/loop/stage_rows.c */
-
-bool fzRegisterLoopPasses(FzContext *ctx) {
-  return fzContextRegisterPass(ctx, &kLowerPass) &&
-         fzContextRegisterPass(ctx, &fzPlanMemoryPassDef) &&
-         fzContextRegisterPass(ctx, &fzTileContractionsPassDef) &&
-         fzContextRegisterPass(ctx, &fzTileConvolutionsPassDef) &&
-         fzContextRegisterPass(ctx, &fzStageRowsPassDef) &&
-         fzContextRegisterPassPipeline(
-             ctx, "graph-to-loop",
-             "Fuse, lower to loop nests and plan memory (runs on "
-             "builtin.module)",
-             "func.func(fuse),lower-graph-to-loop,func.func(plan-memory)");
-}

@@ -1,11 +1,11 @@
 /* runtime/cpu.c - FzCpuExecutable: a module compiled for the host, and
  * calling its functions on tensors or raw buffers.
  *
- * Creating one clones the module, lowers the clone to the loop level
- * (fzLowerModuleForCpu), compiles it (fzNativeModuleCreate) and records
- * each function's signature from its loop-level arguments (buffers:
- * inputs, then loop.num_outputs outputs). The clone is kept for
- * inspection.
+ * fzCpuExecutableCreate (pipelines/cpu.c) lowers a clone of the module
+ * to the loop level and hands it to fzCpuExecutableCreateFromLoop, which
+ * compiles it (fzNativeModuleCreate) and records each function's
+ * signature from its loop-level arguments (buffers: inputs, then
+ * loop.num_outputs outputs). The clone is kept for inspection.
  *
  * Ownership: the executable owns the clone, the native code and the
  * function table; it borrows the runtime, which must outlive it.
@@ -16,6 +16,7 @@
 
 #include "fz/runtime.h"
 #include "ir/util.h"
+#include "runtime/cpu_internal.h"
 
 struct FzCpuFunction {
   FzCpuExecutable *exe;
@@ -36,12 +37,7 @@ struct FzCpuExecutable {
   double lowerSeconds, codegenSeconds;
 };
 
-void fzCpuCompileOptionsInit(FzCpuCompileOptions *o) {
-  fzCpuPipelineOptionsInit(&o->pipeline);
-  fzCodegenOptionsInit(&o->codegen);
-}
-
-static double now_seconds(void) {
+double fzCpuNowSeconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -96,40 +92,24 @@ static bool collect_functions(FzCpuExecutable *e) {
   return true;
 }
 
-FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
-                                       const FzCpuCompileOptions *options) {
-  FzContext *ctx = fzOpGetContext(module);
-  FzCpuCompileOptions defaults;
-  if (!options) {
-    fzCpuCompileOptionsInit(&defaults);
-    options = &defaults;
-  }
+FzCpuExecutable *fzCpuExecutableCreateFromLoop(FzCpuRuntime *rt,
+                                               FzOp *loopModule,
+                                               const FzCodegenOptions *codegen,
+                                               double lowerSeconds) {
+  FzContext *ctx = fzOpGetContext(loopModule);
   FzCpuExecutable *e = fzCalloc(ctx, 1, sizeof *e);
-  if (!e)
+  if (!e) {
+    fzOpDestroy(loopModule);
     return NULL;
+  }
   e->ctx = ctx;
   e->rt = rt;
-  e->alignment = options->codegen.alignment ? options->codegen.alignment : 1;
-  double t0 = now_seconds();
-  e->loopModule = fzOpClone(module, NULL);
-  /* The CPU-only loop transforms run here rather than inside code
-   * generation, so that the loop module kept (fuse-run --print-loop-ir)
-   * is the one compiled. */
-  FzCodegenOptions codegen = options->codegen;
-  if (!codegen.threads && rt)
-    codegen.threads = fzCpuRuntimeGetNumThreads(rt);
-  bool ok = e->loopModule &&
-            fzLowerModuleForCpu(e->loopModule, &options->pipeline) &&
-            fzPrepareLoopModuleForCpu(e->loopModule, &codegen) &&
-            fzOpVerify(e->loopModule);
-  codegen.tileContractions = false;
-  codegen.tileConvolutions = false;
-  codegen.stageRows = false;
-  double t1 = now_seconds();
-  e->lowerSeconds = t1 - t0;
-  if (ok)
-    ok = (e->native = fzNativeModuleCreate(e->loopModule, &codegen)) != NULL;
-  e->codegenSeconds = now_seconds() - t1;
+  e->alignment = codegen->alignment ? codegen->alignment : 1;
+  e->loopModule = loopModule;
+  e->lowerSeconds = lowerSeconds;
+  double t0 = fzCpuNowSeconds();
+  bool ok = (e->native = fzNativeModuleCreate(loopModule, codegen)) != NULL;
+  e->codegenSeconds = fzCpuNowSeconds() - t0;
   if (ok)
     ok = collect_functions(e);
   if (!ok) {

@@ -1,5 +1,6 @@
-/* runtime/cuda_run.c - compiling a module for the current GPU and
- * running its functions there (fz/cuda_run.h). */
+/* runtime/cuda_run.c - running the functions of a module compiled for
+ * the current GPU (fz/cuda_run.h; fzCudaCompileModule, which compiles
+ * it, is in pipelines/gpu.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,30 +14,6 @@ const char *fzCudaGetPtxArch(const FzCuda *cu, char *buf, size_t size) {
   int cc = fzCudaGetComputeCapability(cu);
   snprintf(buf, size, "sm_%d", cc > 90 ? 90 : cc);
   return buf;
-}
-
-FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
-                                  const FzGpuOptions *options) {
-  FzOp *clone = fzOpClone(module, NULL);
-  if (!clone)
-    return NULL;
-  bool ok = true;
-  if (fzModuleIsGraphLevel(clone)) {
-    FzCpuPipelineOptions po;
-    fzCpuPipelineOptionsInit(&po);
-    po.fuse = fuse;
-    ok = fzLowerModuleForCpu(clone, &po);
-  }
-  FzGpuOptions go;
-  if (options)
-    go = *options;
-  else
-    fzGpuOptionsInit(&go);
-  char arch[16];
-  go.arch = fzCudaGetPtxArch(cu, arch, sizeof arch);
-  FzGpuProgram *p = ok ? fzGpuCompile(clone, &go) : NULL;
-  fzOpDestroy(clone);
-  return p;
 }
 
 struct FzCudaCall {

@@ -6,7 +6,7 @@
  * (a file, or stdin for "-" or no argument), optionally split it at lines
  * starting with `// -----`, and for each chunk parse it into a fresh
  * context with every built-in dialect registered, verify it, run the pass
- * pipeline (none yet) and print it to stdout or to `-o FILE`.
+ * passes the flags ask for and print it to stdout or to `-o FILE`.
  *
  * Invariants. Line numbers in diagnostics are those of the whole input
  * file: a chunk is parsed with lineOffset = (its first line - 1). Output
@@ -14,7 +14,7 @@
  * renamed over it only when every chunk succeeded, so a failed run never
  * leaves a partial file behind (tools/common_output.c). The input is
  * read up to --max-input-size bytes (default 1 GiB).
- * Exit status: 0 success, 1 an error in the input (or I/O), 2 bad usage.
+ * Exit status: 0 success, 1 an error (usage, input or I/O), as mlir-opt.
  * With --verify-diagnostics the status says whether the diagnostics
  * matched the expected-* comments, as in mlir-opt.
  *
@@ -33,17 +33,16 @@
 #include "fz/ir.h"
 #include "tools/fuse_opt_passes.h"
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
+#include "tools/common_options.h"
 #include "tools/common_output.h"
 #include "tools/verify_diagnostics.h"
 
-#define EXIT_USAGE 2
 
 /* Everything the command line can set. */
 typedef struct FuseOptOptions {
   const char *input;      /* path, or "-" for stdin */
   const char *output;     /* path, or "-" for stdout */
-  const char *maxInput;   /* --max-input-size, or NULL for the default */
-  size_t maxInputBytes;   /* maxInput parsed (main) */
+  size_t maxInputBytes;   /* --max-input-size, or 0 for the default */
   bool printGeneric;      /* --print-op-generic */
   bool printDebugInfo;    /* --print-debuginfo */
   bool printLocalScope;   /* --print-local-scope */
@@ -59,59 +58,60 @@ typedef struct FuseOptOptions {
    * `const char *passPipeline` for --pass-pipeline=...). */
 } FuseOptOptions;
 
-/* One row per option. A row whose metavar is NULL is a boolean flag
- * (also accepted as --flag=true/false); otherwise it takes a value, given
- * as `--name=VALUE` or `--name VALUE` (and `-oVALUE` for one-letter
- * names). Every option may be spelled with one or two dashes. */
-typedef struct OptionDef {
-  const char *name;    /* without dashes */
-  const char *alias;   /* another name, or NULL */
-  const char *metavar; /* NULL for a flag */
-  size_t field;        /* offsetof(FuseOptOptions, ...): bool or char* */
-  const char *help;    /* one line for --help */
-} OptionDef;
-
 #define FIELD(f) offsetof(FuseOptOptions, f)
 
-/* The option table, in --help order.
- *
- * PASS PIPELINE PLUG-IN POINT: the pass-manager issue adds its rows here
- * (--pass-pipeline=PIPELINE, one flag per registered pass, timing and
- * IR-printing flags), their fields to FuseOptOptions above, and their
- * effect to run_passes() below. Nothing else in this file needs to change.
- */
-static const OptionDef kOptions[] = {
-    {"o", NULL, "FILE", FIELD(output),
-     "Write the output to FILE (atomically; '-' is stdout)"},
-    {"max-input-size", NULL, "BYTES", FIELD(maxInput),
-     "Refuse an input larger than BYTES (default 1073741824)"},
-    {"allow-unregistered-dialect", NULL, NULL, FIELD(allowUnregistered),
-     "Accept operations of dialects that are not registered"},
-    {"print-op-generic", "mlir-print-op-generic", NULL, FIELD(printGeneric),
-     "Print every operation in the generic form"},
-    {"print-debuginfo", "mlir-print-debuginfo", NULL, FIELD(printDebugInfo),
-     "Print locations (loc(...)) on operations and block arguments"},
-    {"print-local-scope", "mlir-print-local-scope", NULL,
-     FIELD(printLocalScope),
-     "Print with local scope (inline locations, no aliases)"},
-    {"split-input-file", NULL, NULL, FIELD(splitInputFile),
-     "Split the input at lines starting with '// -----'; process each "
-     "chunk alone"},
-    {"verify-diagnostics", NULL, NULL, FIELD(verifyDiagnostics),
-     "Check diagnostics against the expected-* comments of the input"},
-    {"no-verify", NULL, NULL, FIELD(noVerify),
-     "Do not run the verifier after parsing"},
-    {"test-emit-diagnostics", NULL, NULL, FIELD(testEmitDiags),
-     "Testing: report the diagnostics named by test.diag attributes"},
-    {"help", "h", NULL, FIELD(help), "Print this help and exit"},
-    {"version", NULL, NULL, FIELD(version), "Print the version and exit"},
+/* --max-input-size=BYTES: a positive byte count. */
+static int set_max_input(void *opts, const char *value) {
+  FuseOptOptions *o = opts;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(value, &end, 10);
+  if (errno || end == value || *end || value[0] == '-' || v == 0 ||
+      v > SIZE_MAX / 2)
+    return toolUsageError("fuse-opt",
+                          "--max-input-size expects a positive number of "
+                          "bytes, got '%s'",
+                          value);
+  o->maxInputBytes = (size_t)v;
+  return 0;
+}
+
+/* The option table, in --help order (common_options.h); the pass flags
+ * have theirs in fuse_opt_passes.c. */
+static const ToolOption kOptions[] = {
+    TOOL_STRING("o", NULL, "FILE", FIELD(output),
+                "Write the output to FILE (atomically; '-' is stdout)"),
+    TOOL_CALL("max-input-size", NULL, "BYTES", set_max_input,
+              "Refuse an input larger than BYTES (default 1073741824)"),
+    TOOL_FLAG("allow-unregistered-dialect", NULL, FIELD(allowUnregistered),
+              "Accept operations of dialects that are not registered"),
+    TOOL_FLAG("print-op-generic", "mlir-print-op-generic", FIELD(printGeneric),
+              "Print every operation in the generic form"),
+    TOOL_FLAG("print-debuginfo", "mlir-print-debuginfo", FIELD(printDebugInfo),
+              "Print locations (loc(...)) on operations and block arguments"),
+    TOOL_FLAG("print-local-scope", "mlir-print-local-scope",
+              FIELD(printLocalScope),
+              "Print with local scope (inline locations, no aliases)"),
+    TOOL_FLAG("split-input-file", NULL, FIELD(splitInputFile),
+              "Split the input at lines starting with '// -----'; process "
+              "each chunk alone"),
+    TOOL_FLAG("verify-diagnostics", NULL, FIELD(verifyDiagnostics),
+              "Check diagnostics against the expected-* comments of the "
+              "input"),
+    TOOL_FLAG("no-verify", NULL, FIELD(noVerify),
+              "Do not run the verifier after parsing"),
+    TOOL_FLAG("test-emit-diagnostics", NULL, FIELD(testEmitDiags),
+              "Testing: report the diagnostics named by test.diag attributes"),
+    TOOL_FLAG("help", "h", FIELD(help), "Print this help and exit"),
+    TOOL_FLAG("version", NULL, FIELD(version), "Print the version and exit"),
 };
 
 #define NUM_OPTIONS (sizeof kOptions / sizeof kOptions[0])
 
-/* The pass pipeline, run on each chunk's module after verification and
- * before printing; reports its errors as diagnostics and returns false on
- * failure. Only testing aids until the pass-manager issue (see kOptions). */
+/* The passes, run on each chunk's module after verification and before
+ * printing: --test-emit-diagnostics, then the pipeline built from the
+ * pass flags (fuse_opt_passes.c). Errors are reported as diagnostics;
+ * false on failure. */
 static bool run_passes(FzOp *module, const FuseOptOptions *opts) {
   bool ok = true;
   if (opts->testEmitDiags)
@@ -126,107 +126,51 @@ static bool run_passes(FzOp *module, const FuseOptOptions *opts) {
 
 /*===--- Command line ----------------------------------------------------===*/
 
-/* "--name=METAVAR", "-o FILE" or "--flag" into buf. */
-static void option_spelling(char *buf, size_t size, const OptionDef *o,
-                            const char *name) {
-  bool shortName = strlen(name) == 1;
-  snprintf(buf, size, "%s%s%s%s", shortName ? "-" : "--", name,
-           o->metavar ? (shortName ? " " : "=") : "",
-           o->metavar ? o->metavar : "");
+static void print_help(FILE *out);
+
+static int pass_flag(void *opts, int argc, char **argv, int i) {
+  return fzOptPassFlagsParse(&((FuseOptOptions *)opts)->passes, argc, argv, i);
 }
+
+static void pass_names(void *opts, void (*add)(void *ctx, const char *name),
+                       void *ctx) {
+  (void)opts;
+  fzOptPassFlagsNames(add, ctx);
+}
+
+static int input_file(void *opts, const char *arg) {
+  FuseOptOptions *o = opts;
+  if (o->input)
+    return toolUsageError("fuse-opt", "too many input files (extra: '%s')",
+                          arg);
+  o->input = arg;
+  return 0;
+}
+
+static const ToolParser kParser = {
+    .tool = "fuse-opt",
+    .options = kOptions,
+    .numOptions = NUM_OPTIONS,
+    .extra = pass_flag,
+    .extraNames = pass_names,
+    .positional = input_file,
+};
 
 static void print_help(FILE *out) {
   fprintf(out, "OVERVIEW: fuse-opt - parse, verify and print fuse IR\n\n"
                "USAGE: fuse-opt [options] [input-file|-]\n\n"
                "  The input defaults to '-' (stdin); the output to stdout.\n\n"
                "OPTIONS:\n");
-  for (size_t i = 0; i < NUM_OPTIONS; ++i) {
-    const OptionDef *o = &kOptions[i];
-    char spelling[96], alias[96];
-    option_spelling(spelling, sizeof spelling, o, o->name);
-    fprintf(out, "  %-32s %s\n", spelling, o->help);
-    if (o->alias) {
-      option_spelling(alias, sizeof alias, o, o->alias);
-      fprintf(out, "  %-32s Alias for %s\n", alias, spelling);
-    }
-  }
+  toolPrintOptions(&kParser, out);
   fzOptPassFlagsPrintHelp(out);
-}
-
-static int usage_error(const char *fmt, const char *arg) {
-  fputs("fuse-opt: error: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputs("\nfuse-opt: note: run 'fuse-opt --help' for the list of options\n",
-        stderr);
-  return EXIT_USAGE;
-}
-
-static const OptionDef *find_option(const char *name, size_t len) {
-  for (size_t i = 0; i < NUM_OPTIONS; ++i) {
-    const OptionDef *o = &kOptions[i];
-    if ((strlen(o->name) == len && memcmp(o->name, name, len) == 0) ||
-        (o->alias && strlen(o->alias) == len &&
-         memcmp(o->alias, name, len) == 0))
-      return o;
-  }
-  return NULL;
 }
 
 /* Fills opts from argv; returns 0, or the exit status of a usage error
  * (after printing it). */
 static int parse_command_line(int argc, char **argv, FuseOptOptions *opts) {
-  bool optionsEnded = false;
-  for (int i = 1; i < argc; ++i) {
-    const char *arg = argv[i];
-    if (optionsEnded || arg[0] != '-' || arg[1] == '\0') {
-      if (opts->input)
-        return usage_error("too many input files (extra: '%s')", arg);
-      opts->input = arg;
-      continue;
-    }
-    if (strcmp(arg, "--") == 0) {
-      optionsEnded = true;
-      continue;
-    }
-    const char *body = arg + (arg[1] == '-' ? 2 : 1);
-    const char *eq = strchr(body, '=');
-    size_t nameLen = eq ? (size_t)(eq - body) : strlen(body);
-    const char *value = eq ? eq + 1 : NULL;
-    int used = fzOptPassFlagsParse(&opts->passes, argc, argv, i);
-    if (used < 0)
-      return EXIT_USAGE;
-    if (used > 0) {
-      i += used - 1;
-      continue;
-    }
-    const OptionDef *o = find_option(body, nameLen);
-    if (!o && arg[1] != '-' && body[0] != '\0') {
-      /* -oFILE: a one-letter option glued to its value. */
-      o = find_option(body, 1);
-      if (o && o->metavar)
-        value = body + 1;
-      else
-        o = NULL;
-    }
-    if (!o)
-      return usage_error("unknown option '%s'", arg);
-    char *field = (char *)opts + o->field;
-    if (o->metavar) {
-      if (!value) {
-        if (i + 1 >= argc)
-          return usage_error("option '%s' requires a value", arg);
-        value = argv[++i];
-      }
-      *(const char **)(void *)field = value;
-    } else if (!value || strcmp(value, "true") == 0 ||
-               strcmp(value, "1") == 0) {
-      *(bool *)(void *)field = true;
-    } else if (strcmp(value, "false") == 0 || strcmp(value, "0") == 0) {
-      *(bool *)(void *)field = false;
-    } else {
-      return usage_error("option '%s' takes no value (or true/false)", arg);
-    }
-  }
+  int rc = toolParseArgs(&kParser, argc, argv, opts);
+  if (rc)
+    return rc;
   if (!opts->input)
     opts->input = "-";
   if (!opts->output)
@@ -436,18 +380,8 @@ int main(int argc, char **argv) {
   if (status >= 0)
     return status;
 
-  size_t limit = FZ_DEFAULT_MAX_SOURCE_SIZE;
-  if (opts.maxInput) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(opts.maxInput, &end, 10);
-    if (errno || end == opts.maxInput || *end || opts.maxInput[0] == '-' ||
-        v == 0 || v > SIZE_MAX / 2)
-      return usage_error("--max-input-size expects a positive number of "
-                         "bytes, got '%s'", opts.maxInput);
-    limit = (size_t)v;
-  }
-  opts.maxInputBytes = limit;
+  size_t limit =
+      opts.maxInputBytes ? opts.maxInputBytes : FZ_DEFAULT_MAX_SOURCE_SIZE;
   char *data = NULL;
   size_t len = 0;
   if (!read_input(opts.input, limit, &data, &len))

@@ -10,73 +10,120 @@
  * which names are passes needs a registry, hence a scratch context per
  * lookup (the registry is per context; the tool keeps no globals).
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fz/dialects.h"
+#include "tools/common_options.h"
 #include "tools/fuse_opt_passes.h"
 
-enum { KIND_FLAG, KIND_VALUE, KIND_LIST };
+#define F(f) offsetof(FzOptPassFlags, f)
 
-typedef struct PassFlag {
-  const char *name;
-  const char *alias; /* mlir-opt's spelling, or NULL */
-  int kind;
-  const char *help;
-} PassFlag;
+static int set_pipeline(void *opts, const char *value) {
+  FzOptPassFlags *f = opts;
+  /* As in mlir-opt: one pipeline; a second would silently replace the
+   * first. */
+  if (f->pipeline)
+    return toolUsageError("fuse-opt",
+                          "option '--pass-pipeline' may only be given once "
+                          "(to run several pipelines, join them with ',')");
+  f->pipeline = value;
+  return 0;
+}
 
-static const PassFlag kFlags[] = {
-    {"pass-pipeline", NULL, KIND_VALUE,
-     "Run a textual pipeline, e.g. 'builtin.module(func.func(cse))'"},
-    {"list-passes", NULL, KIND_FLAG,
-     "List the registered passes, their options, and named pipelines"},
-    {"dump-pass-pipeline", NULL, KIND_FLAG,
-     "Print the pipeline that will run (all options spelled out) to stderr"},
-    {"no-verify-each", NULL, KIND_FLAG,
-     "Do not verify the IR after each pass"},
-    {"verify-each", NULL, KIND_FLAG,
-     "Verify the IR after each pass (default; =false turns it off)"},
-    {"print-ir-before", "mlir-print-ir-before", KIND_LIST,
-     "Print the IR before the passes named (comma-separated)"},
-    {"print-ir-after", "mlir-print-ir-after", KIND_LIST,
-     "Print the IR after the passes named (comma-separated)"},
-    {"print-ir-before-all", "mlir-print-ir-before-all", KIND_FLAG,
-     "Print the IR before every pass"},
-    {"print-ir-after-all", "mlir-print-ir-after-all", KIND_FLAG,
-     "Print the IR after every pass"},
-    {"print-ir-after-change", "mlir-print-ir-after-change", KIND_FLAG,
-     "Print the IR after a pass only when the pass changed it"},
-    {"print-ir-after-failure", "mlir-print-ir-after-failure", KIND_FLAG,
-     "Print the IR after a pass that failed"},
-    {"print-ir-module-scope", "mlir-print-ir-module-scope", KIND_FLAG,
-     "Print the whole module in IR dumps, not only the pass's op"},
-    {"print-ir-tree-dir", "mlir-print-ir-tree-dir", KIND_VALUE,
-     "Write IR dumps to numbered files in DIR instead of stderr"},
-    {"pass-timing", "mlir-timing", KIND_FLAG,
-     "Print a wall-clock time report of the passes to stderr"},
-    {"pass-statistics", "mlir-pass-statistics", KIND_FLAG,
-     "Print the passes' statistics to stderr"},
-    {"reproducer", "mlir-pass-pipeline-crash-reproducer", KIND_VALUE,
-     "When a pass fails, write the input IR and pipeline to FILE"},
-    {"run-reproducer", NULL, KIND_FLAG,
-     "Run the pipeline named on the input's '// fuse-reproducer:' line"},
-    {"fusion-remarks", NULL, KIND_FLAG,
-     "Set remarks=true on every fuse pass: a remark per op (its group, or "
-     "why not)"},
-    {"fusion-report", NULL, KIND_FLAG,
-     "Set report=true on every fuse pass: kernels and bytes before/after"},
-    {"fusion-mode", NULL, KIND_VALUE,
-     "Set mode=cost|rules on every fuse pass"},
+static int add_print(const char **list, size_t *n, const char *value,
+                     const char *name) {
+  if (*n == FZ_OPT_MAX_PRINT_LISTS)
+    return toolUsageError("fuse-opt", "too many '--%s' options", name);
+  list[(*n)++] = value;
+  return 0;
+}
+static int add_before(void *opts, const char *value) {
+  FzOptPassFlags *f = opts;
+  return add_print(f->before, &f->numBefore, value, "print-ir-before");
+}
+static int add_after(void *opts, const char *value) {
+  FzOptPassFlags *f = opts;
+  return add_print(f->after, &f->numAfter, value, "print-ir-after");
+}
+
+/* --verify-each[=true|false]: the opposite of --no-verify-each. */
+static int set_verify_each(void *opts, const char *value) {
+  FzOptPassFlags *f = opts;
+  if (!value || !strcmp(value, "true") || !strcmp(value, "1"))
+    f->noVerifyEach = false;
+  else if (!strcmp(value, "false") || !strcmp(value, "0"))
+    f->noVerifyEach = true;
+  else
+    return toolUsageError("fuse-opt",
+                          "option '--verify-each' takes no value (or "
+                          "true/false), got '%s'",
+                          value);
+  return 0;
+}
+
+static const char *const kFusionModes[] = {"cost", "rules", NULL};
+
+/* The pass options, in --help order (common_options.h's table over
+ * FzOptPassFlags). --verify-each=false is --no-verify-each. */
+static const ToolOption kFlags[] = {
+    TOOL_CALL("pass-pipeline", NULL, "PIPELINE", set_pipeline,
+              "Run a textual pipeline, e.g. 'builtin.module(func.func(cse))'"),
+    TOOL_FLAG("list-passes", NULL, F(listPasses),
+              "List the registered passes, their options, and named "
+              "pipelines"),
+    TOOL_FLAG("dump-pass-pipeline", NULL, F(dumpPipeline),
+              "Print the pipeline that will run (all options spelled out) to "
+              "stderr"),
+    TOOL_FLAG("no-verify-each", NULL, F(noVerifyEach),
+              "Do not verify the IR after each pass"),
+    TOOL_CALL("verify-each", NULL, NULL, set_verify_each,
+              "Verify the IR after each pass (default; =false turns it off)"),
+    TOOL_CALL("print-ir-before", "mlir-print-ir-before", "PASS[,PASS...]",
+              add_before, "Print the IR before the passes named"),
+    TOOL_CALL("print-ir-after", "mlir-print-ir-after", "PASS[,PASS...]",
+              add_after, "Print the IR after the passes named"),
+    TOOL_FLAG("print-ir-before-all", "mlir-print-ir-before-all", F(beforeAll),
+              "Print the IR before every pass"),
+    TOOL_FLAG("print-ir-after-all", "mlir-print-ir-after-all", F(afterAll),
+              "Print the IR after every pass"),
+    TOOL_FLAG("print-ir-after-change", "mlir-print-ir-after-change",
+              F(afterChange),
+              "Print the IR after a pass only when the pass changed it"),
+    TOOL_FLAG("print-ir-after-failure", "mlir-print-ir-after-failure",
+              F(afterFailure), "Print the IR after a pass that failed"),
+    TOOL_FLAG("print-ir-module-scope", "mlir-print-ir-module-scope",
+              F(moduleScope),
+              "Print the whole module in IR dumps, not only the pass's op"),
+    TOOL_STRING("print-ir-tree-dir", "mlir-print-ir-tree-dir", "DIR",
+                F(treeDir),
+                "Write IR dumps to numbered files in DIR instead of stderr"),
+    TOOL_FLAG("pass-timing", "mlir-timing", F(timing),
+              "Print a wall-clock time report of the passes to stderr"),
+    TOOL_FLAG("pass-statistics", "mlir-pass-statistics", F(statistics),
+              "Print the passes' statistics to stderr"),
+    TOOL_STRING("reproducer", "mlir-pass-pipeline-crash-reproducer", "FILE",
+                F(reproducer),
+                "When a pass fails, write the input IR and pipeline to FILE"),
+    TOOL_FLAG("run-reproducer", NULL, F(runReproducer),
+              "Run the pipeline named on the input's '// fuse-reproducer:' "
+              "line"),
+    TOOL_FLAG("fusion-remarks", NULL, F(fusionRemarks),
+              "Set remarks=true on every fuse pass: a remark per op (its "
+              "group, or why not)"),
+    TOOL_FLAG("fusion-report", NULL, F(fusionReport),
+              "Set report=true on every fuse pass: kernels and bytes "
+              "before/after"),
+    TOOL_CHOICE("fusion-mode", NULL, "MODE", F(fusionMode), kFusionModes,
+                "Set mode= on every fuse pass"),
 };
 
-#define NUM_FLAGS (sizeof kFlags / sizeof kFlags[0])
-
-static int usage(const char *fmt, const char *arg) {
-  fputs("fuse-opt: error: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputc('\n', stderr);
-  return -1;
-}
+static const ToolParser kParser = {
+    .tool = "fuse-opt",
+    .options = kFlags,
+    .numOptions = sizeof kFlags / sizeof kFlags[0],
+};
 
 /*===--- Test passes (fuse-opt only, for the lit tests) -------------------===*/
 
@@ -137,122 +184,68 @@ static bool is_pass_or_pipeline(const char *name, size_t len) {
   return found;
 }
 
-static bool parse_bool(const char *value, bool *out) {
-  if (!value || !strcmp(value, "true") || !strcmp(value, "1"))
-    return (*out = true);
-  if (!strcmp(value, "false") || !strcmp(value, "0")) {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-static bool *flag_field(FzOptPassFlags *f, const char *name) {
-  static const struct {
-    const char *name;
-    size_t offset;
-  } fields[] = {
-      {"list-passes", offsetof(FzOptPassFlags, listPasses)},
-      {"dump-pass-pipeline", offsetof(FzOptPassFlags, dumpPipeline)},
-      {"no-verify-each", offsetof(FzOptPassFlags, noVerifyEach)},
-      {"print-ir-before-all", offsetof(FzOptPassFlags, beforeAll)},
-      {"print-ir-after-all", offsetof(FzOptPassFlags, afterAll)},
-      {"print-ir-after-change", offsetof(FzOptPassFlags, afterChange)},
-      {"print-ir-after-failure", offsetof(FzOptPassFlags, afterFailure)},
-      {"print-ir-module-scope", offsetof(FzOptPassFlags, moduleScope)},
-      {"pass-timing", offsetof(FzOptPassFlags, timing)},
-      {"pass-statistics", offsetof(FzOptPassFlags, statistics)},
-      {"run-reproducer", offsetof(FzOptPassFlags, runReproducer)},
-      {"fusion-remarks", offsetof(FzOptPassFlags, fusionRemarks)},
-      {"fusion-report", offsetof(FzOptPassFlags, fusionReport)},
-  };
-  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; ++i)
-    if (!strcmp(fields[i].name, name))
-      return (bool *)(void *)((char *)f + fields[i].offset);
-  return NULL;
-}
-
 int fzOptPassFlagsParse(FzOptPassFlags *f, int argc, char **argv, int i) {
   const char *arg = argv[i];
   if (arg[0] != '-' || arg[1] == '\0' || !strcmp(arg, "--"))
     return 0;
+  int used = toolParseOption(&kParser, f, argc, argv, i);
+  if (used != 0) {
+    f->any = used > 0;
+    return used;
+  }
   const char *body = arg + (arg[1] == '-' ? 2 : 1);
   const char *eq = strchr(body, '=');
   size_t nameLen = eq ? (size_t)(eq - body) : strlen(body);
-  const char *value = eq ? eq + 1 : NULL;
-  const PassFlag *flag = NULL;
-  for (size_t k = 0; k < NUM_FLAGS && !flag; ++k) {
-    const PassFlag *p = &kFlags[k];
-    if ((strlen(p->name) == nameLen && !strncmp(p->name, body, nameLen)) ||
-        (p->alias && strlen(p->alias) == nameLen &&
-         !strncmp(p->alias, body, nameLen)))
-      flag = p;
+  if (!is_pass_or_pipeline(body, nameLen))
+    return 0;
+  if (f->numShorthand == FZ_OPT_MAX_PASS_FLAGS) {
+    toolUsageError("fuse-opt", "too many pass flags (at '%s')", arg);
+    return -1;
   }
-  if (!flag) {
-    if (!is_pass_or_pipeline(body, nameLen))
-      return 0;
-    if (f->numShorthand == FZ_OPT_MAX_PASS_FLAGS)
-      return usage("too many pass flags (at '%s')", arg);
-    f->shorthand[f->numShorthand++] = body;
-    f->any = true;
-    return 1;
-  }
-  int used = 1;
-  if (flag->kind != KIND_FLAG && !value) {
-    if (i + 1 >= argc)
-      return usage("option '%s' requires a value", arg);
-    value = argv[i + 1];
-    used = 2;
-  }
+  f->shorthand[f->numShorthand++] = body;
   f->any = true;
-  if (!strcmp(flag->name, "pass-pipeline")) {
-    /* As in mlir-opt: one pipeline; a second would silently replace the
-     * first. */
-    if (f->pipeline)
-      return usage("option '--pass-pipeline' may only be given once (to "
-                   "run several pipelines, join them with ',')%s", "");
-    f->pipeline = value;
-  } else if (!strcmp(flag->name, "print-ir-tree-dir")) {
-    f->treeDir = value;
-  } else if (!strcmp(flag->name, "reproducer")) {
-    f->reproducer = value;
-  } else if (!strcmp(flag->name, "fusion-mode")) {
-    f->fusionMode = value;
-  } else if (flag->kind == KIND_LIST) {
-    bool before = !strcmp(flag->name, "print-ir-before");
-    size_t *n = before ? &f->numBefore : &f->numAfter;
-    if (*n == FZ_OPT_MAX_PRINT_LISTS)
-      return usage("too many '%s' options", flag->name);
-    (before ? f->before : f->after)[(*n)++] = value;
-  } else if (!strcmp(flag->name, "verify-each")) {
-    bool on;
-    if (!parse_bool(value, &on))
-      return usage("option '%s' takes no value (or true/false)", arg);
-    f->noVerifyEach = !on;
-  } else {
-    bool on;
-    if (!parse_bool(value, &on))
-      return usage("option '%s' takes no value (or true/false)", arg);
-    *flag_field(f, flag->name) = on;
+  return 1;
+}
+
+typedef struct NameSink {
+  void (*add)(void *ctx, const char *name);
+  void *ctx;
+} NameSink;
+
+static void pass_name(const FzPassDef *def, void *ud) {
+  NameSink *s = ud;
+  s->add(s->ctx, def->argument);
+}
+
+static void pipeline_name(const char *name, const char *summary,
+                          const char *pipeline, void *ud) {
+  (void)summary;
+  (void)pipeline;
+  NameSink *s = ud;
+  s->add(s->ctx, name);
+}
+
+/* add(ctx, name) for each pass option, registered pass and pipeline. */
+void fzOptPassFlagsNames(void (*add)(void *ctx, const char *name),
+                         void *ctx) {
+  for (size_t k = 0; k < kParser.numOptions; ++k) {
+    add(ctx, kFlags[k].name);
+    add(ctx, kFlags[k].alias);
   }
-  return used;
+  FzContext *c = scratch_context();
+  if (!c)
+    return;
+  NameSink sink = {add, ctx};
+  fzContextForEachPass(c, pass_name, &sink);
+  fzContextForEachPassPipeline(c, pipeline_name, &sink);
+  fzContextDestroy(c);
 }
 
 void fzOptPassFlagsPrintHelp(FILE *out) {
   fprintf(out, "\nPASS OPTIONS:\n");
-  for (size_t k = 0; k < NUM_FLAGS; ++k) {
-    char spelling[96];
-    snprintf(spelling, sizeof spelling, "--%s%s", kFlags[k].name,
-             kFlags[k].kind == KIND_VALUE  ? "=VALUE"
-             : kFlags[k].kind == KIND_LIST ? "=PASS[,PASS...]"
-                                           : "");
-    fprintf(out, "  %-32s %s\n", spelling, kFlags[k].help);
-    if (kFlags[k].alias)
-      fprintf(out, "  --%-30s Alias for --%s\n", kFlags[k].alias,
-              kFlags[k].name);
-  }
+  toolPrintOptions(&kParser, out);
   fprintf(out, "  %-32s %s\n", "--PASS[=OPTIONS]",
-           "Run a registered pass or named pipeline (see --list-passes)");
+          "Run a registered pass or named pipeline (see --list-passes)");
 }
 
 /*===--- --list-passes ----------------------------------------------------===*/

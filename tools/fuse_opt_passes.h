@@ -53,6 +53,11 @@ int fzOptPassFlagsPrepare(FzOptPassFlags *f, const char *input, FILE *out);
 bool fzOptRunPasses(const FzOptPassFlags *f, FzOp *module,
                     unsigned printFlags);
 
+/* Calls add(ctx, name) for every pass option and registered pass name
+ * (fuse-opt's "did you mean"). */
+void fzOptPassFlagsNames(void (*add)(void *ctx, const char *name),
+                         void *ctx);
+
 /* Lines for fuse-opt --help. */
 void fzOptPassFlagsPrintHelp(FILE *out);
 

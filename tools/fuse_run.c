@@ -4,7 +4,7 @@
  *            [--input a.npy [b.npy ...]] [--random-inputs SEED]
  *            [--output-dir DIR] [--save-inputs]
  *            [--compare DIR] [--rtol R] [--atol A] [--print-limit N]
- *            [--max-steps N]
+ *            [--max-steps N] [--precision P]
  *
  * Inputs bind to the entry function's arguments in order, from .npy
  * files (--input takes every following argument up to the next option,
@@ -23,12 +23,20 @@
  * module compiles to native code, else the interpreter (with a note on
  * stderr saying why).
  *
+ * --precision P (fz/precision.h) is the precision policy of f32 matmuls
+ * and convolutions: bf16 and fp16 rewrite the module's contractions
+ * (fzModuleApplyPrecision) for every device; default, ieee and tf32
+ * choose the GPU kernels (cuda, sim: default is tf32) and leave the CPU
+ * and the interpreters exact. FZ_GPU_TF32=1 (=0), from before the
+ * option, still means tf32 (ieee) when --precision is not given.
+ *
  * Exit status: 0 success, 1 an error (input, evaluation, I/O) or a
  * mismatch, 2 bad usage. No output file is left behind after an error.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "fz/dialects.h"
@@ -36,12 +44,13 @@
 #include "fz/kernel.h" /* --device sim */
 #include "fz/loop.h" /* --device loop-interp */
 #include "tools/common_input.h" /* .onnx inputs: the ONNX importer */
+#include "tools/common_options.h"
+#include "tools/common_timing.h" /* --timing */
 #include "fz/cuda.h" /* --device auto: is there a GPU? */
 #include "tools/fuse_run_cpu.h" /* --device cpu */
 #include "tools/fuse_run_cuda.h" /* --device cuda */
 #include "tools/fuse_run_internal.h"
 
-#define EXIT_USAGE 2
 /* parse_args's result for --help: the usage was printed, exit 0. */
 #define HELP_PRINTED (-1)
 
@@ -53,65 +62,148 @@ typedef struct RunOptions {
   size_t numInputs;
   bool haveSeed;
   unsigned long long seed;
+  bool inInputs;      /* parsing: positionals after --input are inputs */
+  bool havePrecision; /* parsing: --precision was given */
+  bool help;          /* --help */
   const char *outputDir;
   bool saveInputs;
   const char *compareDir;
   double rtol, atol;
-  long long printLimit;
-  long long maxSteps; /* --max-steps: loop-interp and sim budgets; 0: none */
+  int64_t printLimit;
+  int64_t maxSteps; /* --max-steps: loop-interp and sim budgets; 0: none */
   bool simStats;      /* --sim-stats */
   FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
-static const char kUsage[] =
-    "usage: fuse-run FILE [options]\n"
-    "\n"
-    "Runs a function of FILE (.fuse or .onnx) as native code or on an\n"
-    "interpreter.\n"
-    "\n"
-    "  --entry NAME          function to run (default: @main, or the only\n"
-    "                        function with a body)\n"
-    "  --device DEV          auto (default: cpu when the module compiles to\n"
-    "                        native code, else interp, saying why), cpu\n"
-    "                        (LLVM, this machine), interp (the reference\n"
-    "                        interpreter), or loop-interp (fuse, lower to\n"
-    "                        loops, run the loop interpreter), or cuda\n"
-    "                        (PTX on an NVIDIA GPU; auto picks it when a\n"
-    "                        driver and a device are present), or sim\n"
-    "                        (the GPU path on the kernel simulator: a\n"
-    "                        graph-level function is lowered with\n"
-    "                        graph-to-kernel, then the loop interpreter\n"
-    "                        runs it, each kernel.launch in the simulator)\n"
-    "                        FZ_GPU_TF32=1 (cuda, sim): f32 matmuls on tf32\n"
-    "                        tensor cores (operands rounded to 10 mantissa\n"
-    "                        bits)\n"    "  --input A.npy ...     inputs, one per argument, in order\n"
-    "  --random-inputs SEED  seeded random inputs instead\n"
-    "  --output-dir DIR      write DIR/output_N.npy\n"
-    "  --save-inputs         also write the inputs as DIR/input_N.npy\n"
-    "  --compare DIR         compare with DIR/output_N.npy\n"
-    "  --rtol R, --atol A    comparison tolerances (default 1e-5, 1e-8)\n"
-    "  --print-limit N       print at most N elements per output (default\n"
-    "                        256; -1: all)\n"
-    "  --max-steps N         loop-interp, sim: stop with an error after N\n"
-    "                        ops of the loop interpreter, and after N\n"
-    "                        thread-steps of each simulated launch\n"
-    "                        (default: no limit, and 2^32 per launch)\n"
-    "  --sim-stats           sim: after each launch, the bytes its threads\n"
-    "                        read and wrote in global and shared memory\n"
-    "  --help                this text\n";
-
 static int usage_error(const char *fmt, const char *arg) {
-  fprintf(stderr, "fuse-run: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(run 'fuse-run --help' for usage)\n");
-  return EXIT_USAGE;
+  return toolUsageError("fuse-run", fmt, arg);
 }
 
-static bool parse_double(const char *s, double *out) {
+#define FIELD(f) offsetof(RunOptions, f)
+
+static const char *const kDevices[] = {"auto",       "cpu", "cuda", "interp",
+                                       "loop-interp", "sim", NULL};
+
+static int input_flag(void *opts, const char *value) {
+  RunOptions *o = opts;
+  if (value)
+    o->inputs[o->numInputs++] = value;
+  o->inInputs = true;
+  return 0;
+}
+
+static int random_inputs(void *opts, const char *value) {
+  RunOptions *o = opts;
   char *end;
   errno = 0;
-  *out = strtod(s, &end);
-  return *s && !*end && errno == 0 && *out >= 0;
+  o->seed = strtoull(value, &end, 10);
+  if (!*value || *end || errno || value[0] == '-')
+    return usage_error("--random-inputs expects a non-negative integer seed, "
+                       "got '%s'",
+                       value);
+  o->haveSeed = true;
+  return 0;
+}
+
+static int precision(void *opts, const char *value) {
+  RunOptions *o = opts;
+  if (!fzPrecisionParse(fzStringRefFromCString(value), &o->cpu.precision))
+    return toolUsageError("fuse-run", "--precision expects %s, got '%s'",
+                          fzPrecisionGetChoicesText(), value);
+  o->havePrecision = true;
+  return 0;
+}
+
+/* The options of every device, in --help order (common_options.h); the
+ * CPU and benchmark options have their table in fuse_run_cpu.c. */
+static const ToolOption kOptions[] = {
+    TOOL_STRING("entry", NULL, "NAME", FIELD(entry),
+                "Function to run (default: @main, or the only function with "
+                "a body)"),
+    TOOL_CHOICE("device", NULL, "DEV", FIELD(device), kDevices,
+                "Where to run: auto (cuda when a driver and a device are "
+                "present, else cpu when the module compiles to native code, "
+                "else interp, saying why), cpu (LLVM, this machine), cuda "
+                "(PTX on an NVIDIA GPU), interp (the reference "
+                "interpreter), loop-interp (fuse, lower to loops, run the "
+                "loop interpreter), sim (the GPU path on the kernel "
+                "simulator)"),
+    TOOL_CALL("precision", NULL, "P", precision,
+              "f32 matmuls and convolutions: default (cuda, sim: tf32; cpu, "
+              "interpreters: exact f32), ieee (exact f32 everywhere), tf32 "
+              "(tf32 tensor cores; cpu and interpreters: exact f32), bf16 or "
+              "fp16 (16-bit operands, f32 accumulation; every device). "
+              "Without it, FZ_GPU_TF32=1 means tf32 and =0 ieee "
+              "(deprecated)"),
+    TOOL_CALL("input", NULL, NULL, input_flag,
+              "Inputs: the .npy files that follow, one per argument, in "
+              "order"),
+    TOOL_CALL("random-inputs", NULL, "SEED", random_inputs,
+              "Seeded random inputs instead"),
+    TOOL_STRING("output-dir", NULL, "DIR", FIELD(outputDir),
+                "Write DIR/output_N.npy"),
+    TOOL_FLAG("save-inputs", NULL, FIELD(saveInputs),
+              "Also write the inputs as DIR/input_N.npy"),
+    TOOL_STRING("compare", NULL, "DIR", FIELD(compareDir),
+                "Compare with DIR/output_N.npy"),
+    TOOL_DOUBLE("rtol", NULL, "R", FIELD(rtol), 0, 1e300,
+                "Relative comparison tolerance (default 1e-5)"),
+    TOOL_DOUBLE("atol", NULL, "A", FIELD(atol), 0, 1e300,
+                "Absolute comparison tolerance (default 1e-8)"),
+    TOOL_INT("print-limit", NULL, "N", FIELD(printLimit), -1, 1e15,
+             "Print at most N elements per output (default 256; -1: all)"),
+    TOOL_INT("max-steps", NULL, "N", FIELD(maxSteps), 1, 9e18,
+             "loop-interp, sim: stop with an error after N ops of the loop "
+             "interpreter, and after N thread-steps of each simulated launch "
+             "(default: no limit, and 2^32 per launch)"),
+    TOOL_FLAG("sim-stats", NULL, FIELD(simStats),
+              "sim: after each launch, the bytes its threads read and wrote "
+              "in global and shared memory"),
+    TOOL_FLAG("help", "h", FIELD(help), "Print this help and exit"),
+};
+
+/* Every option ends a run of inputs after --input; then the CPU table. */
+static int cpu_option(void *opts, int argc, char **argv, int i) {
+  RunOptions *o = opts;
+  o->inInputs = false;
+  return fuseRunCpuParseArg(&o->cpu, argc, argv, i);
+}
+
+static void cpu_names(void *opts, void (*add)(void *ctx, const char *name),
+                      void *ctx) {
+  (void)opts;
+  for (size_t i = 0; i < fuseRunCpuParser.numOptions; ++i)
+    add(ctx, fuseRunCpuParser.options[i].name);
+}
+
+static int positional(void *opts, const char *arg) {
+  RunOptions *o = opts;
+  if (o->inInputs)
+    o->inputs[o->numInputs++] = arg;
+  else if (!o->file)
+    o->file = arg;
+  else
+    return usage_error("unexpected argument '%s'", arg);
+  return 0;
+}
+
+static const ToolParser kParser = {
+    .tool = "fuse-run",
+    .options = kOptions,
+    .numOptions = sizeof kOptions / sizeof kOptions[0],
+    .extra = cpu_option,
+    .extraNames = cpu_names,
+    .positional = positional,
+};
+
+static void print_help(FILE *out) {
+  fputs("usage: fuse-run FILE [options]\n\n"
+        "Runs a function of FILE (.fuse or .onnx) as native code or on an\n"
+        "interpreter.\n\nOPTIONS:\n",
+        out);
+  toolPrintOptions(&kParser, out);
+  fputs("\nCPU AND BENCHMARK OPTIONS:\n", out);
+  toolPrintOptions(&fuseRunCpuParser, out);
 }
 
 /* Fills o from argv; 0, HELP_PRINTED after --help, or the exit status
@@ -125,107 +217,26 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
   o->inputs = calloc((size_t)argc, sizeof *o->inputs);
   if (!o->inputs)
     return usage_error("%s", "out of memory");
-  bool inInputs = false;
-  int cpuArg;
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    if (a[0] != '-' || a[1] == '\0') {
-      if (inInputs)
-        o->inputs[o->numInputs++] = a;
-      else if (!o->file)
-        o->file = a;
-      else
-        return usage_error("unexpected argument '%s'", a);
-      continue;
-    }
-    inInputs = false;
-    const char *name = a + (a[1] == '-' ? 2 : 1);
-    const char *eq = strchr(name, '=');
-    size_t len = eq ? (size_t)(eq - name) : strlen(name);
-    const char *value = eq ? eq + 1 : NULL;
-#define IS(s) (len == strlen(s) && strncmp(name, s, len) == 0)
-#define VALUE()                                                                \
-  do {                                                                         \
-    if (!value) {                                                              \
-      if (i + 1 >= argc)                                                       \
-        return usage_error("option '%s' requires a value", a);                 \
-      value = argv[++i];                                                       \
-    }                                                                          \
-  } while (0)
-    if (IS("help") || IS("h")) {
-      fputs(kUsage, stdout);
-      fputs(fuseRunCpuUsage, stdout);
-      return HELP_PRINTED;
-    } else if (IS("entry")) {
-      VALUE();
-      o->entry = value;
-    } else if (IS("device")) {
-      VALUE();
-      o->device = value;
-    } else if (IS("input")) {
-      if (value)
-        o->inputs[o->numInputs++] = value;
-      inInputs = true;
-    } else if (IS("random-inputs")) {
-      VALUE();
-      char *end;
-      errno = 0;
-      o->seed = strtoull(value, &end, 10);
-      if (!*value || *end || errno)
-        return usage_error("--random-inputs expects a non-negative integer "
-                           "seed, got '%s'",
-                           value);
-      o->haveSeed = true;
-    } else if (IS("output-dir")) {
-      VALUE();
-      o->outputDir = value;
-    } else if (IS("save-inputs")) {
-      o->saveInputs = true;
-    } else if (IS("compare")) {
-      VALUE();
-      o->compareDir = value;
-    } else if (IS("rtol") || IS("atol")) {
-      bool rt = IS("rtol");
-      VALUE();
-      if (!parse_double(value, rt ? &o->rtol : &o->atol))
-        return usage_error("expected a non-negative number, got '%s'", value);
-    } else if (IS("sim-stats")) {
-      o->simStats = true;
-    } else if (IS("print-limit")) {
-      VALUE();
-      char *end;
-      o->printLimit = strtoll(value, &end, 10);
-      if (!*value || *end)
-        return usage_error("--print-limit expects an integer, got '%s'", value);
-    } else if (IS("max-steps")) {
-      VALUE();
-      char *end;
-      errno = 0;
-      o->maxSteps = strtoll(value, &end, 10);
-      if (!*value || *end || errno || o->maxSteps < 1)
-        return usage_error("--max-steps expects a positive integer, got "
-                           "'%s'",
-                           value);
-    } else if ((cpuArg = fuseRunCpuParseArg(&o->cpu, argc, argv, &i))) {
-      if (cpuArg == 2)
-        return EXIT_USAGE;
-    } else {
-      return usage_error("unknown option '%s'", a);
-    }
-#undef IS
-#undef VALUE
+  int rc = toolParseArgs(&kParser, argc, argv, o);
+  if (rc)
+    return rc;
+  if (o->help) {
+    print_help(stdout);
+    return HELP_PRINTED;
   }
   if (!o->file)
     return usage_error("%s", "no input file");
-  if (strcmp(o->device, "interp") != 0 && strcmp(o->device, "auto") != 0 &&
-      strcmp(o->device, "loop-interp") != 0 && strcmp(o->device, "cpu") != 0 &&
-      strcmp(o->device, "cuda") != 0 && strcmp(o->device, "sim") != 0)
-    return usage_error("device '%s' is not available: this build runs "
-                       "'auto', 'cpu', 'cuda', 'interp', 'loop-interp' and "
-                       "'sim'",
-                       o->device);
   o->cpu.rtol = o->rtol;
   o->cpu.atol = o->atol;
+  /* The switch from before --precision: FZ_GPU_TF32=1 turned tf32 on. */
+  const char *tf32 = getenv("FZ_GPU_TF32");
+  if (!o->havePrecision && tf32 && *tf32) {
+    if (strcmp(tf32, "1") != 0 && strcmp(tf32, "0") != 0)
+      return usage_error("FZ_GPU_TF32 (deprecated: use --precision) "
+                         "expects 1 (tf32) or 0 (ieee), got '%s'",
+                         tf32);
+    o->cpu.precision = tf32[0] == '1' ? FZ_PRECISION_TF32 : FZ_PRECISION_IEEE;
+  }
   if (o->haveSeed && o->numInputs)
     return usage_error("%s", "give either --input or --random-inputs, not "
                              "both");
@@ -251,17 +262,15 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
          (long long)st->sharedWritten);
 }
 
-/* The entry function of module, or NULL after printing why. */
-/* The pipeline --device sim lowers a graph-level function with:
- * graph-to-kernel, with tf32 matmuls under FZ_GPU_TF32=1 (as --device
- * cuda). */
-static const char *sim_pipeline(void) {
-  const char *tf32 = getenv("FZ_GPU_TF32");
-  return tf32 && !strcmp(tf32, "1")
-             ? "graph-to-loop,lower-loop-to-kernel{tf32}"
-             : "graph-to-kernel";
+/* The pipeline --device sim lowers a graph-level function with into
+ * buf: graph-to-kernel with the precision policy (as --device cuda). */
+static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
+  snprintf(buf, size, "graph-to-loop,lower-loop-to-kernel{precision=%s}",
+           fzPrecisionGetName(o->cpu.precision));
+  return buf;
 }
 
+/* The entry function of module, or NULL after printing why. */
 static FzOp *find_entry(FzOp *module, const char *want) {
   FzBlock *body = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   if (want) {
@@ -301,7 +310,10 @@ static FzType *function_type(FzOp *func) {
 }
 
 static int run(const RunOptions *o, FzContext *ctx) {
+  double t0 = fzToolTimingNow();
   FzOp *module = fzParseOrImportFile(ctx, o->file);
+  fzToolTimingAdd(o->cpu.timingReport, "parse/import",
+                  fzToolTimingNow() - t0);
   if (!module)
     return 1;
   int status = 1;
@@ -318,6 +330,7 @@ static int run(const RunOptions *o, FzContext *ctx) {
   FzLoopInterpExtension simExtension;
   fzKernelSimExtensionInit(&simExtension, &simLimits);
   FzLoopInterpOptions loopOptions = {.maxSteps = o->maxSteps};
+  char simPipeline[128];
   FzLoopInterpOptions simOptions = {.extension = &simExtension,
                                     .maxSteps = o->maxSteps};
   if (!fzOpVerify(module) || !(func = find_entry(module, o->entry)) ||
@@ -362,6 +375,10 @@ static int run(const RunOptions *o, FzContext *ctx) {
     fprintf(stderr, "fuse-run: note: --device auto does not use the GPU "
                     "(it falls back to the CPU): %s\n",
             cudaWhy);
+  /* bf16, fp16: the contractions' operands, in place for every device,
+   * so that --check-interp interprets what the device runs. */
+  if (!fzModuleApplyPrecision(module, o->cpu.precision, !o->cpu.noFuse))
+    goto done;
   if (!strcmp(o->device, "cuda") || probe == FZ_CUDA_PROBE_READY) {
     if (!(cuda = fuseRunCudaCreate(ctx, module, &o->cpu)))
       goto done;
@@ -394,7 +411,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
           ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
                                &outputs)
       : strcmp(o->device, "sim") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, sim_pipeline(),
+          ? !fzLoopRunFunction(func, nIn, inputs,
+                               sim_pipeline(o, simPipeline, sizeof simPipeline),
                                &simOptions, &nOut, &outputs)
           : !fzInterpretFunction(func, nIn, inputs, NULL, &nOut, &outputs))
     goto done;
@@ -459,7 +477,14 @@ int main(int argc, char **argv) {
     free(o.inputs);
     return 1;
   }
+  FzToolTiming timing;
+  fzToolTimingInit(&timing);
+  timing.start = start;
+  if (o.cpu.timing)
+    o.cpu.timingReport = &timing;
   status = run(&o, ctx);
+  if (o.cpu.timing)
+    fzToolTimingPrint(&timing, stderr);
   fzContextDestroy(ctx);
   free(o.inputs);
   return status;

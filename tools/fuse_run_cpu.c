@@ -19,40 +19,15 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fz/gpu.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_run_cpu.h"
-
-const char fuseRunCpuUsage[] =
-    "  --threads N           cpu: worker threads, the caller's included\n"
-    "                        (default: one per core)\n"
-    "  --bench N             cpu: time N runs; print the median and the\n"
-    "                        effective bandwidth (inputs read once +\n"
-    "                        outputs written once), memcpy's beside it\n"
-    "                        and the kernel's fraction of it\n"
-    "  --check-interp        cpu, cuda, sim: also run the interpreter and compare\n"
-    "                        (--rtol/--atol)\n"
-    "  --fusion-report       cpu: print the fusion report\n"
-    "  --no-fuse             cpu: every op its own loop nest (no fusion)\n"
-    "  --fast-math           cpu: every fast-math flag\n"
-    "  --exact-math          cpu: C library exp/log/tanh/erf instead of\n"
-    "                        the inline approximations\n"
-    "  --no-tile             cpu: matmul and conv2d nests as lowered (a\n"
-    "                        reduction per output element), not\n"
-    "                        tile-contractions / tile-convolutions\n"
-    "  --no-stage-rows       cpu: no stage-rows (softmax recomputes exp in\n"
-    "                        its normalization phase)\n"
-    "  --vector-width N      cpu: widest vectors in bits, 128, 256 or 512\n"
-    "                        (default 512 with AVX-512F, else LLVM's choice)\n"
-    "  --print-loop-ir       cpu: print the lowered (loop-level) module to\n"
-    "                        stderr\n"
-    "  --bench-lock FILE     cpu, cuda: hold an exclusive lock on FILE\n"
-    "                        (flock; created if missing) while timing, so\n"
-    "                        that concurrent runs compile in parallel but\n"
-    "                        time one at a time\n";
 
 struct FuseRunCpu {
   FzContext *ctx;
@@ -61,78 +36,103 @@ struct FuseRunCpu {
   const FuseRunCpuOptions *o;
 };
 
-static int usage(const char *fmt, const char *arg) {
-  fprintf(stderr, "fuse-run: error: ");
-  fprintf(stderr, fmt, arg);
-  fprintf(stderr, "\n(run 'fuse-run --help' for usage)\n");
-  return 2;
+#define C(f) offsetof(FuseRunCpuOptions, f)
+
+static int set_threads(void *opts, const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || errno || n < 0 || n > 4096)
+    return toolUsageError("fuse-run",
+                          "--threads expects a number of threads in [0, "
+                          "4096] (0: one per core), got '%s'",
+                          v);
+  ((FuseRunCpuOptions *)opts)->threads = (unsigned)n;
+  return 0;
 }
 
-int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i) {
-  const char *a = argv[*i];
-  const char *name = a + (a[1] == '-' ? 2 : 1);
-  const char *eq = strchr(name, '=');
-  size_t len = eq ? (size_t)(eq - name) : strlen(name);
-#define IS(s) (len == strlen(s) && strncmp(name, s, len) == 0)
-  if (IS("threads") || IS("bench")) {
-    bool threads = IS("threads");
-    const char *v = eq ? eq + 1 : NULL;
-    if (!v) {
-      if (*i + 1 >= argc)
-        return usage("option '%s' requires a value", a);
-      v = argv[++*i];
-    }
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || errno || n < (threads ? 0 : 1) || n > 1000000)
-      return usage("expected a positive integer, got '%s'", v);
-    if (threads)
-      o->threads = (unsigned)n;
-    else
-      o->bench = n;
-    return 1;
-  }
-  if (IS("bench-lock")) {
-    const char *v = eq ? eq + 1 : NULL;
-    if (!v) {
-      if (*i + 1 >= argc)
-        return usage("option '%s' requires a value", a);
-      v = argv[++*i];
-    }
-    if (!*v)
-      return usage("--bench-lock expects a file name, got '%s'", v);
-    o->benchLock = v;
-    return 1;
-  }
-  if (IS("vector-width")) {
-    const char *v = eq ? eq + 1 : NULL;
-    if (!v) {
-      if (*i + 1 >= argc)
-        return usage("option '%s' requires a value", a);
-      v = argv[++*i];
-    }
-    if (strcmp(v, "128") && strcmp(v, "256") && strcmp(v, "512"))
-      return usage("--vector-width expects 128, 256 or 512, got '%s'", v);
-    o->vectorWidth = (unsigned)atoi(v);
-    return 1;
-  }
-  bool *flag = IS("check-interp")    ? &o->checkInterp
-               : IS("fusion-report") ? &o->fusionReport
-               : IS("no-fuse")       ? &o->noFuse
-               : IS("fast-math")     ? &o->fastMath
-               : IS("exact-math")    ? &o->exactMath
-               : IS("no-tile")       ? &o->noTile
-               : IS("no-stage-rows") ? &o->noStageRows
-               : IS("print-loop-ir") ? &o->printLoopIR
-                                     : NULL;
-#undef IS
-  if (!flag)
-    return 0;
-  if (eq)
-    return usage("option '%s' takes no value", a);
-  *flag = true;
-  return 1;
+static int set_vector_width(void *opts, const char *v) {
+  FuseRunCpuOptions *o = opts;
+  if (strcmp(v, "128") && strcmp(v, "256") && strcmp(v, "512"))
+    return toolUsageError("fuse-run",
+                          "--vector-width expects 128, 256 or 512, got '%s'",
+                          v);
+  o->vectorWidth = (unsigned)atoi(v);
+  return 0;
+}
+
+static int set_bench_lock(void *opts, const char *v) {
+  if (!*v)
+    return toolUsageError("fuse-run", "--bench-lock expects a file name");
+  ((FuseRunCpuOptions *)opts)->benchLock = v;
+  return 0;
+}
+
+static int set_codegen_threads(void *opts, const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || errno || n < 0 || n > FZ_GPU_MAX_CODEGEN_THREADS)
+    return toolUsageError("fuse-run",
+                          "--codegen-threads expects a number of threads "
+                          "from 0 (one per core) to %d, got '%s'",
+                          FZ_GPU_MAX_CODEGEN_THREADS, v);
+  ((FuseRunCpuOptions *)opts)->codegenThreads = (unsigned)n;
+  return 0;
+}
+
+/* The CPU and benchmark options, in --help order (common_options.h). */
+static const ToolOption kCpuOptions[] = {
+    TOOL_CALL("threads", NULL, "N", set_threads,
+              "cpu: worker threads, the caller's included (default: one per "
+              "core)"),
+    TOOL_INT("bench", NULL, "N", C(bench), 1, 1000000,
+             "cpu, cuda: time N runs; print the median and the effective "
+             "bandwidth (inputs read once + outputs written once), memcpy's "
+             "beside it and the kernel's fraction of it"),
+    TOOL_FLAG("check-interp", NULL, C(checkInterp),
+              "cpu, cuda, sim: also run the interpreter and compare "
+              "(--rtol/--atol)"),
+    TOOL_FLAG("fusion-report", NULL, C(fusionReport),
+              "cpu: print the fusion report"),
+    TOOL_FLAG("no-fuse", NULL, C(noFuse),
+              "cpu: every op its own loop nest (no fusion)"),
+    TOOL_FLAG("fast-math", NULL, C(fastMath), "cpu: every fast-math flag"),
+    TOOL_FLAG("exact-math", NULL, C(exactMath),
+              "cpu: C library exp/log/tanh/erf instead of the inline "
+              "approximations"),
+    TOOL_FLAG("no-tile", NULL, C(noTile),
+              "cpu: matmul and conv2d nests as lowered, not "
+              "tile-contractions / tile-convolutions"),
+    TOOL_FLAG("no-stage-rows", NULL, C(noStageRows),
+              "cpu: no stage-rows (softmax recomputes exp in its "
+              "normalization phase)"),
+    TOOL_CALL("vector-width", NULL, "BITS", set_vector_width,
+              "cpu: widest vectors in bits, 128, 256 or 512 (default 512 "
+              "with AVX-512F, else LLVM's choice)"),
+    TOOL_FLAG("print-loop-ir", NULL, C(printLoopIR),
+              "cpu: print the lowered (loop-level) module to stderr"),
+    TOOL_CALL("bench-lock", NULL, "FILE", set_bench_lock,
+              "cpu, cuda: hold an exclusive lock on FILE (flock; created if "
+              "missing) while timing, so that concurrent runs compile in "
+              "parallel but time one at a time"),
+    TOOL_CALL("codegen-threads", NULL, "N", set_codegen_threads,
+              "cuda: threads for LLVM's optimization and code generation of "
+              "the kernels (default 0: one per core, at most 16; 1: this "
+              "thread alone; the PTX is the same)"),
+    TOOL_FLAG("timing", NULL, C(timing),
+              "Print the time of each compile phase (import, graph passes, "
+              "fusion, lowering, LLVM, driver load) on stderr"),
+};
+
+const ToolParser fuseRunCpuParser = {
+    .tool = "fuse-run",
+    .options = kCpuOptions,
+    .numOptions = sizeof kCpuOptions / sizeof kCpuOptions[0],
+};
+
+int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int i) {
+  return toolParseOption(&fuseRunCpuParser, o, argc, argv, i);
 }
 
 /*===--- Compiling ---------------------------------------------------------===*/
@@ -184,9 +184,14 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.tileConvolutions = !o->noTile;
   co.codegen.stageRows = !o->noStageRows;
   co.codegen.preferVectorWidth = o->vectorWidth;
+  FzToolTiming *tt = o->timingReport;
+  co.pipeline.timing = tt ? &tt->sink : NULL;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
+  double t0 = fzToolTimingNow(), covered0 = tt ? tt->covered : 0;
   if (r->rt)
     r->exe = fzCpuExecutableCreate(r->rt, module, &co);
+  fzToolTimingAddRest(tt, "CPU code generation (loop transforms, LLVM, JIT)",
+                      t0, covered0);
   if (quiet)
     fzContextPopDiagHandler(ctx, h);
   if (!r->exe) {

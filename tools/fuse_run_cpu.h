@@ -5,11 +5,13 @@
 
 #include <stdio.h>
 
+#include "fz/precision.h"
 #include "fz/runtime.h"
+#include "tools/common_options.h"
 
 typedef struct FuseRunCpuOptions {
   unsigned threads;     /* --threads N (0: one per core) */
-  long bench;           /* --bench N: timed runs (0: no benchmark) */
+  int64_t bench;        /* --bench N: timed runs (0: no benchmark) */
   bool checkInterp;     /* --check-interp: compare with the interpreter */
   bool fusionReport;    /* --fusion-report */
   bool noFuse;          /* --no-fuse: every op its own loop nest */
@@ -20,8 +22,17 @@ typedef struct FuseRunCpuOptions {
   bool printLoopIR;     /* --print-loop-ir: the lowered module, to stderr */
   unsigned vectorWidth; /* --vector-width N: widest vectors, bits (0: default) */
   double rtol, atol;    /* for --check-interp (fuse-run's --rtol/--atol) */
+  /* fuse-run's --precision (or FZ_GPU_TF32): cuda's FzGpuOptions; cpu
+   * computes tf32 as exact f32 (bf16 and fp16 are applied to the module
+   * by fuse-run before any device sees it). */
+  FzPrecision precision;
   const char *benchLock; /* --bench-lock FILE: time while holding its lock */
   double startSeconds;  /* fuseRunNow() when fuse-run started */
+  unsigned codegenThreads; /* --codegen-threads N: cuda's LLVM threads
+                              (0: one per core) */
+  bool timing;          /* --timing: the compile-time report on stderr */
+  /* Where --timing's phases go (set by main; NULL: no report). */
+  struct FzToolTiming *timingReport;
 } FuseRunCpuOptions;
 
 /* Seconds on the monotonic clock. */
@@ -47,13 +58,13 @@ void fuseRunBenchUnlock(int fd);
 bool fuseRunCheckOne(FILE *out, size_t i, const FzTensor *got,
                      const FzTensor *want, double rtol, double atol);
 
-/* The usage lines of the options above. */
-extern const char fuseRunCpuUsage[];
+/* The table of the options above, for --help and "did you mean". */
+extern const ToolParser fuseRunCpuParser;
 
-/* Parses argv[*i] when it is one of the options above (consuming a value
- * from argv[*i + 1] where needed). Returns 1 when consumed, 0 when not
- * ours, 2 after printing a usage error. */
-int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int *i);
+/* Parses argv[i] when it is one of the options above: the number of argv
+ * entries used, 0 when not ours, -1 after printing a usage error
+ * (common_options.h). */
+int fuseRunCpuParseArg(FuseRunCpuOptions *o, int argc, char **argv, int i);
 
 typedef struct FuseRunCpu FuseRunCpu;
 

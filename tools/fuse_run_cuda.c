@@ -23,7 +23,7 @@
 
 #include "fz/cuda_run.h"
 #include "fz/loop.h"
-#include "ir/util.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_run_cuda.h"
 
 struct FuseRunCuda {
@@ -71,13 +71,35 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *mma = getenv("FZ_GPU_MMA");
   if (mma && !strcmp(mma, "0"))
     go.noMma = true;
-  /* FZ_GPU_TF32=1: f32 matmuls on tf32 tensor cores (off by default: tf32
-   * rounds the operands to a 10-bit mantissa). */
-  const char *tf32 = getenv("FZ_GPU_TF32");
-  go.tf32 = tf32 && !strcmp(tf32, "1");
+  /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32.
+   * fuse-run has applied bf16 and fp16 to the module already (what f32
+   * nests remain take tf32 under them): not again on the clone. */
+  go.precision = o->precision == FZ_PRECISION_BF16 ||
+                         o->precision == FZ_PRECISION_FP16
+                     ? FZ_PRECISION_TF32
+                     : o->precision;
+  go.codegenThreads = o->codegenThreads;
+  FzToolTiming *tt = o->timingReport;
+  go.timing = tt ? &tt->sink : NULL;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;
+  }
+  /* --timing: the driver's load of the PTX (its JIT compilation) on its
+   * own; the calls find the module loaded. */
+  const FzGpuKernel *first = NULL;
+  for (size_t i = 0; tt && !first && i < r->prog->numFunctions; ++i)
+    if (r->prog->functions[i].numKernels)
+      first = &r->prog->functions[i].kernels[0];
+  if (first) {
+    double t0 = fzToolTimingNow();
+    bool loaded = fzCudaGetKernel(r->cu, r->prog->ptx, r->prog->ptxLen,
+                                  first->name) != NULL;
+    fzToolTimingAdd(tt, "driver load", fzToolTimingNow() - t0);
+    if (!loaded) {
+      fuseRunCudaDestroy(r);
+      return NULL;
+    }
   }
   char arch[16];
   fprintf(stderr, "fuse-run: cuda: %s (%s, %d SMs)\n",

@@ -7,7 +7,8 @@
  *                  (or model.onnx, or with --import-onnx) [-o out]
  *
  * Each translation is one row of kTranslations (a flag, a help line and
- * a function); exactly one must be chosen. --import-onnx reads an ONNX
+ * a function) and an option of the command line (common_options.h);
+ * exactly one must be chosen. --import-onnx reads an ONNX
  * model (a file, or "-" for stdin) and prints the graph-dialect module
  * the importer builds; --onnx-input-shape (repeatable) replaces the
  * declared shape of a graph input, e.g. to fix a symbolic batch dim.
@@ -18,8 +19,8 @@
  * Invariants. Nothing reaches stdout unless the translation succeeded;
  * errors go to stderr as diagnostics. Output to `-o FILE` is written to
  * a unique temporary beside FILE and renamed over it only on success
- * (tools/common_output.c). Exit status: 0
- * success, 1 an error in the input (or I/O), 2 bad usage.
+ * (tools/common_output.c). Exit status: 0 success, 1 an error (usage,
+ * input or I/O), as mlir-translate.
  *
  * Ownership: main owns the context, the input buffer and the module.
  */
@@ -27,16 +28,18 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "fz/dialects.h"
 #include "fz/ir.h"
 #include "fz/onnx.h"
 #include "tools/common_input.h"
+#include "tools/common_options.h"
 #include "tools/common_output.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
-#define EXIT_USAGE 2
 #define MAX_INPUT_SHAPES 64
 
 typedef struct TranslateOptions {
@@ -45,6 +48,7 @@ typedef struct TranslateOptions {
   const char *translation; /* the chosen row's flag */
   bool printGeneric, printDebugInfo, printLocalScope;
   bool help, version;
+  bool timing; /* --timing: the compile-time report on stderr */
   size_t maxInput; /* --max-input-size: longest input read, in bytes */
   /* --onnx-input-shape NAME=DIMS, parsed into inputShapes/dims. */
   size_t numInputShapes;
@@ -162,59 +166,21 @@ static const Translation kTranslations[] = {
 
 /*===--- Command line ----------------------------------------------------===*/
 
-static void print_help(FILE *out) {
-  fprintf(out,
-          "OVERVIEW: fuse-translate - translate between fuse IR and other "
-          "formats\n\n"
-          "USAGE: fuse-translate <translation> [options] [input-file|-]\n\n"
-          "TRANSLATIONS (choose one):\n");
-  for (size_t i = 0; i < NUM_TRANSLATIONS; ++i)
-    fprintf(out, "  --%-30s %s\n", kTranslations[i].flag,
-            kTranslations[i].help);
-  fprintf(out,
-          "\nOPTIONS:\n"
-          "  -o FILE                          Write the output to FILE "
-          "(atomically; '-' is stdout)\n"
-          "  --onnx-input-shape NAME=DIMS     Give graph input NAME the "
-          "shape DIMS\n"
-          "                                   (e.g. x=1x3x224x224; "
-          "repeatable)\n"
-          "  --print-op-generic               Print every operation in the "
-          "generic form\n"
-          "  --print-debuginfo                Print locations (loc(...))\n"
-          "  --print-local-scope              Print with local scope\n"
-          "  --max-input-size=BYTES           Refuse a larger input (default "
-          "1073741824)\n"
-          "%s"
-          "  --help                           Print this help and exit\n"
-          "  --version                        Print the version and exit\n",
-          fuseEmitHelp);
-}
+#define FIELD(f) offsetof(TranslateOptions, f)
 
-static int usage_error(const char *fmt, const char *arg) {
-  fputs("fuse-translate: error: ", stderr);
-  fprintf(stderr, fmt, arg);
-  fputs("\nfuse-translate: note: run 'fuse-translate --help' for the list "
-        "of options\n", stderr);
-  return EXIT_USAGE;
-}
-
-/* Accepts "--name" and "-name" (and the mlir- prefixed print flags). */
-static bool is_flag(const char *arg, const char *name) {
-  const char *body = arg + (arg[1] == '-' ? 2 : 1);
-  if (!strncmp(body, "mlir-print-", 11) && !strncmp(name, "print-", 6))
-    body += 5;
-  return !strcmp(body, name);
-}
-
-/* "NAME=2x3x4" (or "NAME=" for a scalar) into the next input shape. */
-static int add_input_shape(TranslateOptions *o, char *spec) {
+/* "NAME=2x3x4" (or "NAME=" for a scalar) into the next input shape. The
+ * text is argv's (writable): the '=' becomes the name's terminator. */
+static int add_input_shape(void *opts, const char *value) {
+  TranslateOptions *o = opts;
+  char *spec = (char *)value;
   char *eq = strrchr(spec, '=');
   if (!eq || eq == spec)
-    return usage_error("--onnx-input-shape expects NAME=DIMS, got '%s'",
-                       spec);
+    return toolUsageError("fuse-translate",
+                          "--onnx-input-shape expects NAME=DIMS, got '%s'",
+                          spec);
   if (o->numInputShapes == MAX_INPUT_SHAPES)
-    return usage_error("too many --onnx-input-shape options%s", "");
+    return toolUsageError("fuse-translate",
+                          "too many --onnx-input-shape options");
   size_t k = o->numInputShapes;
   FzOnnxInputShape *s = &o->inputShapes[k];
   *eq = '\0';
@@ -226,8 +192,9 @@ static int add_input_shape(TranslateOptions *o, char *spec) {
     long long d = strtoll(p, &end, 10);
     if (end == p || d < 0 || s->rank == FZ_GRAPH_MAX_RANK ||
         (*end && *end != 'x'))
-      return usage_error("bad dimensions in --onnx-input-shape for '%s'",
-                         spec);
+      return toolUsageError("fuse-translate",
+                            "bad dimensions in --onnx-input-shape for '%s'",
+                            spec);
     o->dims[k][s->rank++] = d;
     p = *end ? end + 1 : end;
   }
@@ -235,73 +202,100 @@ static int add_input_shape(TranslateOptions *o, char *spec) {
   return 0;
 }
 
+static int set_max_input(void *opts, const char *v) {
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(v, &end, 10);
+  if (errno || end == v || *end || v[0] == '-' || n == 0 || n > SIZE_MAX / 2)
+    return toolUsageError("fuse-translate",
+                          "--max-input-size expects a positive number of "
+                          "bytes, got '%s'",
+                          v);
+  ((TranslateOptions *)opts)->maxInput = (size_t)n;
+  return 0;
+}
+
+static int choose_translation(TranslateOptions *o, const char *flag) {
+  if (o->translation)
+    return toolUsageError("fuse-translate",
+                          "only one translation may be chosen (extra: "
+                          "'--%s')",
+                          flag);
+  o->translation = flag;
+  return 0;
+}
+static int import_onnx_flag(void *opts, const char *v) {
+  (void)v;
+  return choose_translation(opts, "import-onnx");
+}
+
+static const ToolOption kOptions[] = {
+    TOOL_CALL("import-onnx", NULL, NULL, import_onnx_flag,
+              "Translation: import an ONNX model (.onnx) into the graph "
+              "dialect"),
+    TOOL_STRING("o", NULL, "FILE", FIELD(output),
+                "Write the output to FILE (atomically; '-' is stdout)"),
+    TOOL_CALL("onnx-input-shape", NULL, "NAME=DIMS", add_input_shape,
+              "Give graph input NAME the shape DIMS (e.g. x=1x3x224x224; "
+              "repeatable)"),
+    TOOL_FLAG("print-op-generic", "mlir-print-op-generic", FIELD(printGeneric),
+              "Print every operation in the generic form"),
+    TOOL_FLAG("print-debuginfo", "mlir-print-debuginfo", FIELD(printDebugInfo),
+              "Print locations (loc(...))"),
+    TOOL_FLAG("print-local-scope", "mlir-print-local-scope",
+              FIELD(printLocalScope), "Print with local scope"),
+    TOOL_CALL("max-input-size", NULL, "BYTES", set_max_input,
+              "Refuse a larger input (default 1073741824)"),
+    TOOL_FLAG("timing", NULL, FIELD(timing),
+              "Print the time of each phase on stderr"),
+    TOOL_FLAG("help", "h", FIELD(help), "Print this help and exit"),
+    TOOL_FLAG("version", NULL, FIELD(version), "Print the version and exit"),
+};
+
+static int emit_option(void *opts, int argc, char **argv, int i) {
+  return fuseEmitParseArg(&((TranslateOptions *)opts)->emit, argc, argv, i);
+}
+
+static void emit_names(void *opts, void (*add)(void *ctx, const char *name),
+                       void *ctx) {
+  (void)opts;
+  for (size_t i = 0; i < fuseEmitParser.numOptions; ++i)
+    add(ctx, fuseEmitParser.options[i].name);
+}
+
+static int input_file(void *opts, const char *arg) {
+  TranslateOptions *o = opts;
+  if (o->input)
+    return toolUsageError("fuse-translate",
+                          "too many input files (extra: '%s')", arg);
+  o->input = arg;
+  return 0;
+}
+
+static const ToolParser kParser = {
+    .tool = "fuse-translate",
+    .options = kOptions,
+    .numOptions = sizeof kOptions / sizeof kOptions[0],
+    .extra = emit_option,
+    .extraNames = emit_names,
+    .positional = input_file,
+};
+
+static void print_help(FILE *out) {
+  fprintf(out,
+          "OVERVIEW: fuse-translate - translate between fuse IR and other "
+          "formats\n\n"
+          "USAGE: fuse-translate <translation> [options] [input-file|-]\n\n"
+          "OPTIONS:\n");
+  toolPrintOptions(&kParser, out);
+  fprintf(out, "\nCODE GENERATION OPTIONS:\n");
+  toolPrintOptions(&fuseEmitParser, out);
+}
+
 static int parse_command_line(int argc, char **argv, TranslateOptions *o) {
-  for (int i = 1; i < argc; ++i) {
-    const char *a = argv[i];
-    if (a[0] != '-' || a[1] == '\0') {
-      if (o->input)
-        return usage_error("too many input files (extra: '%s')", a);
-      o->input = a;
-    } else if (!strcmp(a, "-o")) {
-      if (i + 1 >= argc)
-        return usage_error("option '%s' requires a value", a);
-      o->output = argv[++i];
-    } else if (!strncmp(a, "-o", 2) && a[2] != '-') {
-      o->output = a + 2;
-    } else if (!strncmp(a, "--o=", 4)) {
-      o->output = a + 4;
-    } else if (is_flag(a, "onnx-input-shape") ||
-               !strncmp(a, "--onnx-input-shape=", 19)) {
-      char *spec = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
-      if (!spec && i + 1 >= argc)
-        return usage_error("option '%s' requires a value", a);
-      int st = add_input_shape(o, spec ? spec : argv[++i]);
-      if (st)
-        return st;
-    } else if (is_flag(a, "max-input-size") ||
-               !strncmp(a, "--max-input-size=", 17)) {
-      const char *v = strchr(a, '=') ? strchr(a, '=') + 1 : NULL;
-      if (!v && i + 1 >= argc)
-        return usage_error("option '%s' requires a value", a);
-      if (!v)
-        v = argv[++i];
-      char *end;
-      errno = 0;
-      unsigned long long n = strtoull(v, &end, 10);
-      if (errno || end == v || *end || v[0] == '-' || n == 0 ||
-          n > SIZE_MAX / 2)
-        return usage_error("--max-input-size expects a positive number of "
-                           "bytes, got '%s'", v);
-      o->maxInput = (size_t)n;
-    } else if (is_flag(a, "print-op-generic")) {
-      o->printGeneric = true;
-    } else if (is_flag(a, "print-debuginfo")) {
-      o->printDebugInfo = true;
-    } else if (is_flag(a, "print-local-scope")) {
-      o->printLocalScope = true;
-    } else if (is_flag(a, "help") || is_flag(a, "h")) {
-      o->help = true;
-    } else if (is_flag(a, "version")) {
-      o->version = true;
-    } else {
-      int emitted = fuseEmitParseArg(&o->emit, a);
-      if (emitted < 0)
-        return EXIT_USAGE;
-      if (emitted > 0)
-        continue;
-      bool found = false;
-      for (size_t k = 0; k < NUM_TRANSLATIONS && !found; ++k)
-        if (is_flag(a, kTranslations[k].flag)) {
-          if (o->translation)
-            return usage_error("only one translation may be chosen (extra: "
-                               "'%s')", a);
-          o->translation = kTranslations[k].flag;
-          found = true;
-        }
-      if (!found)
-        return usage_error("unknown option '%s'", a);
-    }
-  }
+  int rc = toolParseArgs(&kParser, argc, argv, o);
+  if (rc)
+    return rc;
   if (!o->input)
     o->input = "-";
   if (!o->output)
@@ -339,7 +333,8 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (!opts.translation && !opts.emit.kind)
-    return usage_error("no translation chosen%s (e.g. --import-onnx)", "");
+    return toolUsageError("fuse-translate",
+                          "no translation chosen (e.g. --import-onnx)");
   const Translation *t = NULL;
   for (size_t k = 0; opts.translation && k < NUM_TRANSLATIONS; ++k)
     if (!strcmp(kTranslations[k].flag, opts.translation))
@@ -351,10 +346,16 @@ int main(int argc, char **argv) {
     return 1;
   }
   fzContextSetMaxSourceSize(ctx, opts.maxInput);
+  FzToolTiming timing;
+  fzToolTimingInit(&timing);
+  if (opts.timing)
+    opts.emit.timing = &timing;
   bool ok = fzRegisterAllDialects(ctx);
+  double t0 = fzToolTimingNow();
   FzOp *module = !ok ? NULL
                  : t  ? t->run(ctx, &opts)
                       : fzParseOrImportFile(ctx, opts.input);
+  fzToolTimingAdd(opts.emit.timing, "parse/import", fzToolTimingNow() - t0);
   ok = module && fzContextGetNumErrors(ctx) == 0 &&
        !fzContextHadAllocationFailure(ctx);
   if (ok && opts.emit.kind) {
@@ -369,5 +370,7 @@ int main(int argc, char **argv) {
   if (module)
     fzOpDestroy(module);
   fzContextDestroy(ctx);
+  if (opts.timing)
+    fzToolTimingPrint(&timing, stderr);
   return ok ? 0 : 1;
 }

@@ -8,6 +8,7 @@
  * and renamed (tools/common_output.c).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,125 +16,155 @@
 
 #include "fz/gpu.h"
 #include "fz/lowering.h"
+#include "tools/common_options.h"
 #include "tools/common_output.h"
+#include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
-
-const char fuseEmitHelp[] =
-    "  --emit=llvm|asm|obj              Compile to LLVM IR, assembly or an "
-    "object file\n"
-    "                                   (a graph-level input is lowered "
-    "first: fuse,\n"
-    "                                   lower-graph-to-loop, plan-memory)\n"
-    "  -O0 .. -O3                       LLVM optimization level (default "
-    "-O3)\n"
-    "  --fast-math                      Every fast-math flag on float ops\n"
-    "  --exact-math                     C library exp/log/tanh/erf instead "
-    "of inline approximations\n"
-    "  --no-parallel                    No outlined parallel loops (one "
-    "thread)\n"
-    "  --no-fuse                        Lower every graph op on its own\n"
-    "  --no-tile                        No tile-contractions and no\n"
-    "                                   tile-convolutions (CPU)\n"
-    "  --no-stage-rows                  No stage-rows (CPU)\n"
-    "  --vector-width=N                 Widest vectors in bits (128, 256, 512;\n"
-    "                                   default 512 with AVX-512F, else LLVM's)\n"
-    "  --mtriple=T --mcpu=C --mattr=F   Target (default: this machine)\n"
-    "  --emit=ptx [--gpu-arch=sm_90]    PTX for NVIDIA GPUs (NVPTX; sm_80, "
-    "sm_90, sm_90a)\n"
-    "  --mma-tile=BMxBNxBK:Ww:Ss        Tile of the tensor-core matmuls "
-    "(PTX; default:\n"
-    "                                   $FZ_GPU_MMA_TILE, else by size)\n"
-    "  --no-mma                         No tensor-core matmuls (PTX)\n"
-    "  --tf32                           f32 matmuls on tf32 tensor cores "
-    "(PTX;\n"
-    "                                   operands rounded to 10 mantissa "
-    "bits)\n"
-    "  --no-row-stage                   Long rows re-read in each phase, not "
-    "kept on\n"
-    "                                   chip (PTX)\n"
-    "  --align=N                        Alignment promised for buffer "
-    "arguments (default 16)\n";
 
 void fuseEmitOptionsInit(FuseEmitOptions *o) {
   memset(o, 0, sizeof *o);
   fzCodegenOptionsInit(&o->codegen);
 }
 
-static const char *value_of(const char *arg, const char *name) {
-  const char *body = arg + (arg[1] == '-' ? 2 : 1);
-  size_t n = strlen(name);
-  return strncmp(body, name, n) == 0 && body[n] == '=' ? body + n + 1 : NULL;
+#define E(f) offsetof(FuseEmitOptions, f)
+
+static const char *const kKinds[] = {"llvm", "asm", "obj", "ptx", NULL};
+
+static int set_opt_level(FuseEmitOptions *o, unsigned level) {
+  o->codegen.optLevel = level;
+  return 0;
+}
+static int opt0(void *o, const char *v) { (void)v; return set_opt_level(o, 0); }
+static int opt1(void *o, const char *v) { (void)v; return set_opt_level(o, 1); }
+static int opt2(void *o, const char *v) { (void)v; return set_opt_level(o, 2); }
+static int opt3(void *o, const char *v) { (void)v; return set_opt_level(o, 3); }
+
+static int no_parallel(void *opts, const char *v) {
+  (void)v;
+  ((FuseEmitOptions *)opts)->codegen.parallel = false;
+  return 0;
+}
+static int no_tile(void *opts, const char *v) {
+  (void)v;
+  FuseEmitOptions *o = opts;
+  o->codegen.tileContractions = false;
+  o->codegen.tileConvolutions = false;
+  return 0;
+}
+static int no_stage_rows(void *opts, const char *v) {
+  (void)v;
+  ((FuseEmitOptions *)opts)->codegen.stageRows = false;
+  return 0;
+}
+static int set_precision(void *opts, const char *v) {
+  FuseEmitOptions *o = opts;
+  if (!fzPrecisionParse(fzStringRefFromCString(v), &o->precision))
+    return toolUsageError("fuse-translate",
+                          "--precision expects %s, got '%s'",
+                          fzPrecisionGetChoicesText(), v);
+  return 0;
+}
+static int tf32(void *opts, const char *v) {
+  (void)v;
+  ((FuseEmitOptions *)opts)->precision = FZ_PRECISION_TF32;
+  return 0;
+}
+static int vector_width(void *opts, const char *v) {
+  char *end;
+  long w = strtol(v, &end, 10);
+  if (!*v || *end || (w != 128 && w != 256 && w != 512))
+    return toolUsageError("fuse-translate",
+                          "--vector-width expects 128, 256 or 512, got '%s'",
+                          v);
+  ((FuseEmitOptions *)opts)->codegen.preferVectorWidth = (unsigned)w;
+  return 0;
+}
+static int align(void *opts, const char *v) {
+  char *end;
+  long a = strtol(v, &end, 10);
+  if (!*v || *end || a < 1 || a > 4096 || (a & (a - 1)))
+    return toolUsageError("fuse-translate",
+                          "--align expects a power of two up to 4096, got "
+                          "'%s'",
+                          v);
+  ((FuseEmitOptions *)opts)->codegen.alignment = (unsigned)a;
+  return 0;
 }
 
-static bool flag_is(const char *arg, const char *name) {
-  const char *body = arg + (arg[1] == '-' ? 2 : 1);
-  return strcmp(body, name) == 0;
+static int codegen_threads(void *opts, const char *v) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (!*v || *end || errno || n < 0 || n > FZ_GPU_MAX_CODEGEN_THREADS)
+    return toolUsageError("fuse-translate",
+                          "--codegen-threads expects a number of threads "
+                          "from 0 (one per core) to %d, got '%s'",
+                          FZ_GPU_MAX_CODEGEN_THREADS, v);
+  ((FuseEmitOptions *)opts)->codegenThreads = (unsigned)n;
+  return 0;
 }
 
-int fuseEmitParseArg(FuseEmitOptions *o, const char *arg) {
-  const char *v;
-  if ((v = value_of(arg, "emit"))) {
-    if (strcmp(v, "llvm") && strcmp(v, "asm") && strcmp(v, "obj") &&
-        strcmp(v, "ptx")) {
-      fprintf(stderr, "fuse-translate: error: --emit expects llvm, asm, "
-                      "obj or ptx, got '%s'\n", v);
-      return -1;
-    }
-    o->kind = v;
-  } else if (arg[0] == '-' && arg[1] == 'O' && arg[2] >= '0' &&
-             arg[2] <= '3' && arg[3] == '\0') {
-    o->codegen.optLevel = (unsigned)(arg[2] - '0');
-  } else if (flag_is(arg, "fast-math")) {
-    o->codegen.fastMath = true;
-  } else if (flag_is(arg, "exact-math")) {
-    o->codegen.exactMath = true;
-  } else if (flag_is(arg, "no-parallel")) {
-    o->codegen.parallel = false;
-  } else if (flag_is(arg, "no-fuse")) {
-    o->noFuse = true;
-  } else if (flag_is(arg, "no-tile")) {
-    o->codegen.tileContractions = false;
-    o->codegen.tileConvolutions = false;
-  } else if (flag_is(arg, "no-stage-rows")) {
-    o->codegen.stageRows = false;
-  } else if ((v = value_of(arg, "gpu-arch"))) {
-    o->gpuArch = v;
-  } else if ((v = value_of(arg, "mma-tile"))) {
-    o->mmaTile = v;
-  } else if (flag_is(arg, "no-mma")) {
-    o->noMma = true;
-  } else if (flag_is(arg, "tf32")) {
-    o->tf32 = true;
-  } else if (flag_is(arg, "no-row-stage")) {
-    o->noRowStage = true;
-  } else if ((v = value_of(arg, "mtriple"))) {
-    o->codegen.triple = v;
-  } else if ((v = value_of(arg, "mcpu"))) {
-    o->codegen.cpu = v;
-  } else if ((v = value_of(arg, "mattr"))) {
-    o->codegen.features = v;
-  } else if ((v = value_of(arg, "vector-width"))) {
-    char *end;
-    long w = strtol(v, &end, 10);
-    if (*end || (w != 128 && w != 256 && w != 512)) {
-      fprintf(stderr, "fuse-translate: error: --vector-width expects 128, "
-                      "256 or 512, got '%s'\n", v);
-      return -1;
-    }
-    o->codegen.preferVectorWidth = (unsigned)w;
-  } else if ((v = value_of(arg, "align"))) {
-    char *end;
-    long a = strtol(v, &end, 10);
-    if (*end || a < 1 || a > 4096 || (a & (a - 1))) {
-      fprintf(stderr, "fuse-translate: error: --align expects a power of "
-                      "two, got '%s'\n", v);
-      return -1;
-    }
-    o->codegen.alignment = (unsigned)a;
-  } else {
-    return 0;
-  }
-  return 1;
+/* The code generation options, in --help order (common_options.h). */
+static const ToolOption kEmitOptions[] = {
+    TOOL_CHOICE("emit", NULL, "KIND", E(kind), kKinds,
+                "Compile to LLVM IR, assembly, an object file or PTX (a "
+                "graph-level input is lowered first: fuse, "
+                "lower-graph-to-loop, plan-memory)"),
+    TOOL_CALL("O0", NULL, NULL, opt0, "LLVM optimization level 0"),
+    TOOL_CALL("O1", NULL, NULL, opt1, "LLVM optimization level 1"),
+    TOOL_CALL("O2", NULL, NULL, opt2, "LLVM optimization level 2"),
+    TOOL_CALL("O3", NULL, NULL, opt3, "LLVM optimization level 3 (default)"),
+    TOOL_FLAG("fast-math", NULL, E(codegen.fastMath),
+              "Every fast-math flag on float ops"),
+    TOOL_FLAG("exact-math", NULL, E(codegen.exactMath),
+              "C library exp/log/tanh/erf instead of inline approximations"),
+    TOOL_CALL("no-parallel", NULL, NULL, no_parallel,
+              "No outlined parallel loops (one thread)"),
+    TOOL_FLAG("no-fuse", NULL, E(noFuse), "Lower every graph op on its own"),
+    TOOL_CALL("no-tile", NULL, NULL, no_tile,
+              "No tile-contractions and no tile-convolutions (CPU)"),
+    TOOL_CALL("no-stage-rows", NULL, NULL, no_stage_rows,
+              "No stage-rows (CPU)"),
+    TOOL_CALL("vector-width", NULL, "BITS", vector_width,
+              "Widest vectors in bits: 128, 256 or 512 (default 512 with "
+              "AVX-512F, else LLVM's)"),
+    TOOL_STRING("mtriple", NULL, "TRIPLE", E(codegen.triple),
+                "Target triple (default: this machine)"),
+    TOOL_STRING("mcpu", NULL, "CPU", E(codegen.cpu),
+                "Target CPU (default: this machine)"),
+    TOOL_STRING("mattr", NULL, "FEATURES", E(codegen.features),
+                "Target features (default: this machine's)"),
+    TOOL_STRING("gpu-arch", NULL, "SM", E(gpuArch),
+                "PTX target: sm_80, sm_90 (default) or sm_90a"),
+    TOOL_STRING("mma-tile", NULL, "BMxBNxBK:Ww:Ss", E(mmaTile),
+                "Tile of the tensor-core matmuls (PTX; default: "
+                "$FZ_GPU_MMA_TILE, else by size)"),
+    TOOL_FLAG("no-mma", NULL, E(noMma), "No tensor-core matmuls (PTX)"),
+    TOOL_CALL("precision", NULL, "P", set_precision,
+              "f32 matmuls and convolutions: default (PTX: tf32; CPU: exact "
+              "f32), ieee (exact f32), tf32 (PTX: operands rounded to 10 "
+              "mantissa bits; CPU: exact f32), bf16 or fp16 (16-bit "
+              "operands, f32 accumulation and result)"),
+    TOOL_CALL("tf32", NULL, NULL, tf32,
+              "--precision=tf32 (deprecated spelling)"),
+    TOOL_FLAG("no-row-stage", NULL, E(noRowStage),
+              "Long rows re-read in each phase, not kept on chip (PTX)"),
+    TOOL_CALL("codegen-threads", NULL, "N", codegen_threads,
+              "Threads for LLVM's optimization and code generation of the "
+              "kernels (PTX; default 0: one per core, at most 16); the PTX "
+              "is the same"),
+    TOOL_CALL("align", NULL, "N", align,
+              "Alignment promised for buffer arguments (default 16)"),
+};
+
+const ToolParser fuseEmitParser = {
+    .tool = "fuse-translate",
+    .options = kEmitOptions,
+    .numOptions = sizeof kEmitOptions / sizeof kEmitOptions[0],
+};
+
+int fuseEmitParseArg(FuseEmitOptions *o, int argc, char **argv, int i) {
+  return toolParseOption(&fuseEmitParser, o, argc, argv, i);
 }
 
 typedef struct Bytes {
@@ -174,11 +205,14 @@ static bool write_bytes(const Bytes *b, const char *path) {
 
 bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
                     const char *path) {
+  const FzTimingSink *sink = o->timing ? &o->timing->sink : NULL;
   if (fzModuleIsGraphLevel(module)) {
     FzCpuPipelineOptions po;
     fzCpuPipelineOptionsInit(&po);
     po.fuse = !o->noFuse;
-    if (!fzLowerModuleForCpu(module, &po))
+    po.timing = sink;
+    if (!fzModuleApplyPrecision(module, o->precision, po.fuse) ||
+        !fzLowerModuleForCpu(module, &po))
       return false;
   }
   FzCodegenFileType type = !strcmp(o->kind, "llvm")  ? FZ_CODEGEN_LLVM_IR
@@ -195,11 +229,16 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.fastMath = o->codegen.fastMath;
     go.mmaTile = o->mmaTile;
     go.noMma = o->noMma;
-    go.tf32 = o->tf32;
+    go.precision = o->precision;
     go.noRowStage = o->noRowStage;
+    go.codegenThreads = o->codegenThreads;
+    go.timing = sink;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
+    double t0 = fzToolTimingNow();
     ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+    fzToolTimingAdd(o->timing, "LLVM for the CPU (translate, optimize, codegen)",
+                    fzToolTimingNow() - t0);
   }
   if (ok && b.failed) {
     fprintf(stderr, "fuse-translate: error: out of memory\n");

@@ -1,5 +1,5 @@
 /* transforms/passes.h - the definitions of the built-in generic passes
- * (registered by fzRegisterAllPasses in transforms/register.c). Private to
+ * (registered by fzRegisterAllPasses in pipelines/register.c). Private to
  * the library; embedders reach them through the registry by name. */
 #ifndef FZ_TRANSFORMS_PASSES_H
 #define FZ_TRANSFORMS_PASSES_H
@@ -10,5 +10,11 @@ extern const FzPassDef fzCanonicalizePass; /* canonicalize */
 extern const FzPassDef fzCSEPass;          /* cse */
 extern const FzPassDef fzDCEPass;          /* dce */
 extern const FzPassDef fzSymbolDCEPass;    /* symbol-dce */
+
+/* Loop-level passes. */
+extern const FzPassDef fzPlanMemoryPassDef;       /* plan-memory */
+extern const FzPassDef fzTileContractionsPassDef; /* tile-contractions */
+extern const FzPassDef fzTileConvolutionsPassDef; /* tile-convolutions */
+extern const FzPassDef fzStageRowsPassDef;        /* stage-rows */
 
 #endif /* FZ_TRANSFORMS_PASSES_H */

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/gpu/tf32.sh - f32 matmuls on tf32 tensor cores (FZ_GPU_TF32=1,
-# lower-loop-to-kernel{tf32}) on the GPU machine: first the correctness
-# check against the graph interpreter, then matmul + bias + gelu f32
-# 4096^3 with tf32 on (a sweep of tiles) and off (the generic CUDA-core
-# mappings), next to torch with allow_tf32 True and False
+# bench/gpu/tf32.sh - f32 matmuls on tf32 tensor cores (--precision=tf32,
+# the default on sm_80 and newer; lower-loop-to-kernel{precision=tf32}) on
+# the GPU machine: first the correctness check against the graph
+# interpreter, then matmul + bias + gelu f32 4096^3 with tf32 (a sweep of
+# tiles) and with --precision=ieee (the generic CUDA-core mappings), next
+# to torch with allow_tf32 True and False
 # (tf32_peers.py). Nothing of fuse is built here.
 #     bash bench/gpu/tf32.sh [BUILD_DIR] [REPS]   (default build-gpu-carry, 20)
 #     TF32_TILES="..."  the tiles (FZ_GPU_MMA_TILE) of the tf32 rows
@@ -18,11 +19,11 @@ status=0
 # 512x768x1024, tf32's tolerance (bench/gpu/tf32/check_f32_1000.fuse).
 CHECK=bench/gpu/tf32/check_f32_1000.fuse
 for e in main tb; do
-  out=$(FZ_GPU_TF32=1 timeout 300 "$RUN" "$CHECK" --entry "$e" --device cuda --random-inputs 3 --check-interp --rtol 1e-2 --atol 0.12 --print-limit 0 2>&1)
+  out=$(timeout 300 "$RUN" "$CHECK" --entry "$e" --device cuda --precision=tf32 --random-inputs 3 --check-interp --rtol 1e-2 --atol 0.12 --print-limit 0 2>&1)
   echo "$out" | grep -E "check-interp|error|plan|matmul" | sed "s|^|check @$e: |"
   echo "$out" | grep -q "check-interp: output_0: .*: ok" || status=1
   # The plan is printed by --bench only (a check run prints none).
-  plan=$(FZ_GPU_TF32=1 timeout 120 "$RUN" "$CHECK" --entry "$e" --device cuda --random-inputs 3 --bench 1 --print-limit 0 2>&1 | grep "bench-cuda: kernel")
+  plan=$(timeout 120 "$RUN" "$CHECK" --entry "$e" --device cuda --precision=tf32 --random-inputs 3 --bench 1 --print-limit 0 2>&1 | grep "bench-cuda: kernel")
   echo "$plan" | sed "s|^|check @$e: |"
   echo "$plan" | grep -q "f32 (tf32)" || { echo "check @$e: not a tf32 kernel"; status=1; }
 done
@@ -41,13 +42,13 @@ tflops() {  # the TFLOP/s of a fuse-run --bench output (or its error)
 echo
 printf "%-26s %-24s %10s\n" workload fuse TFLOP/s
 for t in $TF32_TILES; do
-  out=$(FZ_GPU_TF32=1 FZ_GPU_MMA_TILE=$t timeout 300 "$RUN" "$F" --device cuda --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1)
+  out=$(FZ_GPU_MMA_TILE=$t timeout 300 "$RUN" "$F" --device cuda --precision=tf32 --random-inputs 1 --bench "$REPS" --print-limit 0 2>&1)
   r=$(tflops "$out")
   echo "$out" | grep -q "bench-cuda: kernel .*: matmul .*(tf32)" || r="$r(no-tf32)"
   printf "%-26s %-24s %10s\n" mm_bias_gelu_f32_4096 "tf32 $t" "$r"
 done
-out=$(timeout 600 "$RUN" "$F" --device cuda --random-inputs 1 --bench 3 --print-limit 0 2>&1)
-printf "%-26s %-24s %10s\n" mm_bias_gelu_f32_4096 "f32 (FZ_GPU_TF32 unset)" "$(tflops "$out")"
+out=$(timeout 600 "$RUN" "$F" --device cuda --precision=ieee --random-inputs 1 --bench 3 --print-limit 0 2>&1)
+printf "%-26s %-24s %10s\n" mm_bias_gelu_f32_4096 "f32 (--precision=ieee)" "$(tflops "$out")"
 if command -v python3 >/dev/null; then
   echo
   printf "%-26s %-6s %8s %8s %8s\n" workload torch eager compile mm

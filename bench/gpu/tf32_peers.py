@@ -1,7 +1,7 @@
 # bench/gpu/tf32_peers.py - torch on bench/gpu/tf32's f32 matmul + bias +
 # gelu (4096^3), timed like fuse-run --bench (CUDA events, median of N
 # after warm-up), with torch.backends.cuda.matmul.allow_tf32 True (cuBLAS
-# on tf32 tensor cores, what FZ_GPU_TF32=1 compares with) and False (f32
+# on tf32 tensor cores, what --precision=tf32 compares with) and False (f32
 # CUDA cores). Prints `mm_bias_gelu_f32_4096 tf32|f32 eager compile mm`
 # lines in TFLOP/s (2 M N K / time; mm: cuBLAS's mm alone, no epilogue),
 # and the max abs difference of the tf32 result from the f32 one. Prints

@@ -13,9 +13,13 @@ configuration (model, dtype, batch):
     graph replay per call, timed with events), the kernel count and the
     time from the start of the process to the first result (import,
     fusion, code generation, the driver's load, one run: fuse's whole
-    compile). On the GPU the fuse processes run JOBS at a time, so that
-    their compiles overlap, and time one at a time under LOCK; f32
-    models also run with FZ_GPU_TF32=1;
+    compile). fuse runs with `--precision default`: on the GPU, f32
+    matmuls and convolutions on tf32 tensor cores (the policy PyTorch's
+    cuDNN convolutions, TensorRT and ONNX Runtime's CUDA provider
+    follow by default), exact f32 on the CPU. On the GPU the fuse
+    processes run JOBS at a time, so that their compiles overlap, and
+    time one at a time under LOCK; f32 models also run with
+    `--precision ieee` (exact f32 on CUDA cores: the "fuse ieee" column);
  3. peers, under the same lock while timing: GPU: torch eager,
     torch.compile (default) and torch.compile(mode="reduce-overhead")
     (CUDA graphs: the fair peer for fuse's graph replay), each checked
@@ -28,9 +32,10 @@ configuration (model, dtype, batch):
 
 A configuration passes when fuse's output is within the stated
 tolerance of the float64 reference: relative L2 error ||out - ref|| /
-||ref|| at most 1e-3 for f32, 1e-2 for f32 on tf32 tensor cores, 2e-2
-for fp16 (--tol-* to change). Nothing is timed before it is checked: a
-wrong output is reported as such, with no time.
+||ref|| at most 1e-2 for f32 on the GPU (the default precision: tf32),
+1e-3 for f32 on the CPU and for the GPU's ieee run, 2e-2 for fp16
+(--tol-* to change). Nothing is timed before it is checked: a wrong
+output is reported as such, with no time.
 """
 import argparse
 import concurrent.futures as cf
@@ -135,9 +140,10 @@ def fuse_once(args, d, variant, deadline):
            args.lock, "--print-limit", "0"]
     if args.device == "cpu":
         cmd += ["--threads", str(args.threads)]
+    # Always explicit, so that no FZ_GPU_TF32 in the environment (the old
+    # switch) decides it.
+    cmd += ["--precision", "ieee" if variant == "ieee" else "default"]
     env = dict(os.environ)
-    if variant == "tf32":
-        env["FZ_GPU_TF32"] = "1"
     r = {"variant": variant}
     left = deadline - time.monotonic()
     if left < 10:
@@ -344,15 +350,18 @@ def main():
                     help="cuda: processes exporting models and running the "
                          "peers (their timings one at a time)")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--no-tf32", action="store_true",
-                    help="no FZ_GPU_TF32=1 run of the f32 models")
+    ap.add_argument("--no-ieee", action="store_true",
+                    help="cuda: no second run of the f32 models with "
+                         "--precision ieee (exact f32 on CUDA cores)")
     ap.add_argument("--budget", type=float, default=540,
                     help="seconds; work not started by then is reported as "
                          "not run")
     ap.add_argument("--json", default=None)
     ap.add_argument("--ort-node-path", default="")
-    ap.add_argument("--tol-f32", type=float, default=1e-3)
-    ap.add_argument("--tol-tf32", type=float, default=1e-2)
+    ap.add_argument("--tol-f32", type=float, default=1e-3,
+                    help="f32 on the CPU, and the GPU's ieee run")
+    ap.add_argument("--tol-tf32", type=float, default=1e-2,
+                    help="f32 on the GPU at the default precision (tf32)")
     ap.add_argument("--tol-f16", type=float, default=2e-2)
     args = ap.parse_args()
     cuda = args.device == "cuda"
@@ -397,8 +406,8 @@ def main():
             return False
         log(f"exported {cfg}")
         variants = ["fuse"]
-        if cuda and cfg[1] == "f32" and not args.no_tf32:
-            variants.append("tf32")
+        if cuda and cfg[1] == "f32" and not args.no_ieee:
+            variants.append("ieee")
         for v in variants:
             futs[cfg, v] = pool.submit(run_fuse, args, dirs[cfg], v, deadline)
             if not cuda:  # the CPU: nothing overlaps a compile or a timing
@@ -445,15 +454,18 @@ def main():
                 peers_done(cfg, fut)
     for (cfg, v), fut in futs.items():
         r = fut.result()
-        key = "fuse" if v == "fuse" else "fuse_tf32"
-        tol = {"f16": args.tol_f16}.get(cfg[1], args.tol_tf32 if v == "tf32"
-                                        else args.tol_f32)
+        # f32 at the default precision is tf32 on the GPU (sm_80 and
+        # newer), exact f32 on the CPU.
+        tol = (args.tol_f16 if cfg[1] == "f16" else
+               args.tol_tf32 if cuda and v == "fuse" else args.tol_f32)
         row = rows[cfg]
         err = r.get("error")
         if err is None and not r.get("rel_err", 1) <= tol:
             err = (f"output differs from the float64 reference: relative "
                    f"error {r.get('rel_err'):.3g} > {tol:g}")
         if v == "fuse":
+            row["precision"] = ("f16" if cfg[1] == "f16" else
+                                "tf32" if cuda else "ieee")
             row["ok"] = err is None
             row["max_abs_err"] = r.get("max_abs_err")
             row["rel_err"] = r.get("rel_err")
@@ -463,10 +475,10 @@ def main():
             if err:
                 row["error"] = err
         else:
-            row["fuse_tf32_ms"] = r.get("ms") if err is None else None
-            row["fuse_tf32_rel_err"] = r.get("rel_err")
+            row["fuse_ieee_ms"] = r.get("ms") if err is None else None
+            row["fuse_ieee_rel_err"] = r.get("rel_err")
             if err:
-                row["fuse_tf32_error"] = err
+                row["fuse_ieee_error"] = err
     pool.shutdown()
 
     out = [rows[c] for c in sorted(rows, key=lambda c: (
@@ -476,7 +488,7 @@ def main():
         print(f"Whole models on {card}: milliseconds per forward (median of "
               f"{args.reps}); ratios are fuse's time over the peer's")
         head = ("model", "dtype", "batch", "ok", "rel err", "fuse",
-                "fuse tf32", "eager", "compile", "compile+graphs",
+                "fuse ieee", "eager", "compile", "compile+graphs",
                 "fuse/eager", "fuse/compile", "fuse/c+graphs", "kernels",
                 "fuse compile s", "torch compile s")
     else:
@@ -492,7 +504,7 @@ def main():
         if cuda:
             cells = (r["model"], r["dtype"], r["batch"],
                      "yes" if r["ok"] else "NO", fmt(r.get("rel_err"), ".1e"),
-                     fmt(f), fmt(r.get("fuse_tf32_ms")),
+                     fmt(f), fmt(r.get("fuse_ieee_ms")),
                      fmt(r.get("torch_eager_ms")),
                      fmt(r.get("torch_compile_ms")),
                      fmt(r.get("torch_compile_ro_ms")),

@@ -32,24 +32,6 @@ bool fzGraphCheckCount(FzGraphDiag *d, size_t n, size_t minN, size_t maxN) {
                       n);
 }
 
-bool fzTensorDTypeIsSupported(const FzType *t) {
-  if (!t)
-    return false;
-  switch (fzTypeGetKind(t)) {
-  case FZ_TYPE_F16:
-  case FZ_TYPE_BF16:
-  case FZ_TYPE_F32:
-  case FZ_TYPE_F64:
-    return true;
-  case FZ_TYPE_INTEGER: {
-    unsigned w = fzTypeGetBitWidth(t);
-    return w == 1 || w == 8 || w == 16 || w == 32 || w == 64;
-  }
-  default:
-    return false;
-  }
-}
-
 bool fzGraphCheckRanked(FzGraphDiag *d, FzType *const *in, size_t i) {
   char buf[128];
   FzType *t = in[i];

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "dialects/graph/graph_internal.h"
+#include "ir/type_text.h"
 
 /*===--- Diagnostics ----------------------------------------------------===*/
 
@@ -35,29 +36,8 @@ FzGraphDiag fzGraphDiagForOp(FzOp *op) {
   return d;
 }
 
-typedef struct TextSink {
-  char *buf;
-  size_t cap, len;
-} TextSink;
-
-static void sink_put(FzStringRef chunk, void *ud) {
-  TextSink *s = ud;
-  for (size_t i = 0; i < chunk.length && s->len + 1 < s->cap; ++i)
-    s->buf[s->len++] = chunk.data[i];
-  s->buf[s->len] = '\0';
-}
-
 const char *fzGraphTypeStr(const FzType *t, char *buf, size_t cap) {
-  TextSink s = {buf, cap, 0};
-  buf[0] = '\0';
-  if (!t) {
-    snprintf(buf, cap, "<null>");
-    return buf;
-  }
-  fzTypePrint(t, sink_put, &s);
-  if (s.len + 1 >= cap && cap > 4)
-    memcpy(buf + cap - 4, "...", 4);
-  return buf;
+  return fzTypeText(t, buf, cap);
 }
 
 const char *fzGraphShapeStr(size_t rank, const int64_t *shape, char *buf,

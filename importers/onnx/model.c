@@ -1,5 +1,5 @@
 /* importers/onnx/model.c - the ONNX importer's driver: decodes a
- * ModelProto with the generated protobuf-c code, checks the opset, builds
+ * ModelProto with the generated protobuf-c code, reads the opset, builds
  * builtin.module { func.func @main }, binds graph inputs to arguments,
  * imports each node through the op table, returns the graph outputs, and
  * verifies the result.
@@ -300,19 +300,36 @@ static bool bind_inputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
 
 /*===--- Nodes ----------------------------------------------------------===*/
 
-static bool attr_known(const char *list, const char *name) {
+/* Looks `name` up in a row's attribute list (see FzOnnxOpDef): 0 when
+ * the op has no such attribute, 1 when `version` has it, -1 when only
+ * other versions do (*bound and *since then say which: since `bound`, or
+ * before it). */
+static int attr_known(const char *list, const char *name, int version,
+                      int *bound, bool *since) {
   size_t len = strlen(name);
   for (const char *p = list; p && *p;) {
     while (*p == ' ')
       ++p;
     const char *e = p;
-    while (*e && *e != ' ')
+    while (*e && *e != ' ' && *e != '<' && *e != '>')
       ++e;
-    if ((size_t)(e - p) == len && !strncmp(p, name, len))
-      return true;
+    bool match = (size_t)(e - p) == len && !strncmp(p, name, len);
+    int cond = 0, v = 0; /* cond: 0 none, 1 since v, 2 before v */
+    if (*e == '<' || *e == '>') {
+      cond = *e == '<' ? 2 : 1;
+      e += cond == 1 ? 2 : 1; /* ">=" or "<" */
+      while (*e >= '0' && *e <= '9')
+        v = v * 10 + (*e++ - '0');
+    }
+    if (match) {
+      bool ok = cond == 0 || (cond == 1 ? version >= v : version < v);
+      *bound = v;
+      *since = cond == 1;
+      return ok ? 1 : -1;
+    }
     p = e;
   }
-  return false;
+  return 0;
 }
 
 /* Checks the node against its row: domain, input/output counts and
@@ -352,8 +369,15 @@ static bool check_node(FzOnnxImporter *im, const FzOnnxOpDef *row) {
     if (a->ref_attr_name && *a->ref_attr_name)
       return fzOnnxError(im, "unsupported attribute reference '%s'",
                          a->name);
-    if (!attr_known(row->attrs, a->name))
+    int bound;
+    bool since;
+    int k = attr_known(row->attrs, a->name, im->opVersion, &bound, &since);
+    if (k == 0)
       return fzOnnxError(im, "unsupported attribute '%s'", a->name);
+    if (k < 0)
+      return fzOnnxError(im, "attribute '%s' is not part of %s-%d (only of "
+                             "versions %s %d)", a->name, n->op_type,
+                         im->opVersion, since ? "from" : "before", bound);
     for (size_t j = 0; j < i; ++j)
       if (!strcmp(n->attribute[j]->name, a->name))
         return fzOnnxError(im, "attribute '%s' is given twice", a->name);
@@ -385,6 +409,39 @@ static bool check_fresh_output(FzOnnxImporter *im, const Onnx__NodeProto *n,
     return fzOnnxError(im, "output '%s' is already defined by an earlier "
                            "node", name);
   return fzPtrMapPut(&im->values, id, PENDING);
+}
+
+/* An op type without a row: unsupported, with the reason when known. */
+static bool refuse_op(FzOnnxImporter *im, const char *opType) {
+  const char *why = fzOnnxRefusedReason(opType);
+  if (why)
+    return fzOnnxError(im, "unsupported op type '%s': %s", opType, why);
+  return fzOnnxError(im, "unsupported op type '%s'", opType);
+}
+
+/* Sets im->opVersion: the version of the node's op that the model's
+ * opset means. A node of an opset newer than the version table knows is
+ * an error (its op may have changed since), and so is an op that the
+ * opset does not define yet. */
+static bool resolve_version(FzOnnxImporter *im, const char *opType) {
+  int first, newest;
+  int v = fzOnnxOpVersion(opType, im->opset, &first, &newest);
+  im->opVersion = v;
+  if (v < 0)
+    return fzOnnxError(im, "internal error: no versions known for '%s'",
+                       opType);
+  if (im->opset > FZ_ONNX_MAX_OPSET)
+    return fzOnnxError(im, "unsupported version: opset %lld of the default "
+                           "domain is newer than the importer knows (%d, "
+                           "where %s is %s-%d); it cannot tell which "
+                           "version of %s that opset means",
+                       (long long)im->opset, FZ_ONNX_MAX_OPSET, opType,
+                       opType, newest, opType);
+  if (v == 0)
+    return fzOnnxError(im, "%s is not defined in opset %lld of the default "
+                           "domain (it is from opset %d)", opType,
+                       (long long)im->opset, first);
+  return true;
 }
 
 static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
@@ -443,15 +500,15 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
   if (ok && !poisoned) {
     if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
       ok = fzOnnxError(im, "unsupported op domain '%s'", n->domain);
-    else if (im->opset < 0)
+    else if (im->opset == FZ_ONNX_NO_OPSET)
       ok = fzOnnxError(im, "the model imports no opset of the default ONNX "
                            "domain");
     else if (!n->op_type || !*n->op_type) /* proto2: may be absent */
       ok = fzOnnxError(im, "node has no op_type");
     else if (!(row = fzOnnxLookupOp(n->op_type)))
-      ok = fzOnnxError(im, "unsupported op type '%s'", n->op_type);
+      ok = refuse_op(im, n->op_type);
     else
-      ok = check_node(im, row);
+      ok = resolve_version(im, n->op_type) && check_node(im, row);
   }
   im->row = row;
   if (ok && !poisoned) {
@@ -597,9 +654,11 @@ static void pb_free(void *ud, void *p) {
     fzFree(ud, p);
 }
 
-/* The opset of the default domain; false after an error. */
-static bool read_opset(FzOnnxImporter *im, const Onnx__ModelProto *m) {
-  im->opset = -1;
+/* The opset of the default domain (FZ_ONNX_NO_OPSET when the model
+ * imports none). Any number is accepted here: versions are told node by
+ * node. */
+static void read_opset(FzOnnxImporter *im, const Onnx__ModelProto *m) {
+  im->opset = FZ_ONNX_NO_OPSET;
   for (size_t i = 0; i < m->n_opset_import; ++i) {
     const Onnx__OperatorSetIdProto *o = m->opset_import[i];
     if ((!o->domain || !*o->domain || !strcmp(o->domain, "ai.onnx")) &&
@@ -608,11 +667,6 @@ static bool read_opset(FzOnnxImporter *im, const Onnx__ModelProto *m) {
   }
   /* A model without the default domain may still use other domains'
    * ops: each gets its "unsupported op domain" error. */
-  if (im->opset > FZ_ONNX_MAX_OPSET)
-    return fzOnnxModelError(im, "unsupported opset version %lld (the "
-                                "importer supports up to %d)",
-                            (long long)im->opset, FZ_ONNX_MAX_OPSET);
-  return true;
 }
 
 /* Erases the pure ops whose results are unused (constants left behind
@@ -806,7 +860,8 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
   if (!m->has_ir_version || !m->graph) {
     fzOnnxModelError(&im, "not an ONNX model: no %s",
                      m->has_ir_version ? "graph" : "ir_version");
-  } else if (read_opset(&im, m)) {
+  } else {
+    read_opset(&im, m);
     fzArenaInit(&im.arena, ctx);
     fzPtrMapInit(&im.values, ctx);
     fzPtrMapInit(&im.initializers, ctx);

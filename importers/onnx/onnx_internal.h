@@ -32,8 +32,12 @@
 #include "ir/util.h"
 #include "onnx.pb-c.h"
 
-/* The newest opset of the default domain the importer knows. */
-#define FZ_ONNX_MAX_OPSET 17
+/* The newest opset of the default domain whose op versions the importer
+ * knows (versions.c). A model importing a newer one is read node by node:
+ * each node whose op's version cannot be told is an error. */
+#define FZ_ONNX_MAX_OPSET 21
+/* im->opset of a model that imports no opset of the default domain. */
+#define FZ_ONNX_NO_OPSET INT64_MIN
 /* Constants folded at import are limited to this many elements. */
 #define FZ_ONNX_FOLD_LIMIT ((int64_t)1 << 22)
 
@@ -46,7 +50,7 @@ typedef struct FzOnnxImporter {
   const FzOnnxImportOptions *options; /* never NULL */
   FzLoc *errorLoc;       /* loc("model.onnx"): where errors are reported */
   FzLoc *fileLoc;        /* loc("model.onnx":0:0) */
-  int64_t opset;         /* of the default domain */
+  int64_t opset;         /* of the default domain, or FZ_ONNX_NO_OPSET */
   FzArena arena;         /* temporaries of the whole import */
   FzBuilder b;           /* at the end of @main's body */
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
@@ -57,6 +61,8 @@ typedef struct FzOnnxImporter {
   /* The node being imported. */
   const Onnx__NodeProto *node;
   const FzOnnxOpDef *row; /* its op table row */
+  int opVersion;        /* the version of its op the model's opset means
+                           (ReduceMax at opset 19: 18) */
   const char *nodeName; /* its name, or its first output's */
   FzLoc *nodeLoc;
   bool nodeFailed;      /* an error was reported for it */
@@ -72,7 +78,9 @@ typedef struct FzOnnxImporter {
 typedef bool (*FzOnnxHandler)(FzOnnxImporter *im, FzValue *const *in,
                               size_t numIn, FzValue **out, size_t numOut);
 
-/* One row of the op table. */
+/* One row of the op table. `attrs` lists the attribute names the op
+ * takes; a name may carry the versions that have it: "axes<18" (versions
+ * before 18), "num_outputs>=18" (versions from 18). */
 struct FzOnnxOpDef {
   const char *opType;  /* "Conv" */
   FzOnnxHandler fn;
@@ -94,6 +102,16 @@ extern const FzOnnxOpDef fzOnnxResizeOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
+
+/* The version of op `opType` that opset `opset` of the default domain
+ * means: its newest since-version at most `opset`; 0 when the op is not
+ * defined yet at that opset; -1 when the version table has no entry for
+ * it. *first and *newest (may be NULL) receive the op's first and newest
+ * since-versions in the table. (versions.c) */
+int fzOnnxOpVersion(const char *opType, int64_t opset, int *first,
+                    int *newest);
+/* Why the importer refuses an op type it has no row for, or NULL. */
+const char *fzOnnxRefusedReason(const char *opType);
 
 /*===--- Errors --------------------------------------------------------===*/
 

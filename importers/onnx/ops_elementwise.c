@@ -3,6 +3,9 @@
  * Where, Cast, Clip, the variadic Max/Min/Sum/Mean, and the activations,
  * with decompositions for those the graph dialect lacks:
  *
+ *   Gelu              graph.gelu (approximate "none" or "tanh")
+ *   Mish              x * tanh(softplus(x))
+ *   BitwiseNot        -x - 1 (integers)
  *   Softsign          x / (1 + |x|)
  *   HardSwish         x * hard_sigmoid(x; 1/6, 1/2)
  *   Celu              alpha * elu(x / alpha)
@@ -122,7 +125,7 @@ static bool h_clip(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   FzValue *dyn[2] = {NULL, NULL};
   static const char *const names[2] = {"min", "max"};
   for (int k = 0; k < 2; ++k) {
-    if (im->opset < 11) {
+    if (im->opVersion < 11) {
       double v;
       if (!fzOnnxAttrFloat(im, names[k], k ? HUGE_VAL : -HUGE_VAL, &v))
         return false;
@@ -152,6 +155,25 @@ static bool h_clip(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return x != NULL;
 }
 
+/*===--- Gelu (20) --------------------------------------------------------===*/
+
+/* graph.gelu, whose `approximate` ("none" or "tanh") is ONNX's. */
+static bool h_gelu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                   FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  const char *approx;
+  if (!fzOnnxAttrString(im, "approximate", "none", &approx))
+    return false;
+  if (strcmp(approx, "none") && strcmp(approx, "tanh"))
+    return fzOnnxErrorAttrValue(im, "approximate", approx);
+  out[0] = fzOnnxEmit(im, "graph.gelu", 1, in, NULL, "approximate",
+                      fzStringAttrGet(im->ctx,
+                                      fzStringRefFromCString(approx)),
+                      NULL);
+  return out[0] != NULL;
+}
+
 /*===--- Decomposed activations ------------------------------------------===*/
 
 static FzValue *scalar_like(FzOnnxImporter *im, FzValue *x, double v) {
@@ -177,6 +199,33 @@ static bool h_hardswish(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                            fzOnnxFloatAttr(im, 1.0 / 6.0), "beta",
                            fzOnnxFloatAttr(im, 0.5), NULL);
   out[0] = fzOnnxBinary(im, "graph.mul", x, hs);
+  return out[0] != NULL;
+}
+
+/* Mish (18): x * tanh(softplus(x)). */
+static bool h_mish(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                   FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzValue *t = fzOnnxUnary(im, "graph.tanh",
+                           fzOnnxUnary(im, "graph.softplus", in[0]));
+  out[0] = fzOnnxBinary(im, "graph.mul", in[0], t);
+  return out[0] != NULL;
+}
+
+/* BitwiseNot (18) on two's-complement integers: ~x = -x - 1 (graph.neg and
+ * graph.sub wrap, so INT_MIN and INT_MAX map onto each other). The graph
+ * dialect's not is logical and takes i1 only; ONNX's BitwiseNot takes no
+ * booleans. */
+static bool h_bitwise_not(FzOnnxImporter *im, FzValue *const *in,
+                          size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzType *elt = fzOnnxElt(in[0]);
+  if (!fzTypeIsInteger(elt) || elt == fzIntegerTypeGet(im->ctx, 1))
+    return fzOnnxError(im, "input must be an integer tensor");
+  out[0] = fzOnnxBinary(im, "graph.sub", fzOnnxUnary(im, "graph.neg", in[0]),
+                        scalar_like(im, in[0], 1));
   return out[0] != NULL;
 }
 
@@ -399,9 +448,13 @@ const FzOnnxOpDef fzOnnxElementwiseOps[] = {
     {"Sum", h_variadic, "graph.add", "", 1, -1, 1},
     {"Mean", h_variadic, "graph.add", "", 1, -1, 1},
     ROW("Where", h_where, "", 3, 3),
-    ROW("Cast", h_cast, "to", 1, 1),
-    ROW("CastLike", h_cast, "", 2, 2),
-    ROW("Clip", h_clip, "min max", 1, 3),
+    /* saturate (19) applies to float8 targets only, which are refused. */
+    ROW("Cast", h_cast, "saturate>=19 to", 1, 1),
+    ROW("CastLike", h_cast, "saturate>=19", 2, 2),
+    ROW("Clip", h_clip, "min<11 max<11", 1, 3),
+    ROW("Gelu", h_gelu, "approximate", 1, 1),
+    ROW("Mish", h_mish, "", 1, 1),
+    ROW("BitwiseNot", h_bitwise_not, "", 1, 1),
     ROW("Softsign", h_softsign, "", 1, 1),
     ROW("HardSwish", h_hardswish, "", 1, 1),
     ROW("Celu", h_celu, "alpha", 1, 1),

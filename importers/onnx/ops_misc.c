@@ -7,7 +7,8 @@
  * axis size) work, since the graph dialect has no gather-elements op);
  * CumSum is a matmul with a constant triangular matrix along the axis;
  * Einsum multiplies its operands aligned on a common label order and
- * sums the contracted labels.
+ * sums the contracted labels; AffineGrid multiplies a constant grid of
+ * positions by the affine matrices.
  */
 #include <math.h>
 #include <string.h>
@@ -553,6 +554,86 @@ static bool h_einsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return acc != NULL;
 }
 
+/*===--- AffineGrid (20) -------------------------------------------------===*/
+
+/* The normalized coordinate of index i of a dim of size len: -1 and 1 at
+ * the corner pixels' centres (align_corners) or outer edges. */
+static double grid_coord(int64_t i, int64_t len, bool alignCorners) {
+  if (alignCorners)
+    return len == 1 ? -1.0 : -1.0 + 2.0 * (double)i / (double)(len - 1);
+  return (2.0 * (double)i + 1.0) / (double)len - 1.0;
+}
+
+/* grid = base x theta^T: base holds one homogeneous row [x, y, (z,) 1]
+ * per output position (x along the last dim), a constant of
+ * prod(size[2:]) x (k + 1) elements; theta is [N, k, k + 1]. The matmul
+ * broadcasts base over the batch; the result is reshaped to
+ * [N, (D,) H, W, k]. size (input #1) must be a constant. */
+static bool h_affine_grid(FzOnnxImporter *im, FzValue *const *in,
+                          size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t align, *size;
+  size_t n;
+  if (!fzOnnxAttrInt(im, "align_corners", 0, &align))
+    return false;
+  if (!fzOnnxGetConstInts(im, in[1], &size, &n))
+    return fzOnnxErrorNotConstant(im, 1, "size");
+  if (n != 4 && n != 5)
+    return fzOnnxError(im, "'size' needs 4 (2-D) or 5 (3-D) entries, has "
+                           "%zu", n);
+  size_t k = n - 2;
+  FzValue *theta = in[0];
+  if (!fzTypeIsFloat(fzOnnxElt(theta)) || fzOnnxRank(theta) != 3 ||
+      fzOnnxDim(theta, 1) != (int64_t)k ||
+      fzOnnxDim(theta, 2) != (int64_t)k + 1)
+    return fzOnnxError(im, "input #0 (theta) must be a float tensor of shape "
+                           "[N, %zu, %zu]", k, k + 1);
+  if (!fzOnnxRequireStatic(im, theta, "theta"))
+    return false;
+  int64_t batch = fzOnnxDim(theta, 0);
+  if (size[0] != batch)
+    return fzOnnxError(im, "'size' has batch %lld but theta %lld",
+                       (long long)size[0], (long long)batch);
+  int64_t positions, outShape[5];
+  for (size_t i = 0; i < k; ++i) {
+    if (!fzOnnxCheckDim(im, size[2 + i], "grid size"))
+      return false;
+    outShape[1 + i] = size[2 + i];
+  }
+  /* The grid's rows: checked as a product of dims by fzOnnxCheckBuilt. */
+  if (!fzOnnxCheckBuilt(im, k, outShape + 1, "grid of positions",
+                        &positions))
+    return false;
+  int64_t bshape[2] = {positions, (int64_t)k + 1};
+  if (!fzOnnxCheckBuilt(im, 2, bshape, "grid of positions", NULL))
+    return false;
+  FzTensor *base = fzTensorCreate(im->ctx, fzOnnxElt(theta), 2, bshape);
+  if (!base)
+    return false;
+  for (int64_t p = 0; p < positions; ++p) {
+    int64_t rest = p;
+    /* Row [x, y, z, 1]: x from the last dim (W), then H, then D. */
+    for (size_t j = 0; j < k; ++j) {
+      int64_t len = size[n - 1 - j];
+      fzTensorSetF64(base, p * (int64_t)(k + 1) + (int64_t)j,
+                     grid_coord(rest % len, len, align != 0));
+      rest /= len;
+    }
+    fzTensorSetF64(base, p * (int64_t)(k + 1) + (int64_t)k, 1.0);
+  }
+  FzValue *b = fzOnnxConstTensor(im, base);
+  fzTensorDestroy(base);
+  FzValue *ops[2] = {b, theta};
+  FzValue *y = fzOnnxEmit(im, "graph.matmul", 2, ops, NULL, "transpose_a",
+                          fzBoolAttrGet(im->ctx, false), "transpose_b",
+                          fzBoolAttrGet(im->ctx, true), NULL);
+  outShape[0] = batch;
+  outShape[1 + k] = (int64_t)k;
+  out[0] = fzOnnxReshape(im, y, k + 2, outShape);
+  return out[0] != NULL;
+}
+
 /*===--- The table -------------------------------------------------------===*/
 
 const FzOnnxOpDef fzOnnxMiscOps[] = {
@@ -570,6 +651,7 @@ const FzOnnxOpDef fzOnnxMiscOps[] = {
     {"GatherElements", h_gather_elements, NULL, "axis", 2, 2, 1},
     {"CumSum", h_cumsum, NULL, "exclusive reverse", 2, 2, 1},
     {"Einsum", h_einsum, NULL, "equation", 1, 8, 1},
+    {"AffineGrid", h_affine_grid, NULL, "align_corners", 2, 2, 1},
     {"HannWindow", h_window, NULL, "output_datatype periodic", 1, 1, 1},
     {"HammingWindow", h_window, NULL, "output_datatype periodic", 1, 1, 1},
     {"BlackmanWindow", h_window, NULL, "output_datatype periodic", 1, 1, 1},

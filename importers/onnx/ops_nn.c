@@ -1,7 +1,8 @@
 /* importers/onnx/ops_nn.c - ONNX neural-network ops: MatMul, Gemm, Conv,
  * the pools, the normalizations (BatchNormalization in inference form,
- * InstanceNormalization, LayerNormalization, MeanVarianceNormalization,
- * LRN), Softmax and LogSoftmax, and Dropout (inference: the identity).
+ * InstanceNormalization, GroupNormalization, LayerNormalization,
+ * MeanVarianceNormalization, LRN), Softmax and LogSoftmax, and Dropout
+ * (inference: the identity).
  *
  * Windows. graph.conv2d and the 2-D pools take NCHW and explicit pads
  * [top, left, bottom, right] (ONNX's order: begins, then ends). 1-D
@@ -16,6 +17,10 @@
  * Decompositions: Gemm is matmul (with transpose flags), a scale by
  * alpha, and a bias (scaled by beta) added; InstanceNormalization is
  * layer_norm over the spatial dims then the per-channel scale and bias;
+ * GroupNormalization is layer_norm over each group of channels, then the
+ * scale and bias (per group in version 18, per channel in 21); LpPool is
+ * a depthwise conv2d with ones over |x|^p, then the p-th root; Col2Im a
+ * transposed convolution with a constant kernel of block positions;
  * LayerNormalization's optional Mean and InvStdDev outputs are
  * layer_norm's results #1 and #2; MVN and LRN go through reductions; opset < 13 Softmax flattens to 2-D around
  * `axis`, as those opsets define it.
@@ -279,6 +284,83 @@ static bool h_global_pool(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
+/* LpPool: (sum over the window of |x|^p)^(1/p). The window sums are a
+ * depthwise graph.conv2d with a kernel of ones (padding adds zeros, as
+ * ONNX's pads do). ceil_mode (version 18) adds end padding so that the
+ * last window fits, dropping one that would start in the end padding.
+ * p is a float attribute in version 1, an int from version 2. */
+static bool h_lp_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                      FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzValue *x = in[0];
+  size_t sp = spatial_rank(im, x);
+  if (!sp || !fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  int64_t kernel[2], ceilMode, pInt = 2;
+  double p = 2;
+  if (!fzOnnxAttr(im, "kernel_shape"))
+    return fzOnnxError(im, "requires attribute 'kernel_shape'");
+  if (!read_spatial(im, "kernel_shape", sp, 1, kernel) ||
+      !fzOnnxAttrInt(im, "ceil_mode", 0, &ceilMode) ||
+      (im->opVersion < 2 ? !fzOnnxAttrFloat(im, "p", 2.0, &p)
+                         : !fzOnnxAttrInt(im, "p", 2, &pInt)))
+    return false;
+  if (im->opVersion >= 2)
+    p = (double)pInt;
+  if (!(p >= 1 && p <= 1e6))
+    return fzOnnxError(im, "attribute 'p' must be in [1, 10^6], got %g", p);
+  Window win;
+  if (!read_window(im, x, sp, kernel, &win))
+    return false;
+  for (size_t i = 0; i < 4; ++i)
+    if (win.pads[i] < 0 || win.pads[i] > FZ_MAX_DIM)
+      return fzOnnxError(im, "attribute 'pads' must be in [0, 2^40], got "
+                             "%lld", (long long)win.pads[i]);
+  FzValue *x2 = to_2d(im, x);
+  if (!x2)
+    return false;
+  for (size_t i = 0; ceilMode && i < 2; ++i) {
+    /* Sizes and pads are at most 2^40, window attributes 2^31. */
+    int64_t h = fzOnnxDim(x2, 2 + i), s = win.strides[i];
+    int64_t len = h + win.pads[i] + win.pads[2 + i];
+    int64_t span = (win.kernel[i] - 1) * win.dilations[i] + 1;
+    if (len < span)
+      break; /* no window fits: conv2d reports it */
+    int64_t n = (len - span + s - 1) / s + 1;
+    if ((n - 1) * s >= h + win.pads[i])
+      --n;
+    int64_t extra = (n - 1) * s + span - len;
+    if (extra > 0)
+      win.pads[2 + i] += extra;
+  }
+  int64_t c = fzOnnxDim(x2, 1);
+  int64_t wshape[4] = {c, 1, win.kernel[0], win.kernel[1]};
+  if (!fzOnnxCheckBuilt(im, 4, wshape, "kernel of ones", NULL))
+    return false;
+  FzValue *ax = fzOnnxUnary(im, "graph.abs", x2), *xp;
+  if (p == 1)
+    xp = ax;
+  else if (p == 2)
+    xp = fzOnnxBinary(im, "graph.mul", x2, x2);
+  else
+    xp = fzOnnxBinary(im, "graph.pow", ax, scalar_like(im, x2, p));
+  FzValue *ops[2] = {xp, fzOnnxConstSplat(im, fzOnnxElt(x2), 4, wshape, 1)};
+  FzValue *y = fzOnnxEmit(im, "graph.conv2d", 2, ops, NULL, "strides",
+                          i64_array(im, 2, win.strides), "pads",
+                          i64_array(im, 4, win.pads), "dilations",
+                          i64_array(im, 2, win.dilations), "groups",
+                          fzIntegerAttrGet(im->ctx,
+                                           fzIntegerTypeGet(im->ctx, 64), c),
+                          NULL);
+  if (p == 2)
+    y = fzOnnxUnary(im, "graph.sqrt", y);
+  else if (p != 1)
+    y = fzOnnxBinary(im, "graph.pow", y, scalar_like(im, x2, 1 / p));
+  out[0] = from_2d(im, y, sp);
+  return out[0] != NULL;
+}
+
 /* ConvTranspose as a convolution: the input dilated by the strides
  * (zeros between elements), padded by (k_eff - 1 - pad) on each side
  * (plus output_padding at the end; a negative amount crops), convolved
@@ -418,6 +500,112 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
+/* Col2Im (18), 2-D: the transposed convolution that puts each column
+ * block back at its place, summing overlaps. x [N, C*kh*kw, Lh*Lw] is
+ * viewed as [N, C*kh*kw, Lh, Lw], dilated by the strides, padded by
+ * k_eff - 1 - pad on each side (the end also by what the image has beyond
+ * the last block), and convolved, one group per channel, with a constant
+ * kernel [C, kh*kw, kh, kw] whose channel b is one at b's block position,
+ * flipped. image_shape and block_shape must be constants. */
+static bool h_col2im(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzValue *x = in[0];
+  int64_t *image, *block, s[2], d[2], p[4];
+  size_t ni, nb;
+  if (!fzOnnxGetConstInts(im, in[1], &image, &ni))
+    return fzOnnxErrorNotConstant(im, 1, "image_shape");
+  if (!fzOnnxGetConstInts(im, in[2], &block, &nb))
+    return fzOnnxErrorNotConstant(im, 2, "block_shape");
+  if (ni != nb || ni < 2)
+    return fzOnnxError(im, "'image_shape' and 'block_shape' need the same "
+                           "number of entries, at least 2");
+  if (ni != 2)
+    return fzOnnxError(im, "unsupported %zu-D image (only 2-D)", ni);
+  if (!read_spatial(im, "strides", 2, 1, s) ||
+      !read_spatial(im, "dilations", 2, 1, d) ||
+      !read_spatial(im, "pads", 4, 0, p))
+    return false;
+  if (fzOnnxRank(x) != 3 || !fzOnnxRequireStatic(im, x, "the input"))
+    return fzOnnxRank(x) == 3 ? false
+                              : fzOnnxError(im, "input must have rank 3");
+  int64_t n = fzOnnxDim(x, 0), ck = fzOnnxDim(x, 1), l = fzOnnxDim(x, 2);
+  int64_t keff[2], len[2], k, positions;
+  for (int i = 0; i < 2; ++i) {
+    if (!fzOnnxCheckDim(im, image[i], "image size"))
+      return false;
+    if (block[i] < 1 || block[i] > ((int64_t)1 << 31) || s[i] < 1 ||
+        s[i] > ((int64_t)1 << 31) || d[i] < 1 || d[i] > ((int64_t)1 << 31))
+      return fzOnnxError(im, "block sizes, 'strides' and 'dilations' must "
+                             "be in [1, 2^31]");
+    if (p[i] < 0 || p[i] > FZ_MAX_DIM || p[2 + i] < 0 ||
+        p[2 + i] > FZ_MAX_DIM)
+      return fzOnnxError(im, "'pads' must be in [0, 2^40]");
+    keff[i] = (block[i] - 1) * d[i] + 1; /* at most 2^62 */
+    int64_t span = image[i] + p[i] + p[2 + i] - keff[i];
+    if (span < 0)
+      return fzOnnxError(im, "block %lld (dilated) is larger than the "
+                             "padded image dimension %d",
+                         (long long)block[i], i);
+    len[i] = span / s[i] + 1;
+  }
+  if (!fzOnnxMulI64(block[0], block[1], &k) || k > FZ_ONNX_FOLD_LIMIT ||
+      ck % k || !fzOnnxMulI64(len[0], len[1], &positions) || positions != l)
+    return fzOnnxError(im, "input of shape [%lld, %lld, %lld] does not hold "
+                           "C x %lld x %lld blocks at %lld x %lld positions",
+                       (long long)n, (long long)ck, (long long)l,
+                       (long long)block[0], (long long)block[1],
+                       (long long)len[0], (long long)len[1]);
+  int64_t c = ck / k, wshape[4] = {c, k, block[0], block[1]};
+  if (!fzOnnxCheckBuilt(im, 4, wshape, "kernel of block positions", NULL))
+    return false;
+  int64_t s4[4] = {n, ck, len[0], len[1]};
+  FzValue *y = fzOnnxReshape(im, x, 4, s4);
+  if (s[0] > 1 || s[1] > 1) {
+    /* [N,CK,Lh,Lw] -> [N,CK,Lh,1,Lw,1] -> [N,CK,Lh,sh,Lw,sw] -> cropped
+     * to (Lh-1)*sh+1 x (Lw-1)*sw+1: zeros between the blocks. */
+    int64_t s6[6] = {n, ck, len[0], 1, len[1], 1}, pad6[12] = {0};
+    pad6[6 + 3] = s[0] - 1;
+    pad6[6 + 5] = s[1] - 1;
+    int64_t h = len[0] * s[0], w = len[1] * s[1];
+    if (h > FZ_MAX_DIM || w > FZ_MAX_DIM) /* len * s <= span + s */
+      return fzOnnxError(im, "the strided blocks are larger than 2^40");
+    int64_t st[4] = {0}, lim[4] = {n, ck, h - s[0] + 1, w - s[1] + 1};
+    int64_t one[4] = {1, 1, 1, 1}, sw[4] = {n, ck, h, w};
+    y = fzOnnxReshape(im, y, 6, s6);
+    y = fzOnnxEmit(im, "graph.pad", 1, &y, NULL, "pads",
+                   i64_array(im, 12, pad6), NULL);
+    y = fzOnnxSlice(im, fzOnnxReshape(im, y, 4, sw), st, lim, one);
+  }
+  int64_t pad4[8] = {0};
+  for (int i = 0; i < 2; ++i) {
+    int64_t extra = image[i] + p[i] + p[2 + i] - keff[i] -
+                    (len[i] - 1) * s[i]; /* in [0, s) */
+    pad4[2 + i] = keff[i] - 1 - p[i];
+    pad4[4 + 2 + i] = keff[i] - 1 - p[2 + i] + extra;
+  }
+  y = fzOnnxEmit(im, "graph.pad", 1, &y, NULL, "pads",
+                 i64_array(im, 8, pad4), NULL);
+  FzTensor *wt = fzTensorCreate(im->ctx, fzOnnxElt(x), 4, wshape);
+  if (!wt)
+    return false;
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t b = 0; b < k; ++b) {
+      int64_t u = block[0] - 1 - b / block[1], v = block[1] - 1 - b % block[1];
+      fzTensorSetF64(wt, ((ch * k + b) * block[0] + u) * block[1] + v, 1.0);
+    }
+  FzValue *ops[2] = {y, fzOnnxConstTensor(im, wt)};
+  fzTensorDestroy(wt);
+  int64_t ones[2] = {1, 1}, zeros[4] = {0, 0, 0, 0};
+  out[0] = fzOnnxEmit(
+      im, "graph.conv2d", 2, ops, NULL, "strides", i64_array(im, 2, ones),
+      "pads", i64_array(im, 4, zeros), "dilations", i64_array(im, 2, d),
+      "groups", fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), c),
+      NULL);
+  return out[0] != NULL;
+}
+
 /*===--- Normalizations --------------------------------------------------===*/
 
 static bool h_batch_norm(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
@@ -504,6 +692,74 @@ static bool h_instance_norm(FzOnnxImporter *im, FzValue *const *in,
                           fzIntegerAttrGet(im->ctx,
                                            fzIntegerTypeGet(im->ctx, 64), 2),
                           "epsilon", fzOnnxFloatAttr(im, eps), NULL);
+  y = fzOnnxBinary(im, "graph.mul", y, per_channel(im, in[1], r - 2));
+  out[0] = fzOnnxBinary(im, "graph.add", y, per_channel(im, in[2], r - 2));
+  return out[0] != NULL;
+}
+
+/* The element type of an ONNX float dtype (stash_type), or NULL. */
+static FzType *stash_type(FzOnnxImporter *im, int64_t dt) {
+  bool isFloat = dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT ||
+                 dt == ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE ||
+                 dt == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 ||
+                 dt == ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16;
+  return isFloat ? fzOnnxElementType(im->ctx, (int32_t)dt) : NULL;
+}
+
+/* GroupNormalization: x [N, C, ...] viewed as [N, G, C/G * ...],
+ * graph.layer_norm over its last dim, then the scale and bias: per group
+ * in version 18 (shape [G]), per channel in version 21 (shape [C]), where
+ * the normalization runs in stash_type (cast there and back). */
+static bool h_group_norm(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                         FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  double eps;
+  int64_t groups, stash;
+  if (!fzOnnxAttrFloat(im, "epsilon", 1e-5, &eps) ||
+      !fzOnnxAttrInt(im, "num_groups", 0, &groups) ||
+      !fzOnnxAttrInt(im, "stash_type", 1, &stash))
+    return false;
+  if (!fzOnnxAttr(im, "num_groups"))
+    return fzOnnxError(im, "requires attribute 'num_groups'");
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (r < 2)
+    return fzOnnxError(im, "input must have rank >= 2");
+  if (!fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  int64_t n = fzOnnxDim(x, 0), c = fzOnnxDim(x, 1), rest = 1;
+  if (groups < 1 || c % groups)
+    return fzOnnxError(im, "attribute 'num_groups' (%lld) must be positive "
+                           "and divide the channels (%lld)",
+                       (long long)groups, (long long)c);
+  for (size_t i = 2; i < r; ++i)
+    rest *= fzOnnxDim(x, i); /* a factor of x's element count */
+  bool perChannel = im->opVersion >= 21;
+  int64_t want = perChannel ? c : groups;
+  for (size_t i = 1; i < 3; ++i)
+    if (fzOnnxRank(in[i]) != 1 || fzOnnxDim(in[i], 0) != want)
+      return fzOnnxError(im, "input #%zu (%s) must have shape [%lld] (%s)", i,
+                         i == 1 ? "scale" : "bias", (long long)want,
+                         perChannel ? "one per channel"
+                                    : "one per group, as in version 18");
+  FzType *elt = fzOnnxElt(x), *work = elt;
+  if (perChannel && !(work = stash_type(im, stash)))
+    return fzOnnxError(im, "unsupported attribute 'stash_type' value %lld "
+                           "(a float dtype is needed)", (long long)stash);
+  int64_t s3[3] = {n, groups, c / groups * rest};
+  FzValue *y = fzOnnxReshape(im, fzOnnxCast(im, x, work), 3, s3);
+  y = fzOnnxEmit(im, "graph.layer_norm", 1, &y, NULL, "axis",
+                 fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), 2),
+                 "epsilon", fzOnnxFloatAttr(im, eps), NULL);
+  if (!perChannel) {
+    int64_t g3[3] = {1, groups, 1};
+    y = fzOnnxBinary(im, "graph.mul", y, fzOnnxReshape(im, in[1], 3, g3));
+    y = fzOnnxBinary(im, "graph.add", y, fzOnnxReshape(im, in[2], 3, g3));
+    out[0] = fzOnnxReshape(im, y, r, fzOnnxShape(x));
+    return out[0] != NULL;
+  }
+  y = fzOnnxCast(im, fzOnnxReshape(im, y, r, fzOnnxShape(x)), elt);
   y = fzOnnxBinary(im, "graph.mul", y, per_channel(im, in[1], r - 2));
   out[0] = fzOnnxBinary(im, "graph.add", y, per_channel(im, in[2], r - 2));
   return out[0] != NULL;
@@ -652,7 +908,7 @@ static bool h_softmax(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                       FzValue **out, size_t nOut) {
   (void)nIn;
   (void)nOut;
-  bool old = im->opset < 13;
+  bool old = im->opVersion < 13;
   int64_t axis;
   if (!fzOnnxAttrInt(im, "axis", old ? 1 : -1, &axis))
     return false;
@@ -733,14 +989,21 @@ const FzOnnxOpDef fzOnnxNnOps[] = {
      "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
      1, 1, 1},
     {"AveragePool", h_pool, NULL,
-     "auto_pad ceil_mode count_include_pad kernel_shape pads strides", 1, 1,
-     1},
+     "auto_pad ceil_mode count_include_pad dilations>=19 kernel_shape pads "
+     "strides",
+     1, 1, 1},
+    {"LpPool", h_lp_pool, NULL,
+     "auto_pad ceil_mode>=18 dilations>=18 kernel_shape p pads strides", 1,
+     1, 1},
+    {"Col2Im", h_col2im, NULL, "dilations pads strides", 3, 3, 1},
     {"GlobalAveragePool", h_global_pool, "graph.global_avg_pool", "", 1, 1,
      1},
     {"GlobalMaxPool", h_global_pool, "graph.global_max_pool", "", 1, 1, 1},
     {"BatchNormalization", h_batch_norm, NULL,
      "epsilon momentum training_mode spatial", 5, 5, 3},
     {"InstanceNormalization", h_instance_norm, NULL, "epsilon", 3, 3, 1},
+    {"GroupNormalization", h_group_norm, NULL,
+     "epsilon num_groups stash_type>=21", 3, 3, 1},
     {"LayerNormalization", h_layer_norm, NULL, "axis epsilon stash_type", 2,
      3, 3},
     {"MeanVarianceNormalization", h_mvn, NULL, "axes", 1, 1, 1},

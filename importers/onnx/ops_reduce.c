@@ -5,25 +5,41 @@
  * pick the first (or last) index with a reduction over an index
  * constant.
  *
- * Axes come from the `axes` attribute, or (ReduceSum from opset 13) from
- * a second input that must be a constant. No axes means every dim,
- * unless noop_with_empty_axes is set, which makes the op the identity.
+ * Axes come from the `axes` attribute, or (ReduceSum from version 13, the
+ * others from version 18) from a second input that must be a constant. No
+ * axes means every dim, unless noop_with_empty_axes is set, which makes
+ * the op the identity. ReduceMax and ReduceMin take booleans from version
+ * 20 (any and all), reduced as i32.
  */
 #include <math.h>
 #include <string.h>
 
 #include "importers/onnx/onnx_internal.h"
 
+/* The version from which an op takes its axes as input #1 (and has
+ * noop_with_empty_axes): ReduceSum-13, the other reductions' 18. */
+static int axes_input_since(const char *opType) {
+  return !strcmp(opType, "ReduceSum") ? 13 : 18;
+}
+
 /* Reads the axes of a reduction: *all when none are given; *noop when
- * none are given and noop_with_empty_axes is set. */
+ * none are given and noop_with_empty_axes is set. The axes are an
+ * attribute before axes_input_since, input #1 from it (the table's
+ * attribute list rejects the attribute form where it does not belong). */
 static bool read_axes(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                       int64_t **axes, size_t *n, bool *all, bool *noop) {
   bool present;
   int64_t noopAttr;
+  int since = axes_input_since(im->node->op_type);
   if (!fzOnnxAttrInts(im, "axes", axes, n, &present) ||
       !fzOnnxAttrInt(im, "noop_with_empty_axes", 0, &noopAttr))
     return false;
-  if (!present && nIn > 1 && in[1]) {
+  if (nIn > 1 && in[1]) {
+    if (im->opVersion < since)
+      return fzOnnxError(im, "input #1 (axes) is not part of %s-%d (the "
+                             "axes are an input from version %d, an "
+                             "attribute before)", im->node->op_type,
+                         im->opVersion, since);
     if (!fzOnnxGetConstInts(im, in[1], axes, n))
       return fzOnnxErrorNotConstant(im, 1, "axes");
     present = true;
@@ -92,6 +108,15 @@ static bool h_reduce(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       }
       y = fzOnnxReshape(im, y, k, shape);
     }
+  } else if (fzOnnxElt(x) == fzIntegerTypeGet(im->ctx, 1)) {
+    /* Booleans (ReduceMax/Min from version 20: any/all) through i32. */
+    if (strcmp(type, "Max") && strcmp(type, "Min"))
+      return fzOnnxError(im, "unsupported boolean input (only ReduceMax "
+                             "and ReduceMin take booleans)");
+    FzType *i32 = fzIntegerTypeGet(im->ctx, 32);
+    y = fzOnnxReduce(im, im->row->graphOp, fzOnnxCast(im, x, i32), n, ax,
+                     keep);
+    y = fzOnnxCompare(im, "ne", y, fzOnnxConstScalar(im, i32, 0));
   } else {
     y = fzOnnxReduce(im, im->row->graphOp, x, n, ax, keep);
   }
@@ -154,7 +179,7 @@ static bool h_hardmax(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                       FzValue **out, size_t nOut) {
   (void)nIn;
   (void)nOut;
-  bool old = im->opset < 13;
+  bool old = im->opVersion < 13;
   int64_t axis;
   if (!fzOnnxAttrInt(im, "axis", old ? 1 : -1, &axis))
     return false;
@@ -188,10 +213,11 @@ static bool h_hardmax(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
 /*===--- The table -------------------------------------------------------===*/
 
 #define REDUCE(type, op)                                                     \
-  {type, h_reduce, op, "axes keepdims noop_with_empty_axes", 1, 2, 1}
+  {type, h_reduce, op, "axes<18 keepdims noop_with_empty_axes>=18", 1, 2, 1}
 
 const FzOnnxOpDef fzOnnxReduceOps[] = {
-    REDUCE("ReduceSum", "graph.reduce_sum"),
+    {"ReduceSum", h_reduce, "graph.reduce_sum",
+     "axes<13 keepdims noop_with_empty_axes>=13", 1, 2, 1},
     REDUCE("ReduceMean", "graph.reduce_mean"),
     REDUCE("ReduceMax", "graph.reduce_max"),
     REDUCE("ReduceMin", "graph.reduce_min"),

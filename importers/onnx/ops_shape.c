@@ -1,13 +1,16 @@
 /* importers/onnx/ops_shape.c - ONNX ops that move data: Reshape, Flatten,
  * Squeeze, Unsqueeze (all graph.reshape), Transpose, Concat, Split and
  * Slice (graph.slice), Gather, Expand (graph.broadcast), Tile, Pad,
- * DepthToSpace, SpaceToDepth and Identity.
+ * CenterCropPad (slice and pad), DepthToSpace, SpaceToDepth and Identity.
  *
  * Operands that describe shapes (Reshape's shape, Slice's starts/ends/
- * axes/steps, Squeeze's axes from opset 13, Split's split, Expand's
- * shape, Tile's repeats, Pad's pads) must be constants at import time:
- * initializers, Constant nodes, or shape computations that folded. The
- * attribute forms of older opsets are read as well.
+ * axes/steps, Squeeze's axes from version 13, Split's split, Expand's
+ * shape, Tile's repeats, Pad's pads and axes, CenterCropPad's shape) must
+ * be constants at import time: initializers, Constant nodes, or shape
+ * computations that folded. The attribute forms of older versions are
+ * read as well. Split-18 takes num_outputs; Pad-18 pads only the dims its
+ * `axes` input names, and Pad-19's wrap mode is a gather with a constant
+ * index table.
  *
  * Slice bounds are clamped as ONNX specifies (start and end in [0, dim]
  * for positive steps, [-1, dim - 1] for negative ones) before they
@@ -262,6 +265,20 @@ static bool h_split(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   if (present && n != nOut)
     return fzOnnxError(im, "'split' has %zu entries for %zu outputs", n,
                        nOut);
+  /* Version 18: num_outputs equal chunks (the last one smaller when the
+   * dim does not divide), instead of the 'split' sizes. Without either,
+   * the node's outputs are the chunks, as before. */
+  if (fzOnnxAttr(im, "num_outputs")) {
+    int64_t numOutputs;
+    if (!fzOnnxAttrInt(im, "num_outputs", 0, &numOutputs))
+      return false;
+    if (present)
+      return fzOnnxError(im, "takes 'split' or 'num_outputs', not both");
+    if (numOutputs != (int64_t)nOut)
+      return fzOnnxError(im, "attribute 'num_outputs' (%lld) differs from "
+                             "the number of outputs (%zu)",
+                         (long long)numOutputs, nOut);
+  }
   int64_t starts[FZ_GRAPH_MAX_RANK] = {0}, limits[FZ_GRAPH_MAX_RANK];
   int64_t strides[FZ_GRAPH_MAX_RANK];
   for (size_t i = 0; i < r; ++i)
@@ -294,7 +311,7 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
 static bool h_slice(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                     FzValue **out, size_t nOut) {
   (void)nOut;
-  bool old = im->opset < 10;
+  bool old = im->opVersion < 10;
   int64_t *st, *en, *ax = NULL, *sp = NULL;
   size_t ns, ne, na = 0, nsp = 0;
   bool ps, pe, pa, psp = false;
@@ -489,6 +506,63 @@ static FzValue *pad_axis(FzOnnxImporter *im, FzValue *x, size_t axis,
                     i64_attr(im, (int64_t)axis), NULL);
 }
 
+/* Wrap padding along one axis (Pad-19): output j reads input
+ * (j - lo) mod d, through a gather with a constant index table (pads
+ * larger than the dim wrap around more than once). */
+static FzValue *wrap_axis(FzOnnxImporter *im, FzValue *x, size_t axis,
+                          int64_t lo, int64_t hi) {
+  int64_t d = fzOnnxDim(x, axis), n;
+  if (lo == 0 && hi == 0)
+    return x;
+  if (d == 0) {
+    fzOnnxError(im, "cannot wrap-pad dimension %zu of size 0", axis);
+    return NULL;
+  }
+  /* lo, hi >= 0 (checked by the caller). */
+  if (!fzOnnxAddI64(d, lo, &n) || !fzOnnxAddI64(n, hi, &n))
+    n = INT64_MAX;
+  if (!fzOnnxCheckDim(im, n, "padded dimension") ||
+      !fzOnnxCheckBuilt(im, 1, &n, "index table", NULL))
+    return NULL;
+  int64_t *idx = fzOnnxAlloc(im, (size_t)(n ? n : 1) * sizeof *idx);
+  if (!idx)
+    return NULL;
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t s = (j - lo) % d; /* 0 <= lo < n <= 2^40: no overflow */
+    idx[j] = s < 0 ? s + d : s;
+  }
+  FzValue *ops[2] = {x, fzOnnxConstI64(im, 1, &n, idx)};
+  return fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                    i64_attr(im, (int64_t)axis), NULL);
+}
+
+/* Pad-18's axes (input #3): spreads pads given for those axes over every
+ * dim of a rank-r tensor, into full[2r] (zeros elsewhere). */
+static bool spread_pads(FzOnnxImporter *im, FzValue *axesIn, size_t r,
+                        const int64_t *pads, size_t n, int64_t *full) {
+  int64_t *axes;
+  size_t na;
+  if (!fzOnnxGetConstInts(im, axesIn, &axes, &na))
+    return fzOnnxErrorNotConstant(im, 3, "axes");
+  if (n != 2 * na)
+    return fzOnnxError(im, "'pads' needs %zu entries (2 per axis in "
+                           "'axes')", 2 * na);
+  bool seen[FZ_GRAPH_MAX_RANK] = {false};
+  for (size_t i = 0; i < 2 * r; ++i)
+    full[i] = 0;
+  for (size_t i = 0; i < na; ++i) {
+    size_t a;
+    if (!fzOnnxNormAxis(im, axes[i], r, &a))
+      return false;
+    if (seen[a])
+      return fzOnnxError(im, "'axes' names dimension %zu twice", a);
+    seen[a] = true;
+    full[a] = pads[i];
+    full[r + a] = pads[na + i];
+  }
+  return true;
+}
+
 static bool h_pad(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                   FzValue **out, size_t nOut) {
   (void)nOut;
@@ -499,7 +573,7 @@ static bool h_pad(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   double value = 0;
   if (!fzOnnxAttrString(im, "mode", "constant", &mode))
     return false;
-  if (im->opset < 11) {
+  if (im->opVersion < 11) {
     if (!fzOnnxAttrInts(im, "pads", &pads, &n, &present) ||
         !fzOnnxAttrFloat(im, "value", 0.0, &value))
       return false;
@@ -516,9 +590,26 @@ static bool h_pad(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   }
   FzValue *x = in[0];
   size_t r = fzOnnxRank(x);
+  int64_t full[2 * FZ_GRAPH_MAX_RANK];
+  if (nIn > 3 && in[3]) {
+    if (im->opVersion < 18)
+      return fzOnnxError(im, "input #3 (axes) is not part of Pad-%d (it is "
+                             "from version 18)", im->opVersion);
+    if (!present)
+      return fzOnnxError(im, "requires 'pads'");
+    if (!spread_pads(im, in[3], r, pads, n, full))
+      return false;
+    pads = full;
+    n = 2 * r;
+  }
   if (!present || n != 2 * r)
     return fzOnnxError(im, "'pads' needs %zu entries", 2 * r);
   bool reflect = !strcmp(mode, "reflect");
+  bool wrap = !strcmp(mode, "wrap");
+  if (wrap && im->opVersion < 19)
+    return fzOnnxError(im, "attribute 'mode' value 'wrap' is not part of "
+                           "Pad-%d (only of versions from 19)",
+                       im->opVersion);
   if (!strcmp(mode, "constant")) {
     FzValue *y = x;
     bool any = false;
@@ -533,7 +624,7 @@ static bool h_pad(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     out[0] = y;
     return y != NULL;
   }
-  if (!reflect && strcmp(mode, "edge"))
+  if (!reflect && !wrap && strcmp(mode, "edge"))
     return fzOnnxErrorAttrValue(im, "mode", mode);
   if (!fzOnnxRequireStatic(im, x, "the input"))
     return false;
@@ -541,8 +632,66 @@ static bool h_pad(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   for (size_t i = 0; y && i < r; ++i) {
     if (pads[i] < 0 || pads[r + i] < 0)
       return fzOnnxError(im, "unsupported negative pads in mode '%s'", mode);
-    y = pad_axis(im, y, i, pads[i], pads[r + i], reflect);
+    y = wrap ? wrap_axis(im, y, i, pads[i], pads[r + i])
+             : pad_axis(im, y, i, pads[i], pads[r + i], reflect);
   }
+  out[0] = y;
+  return y != NULL;
+}
+
+/*===--- CenterCropPad (18) ----------------------------------------------===*/
+
+/* Each dim named by `axes` (every dim by default) becomes its size in
+ * `shape`: a centred slice when smaller (the window starts rounded down),
+ * zeros on both sides when larger (the odd one at the end). */
+static bool h_center_crop_pad(FzOnnxImporter *im, FzValue *const *in,
+                              size_t nIn, FzValue **out, size_t nOut) {
+  (void)nOut;
+  int64_t *shape, *axes;
+  size_t n, na;
+  bool present, hasAxes;
+  if (!ints_from(im, in, nIn, 1, NULL, "shape", &shape, &n, &present) ||
+      !fzOnnxAttrInts(im, "axes", &axes, &na, &hasAxes))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (!hasAxes)
+    na = r;
+  if (n != na)
+    return fzOnnxError(im, "'shape' needs %zu entries", na);
+  int64_t starts[FZ_GRAPH_MAX_RANK] = {0}, limits[FZ_GRAPH_MAX_RANK];
+  int64_t strides[FZ_GRAPH_MAX_RANK], pads[2 * FZ_GRAPH_MAX_RANK] = {0};
+  bool seen[FZ_GRAPH_MAX_RANK] = {false}, anyPad = false;
+  for (size_t i = 0; i < r; ++i)
+    limits[i] = fzOnnxDim(x, i), strides[i] = 1;
+  for (size_t i = 0; i < na; ++i) {
+    size_t a = i;
+    if (hasAxes && !fzOnnxNormAxis(im, axes[i], r, &a))
+      return false;
+    if (seen[a])
+      return fzOnnxError(im, "attribute 'axes' names dimension %zu twice",
+                         a);
+    seen[a] = true;
+    int64_t d = fzOnnxDim(x, a), t = shape[i];
+    if (d == FZ_DYNAMIC)
+      return fzOnnxError(im, "unsupported dynamic dimension %zu", a);
+    if (!fzOnnxCheckDim(im, t, "target size"))
+      return false;
+    if (t < d) {
+      starts[a] = (d - t) / 2;
+      limits[a] = starts[a] + t;
+    } else if (t > d) {
+      pads[a] = (t - d) / 2;
+      pads[r + a] = t - d - pads[a];
+      anyPad = true;
+    }
+  }
+  FzValue *y = fzOnnxSlice(im, x, starts, limits, strides);
+  if (y && anyPad)
+    y = fzOnnxEmit(im, "graph.pad", 1, &y, NULL, "pads",
+                   fzDenseArrayAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64),
+                                       2 * r, pads),
+                   "value", fzOnnxFloatAttr(im, 0), NULL);
   out[0] = y;
   return y != NULL;
 }
@@ -605,17 +754,18 @@ static bool h_depth_space(FzOnnxImporter *im, FzValue *const *in,
 const FzOnnxOpDef fzOnnxShapeOps[] = {
     {"Reshape", h_reshape, NULL, "allowzero shape", 1, 2, 1},
     {"Flatten", h_flatten, NULL, "axis", 1, 1, 1},
-    {"Squeeze", h_squeeze, NULL, "axes", 1, 2, 1},
-    {"Unsqueeze", h_unsqueeze, NULL, "axes", 1, 2, 1},
+    {"Squeeze", h_squeeze, NULL, "axes<13", 1, 2, 1},
+    {"Unsqueeze", h_unsqueeze, NULL, "axes<13", 1, 2, 1},
     {"Identity", h_identity, NULL, "", 1, 1, 1},
     {"Transpose", h_transpose, NULL, "perm", 1, 1, 1},
     {"Concat", h_concat, NULL, "axis", 1, -1, 1},
-    {"Split", h_split, NULL, "axis split", 1, 2, 64},
+    {"Split", h_split, NULL, "axis split<13 num_outputs>=18", 1, 2, 64},
     {"Slice", h_slice, NULL, "starts ends axes", 1, 5, 1},
     {"Gather", h_gather, NULL, "axis", 2, 2, 1},
     {"Expand", h_expand, NULL, "", 2, 2, 1},
     {"Tile", h_tile, NULL, "", 2, 2, 1},
-    {"Pad", h_pad, NULL, "mode pads value", 1, 3, 1},
+    {"Pad", h_pad, NULL, "mode pads<11 value<11", 1, 4, 1},
+    {"CenterCropPad", h_center_crop_pad, NULL, "axes", 2, 2, 1},
     {"DepthToSpace", h_depth_space, NULL, "blocksize mode", 1, 1, 1},
     {"SpaceToDepth", h_depth_space, NULL, "blocksize", 1, 1, 1},
     {NULL, NULL, NULL, NULL, 0, 0, 0},

@@ -50,7 +50,11 @@ const char *fzOnnxDataTypeName(int32_t dataType) {
       "UNDEFINED", "FLOAT",  "UINT8",     "INT8",       "UINT16",
       "INT16",     "INT32",  "INT64",     "STRING",     "BOOL",
       "FLOAT16",   "DOUBLE", "UINT32",    "UINT64",     "COMPLEX64",
-      "COMPLEX128", "BFLOAT16"};
+      "COMPLEX128", "BFLOAT16",
+      /* Newer than Debian's onnx.proto (its enum ends at BFLOAT16); the
+       * fields are plain int32s, so models carry them all the same. */
+      "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2"};
   if (dataType >= 0 && (size_t)dataType < sizeof names / sizeof names[0])
     return names[dataType];
   return "an unknown dtype";

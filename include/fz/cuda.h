@@ -50,55 +50,55 @@ typedef enum FzCudaProbeResult {
  * bytes, may be NULL) receives the reason. For `--device auto`, which
  * falls back to the CPU on anything but READY, with a note when the
  * driver loaded (NO_DEVICE). */
-FzCudaProbeResult fzCudaProbeDevice(char *why, size_t whySize);
+FZ_API FzCudaProbeResult fzCudaProbeDevice(char *why, size_t whySize);
 /* fzCudaProbeDevice(why, whySize) == FZ_CUDA_PROBE_READY. */
-bool fzCudaProbe(char *why, size_t whySize);
+FZ_API bool fzCudaProbe(char *why, size_t whySize);
 
 /* Opens the driver, initializes it and makes device `ordinal`'s primary
  * context current. NULL after reporting an error to ctx (no driver, no
  * device, a failing call). */
-FzCuda *fzCudaCreate(FzContext *ctx, int ordinal);
+FZ_API FzCuda *fzCudaCreate(FzContext *ctx, int ordinal);
 /* Unloads the cached modules and releases the primary context. NULL is
  * ignored. The library stays open (drivers do not like dlclose). */
-void fzCudaDestroy(FzCuda *cu);
+FZ_API void fzCudaDestroy(FzCuda *cu);
 
 /* The context errors are reported to (the one given at creation). */
-FzContext *fzCudaGetContext(const FzCuda *cu);
+FZ_API FzContext *fzCudaGetContext(const FzCuda *cu);
 /* "NVIDIA H100 80GB HBM3" etc. */
-const char *fzCudaGetDeviceName(const FzCuda *cu);
+FZ_API const char *fzCudaGetDeviceName(const FzCuda *cu);
 /* Compute capability as 10 * major + minor (90 for sm_90). */
-int fzCudaGetComputeCapability(const FzCuda *cu);
-int fzCudaGetNumSMs(const FzCuda *cu);
+FZ_API int fzCudaGetComputeCapability(const FzCuda *cu);
+FZ_API int fzCudaGetNumSMs(const FzCuda *cu);
 /* Shared memory (static + dynamic, bytes) a block may use after opting
  * in: CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (227 KiB on
  * sm_80/sm_90). */
-int fzCudaGetSharedMemoryOptin(const FzCuda *cu);
+FZ_API int fzCudaGetSharedMemoryOptin(const FzCuda *cu);
 
 /* Device memory. Alloc of 0 bytes allocates 1. False after an error. */
-FZ_MUST_CHECK bool fzCudaAlloc(FzCuda *cu, size_t bytes, FzCudaPtr *out);
-void fzCudaFree(FzCuda *cu, FzCudaPtr p);
-FZ_MUST_CHECK bool fzCudaCopyToDevice(FzCuda *cu, FzCudaPtr dst,
-                                      const void *src, size_t bytes);
-FZ_MUST_CHECK bool fzCudaCopyToHost(FzCuda *cu, void *dst, FzCudaPtr src,
-                                    size_t bytes);
-FZ_MUST_CHECK bool fzCudaCopyOnDevice(FzCuda *cu, FzCudaPtr dst,
-                                      FzCudaPtr src, size_t bytes);
-FZ_MUST_CHECK bool fzCudaMemset(FzCuda *cu, FzCudaPtr dst, unsigned char v,
-                                size_t bytes);
+FZ_API FZ_MUST_CHECK bool fzCudaAlloc(FzCuda *cu, size_t bytes, FzCudaPtr *out);
+FZ_API void fzCudaFree(FzCuda *cu, FzCudaPtr p);
+FZ_API FZ_MUST_CHECK bool fzCudaCopyToDevice(FzCuda *cu, FzCudaPtr dst,
+                                             const void *src, size_t bytes);
+FZ_API FZ_MUST_CHECK bool fzCudaCopyToHost(FzCuda *cu, void *dst, FzCudaPtr src,
+                                           size_t bytes);
+FZ_API FZ_MUST_CHECK bool fzCudaCopyOnDevice(FzCuda *cu, FzCudaPtr dst,
+                                             FzCudaPtr src, size_t bytes);
+FZ_API FZ_MUST_CHECK bool fzCudaMemset(FzCuda *cu, FzCudaPtr dst,
+                                       unsigned char v, size_t bytes);
 
 /* The kernel `name` of the module whose PTX is ptx[0..len) (text; a NUL
  * is appended internally). The module is JIT-compiled and loaded on
  * first use and cached by the text; a failure reports the JIT's error
  * log. NULL after an error. */
-FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
-                              const char *name);
+FZ_API FzCudaKernel *fzCudaGetKernel(FzCuda *cu, const char *ptx, size_t len,
+                                     const char *name);
 /* The device address and size of global `name` of the module of ptx
  * (loaded and cached as fzCudaGetKernel does). False after reporting an
  * error. */
-bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
-                     const char *name, FzCudaPtr *addr, size_t *bytes);
+FZ_API bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
+                            const char *name, FzCudaPtr *addr, size_t *bytes);
 /* Number of modules in the cache (for tests). */
-size_t fzCudaGetNumCachedModules(const FzCuda *cu);
+FZ_API size_t fzCudaGetNumCachedModules(const FzCuda *cu);
 
 /* Lets kernel (from fzCudaGetKernel) be launched with `bytes` of dynamic
  * shared memory. Up to 48 KiB every kernel may; above, CUDA needs the
@@ -110,21 +110,20 @@ size_t fzCudaGetNumCachedModules(const FzCuda *cu);
  * device's opt-in limit (fzCudaGetSharedMemoryOptin) is smaller than
  * the kernel's static plus dynamic shared memory, named with the
  * kernel. */
-FZ_MUST_CHECK bool fzCudaKernelAllowSharedMemory(FzCuda *cu,
-                                                 FzCudaKernel *kernel,
-                                                 unsigned bytes);
+FZ_API FZ_MUST_CHECK bool
+fzCudaKernelAllowSharedMemory(FzCuda *cu, FzCudaKernel *kernel, unsigned bytes);
 
 /* Launches kernel on a grid of grid[0..3) blocks of block[0..3) threads
  * with sharedBytes of dynamic shared memory (allowed first:
  * fzCudaKernelAllowSharedMemory); args[i] points at the value of
  * parameter i (the driver's convention). Asynchronous: errors of the
  * kernel itself show up at the next synchronizing call. */
-FZ_MUST_CHECK bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel,
-                                const unsigned grid[3],
-                                const unsigned block[3],
-                                unsigned sharedBytes, void **args);
+FZ_API FZ_MUST_CHECK bool fzCudaLaunch(FzCuda *cu, FzCudaKernel *kernel,
+                                       const unsigned grid[3],
+                                       const unsigned block[3],
+                                       unsigned sharedBytes, void **args);
 /* Waits for all work; reports kernel failures. */
-FZ_MUST_CHECK bool fzCudaSynchronize(FzCuda *cu);
+FZ_API FZ_MUST_CHECK bool fzCudaSynchronize(FzCuda *cu);
 
 /* A CUDA graph of n kernel launches, each after the previous one
  * (kernels[i] on grid[i] blocks of block[i] threads with sharedBytes[i]
@@ -136,23 +135,22 @@ FZ_MUST_CHECK bool fzCudaSynchronize(FzCuda *cu);
  * are allowed it first (fzCudaKernelAllowSharedMemory). NULL after an
  * error. */
 typedef struct FzCudaGraph FzCudaGraph;
-FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
-                               FzCudaKernel *const *kernels,
-                               const unsigned (*grid)[3],
-                               const unsigned (*block)[3],
-                               const unsigned *sharedBytes,
-                               void **const *args);
+FZ_API FzCudaGraph *
+fzCudaGraphCreate(FzCuda *cu, size_t n, FzCudaKernel *const *kernels,
+                  const unsigned (*grid)[3], const unsigned (*block)[3],
+                  const unsigned *sharedBytes, void **const *args);
 /* Launches the whole graph (asynchronous, on the default stream). */
-FZ_MUST_CHECK bool fzCudaGraphLaunch(FzCuda *cu, FzCudaGraph *g);
-void fzCudaGraphDestroy(FzCuda *cu, FzCudaGraph *g);
+FZ_API FZ_MUST_CHECK bool fzCudaGraphLaunch(FzCuda *cu, FzCudaGraph *g);
+FZ_API void fzCudaGraphDestroy(FzCuda *cu, FzCudaGraph *g);
 
 /* Events for timing. */
-FzCudaEvent *fzCudaEventCreate(FzCuda *cu);
-void fzCudaEventDestroy(FzCuda *cu, FzCudaEvent *e);
-FZ_MUST_CHECK bool fzCudaEventRecord(FzCuda *cu, FzCudaEvent *e);
+FZ_API FzCudaEvent *fzCudaEventCreate(FzCuda *cu);
+FZ_API void fzCudaEventDestroy(FzCuda *cu, FzCudaEvent *e);
+FZ_API FZ_MUST_CHECK bool fzCudaEventRecord(FzCuda *cu, FzCudaEvent *e);
 /* Milliseconds between two recorded events (waits for `end`); a
  * negative value after an error. */
-float fzCudaEventElapsedMs(FzCuda *cu, FzCudaEvent *start, FzCudaEvent *end);
+FZ_API float fzCudaEventElapsedMs(FzCuda *cu, FzCudaEvent *start,
+                                  FzCudaEvent *end);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,8 @@
  * share.
  *
  * fzCudaCompileModule lowers a clone of a graph-level module with the CPU
- * pipeline's graph -> loop part (fusion unless told otherwise; a
+ * pipeline's graph -> loop part (fusion unless told otherwise; under the
+ * bf16 and fp16 precision policies, fzModuleApplyPrecision first; a
  * loop-level or kernel-level module is taken as is) and compiles it with
  * fzGpuCompile (lower-loop-to-kernel, then the kernel dialect to PTX) for
  * the device's compute capability (capped at sm_90, the newest LLVM 19
@@ -36,41 +37,43 @@ extern "C" {
 
 /* The PTX target for cu's device into buf ("sm_90" for 9.0 and newer,
  * "sm_80" for 8.0, ...). Returns buf. */
-const char *fzCudaGetPtxArch(const FzCuda *cu, char *buf, size_t size);
+FZ_API const char *fzCudaGetPtxArch(const FzCuda *cu, char *buf, size_t size);
 
 /* Compiles a clone of module (unchanged) for cu's device. options may be
  * NULL (defaults); its arch is replaced by fzCudaGetPtxArch's. fuse
  * selects the graph-level fusion passes. NULL after reporting errors to
  * the module's context. */
-FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
-                                  const FzGpuOptions *options);
+FZ_API FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
+                                         const FzGpuOptions *options);
 
 typedef struct FzCudaCall FzCudaCall;
 
 /* Prepares a call of the function `name` of p with nIn inputs (each
  * with exactly the bytes of the function's argument). NULL after
  * reporting an error (no such function, wrong inputs, device memory). */
-FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
-                             const char *name, size_t nIn,
-                             FzTensor *const *inputs);
+FZ_API FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
+                                    const char *name, size_t nIn,
+                                    FzTensor *const *inputs);
 /* The compiled function being called. */
-const FzGpuFunction *fzCudaCallGetFunction(const FzCudaCall *c);
+FZ_API const FzGpuFunction *fzCudaCallGetFunction(const FzCudaCall *c);
 /* True when the kernels replay as one CUDA graph. */
-bool fzCudaCallUsesGraph(const FzCudaCall *c);
+FZ_API bool fzCudaCallUsesGraph(const FzCudaCall *c);
 /* Launches every kernel once, in order (asynchronous). */
-FZ_MUST_CHECK bool fzCudaCallLaunch(FzCudaCall *c);
+FZ_API FZ_MUST_CHECK bool fzCudaCallLaunch(FzCudaCall *c);
 /* Waits for the device and copies the outputs into new tensors of ctx. */
-FZ_MUST_CHECK bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx,
-                                        size_t *nOut, FzTensor ***outputs);
+FZ_API FZ_MUST_CHECK bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx,
+                                               size_t *nOut,
+                                               FzTensor ***outputs);
 /* Frees the device buffers and the graph. NULL is ignored. */
-void fzCudaCallDestroy(FzCudaCall *c);
+FZ_API void fzCudaCallDestroy(FzCudaCall *c);
 
 /* One call of `name` start to end: create, launch, outputs, destroy.
  * False after reporting an error. */
-FZ_MUST_CHECK bool fzCudaRunFunction(FzCuda *cu, const FzGpuProgram *p,
-                                     const char *name, size_t nIn,
-                                     FzTensor *const *inputs, FzContext *ctx,
-                                     size_t *nOut, FzTensor ***outputs);
+FZ_API FZ_MUST_CHECK bool fzCudaRunFunction(FzCuda *cu, const FzGpuProgram *p,
+                                            const char *name, size_t nIn,
+                                            FzTensor *const *inputs,
+                                            FzContext *ctx, size_t *nOut,
+                                            FzTensor ***outputs);
 
 #ifdef __cplusplus
 }

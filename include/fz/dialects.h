@@ -15,11 +15,11 @@ extern "C" {
 #endif
 
 /* builtin.module. */
-FZ_MUST_CHECK bool fzRegisterBuiltinDialect(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterBuiltinDialect(FzContext *ctx);
 /* func.func, func.return, func.call. */
-FZ_MUST_CHECK bool fzRegisterFuncDialect(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterFuncDialect(FzContext *ctx);
 /* Every dialect that ships with fuse. */
-FZ_MUST_CHECK bool fzRegisterAllDialects(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterAllDialects(FzContext *ctx);
 
 #ifdef __cplusplus
 }

@@ -59,14 +59,14 @@ typedef bool (*FzFusionDescribeFn)(FzOp *op, FzFusionOpInfo *info);
 
 /* Registers the describer of every op of `dialect` (replacing a previous
  * one). The graph dialect's describer is built in. False on OOM. */
-FZ_MUST_CHECK bool fzContextRegisterFusionDescriber(FzContext *ctx,
-                                                    const char *dialect,
-                                                    FzFusionDescribeFn fn);
+FZ_API FZ_MUST_CHECK bool
+fzContextRegisterFusionDescriber(FzContext *ctx, const char *dialect,
+                                 FzFusionDescribeFn fn);
 
 /* What the pass knows about op: the describer's answer, or the op
  * definition's fusion kind (unregistered ops and ops with side effects
  * are OPAQUE). Never fails. */
-void fzFusionDescribeOp(FzOp *op, FzFusionOpInfo *info);
+FZ_API void fzFusionDescribeOp(FzOp *op, FzFusionOpInfo *info);
 
 /*===------------------------------------------------------------------===*
  * Targets
@@ -84,12 +84,12 @@ typedef struct FzFusionTarget {
 
 /* A target by name: those registered in ctx (ctx may be NULL), then the
  * built-in "cpu" and "cuda". NULL when unknown. */
-const FzFusionTarget *fzFusionTargetLookup(const FzContext *ctx,
-                                           FzStringRef name);
+FZ_API const FzFusionTarget *fzFusionTargetLookup(const FzContext *ctx,
+                                                  FzStringRef name);
 /* Makes target (which must outlive ctx) known by its name. False on
  * OOM. */
-FZ_MUST_CHECK bool fzContextRegisterFusionTarget(FzContext *ctx,
-                                                 const FzFusionTarget *target);
+FZ_API FZ_MUST_CHECK bool
+fzContextRegisterFusionTarget(FzContext *ctx, const FzFusionTarget *target);
 
 /*===------------------------------------------------------------------===*
  * The cost model
@@ -105,7 +105,7 @@ typedef enum FzFusionGroupKind {
 } FzFusionGroupKind;
 
 /* "loop", "reduction", "contraction", "opaque" (static strings). */
-const char *fzFusionGroupKindName(FzFusionGroupKind kind);
+FZ_API const char *fzFusionGroupKindName(FzFusionGroupKind kind);
 
 /* A summary of one candidate kernel: what the cost model sees. */
 typedef struct FzFusionKernelDesc {
@@ -153,17 +153,18 @@ struct FzFusionCostModel {
 };
 
 /* The built-in model (docs/fusion.md gives its formulas). */
-const FzFusionCostModel *fzFusionDefaultCostModel(void);
+FZ_API const FzFusionCostModel *fzFusionDefaultCostModel(void);
 /* The built-in model's estimate, for models that adjust it. */
-bool fzFusionEstimateDefault(const FzFusionTarget *target,
-                             const FzFusionKernelDesc *kernel,
-                             FzFusionEstimate *out);
+FZ_API bool fzFusionEstimateDefault(const FzFusionTarget *target,
+                                    const FzFusionKernelDesc *kernel,
+                                    FzFusionEstimate *out);
 /* Replaces the cost model the `fuse` pass uses in ctx (copied; NULL
  * restores the default). False on OOM. */
-FZ_MUST_CHECK bool fzContextSetFusionCostModel(FzContext *ctx,
-                                               const FzFusionCostModel *model);
+FZ_API FZ_MUST_CHECK bool
+fzContextSetFusionCostModel(FzContext *ctx, const FzFusionCostModel *model);
 /* The model in effect for ctx (never NULL). */
-const FzFusionCostModel *fzContextGetFusionCostModel(const FzContext *ctx);
+FZ_API const FzFusionCostModel *
+fzContextGetFusionCostModel(const FzContext *ctx);
 
 /*===------------------------------------------------------------------===*
  * Running the grouping
@@ -205,7 +206,7 @@ typedef struct FzFusionOptions {
 } FzFusionOptions;
 
 /* The defaults listed above. */
-void fzFusionOptionsInit(FzFusionOptions *options);
+FZ_API void fzFusionOptionsInit(FzFusionOptions *options);
 
 /* What one run did. Byte and time totals are filled only when
  * options->report is set (they cost a pass over every group). */
@@ -225,12 +226,13 @@ typedef struct FzFusionStats {
  * stats may be NULL. False after reporting an error (allocation failure,
  * an unknown target); the function is then left valid but possibly
  * partly grouped. */
-FZ_MUST_CHECK bool fzFuseFunction(FzOp *func, const FzFusionOptions *options,
-                                  FzFusionStats *stats);
+FZ_API FZ_MUST_CHECK bool fzFuseFunction(FzOp *func,
+                                         const FzFusionOptions *options,
+                                         FzFusionStats *stats);
 
 /* Registers the `fuse` pass (anchored on func.func; its options are
  * those of FzFusionOptions, see docs/fusion.md). Twice is harmless. */
-FZ_MUST_CHECK bool fzRegisterFusionPass(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterFusionPass(FzContext *ctx);
 
 #ifdef __cplusplus
 }

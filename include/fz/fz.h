@@ -34,6 +34,7 @@
 
 #include "fz/support.h"
 #include "fz/ir.h"
+#include "fz/tensor.h"
 #include "fz/opdef.h"
 #include "fz/dialects.h"
 #include "fz/pass.h"
@@ -43,6 +44,7 @@
 #include "fz/loop.h"
 #include "fz/kernel.h"
 #include "fz/lowering.h"
+#include "fz/precision.h"
 #include "fz/runtime.h"
 
 #endif /* FZ_FZ_H */

@@ -2,13 +2,15 @@
  * module to PTX through LLVM's NVPTX back end (`nvptx64-nvidia-cuda`),
  * with the launch plan of each host function.
  *
- * The pipeline (ARCHITECTURE.md section 1; docs/codegen.md "GPU"):
+ * The pipeline (docs/architecture.md; docs/codegen.md "GPU"):
  *   loop-level module ──lower-loop-to-kernel──> kernel-level module
- *     ──lowering/nvptx──> LLVM IR ──O3, NVPTX──> PTX + FzGpuProgram
+ *     ──lowering/nvptx──> one LLVM module per kernel ──O3, NVPTX, on
+ *     codegenThreads threads──> PTX of each, joined ──> PTX + FzGpuProgram
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
- * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma
- * and mmaTile (and the shared memory the arch allows); a module
+ * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma,
+ * mmaTile and precision (resolved for the arch: tf32 by default), and
+ * the shared memory the arch allows; a module
  * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
  * as it is. Then:
@@ -53,6 +55,7 @@
 #define FZ_GPU_H
 
 #include "fz/lowering.h"
+#include "fz/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -86,12 +89,34 @@ typedef struct FzGpuOptions {
    * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
   bool noMma;
   const char *mmaTile;
-  /* f32 matmuls on tf32 tensor cores (FzLoopToKernelOptions.tf32; off by
-   * default: tf32 rounds the operands to a 10-bit mantissa). */
-  bool tf32;
+  /* The precision policy (fz/precision.h) of f32 matmul and conv2d
+   * nests, resolved for `arch` (fzPrecisionResolve): FZ_PRECISION_DEFAULT
+   * (zero, the default) is tf32 on sm_80 and newer, FZ_PRECISION_IEEE
+   * keeps them exact f32 (CUDA cores). bf16 and fp16 act at the graph
+   * level: fzCudaCompileModule (fz/cuda_run.h) applies them to a
+   * graph-level module; fzGpuCompile's input is already at the loop
+   * level, where they mean tf32 for what f32 nests remain. */
+  FzPrecision precision;
+  /* Threads that optimize and generate code (docs/codegen.md "Parallel
+   * code generation"): every kernel.func is its own LLVM module in its
+   * own LLVMContext, compiled on a pool of threads, and the PTX of the
+   * modules is joined in kernel order. The PTX is the same whatever the
+   * number. 0 (the default): one per online CPU, at most
+   * FZ_GPU_DEFAULT_CODEGEN_THREADS; 1: every module on the calling
+   * thread; at most FZ_GPU_MAX_CODEGEN_THREADS. Never more threads than
+   * kernels. */
+  unsigned codegenThreads;
+  /* Receives "loop->kernel", "launch plans", "LLVM translate" and "LLVM
+   * optimize+codegen" (with one record per kernel before it), and what
+   * fzCudaCompileModule's graph -> loop pipeline reports (NULL: none;
+   * fz/lowering.h). */
+  const FzTimingSink *timing;
 } FzGpuOptions;
 
-void fzGpuOptionsInit(FzGpuOptions *o);
+#define FZ_GPU_DEFAULT_CODEGEN_THREADS 16
+#define FZ_GPU_MAX_CODEGEN_THREADS 256
+
+FZ_API void fzGpuOptionsInit(FzGpuOptions *o);
 
 /* What one kernel parameter receives at a launch. */
 typedef enum FzGpuArgKind {
@@ -183,17 +208,17 @@ typedef struct FzGpuProgram {
 /* Compiles `module` (loop or kernel level; a graph-level module must be
  * lowered first, e.g. fzLowerModuleForCpu), which it leaves unchanged.
  * NULL after reporting errors at the offending ops. */
-FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options);
-void fzGpuProgramDestroy(FzGpuProgram *p);
+FZ_API FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options);
+FZ_API void fzGpuProgramDestroy(FzGpuProgram *p);
 /* The function `name`, or NULL. */
-const FzGpuFunction *fzGpuProgramLookup(const FzGpuProgram *p,
-                                        const char *name);
+FZ_API const FzGpuFunction *fzGpuProgramLookup(const FzGpuProgram *p,
+                                               const char *name);
 
 /* Writes the LLVM IR (FZ_CODEGEN_LLVM_IR, after optimization) or the
  * PTX (FZ_CODEGEN_ASSEMBLY) of module through cb. False after errors. */
-FZ_MUST_CHECK bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
-                             FzCodegenFileType type, FzPrintCallback cb,
-                             void *userData);
+FZ_API FZ_MUST_CHECK bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
+                                    FzCodegenFileType type, FzPrintCallback cb,
+                                    void *userData);
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-/* fz/graph.h - the graph dialect (tensor ops with value semantics), host
- * tensors, .npy files, and the reference interpreter.
+/* fz/graph.h - the graph dialect (tensor ops with value semantics) and
+ * the reference interpreter (host tensors and .npy files: fz/tensor.h).
  *
  * The graph dialect is what importers produce and what the fusion pass
  * groups: every op takes and returns ranked tensors, has no side
@@ -23,6 +23,7 @@
 #define FZ_GRAPH_H
 
 #include "fz/opdef.h"
+#include "fz/tensor.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,108 +35,25 @@ extern "C" {
 
 /* Registers the graph dialect into ctx (twice is harmless). False only
  * after an error was reported (allocation failure, a name clash). */
-FZ_MUST_CHECK bool fzRegisterGraphDialect(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterGraphDialect(FzContext *ctx);
 /* The graph dialect's definition (static; for materializing constants). */
-const FzDialectDef *fzGraphDialectGet(void);
+FZ_API const FzDialectDef *fzGraphDialectGet(void);
 
 /* Registers the fold-constants pass (transforms/fold_constants.c) in the
  * context's pass registry: it evaluates graph ops whose operands are all
  * constants with the interpreter and replaces them by graph.constant, up
  * to its `max-elements` option per result. */
-FZ_MUST_CHECK bool fzRegisterFoldConstantsPass(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterFoldConstantsPass(FzContext *ctx);
 
-/* The largest rank a graph op accepts. */
-#define FZ_GRAPH_MAX_RANK 16
+/* The largest rank a graph op accepts (that of a host tensor). */
+#define FZ_GRAPH_MAX_RANK FZ_TENSOR_MAX_RANK
 
 /* Creates `graph.constant` holding value (a dense attribute) at the
  * builder's insertion point; loc may be NULL (unknown). NULL after an
  * error. */
-FzOp *fzGraphCreateConstant(FzBuilder *b, FzAttr *value, FzLoc *loc);
+FZ_API FzOp *fzGraphCreateConstant(FzBuilder *b, FzAttr *value, FzLoc *loc);
 
-
-/*===------------------------------------------------------------------===*
- * Host tensors
- *===------------------------------------------------------------------===*/
-
-/* A dense, contiguous, row-major tensor on the host. Elements are stored
- * as in dense attributes: packed little-endian in their storage size
- * (i1: one byte holding 0 or 1; f16/bf16: the 2-byte IEEE bits). The
- * fields are read-only to users; change elements through the Set
- * functions or by writing `data` directly in that storage format. */
-typedef struct FzTensor {
-  FzContext *ctx; /* allocates shape and data */
-  FzType *dtype;  /* element type: f16 bf16 f32 f64 i1 i8 i16 i32 i64 */
-  size_t rank;
-  int64_t *shape;      /* rank dims, all >= 0; NULL when rank is 0 */
-  int64_t numElements; /* product of shape (1 for rank 0) */
-  void *data;          /* numElements * fzTypeGetStorageSize(dtype) bytes */
-} FzTensor;
-
-/* True for the element types that tensors, .npy files and the
- * interpreter support: f16 bf16 f32 f64 and i1 i8 i16 i32 i64. */
-bool fzTensorDTypeIsSupported(const FzType *dtype);
-
-/* A zero-filled tensor. NULL after an error (unsupported dtype, negative
- * dim, rank above FZ_GRAPH_MAX_RANK, too many elements, out of memory). */
-FzTensor *fzTensorCreate(FzContext *ctx, FzType *dtype, size_t rank,
-                         const int64_t *shape);
-/* A zero-filled tensor of a statically shaped tensor type. */
-FzTensor *fzTensorCreateFromType(FzContext *ctx, FzType *tensorType);
-/* A deep copy; NULL on allocation failure. */
-FzTensor *fzTensorClone(const FzTensor *t);
-/* Frees the tensor and its data. NULL is ignored. */
-void fzTensorDestroy(FzTensor *t);
-/* Destroys the first n tensors of the array (NULL entries skipped) and
- * frees the array itself, which was allocated through ctx. */
-void fzTensorArrayDestroy(FzContext *ctx, size_t n, FzTensor **tensors);
-
-/* tensor<shape x dtype>; NULL on allocation failure. */
-FzType *fzTensorGetType(const FzTensor *t);
-/* Size of the data in bytes. */
-size_t fzTensorGetNumBytes(const FzTensor *t);
-
-/* Element i (row-major linear index, 0 <= i < numElements) as a double /
- * an int64 (floats are truncated toward zero; NaN gives 0). */
-double fzTensorGetF64(const FzTensor *t, int64_t i);
-int64_t fzTensorGetI64(const FzTensor *t, int64_t i);
-/* Stores element i. Floats round to nearest even; integers take the
- * value truncated toward zero, saturated to the type's range (NaN is
- * 0); i1 stores v != 0. */
-void fzTensorSetF64(FzTensor *t, int64_t i, double v);
-/* Integers wrap modulo 2^width (sign-extended); i1 stores v & 1; floats
- * take the nearest value. */
-void fzTensorSetI64(FzTensor *t, int64_t i, int64_t v);
-
-/* A tensor holding the elements of a dense attribute (splats expanded).
- * NULL after an error. */
-FzTensor *fzTensorFromDenseAttr(FzContext *ctx, const FzAttr *dense);
-/* A dense attribute holding t (a splat when every element is the same).
- * NULL after an error. */
-FzAttr *fzTensorToDenseAttr(const FzTensor *t);
-
-/*===------------------------------------------------------------------===*
- * .npy files (runtime/npy.c)
- *
- * Read: format versions 1, 2 and 3; byte orders '<', '|', '=' and '>'
- * (big-endian data is byte-swapped); dtypes f2 f4 f8 i1 i2 i4 i8 b1, and
- * bf16 stored as 2-byte void ('<V2' or '|V2': what numpy writes for
- * ml_dtypes.bfloat16 arrays); C or Fortran order (Fortran is transposed
- * to C). Write: version 1 (2 when the header needs it), C order,
- * little-endian; bf16 as '<V2'.
- * Malformed, truncated or oversized input is an error diagnostic naming
- * the file (never a crash); so is trailing data after the elements.
- *===------------------------------------------------------------------===*/
-
-/* Reads a .npy file. NULL after an error. */
-FzTensor *fzNpyReadFile(FzContext *ctx, const char *path);
-/* Reads .npy bytes; `name` is used in error messages. */
-FzTensor *fzNpyReadBuffer(FzContext *ctx, const void *data, size_t size,
-                          const char *name);
-/* Writes the .npy bytes of t through cb (header, then data). */
-void fzNpySerialize(const FzTensor *t, FzPrintCallback cb, void *userData);
-/* Writes t to `path` atomically (a temporary file renamed over it); no
- * file is left behind on error. False after an error. */
-FZ_MUST_CHECK bool fzNpyWriteFile(const FzTensor *t, const char *path);
+/* Host tensors (FzTensor) and .npy files: fz/tensor.h, included above. */
 
 /*===------------------------------------------------------------------===*
  * The reference interpreter
@@ -163,17 +81,18 @@ typedef struct FzInterpOptions {
  * after reporting errors at the offending op's location (an op without
  * a kernel, a dynamic dim that the inputs do not determine, integer
  * division by zero, a limit exceeded). options may be NULL. */
-FZ_MUST_CHECK bool fzInterpretFunction(FzOp *func, size_t numInputs,
-                                       FzTensor *const *inputs,
-                                       const FzInterpOptions *options,
-                                       size_t *numOutputs, FzTensor ***outputs);
+FZ_API FZ_MUST_CHECK bool fzInterpretFunction(FzOp *func, size_t numInputs,
+                                              FzTensor *const *inputs,
+                                              const FzInterpOptions *options,
+                                              size_t *numOutputs,
+                                              FzTensor ***outputs);
 
 /* Evaluates one graph op (no regions) on operand tensors, writing one
  * new tensor per result into results. For folding. False after an
  * error, with results all NULL. options may be NULL. */
-FZ_MUST_CHECK bool fzInterpretOp(FzOp *op, FzTensor *const *operands,
-                                 const FzInterpOptions *options,
-                                 FzTensor **results);
+FZ_API FZ_MUST_CHECK bool fzInterpretOp(FzOp *op, FzTensor *const *operands,
+                                        const FzInterpOptions *options,
+                                        FzTensor **results);
 
 /* The state of one interpretation, handed to kernels. */
 typedef struct FzGraphInterp FzGraphInterp;
@@ -193,19 +112,20 @@ typedef struct FzGraphKernel {
 
 /* For kernels: the context of the interpretation (valid during the kernel
  * call, like interp itself). */
-FzContext *fzGraphInterpGetContext(const FzGraphInterp *interp);
+FZ_API FzContext *fzGraphInterpGetContext(const FzGraphInterp *interp);
 /* A zero-filled tensor for a result of op, within the element limit;
  * NULL after an error reported at op. */
-FzTensor *fzGraphInterpCreateTensor(FzGraphInterp *interp, FzOp *op,
-                                    FzType *dtype, size_t rank,
-                                    const int64_t *shape);
+FZ_API FzTensor *fzGraphInterpCreateTensor(FzGraphInterp *interp, FzOp *op,
+                                           FzType *dtype, size_t rank,
+                                           const int64_t *shape);
 /* Evaluates the ops of block with its arguments bound to args (one per
  * block argument) up to its terminator, whose operands become new
  * tensors in results (room for the terminator's operand count). For
  * kernels of region-holding ops such as graph.fusion. */
-FZ_MUST_CHECK bool fzGraphInterpRunBlock(FzGraphInterp *interp, FzBlock *block,
-                                         FzTensor *const *args,
-                                         FzTensor **results);
+FZ_API FZ_MUST_CHECK bool fzGraphInterpRunBlock(FzGraphInterp *interp,
+                                                FzBlock *block,
+                                                FzTensor *const *args,
+                                                FzTensor **results);
 
 #ifdef __cplusplus
 }

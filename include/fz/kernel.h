@@ -27,6 +27,7 @@
 #define FZ_KERNEL_H
 
 #include "fz/loop.h"
+#include "fz/precision.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,17 +65,17 @@ typedef enum FzKernelOpcode {
 enum { FZ_KERNEL_SPACE_GLOBAL = 0, FZ_KERNEL_SPACE_SHARED = 3 };
 
 /* The opcode of a kernel-dialect op; FZ_KERNEL_OP_UNKNOWN otherwise. */
-FzKernelOpcode fzKernelGetOpcode(const FzOp *op);
+FZ_API FzKernelOpcode fzKernelGetOpcode(const FzOp *op);
 
 /* Registers the kernel dialect into ctx (twice is harmless). */
-FZ_MUST_CHECK bool fzRegisterKernelDialect(FzContext *ctx);
-const FzDialectDef *fzKernelDialectGet(void);
+FZ_API FZ_MUST_CHECK bool fzRegisterKernelDialect(FzContext *ctx);
+FZ_API const FzDialectDef *fzKernelDialectGet(void);
 
 /* The kernel.func enclosing op (op itself if it is one), or NULL. */
-FzOp *fzKernelGetEnclosingFunc(FzOp *op);
+FZ_API FzOp *fzKernelGetEnclosingFunc(FzOp *op);
 /* kernel.thread_id etc.: the dimension 0 (x), 1 (y), 2 (z); -1 for
  * other ops or a bad attribute. */
-int fzKernelGetDimension(const FzOp *op);
+FZ_API int fzKernelGetDimension(const FzOp *op);
 
 /* kernel.launch operands: grid x, y, z, block x, y, z, dynamic shared
  * bytes (all index), then the kernel's arguments. */
@@ -92,12 +93,12 @@ int fzKernelGetDimension(const FzOp *op);
  *  - kernel.cp_async_wait: the number of most recent groups that may stay
  *    pending (-1 for another op);
  *  - kernel.extract: the lane read (-1 for another op). */
-int fzKernelLdmatrixGetNum(const FzOp *op);
-bool fzKernelLdmatrixIsTransposed(const FzOp *op);
-size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
-bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
-int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
-int64_t fzKernelExtractGetPosition(const FzOp *op);
+FZ_API int fzKernelLdmatrixGetNum(const FzOp *op);
+FZ_API bool fzKernelLdmatrixIsTransposed(const FzOp *op);
+FZ_API size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
+FZ_API bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
+FZ_API int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
+FZ_API int64_t fzKernelExtractGetPosition(const FzOp *op);
 
 /*===------------------------------------------------------------------===*
  * The simulator (dialects/kernel/sim*.c)
@@ -152,28 +153,29 @@ typedef struct FzKernelSimOptions {
  * args (as the loop interpreter passes them: fz/loop.h). `site` is the
  * op errors about the launch itself are reported at (NULL: the kernel).
  * False after reporting an error. */
-FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
-                                    const FzKernelLaunchConfig *cfg,
-                                    size_t numArgs,
-                                    const FzLoopInterpValue *args);
+FZ_API FZ_MUST_CHECK bool fzKernelSimulate(FzOp *kernel, FzOp *site,
+                                           const FzKernelLaunchConfig *cfg,
+                                           size_t numArgs,
+                                           const FzLoopInterpValue *args);
 /* The same with options (NULL: the defaults, as fzKernelSimulate): the
  * step budget, and byte counts (options->stats). */
-FZ_MUST_CHECK bool fzKernelSimulateWithOptions(
-    FzOp *kernel, FzOp *site, const FzKernelLaunchConfig *cfg,
-    const FzKernelSimOptions *options, size_t numArgs,
-    const FzLoopInterpValue *args);
+FZ_API FZ_MUST_CHECK bool
+fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
+                            const FzKernelLaunchConfig *cfg,
+                            const FzKernelSimOptions *options, size_t numArgs,
+                            const FzLoopInterpValue *args);
 
 /* The loop-interpreter extension that runs kernel.launch through the
  * simulator (static; put it in FzLoopInterpOptions.extension), with the
  * default budget per launch. */
-const FzLoopInterpExtension *fzKernelSimExtension(void);
+FZ_API const FzLoopInterpExtension *fzKernelSimExtension(void);
 
 /* Fills *ext with the extension using `options` (its userData; it must
  * outlive the interpretation; NULL: the defaults): each launch runs with
  * options' budget, adds its bytes to options->stats when set, and is
  * reported to options->report when set. */
-void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
-                              const FzKernelSimOptions *options);
+FZ_API void fzKernelSimExtensionInit(FzLoopInterpExtension *ext,
+                                     const FzKernelSimOptions *options);
 
 /*===------------------------------------------------------------------===*
  * lower-loop-to-kernel (lowering/loop_to_kernel; docs/passes.md)
@@ -228,10 +230,14 @@ typedef struct FzLoopToKernelOptions {
    * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
    * chosen by size. A bad text is an error. Not owned. */
   const char *mmaTile;
-  /* f32 matmul nests become tensor-core kernels too, on tf32 (mma.sync
-   * m16n8k8: each operand rounded to a 10-bit mantissa, f32
-   * accumulation). Off by default: it changes results. */
-  bool tf32;
+  /* The precision policy (fz/precision.h) for f32 matmul and conv2d
+   * nests: unless it is FZ_PRECISION_IEEE they become tensor-core
+   * kernels too, on tf32 (mma.sync m16n8k8: each operand rounded to a
+   * 10-bit mantissa, f32 accumulation). FZ_PRECISION_DEFAULT (zero, the
+   * default) is tf32: the kernels target sm_80 and newer. bf16 and fp16
+   * act at the graph level (convert-contractions); an f32 nest that
+   * remains takes tf32 under them. */
+  FzPrecision precision;
   /* A remark at every nest that holds a loop: the matmul kernel it
    * became (its tile), or why the matmul mapping refused it. */
   bool remarks;
@@ -241,7 +247,7 @@ typedef struct FzLoopToKernelOptions {
   bool noDedup;
 } FzLoopToKernelOptions;
 
-void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
+FZ_API void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
 
 /* The first step of the pass, on its own: in every func.func of module,
  * each top-level loop.for, loop.store and loop.vector_store moves into a
@@ -249,18 +255,20 @@ void fzLoopToKernelOptionsInit(FzLoopToKernelOptions *o);
  * through rank-0 loop.alloc temporaries (at the start of the function)
  * that later ops read with loop.load. The semantics are kept. False
  * after reporting an error. */
-FZ_MUST_CHECK bool fzKernelWrapSequentialNests(FzOp *module);
+FZ_API FZ_MUST_CHECK bool fzKernelWrapSequentialNests(FzOp *module);
 
 /* Lowers every func.func of module in place (options may be NULL: the
  * defaults). A function without top-level nests is left as it is, so
  * running it twice is harmless. False after reporting errors. */
-FZ_MUST_CHECK bool fzLowerLoopToKernel(FzOp *module,
-                                       const FzLoopToKernelOptions *options);
+FZ_API FZ_MUST_CHECK bool
+fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options);
 
 /* Registers lower-loop-to-kernel (on builtin.module; options block-size,
- * vector, row-chunks, mma, mma-tile, remarks) and the named pipeline graph-to-kernel
- * (graph-to-loop,lower-loop-to-kernel). Twice is harmless. */
-FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);
+ * vector, row-chunks, row-stage, row-registers, max-shared, mma,
+ * mma-tile, precision, dedup, remarks) and the named pipeline
+ * graph-to-kernel (graph-to-loop,lower-loop-to-kernel). Twice is
+ * harmless. */
+FZ_API FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);
 
 #ifdef __cplusplus
 }

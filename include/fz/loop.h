@@ -128,9 +128,9 @@ typedef enum FzLoopOpcode {
 
 /* The opcode of a loop-dialect op; FZ_LOOP_OP_UNKNOWN for any other op
  * (or an unregistered one). O(1). */
-FzLoopOpcode fzLoopGetOpcode(const FzOp *op);
+FZ_API FzLoopOpcode fzLoopGetOpcode(const FzOp *op);
 /* "loop.addf" etc.; NULL for FZ_LOOP_OP_UNKNOWN. */
-const char *fzLoopOpcodeGetName(FzLoopOpcode opcode);
+FZ_API const char *fzLoopOpcodeGetName(FzLoopOpcode opcode);
 
 /* Comparison predicates: the `predicate` property of cmpf / cmpi, a
  * string of the spelling given. Float: o* are false when an operand is
@@ -152,35 +152,36 @@ typedef enum FzLoopCmpIPredicate {
 
 /* The predicate of a (verified) cmpf / cmpi op as its enum's value; -1
  * for any other op or an unknown spelling. */
-int fzLoopCmpGetPredicate(const FzOp *op);
+FZ_API int fzLoopCmpGetPredicate(const FzOp *op);
 /* "olt", "sge"... for cmpf (isFloat) or cmpi; NULL when out of range. */
-const char *fzLoopCmpPredicateName(bool isFloat, int pred);
+FZ_API const char *fzLoopCmpPredicateName(bool isFloat, int pred);
 
 /* Registers the loop dialect into ctx (twice is harmless). */
-FZ_MUST_CHECK bool fzRegisterLoopDialect(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterLoopDialect(FzContext *ctx);
 /* The dialect's definition (static). */
-const FzDialectDef *fzLoopDialectGet(void);
+FZ_API const FzDialectDef *fzLoopDialectGet(void);
 
 /*===------------------------------------------------------------------===*
  * Accessors for code generators
  *===------------------------------------------------------------------===*/
 
 /* loop.parallel: the number of dimensions (operands / 3). */
-size_t fzLoopParallelGetNumDims(const FzOp *op);
+FZ_API size_t fzLoopParallelGetNumDims(const FzOp *op);
 /* loop.for / loop.parallel: the body block (NULL if malformed). */
-FzBlock *fzLoopGetBody(const FzOp *op);
+FZ_API FzBlock *fzLoopGetBody(const FzOp *op);
 /* loop.load/store/vector_load/vector_store: the operand index of the
  * buffer (0 for loads, 1 for stores); the indices follow it. */
-size_t fzLoopMemGetBufferOperand(const FzOp *op);
+FZ_API size_t fzLoopMemGetBufferOperand(const FzOp *op);
 /* True when v is the result of a loop.constant holding an integer (an
  * index or integer scalar); the value goes to *out. False for anything
  * else (a block argument, a float constant, a computed value). */
-bool fzLoopValueGetConstantInt(FzValue *v, int64_t *out);
+FZ_API bool fzLoopValueGetConstantInt(FzValue *v, int64_t *out);
 
 /* Builders (insert at b's insertion point; NULL after an error). */
-FzValue *fzLoopCreateIndexConstant(FzBuilder *b, FzLoc *loc, int64_t v);
+FZ_API FzValue *fzLoopCreateIndexConstant(FzBuilder *b, FzLoc *loc, int64_t v);
 /* A float or integer constant of scalar type t. */
-FzValue *fzLoopCreateConstant(FzBuilder *b, FzLoc *loc, FzType *t, double v);
+FZ_API FzValue *fzLoopCreateConstant(FzBuilder *b, FzLoc *loc, FzType *t,
+                                     double v);
 
 /*===------------------------------------------------------------------===*
  * Scalar semantics, shared by the folder, the loop interpreter and the
@@ -199,14 +200,15 @@ typedef union FzLoopScalar {
  * constant operands: `t` is the result's scalar type, `ot` the operands'
  * scalar type, pred the cmp predicate (fzLoopCmpGetPredicate) or -1.
  * Returns false for an integer division by zero. */
-bool fzLoopEvalScalar(FzLoopOpcode opc, int pred, FzType *t, FzType *ot,
-                      size_t n, const FzLoopScalar *in, FzLoopScalar *out);
+FZ_API bool fzLoopEvalScalar(FzLoopOpcode opc, int pred, FzType *t, FzType *ot,
+                             size_t n, const FzLoopScalar *in,
+                             FzLoopScalar *out);
 /* Rounds / wraps a value to scalar type t. */
-FzLoopScalar fzLoopNormalize(FzType *t, FzLoopScalar v);
+FZ_API FzLoopScalar fzLoopNormalize(FzType *t, FzLoopScalar v);
 /* Reads / writes one element of type elt stored at p (host byte order,
  * f16/bf16 as their bits; p need not be aligned). */
-FzLoopScalar fzLoopReadElement(FzType *elt, const void *p);
-void fzLoopWriteElement(FzType *elt, void *p, FzLoopScalar v);
+FZ_API FzLoopScalar fzLoopReadElement(FzType *elt, const void *p);
+FZ_API void fzLoopWriteElement(FzType *elt, void *p, FzLoopScalar v);
 
 /*===------------------------------------------------------------------===*
  * The loop interpreter
@@ -279,9 +281,9 @@ typedef struct FzLoopInterpOptions {
  * results) with argument i bound to args[i]. Output arguments are
  * written in place. options may be NULL. False after reporting an
  * error (then outputs hold whatever was written before it). */
-FZ_MUST_CHECK bool fzLoopInterpretFunction(FzOp *func, size_t numArgs,
-                                           FzTensor *const *args,
-                                           const FzLoopInterpOptions *options);
+FZ_API FZ_MUST_CHECK bool
+fzLoopInterpretFunction(FzOp *func, size_t numArgs, FzTensor *const *args,
+                        const FzLoopInterpOptions *options);
 
 /* Runs a function through the loop level, for fuse-run's
  * `--device loop-interp` and for tests. When func is still at the graph
@@ -292,12 +294,11 @@ FZ_MUST_CHECK bool fzLoopInterpretFunction(FzOp *func, size_t numArgs,
  * for the outputs, which it returns in *outputs (an array of *numOutputs
  * tensors allocated through the context; release it with
  * fzTensorArrayDestroy). options may be NULL. False after reporting an
- * error. (lowering/graph_to_loop_run.c) */
-FZ_MUST_CHECK bool fzLoopRunFunction(FzOp *func, size_t numInputs,
-                                     FzTensor *const *inputs,
-                                     const char *pipeline,
-                                     const FzLoopInterpOptions *options,
-                                     size_t *numOutputs, FzTensor ***outputs);
+ * error. (pipelines/loop_run.c) */
+FZ_API FZ_MUST_CHECK bool
+fzLoopRunFunction(FzOp *func, size_t numInputs, FzTensor *const *inputs,
+                  const char *pipeline, const FzLoopInterpOptions *options,
+                  size_t *numOutputs, FzTensor ***outputs);
 
 /*===------------------------------------------------------------------===*
  * lower-graph-to-loop
@@ -336,7 +337,7 @@ FZ_MUST_CHECK bool fzLoopRunFunction(FzOp *func, size_t numInputs,
 
 /* Lowers every func.func in module (a builtin.module) in place. Returns
  * false after reporting errors; the module may then be partly lowered. */
-FZ_MUST_CHECK bool fzLowerGraphToLoop(FzOp *module);
+FZ_API FZ_MUST_CHECK bool fzLowerGraphToLoop(FzOp *module);
 
 /*===------------------------------------------------------------------===*
  * plan-memory
@@ -360,7 +361,7 @@ typedef struct FzMemoryPlanStats {
 } FzMemoryPlanStats;
 
 /* Plans the temporaries of one lowered func.func. stats may be NULL. */
-FZ_MUST_CHECK bool fzPlanMemory(FzOp *func, FzMemoryPlanStats *stats);
+FZ_API FZ_MUST_CHECK bool fzPlanMemory(FzOp *func, FzMemoryPlanStats *stats);
 
 /*===------------------------------------------------------------------===*
  * tile-contractions (CPU)
@@ -412,13 +413,13 @@ typedef struct FzTileContractionsOptions {
   int smallMPrefetch;
 } FzTileContractionsOptions;
 
-void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);
+FZ_API void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);
 /* Tiles the contraction nests of one lowered func.func in place;
  * *numTiled (may be NULL) counts them. options may be NULL. False after
  * reporting an error. */
-FZ_MUST_CHECK bool fzTileContractions(FzOp *func,
-                                      const FzTileContractionsOptions *options,
-                                      size_t *numTiled);
+FZ_API FZ_MUST_CHECK bool
+fzTileContractions(FzOp *func, const FzTileContractionsOptions *options,
+                   size_t *numTiled);
 
 /*===------------------------------------------------------------------===*
  * tile-convolutions (CPU)
@@ -451,13 +452,13 @@ typedef struct FzTileConvolutionsOptions {
   unsigned vectors;      /* NV; 0: chosen by the cost model (default) */
 } FzTileConvolutionsOptions;
 
-void fzTileConvolutionsOptionsInit(FzTileConvolutionsOptions *options);
+FZ_API void fzTileConvolutionsOptionsInit(FzTileConvolutionsOptions *options);
 /* Tiles the conv2d nests of one lowered func.func in place; *numTiled
  * (may be NULL) counts them. options may be NULL. False after reporting
  * an error. */
-FZ_MUST_CHECK bool fzTileConvolutions(FzOp *func,
-                                      const FzTileConvolutionsOptions *options,
-                                      size_t *numTiled);
+FZ_API FZ_MUST_CHECK bool
+fzTileConvolutions(FzOp *func, const FzTileConvolutionsOptions *options,
+                   size_t *numTiled);
 
 /*===------------------------------------------------------------------===*
  * stage-rows (CPU)
@@ -474,14 +475,14 @@ FZ_MUST_CHECK bool fzTileConvolutions(FzOp *func,
 
 /* *numStaged (may be NULL) counts the phases changed. False after
  * reporting an error. */
-FZ_MUST_CHECK bool fzStageRows(FzOp *func, int64_t maxBytes,
-                               size_t *numStaged);
+FZ_API FZ_MUST_CHECK bool fzStageRows(FzOp *func, int64_t maxBytes,
+                                      size_t *numStaged);
 
 /* Registers lower-graph-to-loop (on builtin.module), plan-memory (on
  * func.func) and the named pipeline graph-to-loop
  * (func.func(fuse),lower-graph-to-loop,func.func(plan-memory)). Twice is
  * harmless. */
-FZ_MUST_CHECK bool fzRegisterLoopPasses(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterLoopPasses(FzContext *ctx);
 
 #ifdef __cplusplus
 }

@@ -102,7 +102,7 @@ typedef struct FzCodegenOptions {
 } FzCodegenOptions;
 
 /* Fills the defaults listed above. */
-void fzCodegenOptionsInit(FzCodegenOptions *options);
+FZ_API void fzCodegenOptionsInit(FzCodegenOptions *options);
 
 /* Checks a target before LLVM sees it (LLVM ignores an unknown CPU or
  * feature with a warning on stderr, and ends the process on a 32-bit
@@ -114,12 +114,13 @@ void fzCodegenOptionsInit(FzCodegenOptions *options);
  * cpu/features pass. False after reporting an error. fzEmitLLVM,
  * fzNativeModuleCreate and the PTX emitter call it; tools may call it
  * early to report a bad option before any work. */
-FZ_MUST_CHECK bool fzTargetValidate(FzContext *ctx, const char *triple,
-                                    const char *cpu, const char *features);
+FZ_API FZ_MUST_CHECK bool fzTargetValidate(FzContext *ctx, const char *triple,
+                                           const char *cpu,
+                                           const char *features);
 /* Checks a GPU arch: sm_NN or sm_NNa, an NVPTX processor of LLVM 19 that
  * fuse's kernels support (sm_80 and newer: sm_80, sm_86, sm_87, sm_89,
  * sm_90, sm_90a). False after reporting an error. */
-FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
+FZ_API FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
 
 /* Runs, in place on a loop-level module, the loop transforms that only
  * the CPU code generator wants, as options selects them, with the
@@ -132,8 +133,8 @@ FZ_MUST_CHECK bool fzGpuArchValidate(FzContext *ctx, const char *arch);
  * their input; the loop IR of fzLowerModuleForCpu, which the GPU path
  * also reads, never contains it. Running it twice changes nothing more.
  * False after reporting an error. */
-FZ_MUST_CHECK bool fzPrepareLoopModuleForCpu(FzOp *module,
-                                             const FzCodegenOptions *options);
+FZ_API FZ_MUST_CHECK bool
+fzPrepareLoopModuleForCpu(FzOp *module, const FzCodegenOptions *options);
 
 /*===------------------------------------------------------------------===*
  * The ABI shared with the CPU runtime
@@ -173,9 +174,10 @@ typedef enum FzCodegenFileType {
  * for objects). options may be NULL (defaults). Returns false after
  * reporting errors at the offending ops' locations (an op that has no
  * translation, a dynamic shape, an unknown target). */
-FZ_MUST_CHECK bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
-                              FzCodegenFileType type, FzPrintCallback cb,
-                              void *userData);
+FZ_API FZ_MUST_CHECK bool fzEmitLLVM(FzOp *module,
+                                     const FzCodegenOptions *options,
+                                     FzCodegenFileType type, FzPrintCallback cb,
+                                     void *userData);
 
 /*===------------------------------------------------------------------===*
  * Native code in this process
@@ -187,19 +189,20 @@ typedef struct FzNativeModule FzNativeModule;
  * LLJIT of its own. options may be NULL (defaults); a non-host triple is
  * an error. The FzOp module may be destroyed afterwards. NULL after
  * reporting errors. */
-FzNativeModule *fzNativeModuleCreate(FzOp *module,
-                                     const FzCodegenOptions *options);
+FZ_API FzNativeModule *fzNativeModuleCreate(FzOp *module,
+                                            const FzCodegenOptions *options);
 /* Frees the JIT and its code. NULL is ignored. */
-void fzNativeModuleDestroy(FzNativeModule *m);
+FZ_API void fzNativeModuleDestroy(FzNativeModule *m);
 /* The packed entry of function `name` (without '@'); NULL when the
  * module has no such function. */
-FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
-                                           FzStringRef name);
+FZ_API FzPackedEntryFn fzNativeModuleLookupPacked(FzNativeModule *m,
+                                                  FzStringRef name);
 /* The address of any symbol of the module (e.g. "f" for the unpacked
  * entry); 0 when absent. */
-uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m, const char *symbol);
+FZ_API uintptr_t fzNativeModuleLookupSymbol(FzNativeModule *m,
+                                            const char *symbol);
 /* Seconds spent translating, optimizing and generating code. */
-double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
+FZ_API double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
 /* Run-time errors. Where the loop dialect defines an error that the
  * hardware would turn into a fault or a hang (an index out of bounds, an
  * integer division by zero, a loop.for step that is not positive) and
@@ -212,9 +215,51 @@ double fzNativeModuleGetCompileSeconds(const FzNativeModule *m);
  * dimension 0 (size 5) of operand #0"), clears it and returns false;
  * true when the code recorded nothing. ClearStatus forgets a recorded
  * error. The status is the module's: concurrent calls share it. */
-FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
-                                            FzContext *ctx);
-void fzNativeModuleClearStatus(FzNativeModule *m);
+FZ_API FZ_MUST_CHECK bool fzNativeModuleTakeStatus(FzNativeModule *m,
+                                                   FzContext *ctx);
+FZ_API void fzNativeModuleClearStatus(FzNativeModule *m);
+
+/*===------------------------------------------------------------------===*
+ * Compile-time reports
+ *===------------------------------------------------------------------===*/
+
+/* One timed phase of a compilation, handed to an FzTimingSink (fuse-run
+ * and fuse-translate --timing print them; docs/codegen.md "Compile
+ * time"). The phases the library reports, in the order they run:
+ *   "graph passes"           canonicalize, cse, the graph simplifications
+ *   "fusion"                 the fuse pass on every function
+ *   "graph->loop"            lower-graph-to-loop and plan-memory
+ *   "loop->kernel"           lower-loop-to-kernel (GPU)
+ *   "launch plans"           the host functions' kernel launches, with
+ *                            their constants' data (GPU)
+ *   "LLVM translate"         the kernel dialect to one LLVM module per
+ *                            kernel (GPU)
+ *   "LLVM optimize+codegen"  libdevice, O3 and NVPTX on every kernel's
+ *                            module, on codegenThreads threads, and the
+ *                            join of their PTX (GPU)
+ * A phase may be reported several times (once per call); a record with
+ * an item is one part of its phase (a kernel's module: item is its PTX
+ * entry), reported before the phase's own record. */
+typedef struct FzTimingRecord {
+  const char *phase;  /* static storage */
+  const char *item;   /* NULL: the whole phase; valid during the call */
+  double wallSeconds; /* elapsed */
+  double busySeconds; /* summed over the threads that worked on it */
+  unsigned threads;   /* threads that worked on it (1: the caller's) */
+  size_t items;       /* parts it was split into (0: not split) */
+} FzTimingRecord;
+
+typedef void (*FzTimingCallback)(const FzTimingRecord *record,
+                                 void *userData);
+
+/* Where a compilation reports its phases: set a pointer to one in the
+ * options (FzCpuPipelineOptions.timing, FzGpuOptions.timing; NULL, the
+ * default, times nothing). The callback runs on the calling thread,
+ * after each phase; the library never prints the report itself. */
+typedef struct FzTimingSink {
+  FzTimingCallback record;
+  void *userData;
+} FzTimingSink;
 
 /*===------------------------------------------------------------------===*
  * The graph -> loop pipeline for the CPU
@@ -234,9 +279,11 @@ typedef struct FzCpuPipelineOptions {
   const FzFusionOptions *fusion;
   /* Run plan-memory after lowering (default true). */
   bool planMemory;
+  /* Receives "graph passes", "fusion" and "graph->loop" (NULL: none). */
+  const FzTimingSink *timing;
 } FzCpuPipelineOptions;
 
-void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
+FZ_API void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
 
 /* Runs, in place on module (a builtin.module at the graph level):
  *   canonicalize,cse[,recognize-composites,simplify-algebra,
@@ -247,12 +294,12 @@ void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
  * loop level (no tensor-typed function argument or result) is left as
  * it is. The dialects and passes involved are registered in the context
  * if they were not. False after reporting errors. */
-FZ_MUST_CHECK bool fzLowerModuleForCpu(FzOp *module,
-                                       const FzCpuPipelineOptions *options);
+FZ_API FZ_MUST_CHECK bool
+fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options);
 
 /* True when module holds a function still at the graph level (a tensor
  * argument or result). */
-bool fzModuleIsGraphLevel(FzOp *module);
+FZ_API bool fzModuleIsGraphLevel(FzOp *module);
 
 #ifdef __cplusplus
 }

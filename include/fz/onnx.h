@@ -77,42 +77,42 @@ typedef struct FzOnnxImportOptions {
  * looked up relative to the file's folder. The graph, builtin and func
  * dialects are registered into ctx. Returns a verified module, or NULL
  * after reporting every error found. */
-FzOp *fzImportOnnxFile(FzContext *ctx, const char *path);
+FZ_API FzOp *fzImportOnnxFile(FzContext *ctx, const char *path);
 
 /* Imports a model held in memory. `name` names the model in locations
  * and diagnostics (e.g. "model.onnx"); `baseDir` is the folder external
  * data is looked up in (NULL: external data is an error). */
-FzOp *fzImportOnnxBuffer(FzContext *ctx, const void *data, size_t size,
-                         const char *name, const char *baseDir);
+FZ_API FzOp *fzImportOnnxBuffer(FzContext *ctx, const void *data, size_t size,
+                                const char *name, const char *baseDir);
 
 /* As above, with options (NULL: the defaults). An input shape naming no
  * graph input is an error. */
-FzOp *fzImportOnnxFileWithOptions(FzContext *ctx, const char *path,
-                                  const FzOnnxImportOptions *options);
-FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
-                                    size_t size, const char *name,
-                                    const char *baseDir,
-                                    const FzOnnxImportOptions *options);
+FZ_API FzOp *fzImportOnnxFileWithOptions(FzContext *ctx, const char *path,
+                                         const FzOnnxImportOptions *options);
+FZ_API FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
+                                           size_t size, const char *name,
+                                           const char *baseDir,
+                                           const FzOnnxImportOptions *options);
 
 /* Reads a serialized TensorProto (a file such as the input_0.pb of the
  * ONNX backend tests) into a new host tensor. NULL after an error
  * (malformed file, unsupported dtype such as strings or unsigned
  * integers: the message then contains "unsupported"). */
-FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path);
-FzTensor *fzOnnxReadTensorBuffer(FzContext *ctx, const void *data,
-                                 size_t size, const char *name);
+FZ_API FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path);
+FZ_API FzTensor *fzOnnxReadTensorBuffer(FzContext *ctx, const void *data,
+                                        size_t size, const char *name);
 /* As above, checking that the tensor has element type `dtype` (NULL: any).
  * With dtype f16 or bf16, UINT16 data is read as that type's bits: the
  * ONNX 1.12 backend tests store bfloat16 data that way. */
-FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
-                                 FzType *dtype);
-FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
-                                   size_t size, const char *name,
-                                   FzType *dtype);
+FZ_API FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
+                                        FzType *dtype);
+FZ_API FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
+                                          size_t size, const char *name,
+                                          FzType *dtype);
 
 /* True when path names an ONNX model by its extension (".onnx", any
  * case). */
-bool fzOnnxIsModelPath(const char *path);
+FZ_API bool fzOnnxIsModelPath(const char *path);
 
 #ifdef __cplusplus
 }

@@ -129,54 +129,57 @@ typedef struct FzDialectDef {
 /* Registers a dialect (the table must outlive the context). Registering
  * the same table twice is a no-op; a different dialect of the same name,
  * or an op name outside the dialect's namespace, is an error. */
-FZ_MUST_CHECK bool fzContextRegisterDialect(FzContext *ctx,
-                                            const FzDialectDef *def);
+FZ_API FZ_MUST_CHECK bool fzContextRegisterDialect(FzContext *ctx,
+                                                   const FzDialectDef *def);
 /* The dialect registered under name, or NULL. */
-const FzDialectDef *fzContextLookupDialect(const FzContext *ctx,
-                                           FzStringRef name);
+FZ_API const FzDialectDef *fzContextLookupDialect(const FzContext *ctx,
+                                                  FzStringRef name);
 /* The definition of a registered op, or NULL. */
-const FzOpDef *fzContextLookupOpDef(const FzContext *ctx, FzStringRef name);
+FZ_API const FzOpDef *fzContextLookupOpDef(const FzContext *ctx,
+                                           FzStringRef name);
 /* Calls fn for every registered op definition (registration order). */
-void fzContextForEachOpDef(const FzContext *ctx,
-                           void (*fn)(const FzOpDef *def, void *ud), void *ud);
+FZ_API void fzContextForEachOpDef(const FzContext *ctx,
+                                  void (*fn)(const FzOpDef *def, void *ud),
+                                  void *ud);
 
 /*===------------------------------------------------------------------===*
  * FzAsmPrinter: used by print hooks
  *===------------------------------------------------------------------===*/
 
 /* Text as is (NUL-terminated / printf format / sized). */
-void fzAsmPrint(FzAsmPrinter *p, const char *text);
-void fzAsmPrintf(FzAsmPrinter *p, const char *fmt, ...) FZ_PRINTF(2, 3);
-void fzAsmPrintString(FzAsmPrinter *p, FzStringRef text);
+FZ_API void fzAsmPrint(FzAsmPrinter *p, const char *text);
+FZ_API void fzAsmPrintf(FzAsmPrinter *p, const char *fmt, ...) FZ_PRINTF(2, 3);
+FZ_API void fzAsmPrintString(FzAsmPrinter *p, FzStringRef text);
 /* %name of a value (as numbered by the printer). */
-void fzAsmPrintOperand(FzAsmPrinter *p, FzValue *v);
+FZ_API void fzAsmPrintOperand(FzAsmPrinter *p, FzValue *v);
 /* Operands of op, comma-separated. */
-void fzAsmPrintOperands(FzAsmPrinter *p, FzOp *op);
+FZ_API void fzAsmPrintOperands(FzAsmPrinter *p, FzOp *op);
 /* A type or an attribute in the textual format. */
-void fzAsmPrintType(FzAsmPrinter *p, const FzType *t);
+FZ_API void fzAsmPrintType(FzAsmPrinter *p, const FzType *t);
 /* Types separated by ", " (no parentheses). */
-void fzAsmPrintTypes(FzAsmPrinter *p, size_t n, FzType *const *types);
-void fzAsmPrintAttr(FzAsmPrinter *p, const FzAttr *a);
+FZ_API void fzAsmPrintTypes(FzAsmPrinter *p, size_t n, FzType *const *types);
+FZ_API void fzAsmPrintAttr(FzAsmPrinter *p, const FzAttr *a);
 /* Prints " {a = 1, ...}" for the entries of dict (may be NULL) whose
  * names are not in elided (NULL-terminated, may be NULL); prints nothing
  * when no entry is left. With withKeyword: " attributes {...}". */
-void fzAsmPrintOptionalAttrDict(FzAsmPrinter *p, const FzAttr *dict,
-                                const char *const *elided, bool withKeyword);
+FZ_API void fzAsmPrintOptionalAttrDict(FzAsmPrinter *p, const FzAttr *dict,
+                                       const char *const *elided,
+                                       bool withKeyword);
 /* @name, quoted when not a bare identifier. */
-void fzAsmPrintSymbolName(FzAsmPrinter *p, FzStringRef name);
+FZ_API void fzAsmPrintSymbolName(FzAsmPrinter *p, FzStringRef name);
 /* A block argument's declaration "%arg0: type" (+ loc with debuginfo). */
-void fzAsmPrintArgumentDecl(FzAsmPrinter *p, FzValue *arg);
+FZ_API void fzAsmPrintArgumentDecl(FzAsmPrinter *p, FzValue *arg);
 /* " loc(...)" when debuginfo is on; nothing otherwise. */
-void fzAsmPrintOptionalLoc(FzAsmPrinter *p, FzLoc *loc);
+FZ_API void fzAsmPrintOptionalLoc(FzAsmPrinter *p, FzLoc *loc);
 /* Prints a region in braces, starting with " {". The entry block's
  * label and arguments are omitted when printEntryArgs is false (the
  * custom form printed them, as func.func does). */
-void fzAsmPrintRegion(FzAsmPrinter *p, FzRegion *region,
-                      bool printEntryArgs);
+FZ_API void fzAsmPrintRegion(FzAsmPrinter *p, FzRegion *region,
+                             bool printEntryArgs);
 /* The context of the op being printed, and the FZ_PRINT_* flags of this
  * print (a hook may print differently with FZ_PRINT_DEBUGINFO). */
-FzContext *fzAsmPrinterGetContext(const FzAsmPrinter *p);
-unsigned fzAsmPrinterGetFlags(const FzAsmPrinter *p);
+FZ_API FzContext *fzAsmPrinterGetContext(const FzAsmPrinter *p);
+FZ_API unsigned fzAsmPrinterGetFlags(const FzAsmPrinter *p);
 
 /*===------------------------------------------------------------------===*
  * FzAsmParser: used by parse hooks
@@ -204,96 +207,104 @@ typedef struct FzAsmArgument {
  * current token, or loc); both return false for `return fzAsmEmitError(...)`.
  * After a parse hook returns false the parser discards st (and reports a
  * generic "failed to parse custom op" when the hook reported nothing). */
-FzContext *fzAsmParserGetContext(const FzAsmParser *p);
+FZ_API FzContext *fzAsmParserGetContext(const FzAsmParser *p);
 /* Location of the current token. */
-FzLoc *fzAsmParserGetCurrentLoc(const FzAsmParser *p);
-bool fzAsmEmitError(FzAsmParser *p, const char *fmt, ...) FZ_PRINTF(2, 3);
-bool fzAsmEmitErrorAt(FzAsmParser *p, FzLoc *loc, const char *fmt, ...)
+FZ_API FzLoc *fzAsmParserGetCurrentLoc(const FzAsmParser *p);
+FZ_API bool fzAsmEmitError(FzAsmParser *p, const char *fmt, ...)
+    FZ_PRINTF(2, 3);
+FZ_API bool fzAsmEmitErrorAt(FzAsmParser *p, FzLoc *loc, const char *fmt, ...)
     FZ_PRINTF(3, 4);
 
 /* Punctuation: one of , : = ( ) [ ] { } < > -> ? * + ... */
-FZ_MUST_CHECK bool fzAsmParsePunct(FzAsmParser *p, const char *punct);
-bool fzAsmParseOptionalPunct(FzAsmParser *p, const char *punct);
+FZ_API FZ_MUST_CHECK bool fzAsmParsePunct(FzAsmParser *p, const char *punct);
+FZ_API bool fzAsmParseOptionalPunct(FzAsmParser *p, const char *punct);
 /* A bare keyword (identifier) equal to kw. */
-FZ_MUST_CHECK bool fzAsmParseKeyword(FzAsmParser *p, const char *kw);
-bool fzAsmParseOptionalKeyword(FzAsmParser *p, const char *kw);
+FZ_API FZ_MUST_CHECK bool fzAsmParseKeyword(FzAsmParser *p, const char *kw);
+FZ_API bool fzAsmParseOptionalKeyword(FzAsmParser *p, const char *kw);
 /* Any bare identifier; the string points into the source buffer. */
-bool fzAsmParseOptionalIdentifier(FzAsmParser *p, FzStringRef *out);
+FZ_API bool fzAsmParseOptionalIdentifier(FzAsmParser *p, FzStringRef *out);
 /* An integer literal, optionally negative. The Optional form
  * sets *present and returns false only for a malformed or out-of-range
  * literal (reported). */
-FZ_MUST_CHECK bool fzAsmParseInteger(FzAsmParser *p, int64_t *out);
-bool fzAsmParseOptionalInteger(FzAsmParser *p, int64_t *out, bool *present);
+FZ_API FZ_MUST_CHECK bool fzAsmParseInteger(FzAsmParser *p, int64_t *out);
+FZ_API bool fzAsmParseOptionalInteger(FzAsmParser *p, int64_t *out,
+                                      bool *present);
 /* A string literal, unescaped into storage owned by the parser. */
-FZ_MUST_CHECK bool fzAsmParseStringLiteral(FzAsmParser *p, FzStringRef *out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseStringLiteral(FzAsmParser *p,
+                                                  FzStringRef *out);
 /* @name (bare or quoted). */
-FZ_MUST_CHECK bool fzAsmParseSymbolName(FzAsmParser *p, FzStringRef *out);
-bool fzAsmParseOptionalSymbolName(FzAsmParser *p, FzStringRef *out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseSymbolName(FzAsmParser *p,
+                                               FzStringRef *out);
+FZ_API bool fzAsmParseOptionalSymbolName(FzAsmParser *p, FzStringRef *out);
 
 /* Types and attributes are uniqued in the parser's context. */
-FZ_MUST_CHECK bool fzAsmParseType(FzAsmParser *p, FzType **out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseType(FzAsmParser *p, FzType **out);
 /* ": type" */
-FZ_MUST_CHECK bool fzAsmParseColonType(FzAsmParser *p, FzType **out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseColonType(FzAsmParser *p, FzType **out);
 /* A comma-separated list of at least one type, into storage owned by the
  * parser (valid until the parse hook returns). */
-FZ_MUST_CHECK bool fzAsmParseTypeList(FzAsmParser *p, FzType ***out,
-                                      size_t *n);
+FZ_API FZ_MUST_CHECK bool fzAsmParseTypeList(FzAsmParser *p, FzType ***out,
+                                             size_t *n);
 /* Function results: "type", "(type, ...)" or "()", after an arrow. The
  * "->" itself is consumed here when present; a caller that already
  * consumed it with fzAsmParseOptionalPunct(p, "->") may call this too. */
-FZ_MUST_CHECK bool fzAsmParseArrowTypeList(FzAsmParser *p, FzType ***out,
-                                           size_t *n);
+FZ_API FZ_MUST_CHECK bool fzAsmParseArrowTypeList(FzAsmParser *p, FzType ***out,
+                                                  size_t *n);
 /* An attribute; when `type` is non-NULL it types a bare literal. */
-FZ_MUST_CHECK bool fzAsmParseAttr(FzAsmParser *p, FzType *type, FzAttr **out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseAttr(FzAsmParser *p, FzType *type,
+                                         FzAttr **out);
 /* "{...}" if present, else *out = NULL and true. Errors return false. */
-FZ_MUST_CHECK bool fzAsmParseOptionalAttrDict(FzAsmParser *p, FzAttr **out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseOptionalAttrDict(FzAsmParser *p,
+                                                     FzAttr **out);
 /* "attributes {...}" if present. */
-FZ_MUST_CHECK bool fzAsmParseOptionalAttrDictWithKeyword(FzAsmParser *p,
-                                                         FzAttr **out);
+FZ_API FZ_MUST_CHECK bool fzAsmParseOptionalAttrDictWithKeyword(FzAsmParser *p,
+                                                                FzAttr **out);
 /* Adds every entry of dict (may be NULL) to st's attributes. */
-void fzOpStateAddAttrDict(FzOpState *st, const FzAttr *dict);
+FZ_API void fzOpStateAddAttrDict(FzOpState *st, const FzAttr *dict);
 
 /* "%name" or "%name#N" (not yet resolved: see fzAsmResolveOperand). The
  * name points into the source buffer. */
-FZ_MUST_CHECK bool fzAsmParseOperand(FzAsmParser *p, FzUnresolvedOperand *out);
-bool fzAsmParseOptionalOperand(FzAsmParser *p, FzUnresolvedOperand *out,
-                               bool *present);
+FZ_API FZ_MUST_CHECK bool fzAsmParseOperand(FzAsmParser *p,
+                                            FzUnresolvedOperand *out);
+FZ_API bool fzAsmParseOptionalOperand(FzAsmParser *p, FzUnresolvedOperand *out,
+                                      bool *present);
 /* Zero or more comma-separated operands (parser-owned storage). */
-FZ_MUST_CHECK bool fzAsmParseOperandList(FzAsmParser *p,
-                                         FzUnresolvedOperand **out, size_t *n);
+FZ_API FZ_MUST_CHECK bool
+fzAsmParseOperandList(FzAsmParser *p, FzUnresolvedOperand **out, size_t *n);
 /* Looks up (or forward-declares) the value named by u with type `type`
  * and appends it to st's operands. */
-FZ_MUST_CHECK bool fzAsmResolveOperand(FzAsmParser *p,
-                                       const FzUnresolvedOperand *u,
-                                       FzType *type, FzOpState *st);
+FZ_API FZ_MUST_CHECK bool fzAsmResolveOperand(FzAsmParser *p,
+                                              const FzUnresolvedOperand *u,
+                                              FzType *type, FzOpState *st);
 /* Resolves n operands with n types (an error when the counts differ,
  * reported at loc). */
-FZ_MUST_CHECK bool fzAsmResolveOperands(FzAsmParser *p,
-                                        const FzUnresolvedOperand *ops,
-                                        size_t numOps, FzType *const *types,
-                                        size_t numTypes, FzLoc *loc,
-                                        FzOpState *st);
+FZ_API FZ_MUST_CHECK bool
+fzAsmResolveOperands(FzAsmParser *p, const FzUnresolvedOperand *ops,
+                     size_t numOps, FzType *const *types, size_t numTypes,
+                     FzLoc *loc, FzOpState *st);
 
 /* "%name: type" with optional "{attrs}" (allowAttrs) and "loc(...)". */
-FZ_MUST_CHECK bool fzAsmParseArgument(FzAsmParser *p, FzAsmArgument *out,
-                                      bool allowAttrs);
+FZ_API FZ_MUST_CHECK bool fzAsmParseArgument(FzAsmParser *p, FzAsmArgument *out,
+                                             bool allowAttrs);
 /* Like fzAsmParseArgument when the next token is an SSA name; otherwise
  * returns true with *present = false and consumes nothing. */
-FZ_MUST_CHECK bool fzAsmParseOptionalArgument(FzAsmParser *p,
-                                              FzAsmArgument *out,
-                                              bool allowAttrs, bool *present);
+FZ_API FZ_MUST_CHECK bool fzAsmParseOptionalArgument(FzAsmParser *p,
+                                                     FzAsmArgument *out,
+                                                     bool allowAttrs,
+                                                     bool *present);
 /* Parses "{ ... }" into region. When numArgs > 0 (or argsGiven), the
  * entry block is created with those arguments (as func.func does) and the
  * body may not repeat an entry label with arguments. */
-FZ_MUST_CHECK bool fzAsmParseRegion(FzAsmParser *p, FzRegion *region,
-                                    size_t numArgs, const FzAsmArgument *args,
-                                    bool argsGiven);
+FZ_API FZ_MUST_CHECK bool fzAsmParseRegion(FzAsmParser *p, FzRegion *region,
+                                           size_t numArgs,
+                                           const FzAsmArgument *args,
+                                           bool argsGiven);
 /* Like fzAsmParseRegion but returns true with *present = false when the
  * next token is not '{'. */
-FZ_MUST_CHECK bool fzAsmParseOptionalRegion(FzAsmParser *p, FzRegion *region,
-                                            size_t numArgs,
-                                            const FzAsmArgument *args,
-                                            bool argsGiven, bool *present);
+FZ_API FZ_MUST_CHECK bool
+fzAsmParseOptionalRegion(FzAsmParser *p, FzRegion *region, size_t numArgs,
+                         const FzAsmArgument *args, bool argsGiven,
+                         bool *present);
 
 #ifdef __cplusplus
 }

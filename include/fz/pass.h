@@ -63,19 +63,19 @@ typedef struct FzPattern {
 
 /* An empty set of patterns. NULL on allocation failure. The caller owns
  * it (fzPatternSetDestroy); drivers and passes only borrow it. */
-FzPatternSet *fzPatternSetCreate(FzContext *ctx);
-void fzPatternSetDestroy(FzPatternSet *set);
-FzContext *fzPatternSetGetContext(const FzPatternSet *set);
+FZ_API FzPatternSet *fzPatternSetCreate(FzContext *ctx);
+FZ_API void fzPatternSetDestroy(FzPatternSet *set);
+FZ_API FzContext *fzPatternSetGetContext(const FzPatternSet *set);
 /* Adds a copy of *pattern. Returns false on allocation failure (or a
  * pattern without a callback), which is also recorded in the set: a
  * driver given a failed set reports it and fails. Patterns of equal
  * benefit are tried in the order they were added. */
-bool fzPatternSetAdd(FzPatternSet *set, const FzPattern *pattern);
-size_t fzPatternSetGetNumPatterns(const FzPatternSet *set);
+FZ_API bool fzPatternSetAdd(FzPatternSet *set, const FzPattern *pattern);
+FZ_API size_t fzPatternSetGetNumPatterns(const FzPatternSet *set);
 /* Adds the canonicalization patterns of every op registered in the
  * set's context (their getCanonicalizationPatterns hooks). False when the
  * set has failed (an Add ran out of memory), now or before. */
-bool fzPatternSetAddCanonicalizationPatterns(FzPatternSet *set);
+FZ_API bool fzPatternSetAddCanonicalizationPatterns(FzPatternSet *set);
 
 /* Extra canonicalization patterns that belong to no op definition, e.g.
  * graph rewrites that live in transforms/ (a dialect may not depend on
@@ -85,8 +85,9 @@ bool fzPatternSetAddCanonicalizationPatterns(FzPatternSet *set);
  * failure (reported). */
 typedef void (*FzCanonicalizationProvider)(FzPatternSet *set,
                                            FzContext *ctx);
-FZ_MUST_CHECK bool fzContextAddCanonicalizationProvider(
-    FzContext *ctx, FzCanonicalizationProvider fn);
+FZ_API FZ_MUST_CHECK bool
+fzContextAddCanonicalizationProvider(FzContext *ctx,
+                                     FzCanonicalizationProvider fn);
 
 /*===------------------------------------------------------------------===*
  * Rewriter
@@ -110,71 +111,75 @@ typedef struct FzRewriteListener {
 
 /* A rewriter with no insertion point; `listener` (copied) may be NULL.
  * NULL on allocation failure. */
-FzRewriter *fzRewriterCreate(FzContext *ctx,
-                             const FzRewriteListener *listener);
+FZ_API FzRewriter *fzRewriterCreate(FzContext *ctx,
+                                    const FzRewriteListener *listener);
 /* Frees the rewriter (not the IR it changed). */
-void fzRewriterDestroy(FzRewriter *rw);
-FzContext *fzRewriterGetContext(const FzRewriter *rw);
+FZ_API void fzRewriterDestroy(FzRewriter *rw);
+FZ_API FzContext *fzRewriterGetContext(const FzRewriter *rw);
 
 /* The insertion point for new ops. The greedy driver sets it before the
  * op being rewritten before calling a pattern. */
-void fzRewriterSetInsertionPointBefore(FzRewriter *rw, FzOp *op);
-void fzRewriterSetInsertionPointAfter(FzRewriter *rw, FzOp *op);
-void fzRewriterSetInsertionPointToStart(FzRewriter *rw, FzBlock *block);
-void fzRewriterSetInsertionPointToEnd(FzRewriter *rw, FzBlock *block);
+FZ_API void fzRewriterSetInsertionPointBefore(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterSetInsertionPointAfter(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterSetInsertionPointToStart(FzRewriter *rw, FzBlock *block);
+FZ_API void fzRewriterSetInsertionPointToEnd(FzRewriter *rw, FzBlock *block);
 /* The block ops are inserted into (NULL: none). */
-FzBlock *fzRewriterGetInsertionBlock(const FzRewriter *rw);
+FZ_API FzBlock *fzRewriterGetInsertionBlock(const FzRewriter *rw);
 
 /* Creates an op from st (consumed) at the insertion point and notifies
  * the listener. NULL after an error (reported). */
-FZ_MUST_CHECK FzOp *fzRewriterCreateOp(FzRewriter *rw, FzOpState *st);
+FZ_API FZ_MUST_CHECK FzOp *fzRewriterCreateOp(FzRewriter *rw, FzOpState *st);
 /* Inserts a detached op (e.g. a clone) at the insertion point and
  * notifies the listener of it and of every op nested in it. */
-void fzRewriterInsertOp(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterInsertOp(FzRewriter *rw, FzOp *op);
 /* Clones op (see fzOpClone) at the insertion point. NULL on OOM. */
-FzOp *fzRewriterCloneOp(FzRewriter *rw, FzOp *op, FzIRMapping *mapping);
+FZ_API FzOp *fzRewriterCloneOp(FzRewriter *rw, FzOp *op, FzIRMapping *mapping);
 /* Creates a constant through `dialect`'s materializeConstant hook at the
  * insertion point; returns its result, or NULL when the dialect cannot. */
-FzValue *fzRewriterMaterializeConstant(FzRewriter *rw,
-                                       const FzDialectDef *dialect,
-                                       FzAttr *value, FzType *type,
-                                       FzLoc *loc);
+FZ_API FzValue *fzRewriterMaterializeConstant(FzRewriter *rw,
+                                              const FzDialectDef *dialect,
+                                              FzAttr *value, FzType *type,
+                                              FzLoc *loc);
 
 /* Replaces every use of op's results with newValues (exactly
  * fzOpGetNumResults(op) of them; none NULL) and erases op. */
-void fzRewriterReplaceOp(FzRewriter *rw, FzOp *op, FzValue *const *newValues);
+FZ_API void fzRewriterReplaceOp(FzRewriter *rw, FzOp *op,
+                                FzValue *const *newValues);
 /* The same with the results of newOp (same number of results). */
-void fzRewriterReplaceOpWithOp(FzRewriter *rw, FzOp *op, FzOp *newOp);
+FZ_API void fzRewriterReplaceOpWithOp(FzRewriter *rw, FzOp *op, FzOp *newOp);
 /* Erases op, whose results must have no uses left. */
-void fzRewriterEraseOp(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterEraseOp(FzRewriter *rw, FzOp *op);
 /* Redirects every use of from to to; each user is notified as modified. */
-void fzRewriterReplaceAllUsesWith(FzRewriter *rw, FzValue *from, FzValue *to);
+FZ_API void fzRewriterReplaceAllUsesWith(FzRewriter *rw, FzValue *from,
+                                         FzValue *to);
 
 /* In-place modification: call Start, change op's operands, attributes or
  * properties directly, then Finalize (notifies the listener) or Cancel
  * (when nothing changed after all). */
-void fzRewriterStartModify(FzRewriter *rw, FzOp *op);
-void fzRewriterFinalizeModify(FzRewriter *rw, FzOp *op);
-void fzRewriterCancelModify(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterStartModify(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterFinalizeModify(FzRewriter *rw, FzOp *op);
+FZ_API void fzRewriterCancelModify(FzRewriter *rw, FzOp *op);
 /* Start + fzOpSetOperand + Finalize. */
-void fzRewriterSetOperand(FzRewriter *rw, FzOp *op, size_t i, FzValue *v);
+FZ_API void fzRewriterSetOperand(FzRewriter *rw, FzOp *op, size_t i,
+                                 FzValue *v);
 
 /* Moves op before/after anchor (same or another block); notifies the
  * listener as modified. */
-void fzRewriterMoveOpBefore(FzRewriter *rw, FzOp *op, FzOp *anchor);
-void fzRewriterMoveOpAfter(FzRewriter *rw, FzOp *op, FzOp *anchor);
+FZ_API void fzRewriterMoveOpBefore(FzRewriter *rw, FzOp *op, FzOp *anchor);
+FZ_API void fzRewriterMoveOpAfter(FzRewriter *rw, FzOp *op, FzOp *anchor);
 /* Moves every op of `source` before `before` (in another block),
  * replacing uses of source's arguments with argValues (one per argument;
  * may be NULL when it has none), then destroys the empty, detached-or-
  * attached source block. The moved ops are notified as inserted. */
-void fzRewriterInlineBlockBefore(FzRewriter *rw, FzBlock *source,
-                                 FzOp *before, FzValue *const *argValues);
+FZ_API void fzRewriterInlineBlockBefore(FzRewriter *rw, FzBlock *source,
+                                        FzOp *before,
+                                        FzValue *const *argValues);
 
 /* For a pattern's early exits: `return fzRewriterNotifyMatchFailure(rw,
  * op, "operand is not constant");`. Returns false. The reason is kept
  * only while debugging output is on; it is never an error. */
-bool fzRewriterNotifyMatchFailure(FzRewriter *rw, FzOp *op, const char *fmt,
-                                  ...) FZ_PRINTF(3, 4);
+FZ_API bool fzRewriterNotifyMatchFailure(FzRewriter *rw, FzOp *op,
+                                         const char *fmt, ...) FZ_PRINTF(3, 4);
 
 /*===------------------------------------------------------------------===*
  * Folding and constants
@@ -182,22 +187,22 @@ bool fzRewriterNotifyMatchFailure(FzRewriter *rw, FzOp *op, const char *fmt,
 
 /* The constant a value holds: the "value" inherent attribute of its
  * defining op when that op has FZ_TRAIT_CONSTANT_LIKE; NULL otherwise. */
-FzAttr *fzValueGetConstant(const FzValue *v);
+FZ_API FzAttr *fzValueGetConstant(const FzValue *v);
 /* Calls op's fold hook with its operands' constants. On true, results[i]
  * (room for fzOpGetNumResults(op)) says what result i folded to; an
  * in-place fold gives results[0].value == fzOpGetResult(op, 0). False
  * when the op has no hook, is constant-like, or did not fold. */
-bool fzOpTryFold(FzOp *op, FzFoldResult *results);
+FZ_API bool fzOpTryFold(FzOp *op, FzFoldResult *results);
 /* The registered dialect an op belongs to (the name's prefix before the
  * first '.'), or NULL. */
-const FzDialectDef *fzOpGetDialect(const FzOp *op);
+FZ_API const FzDialectDef *fzOpGetDialect(const FzOp *op);
 /* True when op has no side effects, nested ops included: it is
  * FZ_TRAIT_PURE and every op in its regions is pure or a return-like
  * terminator. False for unregistered ops. */
-bool fzOpIsEffectFree(const FzOp *op);
+FZ_API bool fzOpIsEffectFree(const FzOp *op);
 /* True when op can be erased: effect-free, not a terminator, and none of
  * its results is used. */
-bool fzOpIsTriviallyDead(const FzOp *op);
+FZ_API bool fzOpIsTriviallyDead(const FzOp *op);
 
 /*===------------------------------------------------------------------===*
  * Greedy pattern driver
@@ -224,7 +229,7 @@ typedef struct FzGreedyConfig {
 } FzGreedyConfig;
 
 /* Fills the defaults described above. */
-void fzGreedyConfigInit(FzGreedyConfig *config);
+FZ_API void fzGreedyConfigInit(FzGreedyConfig *config);
 
 /* What a run of the driver did (all counters cumulative). */
 typedef struct FzGreedyStats {
@@ -245,9 +250,10 @@ typedef struct FzGreedyStats {
  * after reporting an error: no convergence within the limits (when
  * config->reportNonConvergence), an allocation failure, or a failed
  * pattern set. */
-FZ_MUST_CHECK bool fzApplyPatternsGreedily(FzOp *root, FzPatternSet *patterns,
-                                           const FzGreedyConfig *config,
-                                           FzGreedyStats *stats);
+FZ_API FZ_MUST_CHECK bool fzApplyPatternsGreedily(FzOp *root,
+                                                  FzPatternSet *patterns,
+                                                  const FzGreedyConfig *config,
+                                                  FzGreedyStats *stats);
 
 /*===------------------------------------------------------------------===*
  * Passes
@@ -302,34 +308,34 @@ typedef struct FzPassDef {
 
 /* A pass instance with its options at their defaults. NULL after an
  * error (allocation failure, or a default value the option rejects). */
-FzPass *fzPassCreate(FzContext *ctx, const FzPassDef *def);
+FZ_API FzPass *fzPassCreate(FzContext *ctx, const FzPassDef *def);
 /* Destroys a pass that was not added to a pass manager. */
-void fzPassDestroy(FzPass *pass);
-const FzPassDef *fzPassGetDef(const FzPass *pass);
-FzContext *fzPassGetContext(const FzPass *pass);
+FZ_API void fzPassDestroy(FzPass *pass);
+FZ_API const FzPassDef *fzPassGetDef(const FzPass *pass);
+FZ_API FzContext *fzPassGetContext(const FzPass *pass);
 
 /* Sets option `name` from text, as a pipeline's `{name=value}` does.
  * Returns false after reporting an error (unknown option, bad value). */
-FZ_MUST_CHECK bool fzPassSetOption(FzPass *pass, FzStringRef name,
-                                   FzStringRef value);
+FZ_API FZ_MUST_CHECK bool fzPassSetOption(FzPass *pass, FzStringRef name,
+                                          FzStringRef value);
 /* Typed option values; the option must exist and have that kind (else
  * false / 0 / 0.0 / an empty string). */
-bool fzPassGetBoolOption(const FzPass *pass, const char *name);
-int64_t fzPassGetIntOption(const FzPass *pass, const char *name);
-double fzPassGetFloatOption(const FzPass *pass, const char *name);
-FzStringRef fzPassGetStringOption(const FzPass *pass, const char *name);
+FZ_API bool fzPassGetBoolOption(const FzPass *pass, const char *name);
+FZ_API int64_t fzPassGetIntOption(const FzPass *pass, const char *name);
+FZ_API double fzPassGetFloatOption(const FzPass *pass, const char *name);
+FZ_API FzStringRef fzPassGetStringOption(const FzPass *pass, const char *name);
 /* Prints the pass as in a pipeline: `name{opt=value ...}`, every option
  * with its current value (no braces when it has none). */
-void fzPassPrint(const FzPass *pass, FzPrintCallback cb, void *userData);
+FZ_API void fzPassPrint(const FzPass *pass, FzPrintCallback cb, void *userData);
 
 /* Per-instance state owned by the pass definition's hooks. */
-void *fzPassGetState(const FzPass *pass);
-void fzPassSetState(FzPass *pass, void *state);
+FZ_API void *fzPassGetState(const FzPass *pass);
+FZ_API void fzPassSetState(FzPass *pass, void *state);
 
 /* Adds to statistic `index` (into def->statistics). Statistics add up
  * over every op the instance runs on. */
-void fzPassAddStatistic(FzPass *pass, size_t index, uint64_t amount);
-uint64_t fzPassGetStatistic(const FzPass *pass, size_t index);
+FZ_API void fzPassAddStatistic(FzPass *pass, size_t index, uint64_t amount);
+FZ_API uint64_t fzPassGetStatistic(const FzPass *pass, size_t index);
 
 /*===------------------------------------------------------------------===*
  * Registry of passes and named pipelines (per context)
@@ -338,35 +344,38 @@ uint64_t fzPassGetStatistic(const FzPass *pass, size_t index);
 /* Registers a pass definition under def->argument. The same definition
  * twice is a no-op; another definition of the same argument (or of the
  * name of a registered pipeline) is an error. */
-FZ_MUST_CHECK bool fzContextRegisterPass(FzContext *ctx, const FzPassDef *def);
-const FzPassDef *fzContextLookupPass(const FzContext *ctx, FzStringRef argument);
+FZ_API FZ_MUST_CHECK bool fzContextRegisterPass(FzContext *ctx,
+                                                const FzPassDef *def);
+FZ_API const FzPassDef *fzContextLookupPass(const FzContext *ctx,
+                                            FzStringRef argument);
 /* Calls fn for every registered pass, sorted by argument. */
-void fzContextForEachPass(const FzContext *ctx,
-                          void (*fn)(const FzPassDef *def, void *ud),
-                          void *ud);
+FZ_API void fzContextForEachPass(const FzContext *ctx,
+                                 void (*fn)(const FzPassDef *def, void *ud),
+                                 void *ud);
 
 /* Registers a named pipeline: `name` expands to `pipeline` (text in the
  * pipeline grammar, e.g. "canonicalize,cse" or "func.func(cse)") where it
  * appears in a pipeline string. Strings are copied. The text is checked
  * when the pipeline is used. */
-FZ_MUST_CHECK bool fzContextRegisterPassPipeline(FzContext *ctx,
-                                                 const char *name,
-                                                 const char *summary,
-                                                 const char *pipeline);
+FZ_API FZ_MUST_CHECK bool fzContextRegisterPassPipeline(FzContext *ctx,
+                                                        const char *name,
+                                                        const char *summary,
+                                                        const char *pipeline);
 /* The expansion of a named pipeline (NULL data when there is none); its
  * summary into *summary when summary is not NULL. */
-FzStringRef fzContextLookupPassPipeline(const FzContext *ctx, FzStringRef name,
-                                        FzStringRef *summary);
+FZ_API FzStringRef fzContextLookupPassPipeline(const FzContext *ctx,
+                                               FzStringRef name,
+                                               FzStringRef *summary);
 /* Calls fn for every named pipeline, sorted by name. */
-void fzContextForEachPassPipeline(const FzContext *ctx,
-                                  void (*fn)(const char *name,
-                                             const char *summary,
-                                             const char *pipeline, void *ud),
-                                  void *ud);
+FZ_API void
+fzContextForEachPassPipeline(const FzContext *ctx,
+                             void (*fn)(const char *name, const char *summary,
+                                        const char *pipeline, void *ud),
+                             void *ud);
 
 /* Registers the built-in passes (canonicalize, cse, dce, symbol-dce, ...)
  * and named pipelines. Calling it twice is harmless. */
-FZ_MUST_CHECK bool fzRegisterAllPasses(FzContext *ctx);
+FZ_API FZ_MUST_CHECK bool fzRegisterAllPasses(FzContext *ctx);
 
 /*===------------------------------------------------------------------===*
  * Pass managers
@@ -375,33 +384,34 @@ FZ_MUST_CHECK bool fzRegisterAllPasses(FzContext *ctx);
 /* A top-level pass manager that runs on ops named `anchor`
  * ("builtin.module"; NULL: any op). Verification after each pass is on.
  * NULL on allocation failure. */
-FzPassManager *fzPassManagerCreate(FzContext *ctx, const char *anchor);
+FZ_API FzPassManager *fzPassManagerCreate(FzContext *ctx, const char *anchor);
 /* Destroys a top-level manager with its nested managers and passes. */
-void fzPassManagerDestroy(FzPassManager *pm);
-FzContext *fzPassManagerGetContext(const FzPassManager *pm);
+FZ_API void fzPassManagerDestroy(FzPassManager *pm);
+FZ_API FzContext *fzPassManagerGetContext(const FzPassManager *pm);
 /* The anchor op name, or "any". */
-const char *fzPassManagerGetAnchor(const FzPassManager *pm);
+FZ_API const char *fzPassManagerGetAnchor(const FzPassManager *pm);
 
 /* Appends a nested manager that runs on every op named `anchor` (NULL or
  * "any": every op) directly nested in the regions of the op this manager
  * runs on. Owned by pm. NULL on allocation failure. */
-FzPassManager *fzPassManagerNest(FzPassManager *pm, const char *anchor);
+FZ_API FzPassManager *fzPassManagerNest(FzPassManager *pm, const char *anchor);
 /* Appends pass, which pm then owns (also on failure, when it destroys
  * it). Fails with an error when the pass's anchor is not pm's anchor. */
-FZ_MUST_CHECK bool fzPassManagerAddPass(FzPassManager *pm, FzPass *pass);
+FZ_API FZ_MUST_CHECK bool fzPassManagerAddPass(FzPassManager *pm, FzPass *pass);
 /* Like AddPass, but a pass anchored elsewhere is put in a nested manager
  * for its anchor (reusing the last entry when it is one), as mlir-opt
  * does for its per-pass flags. */
-FZ_MUST_CHECK bool fzPassManagerAddPassNested(FzPassManager *pm,
-                                              FzPass *pass);
+FZ_API FZ_MUST_CHECK bool fzPassManagerAddPassNested(FzPassManager *pm,
+                                                     FzPass *pass);
 /* Number of entries (passes and nested managers) directly in pm. */
-size_t fzPassManagerGetNumEntries(const FzPassManager *pm);
+FZ_API size_t fzPassManagerGetNumEntries(const FzPassManager *pm);
 /* Calls fn on every pass in pm and in its nested managers, in pipeline
  * order; fn returning false stops the walk, and then this returns false.
  * Tools use it to apply an option to every instance of a pass (e.g.
  * fuse-opt's --fusion-remarks sets remarks=true on each `fuse`). */
-bool fzPassManagerForEachPass(FzPassManager *pm,
-                              bool (*fn)(FzPass *pass, void *ud), void *ud);
+FZ_API bool fzPassManagerForEachPass(FzPassManager *pm,
+                                     bool (*fn)(FzPass *pass, void *ud),
+                                     void *ud);
 
 /* Appends the passes of a textual pipeline to pm:
  *   pipeline ::= element (',' element)*
@@ -414,12 +424,12 @@ bool fzPassManagerForEachPass(FzPassManager *pm,
  * are reported at the offending character of the text, registered as the
  * source buffer "<pipeline>" so that the default printer shows it with a
  * caret. Returns false after an error, leaving pm unchanged. */
-FZ_MUST_CHECK bool fzPassManagerParsePipeline(FzPassManager *pm,
-                                              FzStringRef text);
+FZ_API FZ_MUST_CHECK bool fzPassManagerParsePipeline(FzPassManager *pm,
+                                                     FzStringRef text);
 /* Prints the pipeline as text: `builtin.module(func.func(cse))` (every
  * pass with all its options), which ParsePipeline reads back. */
-void fzPassManagerPrintPipeline(const FzPassManager *pm, FzPrintCallback cb,
-                                void *userData);
+FZ_API void fzPassManagerPrintPipeline(const FzPassManager *pm,
+                                       FzPrintCallback cb, void *userData);
 
 /* Runs the pipeline on op (which must be named as pm's anchor: else an
  * error at op). Returns false after the first failing pass (or
@@ -427,14 +437,14 @@ void fzPassManagerPrintPipeline(const FzPassManager *pm, FzPrintCallback cb,
  * transformed, but stays structurally valid unless a pass broke it (the
  * verifier's errors say how). Reports are not printed by Run (see the
  * Print functions). pm may be run again, on the same or another op. */
-FZ_MUST_CHECK bool fzPassManagerRun(FzPassManager *pm, FzOp *op);
+FZ_API FZ_MUST_CHECK bool fzPassManagerRun(FzPassManager *pm, FzOp *op);
 
 /*===------------------------------------------------------------------===*
  * Instrumentation (set on the top-level manager; covers nested ones)
  *===------------------------------------------------------------------===*/
 
 /* Verify the op a pass ran on after each pass (default on). */
-void fzPassManagerEnableVerifier(FzPassManager *pm, bool enable);
+FZ_API void fzPassManagerEnableVerifier(FzPassManager *pm, bool enable);
 
 /* Which IR dumps to print. A dump is headed as in mlir-opt:
  *   // -----// IR Dump After CSE (cse) //----- //
@@ -458,28 +468,28 @@ typedef struct FzIRPrintingConfig {
 
 /* Copies the config (and its strings; the out callback's userData is
  * kept as a pointer). Returns false on OOM (reported). */
-bool fzPassManagerEnableIRPrinting(FzPassManager *pm,
-                                   const FzIRPrintingConfig *config);
+FZ_API bool fzPassManagerEnableIRPrinting(FzPassManager *pm,
+                                          const FzIRPrintingConfig *config);
 
 /* Wall-clock time of each pass (and of nested pipelines). */
-void fzPassManagerEnableTiming(FzPassManager *pm, bool enable);
+FZ_API void fzPassManagerEnableTiming(FzPassManager *pm, bool enable);
 /* Prints the timing table as mlir-opt's --mlir-timing does. */
-void fzPassManagerPrintTiming(const FzPassManager *pm, FzPrintCallback cb,
-                              void *userData);
+FZ_API void fzPassManagerPrintTiming(const FzPassManager *pm,
+                                     FzPrintCallback cb, void *userData);
 /* Prints every pass's statistics (by pipeline position). */
-void fzPassManagerPrintStatistics(const FzPassManager *pm,
-                                  FzPrintCallback cb, void *userData);
+FZ_API void fzPassManagerPrintStatistics(const FzPassManager *pm,
+                                         FzPrintCallback cb, void *userData);
 
 /* When a run fails, writes to `path` the IR as it was before the run
  * (generic form, with locations) preceded by the line
  *   // fuse-reproducer: --pass-pipeline='<pipeline>'
  * so that `fuse-opt path --run-reproducer` repeats the failure. NULL
  * turns it off. Returns false on OOM. */
-bool fzPassManagerEnableReproducer(FzPassManager *pm, const char *path);
+FZ_API bool fzPassManagerEnableReproducer(FzPassManager *pm, const char *path);
 
 /* Reads the pipeline from a reproducer's first line (see above) in
  * source. Returns false (data NULL) when there is none. */
-bool fzReproducerGetPipeline(FzStringRef source, FzStringRef *pipeline);
+FZ_API bool fzReproducerGetPipeline(FzStringRef source, FzStringRef *pipeline);
 
 /* Callbacks around every pass run, for embedders. Any may be NULL. */
 typedef struct FzPassInstrumentation {
@@ -489,8 +499,8 @@ typedef struct FzPassInstrumentation {
   void *userData;
 } FzPassInstrumentation;
 /* Adds a copy of instr (called in the order added). False on OOM. */
-bool fzPassManagerAddInstrumentation(FzPassManager *pm,
-                                     const FzPassInstrumentation *instr);
+FZ_API bool fzPassManagerAddInstrumentation(FzPassManager *pm,
+                                            const FzPassInstrumentation *instr);
 
 #ifdef __cplusplus
 }

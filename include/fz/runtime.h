@@ -34,18 +34,18 @@ extern "C" {
 typedef struct FzCpuRuntime FzCpuRuntime;
 
 /* The number of CPUs this process may run on (at least 1). */
-unsigned fzCpuGetNumCores(void);
+FZ_API unsigned fzCpuGetNumCores(void);
 
 /* A pool of numThreads threads, the caller's included (0: one per core).
  * NULL after reporting an error (threads could not be started). */
-FzCpuRuntime *fzCpuRuntimeCreate(FzContext *ctx, unsigned numThreads);
+FZ_API FzCpuRuntime *fzCpuRuntimeCreate(FzContext *ctx, unsigned numThreads);
 /* Stops the workers. NULL is ignored. The runtime allocates through ctx:
  * destroy it (after its executables) before the context. */
-void fzCpuRuntimeDestroy(FzCpuRuntime *rt);
+FZ_API void fzCpuRuntimeDestroy(FzCpuRuntime *rt);
 /* The caller's thread included. */
-unsigned fzCpuRuntimeGetNumThreads(const FzCpuRuntime *rt);
+FZ_API unsigned fzCpuRuntimeGetNumThreads(const FzCpuRuntime *rt);
 /* What generated code receives as its `rt` argument. */
-const FzParallelRuntime *fzCpuRuntimeGetParallel(const FzCpuRuntime *rt);
+FZ_API const FzParallelRuntime *fzCpuRuntimeGetParallel(const FzCpuRuntime *rt);
 
 /*===------------------------------------------------------------------===*
  * Executables
@@ -59,36 +59,38 @@ typedef struct FzCpuCompileOptions {
 } FzCpuCompileOptions;
 
 /* The defaults of both parts. */
-void fzCpuCompileOptionsInit(FzCpuCompileOptions *options);
+FZ_API void fzCpuCompileOptionsInit(FzCpuCompileOptions *options);
 
 /* Compiles a clone of module (graph or loop level) for the host.
  * options may be NULL. NULL after reporting errors. */
-FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
-                                       const FzCpuCompileOptions *options);
+FZ_API FzCpuExecutable *
+fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
+                      const FzCpuCompileOptions *options);
 /* Frees the native code and the loop module. NULL is ignored. */
-void fzCpuExecutableDestroy(FzCpuExecutable *e);
+FZ_API void fzCpuExecutableDestroy(FzCpuExecutable *e);
 /* The loop-level module that was compiled (owned by the executable; for
  * printing and inspection). */
-FzOp *fzCpuExecutableGetLoopModule(const FzCpuExecutable *e);
+FZ_API FzOp *fzCpuExecutableGetLoopModule(const FzCpuExecutable *e);
 /* Seconds spent lowering, and generating native code. */
-double fzCpuExecutableGetLowerSeconds(const FzCpuExecutable *e);
-double fzCpuExecutableGetCodegenSeconds(const FzCpuExecutable *e);
+FZ_API double fzCpuExecutableGetLowerSeconds(const FzCpuExecutable *e);
+FZ_API double fzCpuExecutableGetCodegenSeconds(const FzCpuExecutable *e);
 
 /* A function of the executable and its signature. */
 typedef struct FzCpuFunction FzCpuFunction;
 /* NULL (without a diagnostic) when there is no such function. name is
  * the symbol without '@'. The function belongs to the executable. */
-FzCpuFunction *fzCpuExecutableLookup(FzCpuExecutable *e, FzStringRef name);
-size_t fzCpuFunctionGetNumInputs(const FzCpuFunction *f);
-size_t fzCpuFunctionGetNumOutputs(const FzCpuFunction *f);
+FZ_API FzCpuFunction *fzCpuExecutableLookup(FzCpuExecutable *e,
+                                            FzStringRef name);
+FZ_API size_t fzCpuFunctionGetNumInputs(const FzCpuFunction *f);
+FZ_API size_t fzCpuFunctionGetNumOutputs(const FzCpuFunction *f);
 /* The buffer type of argument i (inputs first, then outputs). */
-FzType *fzCpuFunctionGetArgType(const FzCpuFunction *f, size_t i);
+FZ_API FzType *fzCpuFunctionGetArgType(const FzCpuFunction *f, size_t i);
 
 /* Runs f on raw buffers, one per argument (inputs, then outputs), each
  * at least as aligned as the codegen options promised (16 bytes by
  * default) and of its argument's size. No checking, no allocation: for
  * benchmarks. */
-void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers);
+FZ_API void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers);
 
 /* Runs f on tensors (this allocates in, and reports errors to, the
  * context the runtime was created with: call it from one thread at a time
@@ -98,9 +100,10 @@ void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers);
  * fzTensorArrayDestroy). A
  * buffer that is not aligned enough is copied. False after reporting an
  * error naming the offending argument. */
-FZ_MUST_CHECK bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
-                                    FzTensor *const *inputs,
-                                    size_t *numOutputs, FzTensor ***outputs);
+FZ_API FZ_MUST_CHECK bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
+                                           FzTensor *const *inputs,
+                                           size_t *numOutputs,
+                                           FzTensor ***outputs);
 
 #ifdef __cplusplus
 }

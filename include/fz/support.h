@@ -36,8 +36,18 @@ extern "C" {
 #define FZ_PRINTF(fmtIndex, firstArg)
 #endif
 
+/* FZ_API marks what the library exports: every function declared in
+ * include/fz carries it, and nothing else is visible outside libfuse.so
+ * (the library is compiled with -fvisibility=hidden; a test compares
+ * the exported symbols with these declarations). */
+#if defined(__GNUC__) || defined(__clang__)
+#define FZ_API __attribute__((visibility("default")))
+#else
+#define FZ_API
+#endif
+
 /* The library's version as "MAJOR.MINOR.PATCH"; static storage. */
-const char *fzGetVersionString(void);
+FZ_API const char *fzGetVersionString(void);
 
 /* A sized string that does not own its bytes. `data` need not be
  * NUL-terminated; it may be NULL only when `length` is 0. */
@@ -51,10 +61,10 @@ typedef struct FzStringRef {
 #define FZ_STR(lit) ((FzStringRef){(lit), sizeof(lit) - 1})
 
 /* A NUL-terminated string as an FzStringRef (NULL gives the empty string). */
-FzStringRef fzStringRefFromCString(const char *s);
+FZ_API FzStringRef fzStringRefFromCString(const char *s);
 
 /* Byte-wise equality of two sized strings. */
-bool fzStringRefEqual(FzStringRef a, FzStringRef b);
+FZ_API bool fzStringRefEqual(FzStringRef a, FzStringRef b);
 
 /* Receives printed text in chunks; `chunk` is valid only during the call
  * (copy what must outlive it) and is not NUL-terminated. A printer may

@@ -287,6 +287,12 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
 /* Runs the optimization pipeline at o->optLevel. False after an error. */
 bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
                   const FzCodegenOptions *o);
+/* The same for any thread: verifies mod and runs the pipeline at
+ * optLevel, touching nothing but mod (in its own LLVMContext) and tm
+ * (used by this thread only) and reporting no diagnostic. False with
+ * the message in *error (malloc'ed; NULL when out of memory). */
+bool fzLLOptimizeModule(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                        unsigned optLevel, char **error);
 /* fzPrepareLoopModuleForCpu for a target with the given CPU features
  * (cpu_loop.c). */
 bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,

@@ -110,23 +110,37 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
   return tm;
 }
 
-bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
-                  const FzCodegenOptions *o) {
+/* A malloc'ed copy of prefix followed by msg ("" when msg is NULL);
+ * NULL when out of memory. */
+static char *join_message(const char *prefix, const char *msg) {
+  size_t a = strlen(prefix), b = msg ? strlen(msg) : 0;
+  char *s = malloc(a + b + 1);
+  if (s) {
+    memcpy(s, prefix, a);
+    if (b)
+      memcpy(s + a, msg, b);
+    s[a + b] = '\0';
+  }
+  return s;
+}
+
+bool fzLLOptimizeModule(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                        unsigned optLevel, char **error) {
   char *msg = NULL;
+  *error = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
-    fzEmitError(ctx, NULL,
-                "emit-llvm: internal error: the generated LLVM IR does not "
-                "verify:\n%s",
-                msg ? msg : "");
+    *error = join_message("emit-llvm: internal error: the generated LLVM IR "
+                          "does not verify:\n",
+                          msg);
     LLVMDisposeMessage(msg);
     return false;
   }
   LLVMDisposeMessage(msg);
-  if (o->optLevel == 0)
+  if (optLevel == 0)
     return true;
   char pipeline[32];
   snprintf(pipeline, sizeof pipeline, "default<O%u>",
-           o->optLevel > 3 ? 3 : o->optLevel);
+           optLevel > 3 ? 3 : optLevel);
   LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(pbo, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(pbo, 1);
@@ -136,11 +150,21 @@ bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
   LLVMDisposePassBuilderOptions(pbo);
   if (e) {
     char *m = LLVMGetErrorMessage(e);
-    fzEmitError(ctx, NULL, "emit-llvm: the LLVM optimizer failed: %s", m);
+    *error = join_message("emit-llvm: the LLVM optimizer failed: ", m);
     LLVMDisposeErrorMessage(m);
     return false;
   }
   return true;
+}
+
+bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                  const FzCodegenOptions *o) {
+  char *error = NULL;
+  if (fzLLOptimizeModule(mod, tm, o->optLevel, &error))
+    return true;
+  fzEmitError(ctx, NULL, "%s", error ? error : "emit-llvm: out of memory");
+  free(error);
+  return false;
 }
 
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,

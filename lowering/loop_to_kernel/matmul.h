@@ -1,5 +1,5 @@
 /* lowering/loop_to_kernel/matmul.h - tensor-core GEMM kernels for the
- * matmul nests of the loop level (issue 9).
+ * matmul nests of the loop level.
  *
  * lower-graph-to-loop lowers a matmul group (with its fused epilogue) to
  *
@@ -140,7 +140,7 @@ typedef struct FzMatmulNest {
 bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
                              size_t whyLen);
 
-/* Recognizes `par` as a conv2d nest (transforms/loop/conv_match.h; groups
+/* Recognizes `par` as a conv2d nest (dialects/loop/nest_match.h; groups
  * 1, bf16 or f16 input and weights, or f32 ones for tf32, the weight a
  * plain load w[oc, c, kh, kw]) with a fused epilogue and fills *out for
  * the implicit GEMM. False when it is not one: *isConv says whether par

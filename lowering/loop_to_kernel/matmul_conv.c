@@ -1,5 +1,5 @@
 /* lowering/loop_to_kernel/matmul_conv.c - fzKernelMatchConvNest: a conv2d
- * nest (transforms/loop/conv_match.h's matcher, shared with the CPU's
+ * nest (dialects/loop/nest_match.h's matcher, shared with the CPU's
  * tile-convolutions) as the implicit GEMM of the tensor-core generator
  * (matmul.h, FzMatmulConv).
  *
@@ -25,7 +25,7 @@
 
 #include "ir/util.h"
 #include "lowering/loop_to_kernel/matmul_internal.h"
-#include "transforms/loop/conv_match.h"
+#include "dialects/loop/nest_match.h"
 
 /* Whether index v of the weight load is exactly iv `var`. */
 static bool is_iv(const ConvNest *C, FzValue *v, int var) {

@@ -63,12 +63,13 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
     return false;
   }
   const char *what = s->m.conv.on ? "conv2d" : "matmul";
-  if (fzTypeGetKind(s->m.elt) == FZ_TYPE_F32 && !o->tf32) {
+  if (fzTypeGetKind(s->m.elt) == FZ_TYPE_F32 &&
+      fzPrecisionResolve(o->precision, 0) == FZ_PRECISION_IEEE) {
     if (o->remarks)
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
                    "%s nest not lowered to tensor cores: f32 operands "
-                   "need the tf32 option (tf32=true; it rounds them to a "
-                   "10-bit mantissa)", what);
+                   "under precision=ieee (exact f32 needs CUDA cores; "
+                   "tf32 rounds them to a 10-bit mantissa)", what);
     free(s);
     return false;
   }

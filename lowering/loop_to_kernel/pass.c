@@ -18,6 +18,7 @@
 #include "fz/pass.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h" /* fzMatmulTileParse */
+#include "lowering/passes.h"
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
  * The specialized mapping (the tensor-core matmul) goes in front of the
@@ -197,6 +198,11 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
                        "lower-loop-to-kernel: the block size must be a "
                        "multiple of 32 up to 1024, got %u",
                        options->blockSize);
+  if (!fzPrecisionGetName(options->precision))
+    return fzEmitError(ctx, fzOpGetLoc(module),
+                       "lower-loop-to-kernel: precision %d is not one of "
+                       "the policies of fz/precision.h (%s)",
+                       (int)options->precision, fzPrecisionGetChoicesText());
   if (options->rowRegisters > 64)
     return fzEmitError(ctx, fzOpGetLoc(module),
                        "lower-loop-to-kernel: row-registers must be at most "
@@ -237,6 +243,10 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
 
 /*===--- The pass ---------------------------------------------------------===*/
 
+#define PRECISION_NAME(id, name) name,
+static const char *const kPrecisions[] = {FZ_PRECISIONS(PRECISION_NAME) NULL};
+#undef PRECISION_NAME
+
 static const FzPassOptionDef kOptions[] = {
     {"block-size", FZ_PASS_OPTION_INT, "256",
      "Threads per block of elementwise kernels and of grouped ones with "
@@ -270,11 +280,13 @@ static const FzPassOptionDef kOptions[] = {
      "Tensor-core tile BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
      "$FZ_GPU_MMA_TILE, else chosen by size)",
      NULL, 0, 0},
-    {"tf32", FZ_PASS_OPTION_BOOL, "false",
-     "f32 matmul nests become tensor-core kernels on tf32 (mma m16n8k8: "
-     "operands rounded to a 10-bit mantissa, f32 accumulation; changes "
-     "results, hence off by default)",
-     NULL, 0, 0},
+    {"precision", FZ_PASS_OPTION_STRING, "default",
+     "Precision policy of f32 matmul and conv2d nests: default and tf32 "
+     "make them tensor-core kernels on tf32 (mma m16n8k8: operands rounded "
+     "to a 10-bit mantissa, f32 accumulation), ieee keeps them exact f32 "
+     "(bf16 and fp16 act at the graph level: convert-contractions; here "
+     "they mean tf32)",
+     kPrecisions, 0, 0},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
      "kernel.func that every launch of them calls",
@@ -296,7 +308,10 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
-  o.tf32 = fzPassGetBoolOption(pass, "tf32");
+  /* The option's choices are the policies' names: it always parses. */
+  if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),
+                        &o.precision))
+    o.precision = FZ_PRECISION_DEFAULT;
   o.remarks = fzPassGetBoolOption(pass, "remarks");
   /* NUL-terminated for the options struct (the pass's value is a sized
    * string that lives as long as the pass). */
@@ -312,7 +327,7 @@ static bool run(FzPass *pass, FzOp *module) {
   return fzLowerLoopToKernel(module, &o);
 }
 
-static const FzPassDef kPass = {
+const FzPassDef fzLowerLoopToKernelPassDef = {
     .argument = "lower-loop-to-kernel",
     .summary = "Top-level loop nests of loop-level functions -> kernel.func "
                "+ kernel.launch (GPU mappings: tensor-core matmul, rows, "
@@ -322,12 +337,3 @@ static const FzPassDef kPass = {
     .numOptions = sizeof kOptions / sizeof kOptions[0],
     .run = run,
 };
-
-bool fzRegisterKernelPasses(FzContext *ctx) {
-  return fzContextRegisterPass(ctx, &kPass) &&
-         fzContextRegisterPassPipeline(
-             ctx, "graph-to-kernel",
-             "graph-to-loop, then lower-loop-to-kernel (runs on "
-             "builtin.module)",
-             "graph-to-loop,lower-loop-to-kernel");
-}

@@ -4,10 +4,13 @@
  * includes llvm-c): a kernel body is the same LLVM IR on both targets,
  * plus the kernel dialect's ops.
  *
- *   ptx.c          target machine, O3, PTX text, fzGpuCompile/fzEmitPTX
+ *   ptx.c          options, target machines, fzGpuCompile/fzEmitPTX
  *                  (a module with loop nests is lowered first with
- *                  lower-loop-to-kernel, fz/kernel.h)
- *   translate.c    a kernel-level module to one LLVM module
+ *                  lower-loop-to-kernel, fz/kernel.h), the timing
+ *   translate.c    a kernel-level module to one LLVM module per kernel
+ *   codegen.c      libdevice, O3 and NVPTX on every kernel's module, on
+ *                  a pool of threads
+ *   join.c         the PTX of the modules joined into one text
  *   launches.c     host functions -> launch plans (FzGpuFunction)
  *   kernel_func.c  kernel.func -> PTX entry (signature, metadata, body)
  *   kernel_ops.c   every kernel op, one table
@@ -19,10 +22,76 @@
 #include "fz/kernel.h"
 #include "lowering/llvm/emit_internal.h"
 
-/* Translates a kernel-level module into E->mod (E's llctx, mod, tm,
- * opts, cpu set by the caller), filling prog's functions (not its PTX).
- * False after reporting errors. (translate.c) */
-bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog);
+/* One kernel's LLVM module, compiled on its own: translated on the
+ * calling thread (translate.c), then optimized and compiled to PTX on
+ * any one thread of the pool (codegen.c), which disposes the module and
+ * its context and leaves the text or the error. */
+typedef struct FzNvUnit {
+  char *name;            /* the PTX entry ("fuse_gpu": no kernel) */
+  LLVMContextRef llctx;  /* NULL once disposed */
+  LLVMModuleRef mod;
+  size_t size;           /* LLVM instructions before O3: the schedule */
+  char *text;            /* PTX, or the LLVM IR after O3 (malloc'ed) */
+  size_t len;
+  char *error;           /* what failed (malloc'ed), or NULL */
+  char *llvmError;       /* LLVM's first error diagnostic (malloc'ed) */
+  bool usesStatus;       /* fz_status is still referenced after O3 */
+  double seconds;        /* the thread's time on this unit */
+} FzNvUnit;
+
+typedef struct FzNvUnits {
+  FzNvUnit *v; /* in kernel order (malloc'ed) */
+  size_t n;
+  double planSeconds; /* of the translation: the host functions' plans */
+} FzNvUnits;
+
+void fzNvUnitsFree(FzNvUnits *units);
+
+/* Translates a kernel-level module into units, one LLVM module per
+ * kernel.func in module order (E's ctx, opts, tm, cpu, features,
+ * libdevice, nativeBF16 set by the caller; E->sites collects the run-time
+ * checks of all of them), filling prog's functions (not its PTX). False
+ * after reporting errors, units freed. (translate.c) */
+bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog,
+                         FzNvUnits *units);
+
+/* What codegen.c does to every unit. */
+typedef struct FzNvCodegenJob {
+  FzNvUnit *units;
+  size_t numUnits;
+  /* One target machine per thread (tms[0]: the calling thread's); the
+   * threads are at most numThreads, at most numUnits. */
+  LLVMTargetMachineRef *tms;
+  unsigned numThreads;
+  unsigned optLevel;
+  /* libdevice's bitcode (read once, shared read-only by the threads), or
+   * NULL; linked into the modules that call __nv_ functions. */
+  const char *libdevice;
+  size_t libdeviceLen;
+  const char *libdevicePath; /* for messages */
+  bool emitIR;      /* LLVM IR text after O3 instead of PTX */
+  unsigned threadsUsed; /* out: the threads that ran */
+} FzNvCodegenJob;
+
+/* Links libdevice, optimizes, makes module-local names unique across
+ * the units (ENTRY$NAME) and generates the PTX (or prints the IR) of
+ * every unit, each on one thread: units must hold each module and its
+ * context (disposed here). Reports nothing: the outcome of each unit is
+ * its text or its error. (codegen.c) */
+void fzNvCodegenRun(FzNvCodegenJob *job);
+/* Whether mod calls libdevice (declares an __nv_ function). */
+bool fzNvUsesLibdevice(LLVMModuleRef mod);
+/* Seconds on the monotonic clock (codegen.c). */
+double fzNvNowSeconds(void);
+
+/* The PTX of units (each a whole module from NVPTX) as one module: one
+ * header (.version, the highest; .target and .address_size, which must
+ * agree), every module-level `.extern` declaration and the definition of
+ * fz_status once, right after it, then each unit's body in order. The
+ * text (malloc'ed, NUL-terminated) or NULL with *error set (malloc'ed;
+ * NULL when out of memory). (join.c) */
+char *fzNvJoinPtx(const FzNvUnit *units, size_t numUnits, size_t *len,
+                  char **error);
 
 /* One kernel.func of the module: what its launches say about it
  * (launches.c) and what its emission learns (kernel_func.c). */

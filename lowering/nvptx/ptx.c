@@ -1,19 +1,23 @@
-/* lowering/nvptx/ptx.c - the NVPTX target: target machine for
- * `nvptx64-nvidia-cuda` and an sm_XX processor, the O3 pipeline (with
- * NVPTX's own passes, which the target machine registers), and PTX text
- * through LLVMTargetMachineEmitToMemoryBuffer. fzGpuCompile and
- * fzEmitPTX of fz/gpu.h.
+/* lowering/nvptx/ptx.c - the NVPTX target: fzGpuCompile and fzEmitPTX of
+ * fz/gpu.h. A module with loop nests is lowered with
+ * lower-loop-to-kernel first (on a clone); the kernel-level module is
+ * translated into one LLVM module per kernel (translate.c), which
+ * codegen.c optimizes (O3, with NVPTX's own passes, which the target
+ * machine registers) and compiles to PTX on FzGpuOptions.codegenThreads
+ * threads, each with a target machine for `nvptx64-nvidia-cuda` and the
+ * sm_XX processor made here; join.c joins their PTX, and the launch
+ * plans' comment lines go before it. The phases go to the options'
+ * timing sink when there is one.
  *
  * The NVPTX target is initialized once per process (pthread_once); it
  * is linked through the `nvptx` LLVM component (FZ_LLVM_COMPONENTS).
  */
-#include <llvm-c/BitReader.h>
 #include <llvm-c/Support.h>
-#include <llvm-c/Linker.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lowering/nvptx/nvptx_internal.h"
@@ -90,59 +94,6 @@ static const char *find_libdevice(const FzGpuOptions *o, char *buf,
   return NULL;
 }
 
-static bool uses_libdevice(LLVMModuleRef mod) {
-  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
-       f = LLVMGetNextFunction(f)) {
-    size_t n;
-    const char *name = LLVMGetValueName2(f, &n);
-    if (LLVMIsDeclaration(f) && n > 5 && !strncmp(name, "__nv_", 5))
-      return true;
-  }
-  return false;
-}
-
-/* Links libdevice into mod, makes everything but the kernels internal
- * (so that O3 drops what is not called), and sets the module flag that
- * NVVMReflect reads (no flush to zero: subnormals are kept). */
-static bool link_libdevice(FzContext *ctx, LLVMContextRef llctx,
-                           LLVMModuleRef mod, const char *path) {
-  LLVMMemoryBufferRef buf = NULL;
-  char *msg = NULL;
-  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
-    fzEmitError(ctx, NULL, "emit-ptx: cannot read libdevice '%s': %s", path,
-                msg ? msg : "");
-    LLVMDisposeMessage(msg);
-    return false;
-  }
-  LLVMModuleRef lib = NULL;
-  bool bad = LLVMParseBitcodeInContext2(llctx, buf, &lib);
-  LLVMDisposeMemoryBuffer(buf);
-  if (bad)
-    return fzEmitError(ctx, NULL, "emit-ptx: '%s' is not LLVM bitcode",
-                       path);
-  LLVMSetTarget(lib, LLVMGetTarget(mod));
-  LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(mod));
-  if (LLVMLinkModules2(mod, lib))
-    return fzEmitError(ctx, NULL, "emit-ptx: linking libdevice '%s' failed",
-                       path);
-  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f;
-       f = LLVMGetNextFunction(f))
-    if (!LLVMIsDeclaration(f) &&
-        LLVMGetFunctionCallConv(f) != 71 /* PTX_Kernel */)
-      LLVMSetLinkage(f, LLVMInternalLinkage);
-  /* fz_status stays external: the runtime reads it back when the plan
-   * lists run-time checks, and an internal global that LLVM proves
-   * unused (every check folded away, as in ViT-B/16's constant-index
-   * gather) is deleted, leaving the runtime without it. */
-  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g))
-    if (!LLVMIsDeclaration(g) && strcmp(LLVMGetValueName(g), "fz_status"))
-      LLVMSetLinkage(g, LLVMInternalLinkage);
-  LLVMTypeRef i32 = LLVMInt32TypeInContext(llctx);
-  LLVMAddModuleFlag(mod, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz",
-                    16, LLVMValueAsMetadata(LLVMConstInt(i32, 0, 0)));
-  return true;
-}
-
 /* Whether a function of module still has top-level loop nests (it is at
  * the loop level, not yet lowered to kernels). */
 static bool has_nests(FzOp *module) {
@@ -199,8 +150,8 @@ static unsigned opt_in_shared(const char *arch) {
 }
 
 /* A clone of module lowered with lower-loop-to-kernel (the GPU options'
- * block size, vector, row options, and the arch's shared memory), or
- * NULL after an error. */
+ * block size, vector, row options, precision resolved for the arch, and
+ * the arch's shared memory), or NULL after an error. */
 static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   FzOp *clone = fzOpClone(module, NULL);
   if (!clone) {
@@ -217,105 +168,15 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
   ko.mmaTile = o->mmaTile;
-  ko.tf32 = o->tf32;
+  int cc = 0;
+  if (o->arch)
+    (void)sscanf(o->arch, "sm_%d", &cc);
+  ko.precision = fzPrecisionResolve(o->precision, cc);
   if (!fzLowerLoopToKernel(clone, &ko)) {
     fzOpDestroy(clone);
     return NULL;
   }
   return clone;
-}
-
-/* Translates and optimizes module for the GPU. On success the caller
- * disposes *mod, *llctx and *tm. */
-static bool build(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
-                  LLVMContextRef *llctx, LLVMModuleRef *mod,
-                  LLVMTargetMachineRef *tm) {
-  FzContext *ctx = fzOpGetContext(module);
-  if (!fzGpuArchValidate(ctx, o->arch))
-    return false;
-  if (o->blockSize == 0 || o->blockSize > 1024 || o->blockSize % 32)
-    return fzEmitError(ctx, NULL,
-                       "emit-ptx: the block size must be a multiple of 32 "
-                       "up to 1024, got %u",
-                       o->blockSize);
-  pthread_once(&gNvInit, init_nvptx);
-  FzCodegenOptions co;
-  fzCodegenOptionsInit(&co);
-  co.optLevel = o->optLevel;
-  co.fastMath = o->fastMath;
-  co.contract = o->fastMath;
-  co.parallel = false;
-  co.exactMath = false;
-  co.triple = "nvptx64-nvidia-cuda";
-  co.cpu = o->arch;
-  /* sm_90a needs PTX 8.0; otherwise LLVM picks the minimum. */
-  co.features = o->arch[strlen(o->arch) - 1] == 'a' ? "+ptx80" : "";
-  char *cpu = NULL, *features = NULL;
-  *tm = fzLLCreateTargetMachine(ctx, &co, &cpu, &features);
-  if (!*tm)
-    return false;
-  FzLLEmitter E;
-  memset(&E, 0, sizeof E);
-  E.ctx = ctx;
-  E.opts = co;
-  E.llctx = LLVMContextCreate();
-  E.mod = LLVMModuleCreateWithNameInContext("fuse_gpu", E.llctx);
-  E.tm = *tm;
-  E.cpu = cpu;
-  E.features = features;
-  char pathBuf[4096];
-  const char *libdevice = find_libdevice(o, pathBuf, sizeof pathBuf);
-  E.libdevice = libdevice != NULL;
-  /* cvt.rn.bf16.f32 exists from sm_80 on. */
-  E.nativeBF16 = atoi(o->arch + 3) >= 80;
-  LLVMSetTarget(E.mod, "nvptx64-nvidia-cuda");
-  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(*tm);
-  LLVMSetModuleDataLayout(E.mod, td);
-  LLVMDisposeTargetData(td);
-  FzOp *lowered = has_nests(module) ? lowered_clone(module, o) : NULL;
-  bool ok = (!has_nests(module) || lowered) &&
-            fzNvTranslateModule(&E, lowered ? lowered : module, prog) &&
-            (!libdevice || !uses_libdevice(E.mod) ||
-             link_libdevice(ctx, E.llctx, E.mod, libdevice)) &&
-            fzLLOptimize(ctx, E.mod, *tm, &co);
-  if (lowered)
-    fzOpDestroy(lowered);
-  free(cpu);
-  free(features);
-  if (ok && E.sites.n) {
-    /* LLVM may prove every check unnecessary (a gather by constant
-     * indices in range, as in ViT-B/16): then no code refers to
-     * fz_status, and neither the PTX nor the plan keeps it (the runtime
-     * reads fz_status back only when the plan lists checks). */
-    LLVMValueRef g = LLVMGetNamedGlobal(E.mod, "fz_status");
-    if (!g || !LLVMGetFirstUse(g)) {
-      if (g)
-        LLVMDeleteGlobal(g);
-      fzLLSitesFree(&E.sites);
-    }
-  }
-  if (ok && E.sites.n) {
-    /* The program takes the run-time checks (their messages). */
-    prog->checks = calloc(E.sites.n, sizeof *prog->checks);
-    if (!prog->checks)
-      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
-    for (size_t i = 0; ok && i < E.sites.n; ++i) {
-      prog->checks[i] = (FzGpuCheck){E.sites.v[i].loc, E.sites.v[i].message};
-      E.sites.v[i].message = NULL;
-    }
-    if (ok)
-      prog->numChecks = E.sites.n;
-  }
-  fzLLSitesFree(&E.sites);
-  if (!ok) {
-    LLVMDisposeModule(E.mod);
-    LLVMContextDispose(E.llctx);
-    LLVMDisposeTargetMachine(*tm);
-    return false;
-  }
-  *llctx = E.llctx;
-  *mod = E.mod;
-  return true;
 }
 
 /* For every launch of prog: "// fuse: KERNEL: PLAN" (when the kernel
@@ -350,34 +211,253 @@ static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
   return s;
 }
 
-static bool emit_ptx_text(FzContext *ctx, LLVMTargetMachineRef tm,
-                          LLVMModuleRef mod, const FzGpuProgram *prog,
-                          char **text, size_t *len) {
-  LLVMMemoryBufferRef buf = NULL;
-  char *err = NULL;
-  if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &err,
-                                          &buf)) {
-    fzEmitError(ctx, NULL, "emit-ptx: NVPTX code generation failed: %s",
-                err ? err : "");
-    LLVMDisposeMessage(err);
-    return false;
+/* Hands one phase (or one item of it) to o's timing sink, if any. */
+static void report(const FzGpuOptions *o, const char *phase, const char *item,
+                   double wall, double busy, unsigned threads, size_t items) {
+  if (!o->timing || !o->timing->record)
+    return;
+  FzTimingRecord r = {phase, item, wall, busy, threads, items};
+  o->timing->record(&r, o->timing->userData);
+}
+
+/* The threads for n units: o->codegenThreads, or one per online CPU up
+ * to FZ_GPU_DEFAULT_CODEGEN_THREADS; never more than n. */
+static unsigned codegen_threads(const FzGpuOptions *o, size_t n) {
+  unsigned t = o->codegenThreads;
+  if (t == 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    t = cpus > 0 ? (unsigned)cpus : 1;
+    if (t > FZ_GPU_DEFAULT_CODEGEN_THREADS)
+      t = FZ_GPU_DEFAULT_CODEGEN_THREADS;
   }
+  if (t > n)
+    t = n ? (unsigned)n : 1;
+  return t;
+}
+
+/* libdevice's bitcode, read once for every thread; NULL after reporting
+ * an error. */
+static LLVMMemoryBufferRef read_libdevice(FzContext *ctx, const char *path) {
+  LLVMMemoryBufferRef buf = NULL;
+  char *msg = NULL;
+  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+    fzEmitError(ctx, NULL, "emit-ptx: cannot read libdevice '%s': %s", path,
+                msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Optimizes and compiles units on the threads (job->tms set up here from
+ * tm0 and co), reports the phase, and leaves the joined PTX (or the
+ * modules' LLVM IR, one after another) in *text. False after reporting
+ * errors. */
+static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
+                        const FzCodegenOptions *co, LLVMTargetMachineRef tm0,
+                        FzNvUnits *units, const char *libdevice, bool emitIR,
+                        bool *usesStatus, char **text, size_t *len) {
+  double t0 = fzNvNowSeconds();
+  FzNvCodegenJob job;
+  memset(&job, 0, sizeof job);
+  job.units = units->v;
+  job.numUnits = units->n;
+  job.numThreads = codegen_threads(o, units->n);
+  job.optLevel = o->optLevel;
+  job.emitIR = emitIR;
+  job.libdevicePath = libdevice;
+  LLVMMemoryBufferRef lib = NULL;
+  bool ok = true;
+  bool needLib = false;
+  for (size_t i = 0; libdevice && i < units->n; ++i)
+    needLib |= fzNvUsesLibdevice(units->v[i].mod);
+  if (needLib) {
+    ok = (lib = read_libdevice(ctx, libdevice)) != NULL;
+    job.libdevice = lib ? LLVMGetBufferStart(lib) : NULL;
+    job.libdeviceLen = lib ? LLVMGetBufferSize(lib) : 0;
+  }
+  job.tms = calloc(job.numThreads, sizeof *job.tms);
+  if (ok && !job.tms)
+    ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  if (job.tms)
+    job.tms[0] = tm0;
+  for (unsigned t = 1; ok && t < job.numThreads; ++t)
+    ok = (job.tms[t] = fzLLCreateTargetMachine(ctx, co, NULL, NULL)) != NULL;
+  if (ok)
+    fzNvCodegenRun(&job);
+  for (unsigned t = 1; job.tms && t < job.numThreads; ++t)
+    if (job.tms[t])
+      LLVMDisposeTargetMachine(job.tms[t]);
+  free(job.tms);
+  if (lib)
+    LLVMDisposeMemoryBuffer(lib);
+  if (!ok)
+    return false;
+  /* What the threads left, reported from this thread in kernel order;
+   * a message that several units give (libdevice unreadable) once. */
+  double busy = 0;
+  *usesStatus = false;
+  for (size_t i = 0; i < units->n; ++i) {
+    FzNvUnit *U = &units->v[i];
+    busy += U->seconds;
+    *usesStatus |= U->usesStatus;
+    const char *msg = U->error ? U->error : "emit-ptx: out of memory";
+    bool repeated = false;
+    for (size_t k = 0; k < i && !repeated; ++k)
+      repeated = units->v[k].error && !strcmp(units->v[k].error, msg);
+    if ((U->error || !U->text) && !repeated)
+      ok = fzEmitError(ctx, NULL, "%s", msg);
+    else if (U->error || !U->text)
+      ok = false;
+    else
+      report(o, "LLVM optimize+codegen", U->name, U->seconds, U->seconds, 1, 0);
+  }
+  if (ok && emitIR) {
+    size_t n = 0;
+    for (size_t i = 0; i < units->n; ++i)
+      n += units->v[i].len;
+    *text = malloc(n + 1);
+    if (!*text)
+      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    for (size_t i = 0, at = 0; ok && i < units->n; at += units->v[i++].len)
+      memcpy(*text + at, units->v[i].text, units->v[i].len);
+    if (ok) {
+      (*text)[n] = '\0';
+      *len = n;
+    }
+  } else if (ok) {
+    char *error = NULL;
+    *text = fzNvJoinPtx(units->v, units->n, len, &error);
+    if (!*text)
+      ok = fzEmitError(ctx, NULL, "%s",
+                       error ? error : "emit-ptx: out of memory");
+    free(error);
+  }
+  report(o, "LLVM optimize+codegen", NULL, fzNvNowSeconds() - t0, busy,
+         job.threadsUsed, units->n);
+  return ok;
+}
+
+/* The program of module for the GPU: its launch plans and checks in
+ * prog, its PTX (or, with emitIR, its LLVM IR after O3) in *text
+ * (malloc'ed, without the plan comments). False after reporting
+ * errors. */
+static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
+                    bool emitIR, char **text, size_t *len) {
+  FzContext *ctx = fzOpGetContext(module);
+  if (!fzGpuArchValidate(ctx, o->arch))
+    return false;
+  if (o->blockSize == 0 || o->blockSize > 1024 || o->blockSize % 32)
+    return fzEmitError(ctx, NULL,
+                       "emit-ptx: the block size must be a multiple of 32 "
+                       "up to 1024, got %u",
+                       o->blockSize);
+  if (o->codegenThreads > FZ_GPU_MAX_CODEGEN_THREADS)
+    return fzEmitError(ctx, NULL,
+                       "emit-ptx: at most %d code generation threads, got %u",
+                       FZ_GPU_MAX_CODEGEN_THREADS, o->codegenThreads);
+  pthread_once(&gNvInit, init_nvptx);
+  FzCodegenOptions co;
+  fzCodegenOptionsInit(&co);
+  co.optLevel = o->optLevel;
+  co.fastMath = o->fastMath;
+  co.contract = o->fastMath;
+  co.parallel = false;
+  co.exactMath = false;
+  co.triple = "nvptx64-nvidia-cuda";
+  co.cpu = o->arch;
+  /* sm_90a needs PTX 8.0; otherwise LLVM picks the minimum. */
+  co.features = o->arch[strlen(o->arch) - 1] == 'a' ? "+ptx80" : "";
+  char *cpu = NULL, *features = NULL;
+  LLVMTargetMachineRef tm = fzLLCreateTargetMachine(ctx, &co, &cpu, &features);
+  if (!tm)
+    return false;
+  FzLLEmitter E;
+  memset(&E, 0, sizeof E);
+  E.ctx = ctx;
+  E.opts = co;
+  E.tm = tm;
+  E.cpu = cpu;
+  E.features = features;
+  char pathBuf[4096];
+  const char *libdevice = find_libdevice(o, pathBuf, sizeof pathBuf);
+  E.libdevice = libdevice != NULL;
+  /* cvt.rn.bf16.f32 exists from sm_80 on. */
+  E.nativeBF16 = atoi(o->arch + 3) >= 80;
+  bool ok = true;
+  FzOp *lowered = NULL;
+  if (has_nests(module)) {
+    double t0 = fzNvNowSeconds();
+    ok = (lowered = lowered_clone(module, o)) != NULL;
+    report(o, "loop->kernel", NULL, fzNvNowSeconds() - t0, fzNvNowSeconds() - t0, 1,
+           0);
+  }
+  FzNvUnits units = {NULL, 0, 0};
+  if (ok) {
+    double t0 = fzNvNowSeconds();
+    ok = fzNvTranslateModule(&E, lowered ? lowered : module, prog, &units);
+    double t = fzNvNowSeconds() - t0 - units.planSeconds;
+    report(o, "launch plans", NULL, units.planSeconds, units.planSeconds, 1,
+           0);
+    report(o, "LLVM translate", NULL, t, t, 1, 0);
+  }
+  if (lowered)
+    fzOpDestroy(lowered);
+  free(cpu);
+  free(features);
+  bool usesStatus = false;
+  ok = ok && run_codegen(ctx, o, &co, tm, &units, libdevice, emitIR,
+                         &usesStatus, text, len);
+  fzNvUnitsFree(&units);
+  LLVMDisposeTargetMachine(tm);
+  /* LLVM may prove every check unnecessary (a gather by constant indices
+   * in range, as in ViT-B/16): then no module keeps fz_status, and
+   * neither does the plan (the runtime reads fz_status back only when
+   * the plan lists checks). */
+  if (!usesStatus)
+    fzLLSitesFree(&E.sites);
+  if (ok && E.sites.n) {
+    /* The program takes the run-time checks (their messages). */
+    prog->checks = calloc(E.sites.n, sizeof *prog->checks);
+    if (!prog->checks)
+      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    for (size_t i = 0; ok && i < E.sites.n; ++i) {
+      prog->checks[i] = (FzGpuCheck){E.sites.v[i].loc, E.sites.v[i].message};
+      E.sites.v[i].message = NULL;
+    }
+    if (ok)
+      prog->numChecks = E.sites.n;
+  }
+  fzLLSitesFree(&E.sites);
+  if (!ok && *text) {
+    free(*text);
+    *text = NULL;
+  }
+  return ok;
+}
+
+/* The plan comments of prog followed by body (freed), malloc'ed; NULL
+ * after reporting that memory ran out. */
+static char *with_plans(FzContext *ctx, const FzGpuProgram *prog, char *body,
+                        size_t bodyLen, size_t *len) {
   size_t headLen = 0;
   char *head = plan_comments(prog, &headLen);
-  size_t bodyLen = LLVMGetBufferSize(buf);
-  *len = headLen + bodyLen;
-  *text = head ? malloc(*len + 1) : NULL;
-  if (*text) {
-    memcpy(*text, head, headLen);
-    memcpy(*text + headLen, LLVMGetBufferStart(buf), bodyLen);
-    (*text)[*len] = '\0';
+  char *text = head ? malloc(headLen + bodyLen + 1) : NULL;
+  if (text) {
+    memcpy(text, head, headLen);
+    memcpy(text + headLen, body, bodyLen);
+    text[headLen + bodyLen] = '\0';
+    *len = headLen + bodyLen;
+  } else {
+    fzEmitError(ctx, NULL, "emit-ptx: out of memory");
   }
   free(head);
-  LLVMDisposeMemoryBuffer(buf);
-  return *text != NULL || fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  free(body);
+  return text;
 }
 
 FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options) {
+  FzContext *ctx = fzOpGetContext(module);
   FzGpuOptions defaults;
   if (!options) {
     fzGpuOptionsInit(&defaults);
@@ -385,22 +465,13 @@ FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options) {
   }
   FzGpuProgram *prog = calloc(1, sizeof *prog);
   if (!prog) {
-    fzEmitError(fzOpGetContext(module), NULL, "emit-ptx: out of memory");
+    fzEmitError(ctx, NULL, "emit-ptx: out of memory");
     return NULL;
   }
-  LLVMContextRef llctx;
-  LLVMModuleRef mod;
-  LLVMTargetMachineRef tm;
-  if (!build(module, options, prog, &llctx, &mod, &tm)) {
-    fzGpuProgramDestroy(prog);
-    return NULL;
-  }
-  bool ok = emit_ptx_text(fzOpGetContext(module), tm, mod, prog, &prog->ptx,
-                          &prog->ptxLen);
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(llctx);
-  LLVMDisposeTargetMachine(tm);
-  if (!ok) {
+  char *body = NULL;
+  size_t bodyLen = 0;
+  if (!compile(module, options, prog, false, &body, &bodyLen) ||
+      !(prog->ptx = with_plans(ctx, prog, body, bodyLen, &prog->ptxLen))) {
     fzGpuProgramDestroy(prog);
     return NULL;
   }
@@ -421,29 +492,15 @@ bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
   FzGpuProgram *prog = calloc(1, sizeof *prog);
   if (!prog)
     return fzEmitError(ctx, NULL, "emit-ptx: out of memory");
-  LLVMContextRef llctx;
-  LLVMModuleRef mod;
-  LLVMTargetMachineRef tm;
-  bool ok = build(module, options, prog, &llctx, &mod, &tm);
-  if (!ok) {
-    fzGpuProgramDestroy(prog);
-    return false;
-  }
-  if (type == FZ_CODEGEN_LLVM_IR) {
-    char *text = LLVMPrintModuleToString(mod);
-    cb((FzStringRef){text, strlen(text)}, userData);
-    LLVMDisposeMessage(text);
-  } else {
-    char *text = NULL;
-    size_t len = 0;
-    ok = emit_ptx_text(ctx, tm, mod, prog, &text, &len);
-    if (ok)
-      cb((FzStringRef){text, len}, userData);
-    free(text);
-  }
+  bool ir = type == FZ_CODEGEN_LLVM_IR;
+  char *text = NULL;
+  size_t len = 0;
+  bool ok = compile(module, options, prog, ir, &text, &len);
+  if (ok && !ir)
+    ok = (text = with_plans(ctx, prog, text, len, &len)) != NULL;
+  if (ok)
+    cb((FzStringRef){text, len}, userData);
+  free(text);
   fzGpuProgramDestroy(prog);
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(llctx);
-  LLVMDisposeTargetMachine(tm);
   return ok;
 }

@@ -1,5 +1,7 @@
-/* lowering/nvptx/translate.c - a kernel-level module to one LLVM module
- * for NVPTX, and the launch plans of its host functions.
+/* lowering/nvptx/translate.c - a kernel-level module to LLVM modules for
+ * NVPTX, one per kernel.func (each in an LLVMContext of its own, so that
+ * codegen.c may optimize and compile them on different threads), and
+ * the launch plans of its host functions.
  *
  * The module holds kernel.func ops (each a PTX entry: kernel_func.c,
  * kernel_ops.c) and host func.func ops whose kernel.launch ops become
@@ -9,8 +11,15 @@
  * after its kernel.func, with characters PTX does not allow in names
  * replaced by '_'.
  *
- * Ownership: the LLVM module belongs to the caller; the plan's arrays
- * are malloc'ed and freed by fzGpuProgramDestroy.
+ * Translation runs on the calling thread (it reads the fuse IR and
+ * reports diagnostics through its context); one emitter walks every
+ * kernel, switching LLVM context and module between them, so that the
+ * run-time check sites are numbered across the whole program and each
+ * module that has a check declares its own fz_status.
+ *
+ * Ownership: the units' LLVM contexts and modules belong to the caller
+ * (fzNvUnitsFree); the plan's arrays are malloc'ed and freed by
+ * fzGpuProgramDestroy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +31,8 @@ static bool is_named(FzOp *op, const char *name) {
   return n.length == strlen(name) && memcmp(n.data, name, n.length) == 0;
 }
 
-static void init_emitter(FzLLEmitter *E) {
+/* The types and the builder of E->llctx. */
+static void init_llvm_types(FzLLEmitter *E) {
   E->b = LLVMCreateBuilderInContext(E->llctx);
   E->tVoid = LLVMVoidTypeInContext(E->llctx);
   E->tI1 = LLVMInt1TypeInContext(E->llctx);
@@ -34,6 +44,9 @@ static void init_emitter(FzLLEmitter *E) {
   E->tF32 = LLVMFloatTypeInContext(E->llctx);
   E->tF64 = LLVMDoubleTypeInContext(E->llctx);
   E->tPtr = LLVMPointerTypeInContext(E->llctx, 0);
+}
+
+static void init_emitter(FzLLEmitter *E) {
   E->fmf = E->opts.fastMath ? LLVMFastMathAll : 0;
   E->fmfReduce = E->opts.reassocReductions ? LLVMFastMathAllowReassoc : 0;
   E->rtArg = NULL;
@@ -47,8 +60,59 @@ static void fini_emitter(FzLLEmitter *E) {
   fzPtrMapFree(&E->roots);
   fzPtrMapFree(&E->reductions);
   fzLLChecksFinish(E);
+}
+
+void fzNvUnitsFree(FzNvUnits *u) {
+  for (size_t i = 0; u->v && i < u->n; ++i) {
+    FzNvUnit *U = &u->v[i];
+    if (U->mod)
+      LLVMDisposeModule(U->mod);
+    if (U->llctx)
+      LLVMContextDispose(U->llctx);
+    free(U->name);
+    free(U->text);
+    free(U->error);
+    free(U->llvmError);
+  }
+  free(u->v);
+  memset(u, 0, sizeof *u);
+}
+
+/* Points E at a new LLVM context and module named name (the target's
+ * triple and data layout), recorded as unit U. False when out of
+ * memory. */
+static bool begin_unit(FzLLEmitter *E, FzNvUnit *U, const char *name) {
+  U->name = strdup(name);
+  U->llctx = LLVMContextCreate();
+  U->mod = U->llctx ? LLVMModuleCreateWithNameInContext(name, U->llctx) : NULL;
+  if (!U->name || !U->mod)
+    return false;
+  LLVMSetTarget(U->mod, "nvptx64-nvidia-cuda");
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(E->tm);
+  LLVMSetModuleDataLayout(U->mod, td);
+  LLVMDisposeTargetData(td);
+  E->llctx = U->llctx;
+  E->mod = U->mod;
+  E->status = NULL; /* this module's fz_status, made by its first check */
+  init_llvm_types(E);
+  return true;
+}
+
+static void end_unit(FzLLEmitter *E, FzNvUnit *U) {
+  size_t n = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(U->mod); f;
+       f = LLVMGetNextFunction(f))
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(f); bb;
+         bb = LLVMGetNextBasicBlock(bb))
+      for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in;
+           in = LLVMGetNextInstruction(in))
+        ++n;
+  U->size = n;
   LLVMDisposeBuilder(E->b);
   E->b = NULL;
+  E->llctx = NULL;
+  E->mod = NULL;
+  E->status = NULL;
 }
 
 static char *entry_name(FzStringRef sym) {
@@ -155,7 +219,7 @@ static void count_bytes(FzGpuProgram *prog, const FzNvKernelInfo *ks,
 }
 
 static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
-                                    FzGpuProgram *prog) {
+                                    FzGpuProgram *prog, FzNvUnits *units) {
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   size_t numKernels = 0;
   FzNvKernelInfo *ks = collect_kernels(E->ctx, top, &numKernels);
@@ -167,15 +231,30 @@ static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
                 fzRegionGetFirstBlock(fzOpGetRegion(op, 0)) != NULL;
   prog->functions = calloc(numFuncs + 1, sizeof *prog->functions);
   bool ok = prog->functions != NULL;
+  double t0 = fzNvNowSeconds();
   for (FzOp *op = fzBlockGetFirstOp(top); op && ok;
        op = fzOpGetNextInBlock(op))
     if (is_named(op, "func.func") &&
         fzRegionGetFirstBlock(fzOpGetRegion(op, 0)) && !inert_host(op))
       ok = fzNvTranslateHost(E->ctx, op, ks, numKernels,
                              &prog->functions[prog->numFunctions++]);
-  for (size_t i = 0; ok && i < numKernels; ++i) {
+  units->planSeconds = fzNvNowSeconds() - t0;
+  /* One unit per kernel; a program without kernels gets one empty
+   * module, whose PTX is the header alone. */
+  size_t numUnits = numKernels ? numKernels : 1;
+  units->v = ok ? calloc(numUnits, sizeof *units->v) : NULL;
+  if (ok && !units->v)
+    ok = fzEmitError(E->ctx, NULL, "emit-ptx: out of memory");
+  for (size_t i = 0; ok && i < numUnits; ++i) {
+    FzNvUnit *U = &units->v[units->n++];
+    if (!begin_unit(E, U, numKernels ? ks[i].name : "fuse_gpu")) {
+      ok = fzEmitError(E->ctx, NULL, "emit-ptx: out of memory");
+      break;
+    }
     E->failed = false;
-    ok = fzNvEmitKernel(E, &ks[i]);
+    if (numKernels)
+      ok = fzNvEmitKernel(E, &ks[i]);
+    end_unit(E, U);
   }
   if (ok)
     count_bytes(prog, ks, numKernels);
@@ -183,9 +262,13 @@ static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
   return ok;
 }
 
-bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog) {
+bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog,
+                         FzNvUnits *units) {
+  memset(units, 0, sizeof *units);
   init_emitter(E);
-  bool ok = translate_kernel_module(E, module, prog);
+  bool ok = translate_kernel_module(E, module, prog, units);
   fini_emitter(E);
+  if (!ok)
+    fzNvUnitsFree(units);
   return ok;
 }

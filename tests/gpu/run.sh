@@ -18,6 +18,9 @@
 #    kernel's matmul mapping: cp.async, ldmatrix, mma.sync; more than
 #    48 KiB of dynamic shared memory for the default tiles), the
 #    mm_conv* cases bf16/f16 conv2d as implicit GEMMs on tensor cores;
+#    the tf32_* cases f32 ones under the default precision (tf32 tensor
+#    cores on sm_80 and newer), ieee_* f32 ones kept exact, mixed_* f32
+#    models under the bf16/fp16 policies (docs/codegen.md "Precision");
 #  - the ONNX backend node tests: `run_conformance --device cuda` (every
 #    model compiled to PTX and run on the GPU, outputs compared with the
 #    expected ones with ONNX's tolerances, docs/conformance.md); its log
@@ -28,14 +31,18 @@
 # when anything failed or the conformance runner did not finish.
 # FZ_GPU_DEVICE=cpu runs the same checks on the CPU, FZ_GPU_DEVICE=sim
 # through the GPU path on the kernel simulator (dry runs of this script on
-# a machine without a GPU; sim: 794 passed, 0 failed: test_cuda, 27
-# cases x 2 seeds, 739 conformance tests; the 4 mm_conv cases since
-# then add 8, which pass on sim).
+# a machine without a GPU; sim: 812 passed, 0 failed: test_cuda, 36
+# cases x 2 seeds, 739 conformance tests).
 #
 # Tolerances: rtol 1e-4, atol 1e-5 (reductions sum in a different order
 # than the interpreter, and exp/tanh/erf are polynomial approximations);
 # a case may widen them with a line `// tolerance: rtol X atol Y` (bf16
-# outputs, where a different summation order can move one rounding step).
+# outputs, where a different summation order can move one rounding step;
+# tf32 and mixed precision, each within its stated tolerance).
+# A line `// precision: P` runs the case with fuse-run --precision P
+# (default: the default policy, tf32 for f32 matmuls and convolutions).
+# The conformance runner keeps ONNX's exact-f32 semantics: its default is
+# --precision=ieee (docs/conformance.md).
 set -u
 BUILD=${1:-build-gpu-carry}
 DEVICE=${FZ_GPU_DEVICE:-cuda}  # cpu or sim: check this script without a GPU
@@ -81,10 +88,13 @@ for f in tests/gpu/cases/*.fuse; do
   rtol=1e-4 atol=1e-5
   tol=$(sed -n 's|^// tolerance: rtol \([^ ]*\) atol \([^ ]*\).*|\1 \2|p' "$f" | head -1)
   [ -n "$tol" ] && read -r rtol atol <<<"$tol"
+  prec=$(sed -n 's|^// precision: \([a-z0-9]*\).*|\1|p' "$f" | head -1)
+  precision=(); [ -n "$prec" ] && precision=(--precision "$prec")
   for seed in 1 2; do
     name="$(basename "$f" .fuse) (seed $seed)"
     out2=$(timeout 120 "$RUN" "$f" --device "$DEVICE" --random-inputs "$seed" \
-           --check-interp --rtol "$rtol" --atol "$atol" --print-limit 0 2>&1)
+           "${precision[@]}" --check-interp --rtol "$rtol" --atol "$atol" \
+           --print-limit 0 2>&1)
     rc=$?
     if [ $rc -eq 0 ] && echo "$out2" | grep -q "check-interp:.*ok" && \
        ! echo "$out2" | grep -q MISMATCH; then

@@ -147,15 +147,15 @@ void ffEmitRemarks(FFuser *F, const uint32_t *ids) {
   fzFree(F->ctx, sizes);
 }
 
+static void append_chunk(FzStringRef chunk, void *ud) {
+  fzBufAppend(ud, chunk.data, chunk.length);
+}
+
+/* The position diagnostics show ("m.fuse:2:8", or "model.onnx: node" for
+ * an imported model's op). */
 static void print_loc(FzBuf *b, FzLoc *loc) {
-  FzLoc *flc = loc ? fzLocFindFileLineCol(loc) : NULL;
-  if (!flc) {
+  if (!fzLocPrintPosition(loc, append_chunk, b))
     fzBufPuts(b, "unknown");
-    return;
-  }
-  FzStringRef f = fzLocGetFile(flc);
-  fzBufPrintf(b, "%.*s:%u:%u", (int)f.length, f.data, fzLocGetLine(flc),
-              fzLocGetColumn(flc));
 }
 
 static void print_to_stderr(FzStringRef chunk, void *ud) {

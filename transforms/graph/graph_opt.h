@@ -1,5 +1,5 @@
 /* transforms/graph/graph_opt.h - what the graph-optimization passes
- * share (private to transforms/graph and transforms/register.c).
+ * share (private to transforms/graph and pipelines/register.c).
  *
  * The passes are fold-batchnorm, fold-transpose, simplify-reshapes,
  * simplify-algebra and recognize-composites. Each is a set of rewrite
@@ -24,13 +24,23 @@
 #include "fz/graph.h"
 #include "fz/pass.h"
 
-/*===--- The passes (registered by transforms/register.c) -------------===*/
+/*===--- The passes (registered by pipelines/register.c) -------------===*/
 
 extern const FzPassDef fzFoldBatchNormPass;       /* fold-batchnorm */
 extern const FzPassDef fzFoldTransposePass;       /* fold-transpose */
 extern const FzPassDef fzSimplifyReshapesPass;    /* simplify-reshapes */
 extern const FzPassDef fzSimplifyAlgebraPass;     /* simplify-algebra */
 extern const FzPassDef fzRecognizeCompositesPass; /* recognize-composites */
+extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
+
+/* convert-contractions on everything nested in root (convert_contractions.c):
+ * f32 matmuls and convolutions on operands of element type `to` (bf16 or
+ * f16), their results cast back to f32; the counts of contractions and
+ * constants converted into *converted and *constants (either may be
+ * NULL). False after reporting an error (allocation failure). */
+FZ_MUST_CHECK bool fzGraphConvertContractions(FzOp *root, FzType *to,
+                                              uint64_t *converted,
+                                              uint64_t *constants);
 
 /*===--- Pattern tables -----------------------------------------------===*/
 

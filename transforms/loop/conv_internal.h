@@ -6,13 +6,13 @@
  *   conv_emit.c  the packing nests (weights, padded input) and the
  *                register-blocked tiles of one region
  *
- * The nest and its matcher: conv_match.h (shared with the GPU's
- * implicit GEMM).
+ * The nest and its matcher: dialects/loop/nest_match.h (shared with
+ * the GPU's implicit GEMM).
  */
 #ifndef FZ_TRANSFORMS_LOOP_CONV_INTERNAL_H
 #define FZ_TRANSFORMS_LOOP_CONV_INTERNAL_H
 
-#include "transforms/loop/conv_match.h"
+#include "transforms/loop/tile_internal.h"
 
 typedef struct ConvGen {
   TileGen G;               /* G.T = &C->T; G.W: lanes of the region */

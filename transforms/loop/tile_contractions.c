@@ -48,11 +48,6 @@ void fzTileContractionsOptionsInit(FzTileContractionsOptions *o) {
   o->smallM = 16;
 }
 
-uint64_t tileDeps(const TileNest *T, FzValue *v) {
-  void *m = fzPtrMapGet(&T->deps, v);
-  return m ? (uint64_t)(uintptr_t)m - 1 : 0;
-}
-
 static uint64_t op_deps(const TileNest *T, const FzOp *op) {
   void *m = fzPtrMapGet(&T->deps, op);
   return m ? (uint64_t)(uintptr_t)m - 1 : 0;
@@ -65,34 +60,6 @@ static bool set_deps(TileNest *T, const void *key, uint64_t mask) {
 
 static bool const_index(FzValue *v, int64_t *out) {
   return fzLoopValueGetConstantInt(v, out);
-}
-
-/* Ops allowed in the nest besides the reduction loop and stores. */
-bool tilePlainOp(FzOp *op) {
-  FzLoopOpcode c = fzLoopGetOpcode(op);
-  switch (c) {
-  case FZ_LOOP_OP_UNKNOWN:
-  case FZ_LOOP_OP_ALLOC:
-  case FZ_LOOP_OP_DEALLOC:
-  case FZ_LOOP_OP_VIEW:
-  case FZ_LOOP_OP_DIM:
-  case FZ_LOOP_OP_CONSTANT_BUFFER:
-  case FZ_LOOP_OP_FOR:
-  case FZ_LOOP_OP_PARALLEL:
-  case FZ_LOOP_OP_YIELD:
-  case FZ_LOOP_OP_BARRIER:
-  case FZ_LOOP_OP_STORE:
-  case FZ_LOOP_OP_VECTOR_LOAD:
-  case FZ_LOOP_OP_VECTOR_STORE:
-  case FZ_LOOP_OP_SPLAT:
-    return false;
-  default:
-    break;
-  }
-  if (fzOpGetNumRegions(op) || fzOpGetNumResults(op) != 1)
-    return false;
-  return fzTypeGetKind(fzValueGetType(fzOpGetResult(op, 0))) !=
-         FZ_TYPE_VECTOR;
 }
 
 /* Dependence masks of the ops of block (in order). */

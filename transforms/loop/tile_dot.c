@@ -282,7 +282,7 @@ static bool emit_rows(Dot *D, FzBuilder *body, FzValue *scratch, int64_t r0) {
   }
   /* The vector loop over k. */
   int64_t W = G->W, Kv = T->K / W * W;
-  FzValue *init[TILE_MAX_ROWS * TILE_DOT_MAX_COLS];
+  FzValue *init[TILE_MAX_ROWS * TILE_DOT_MAX_COLS] = {NULL};
   FzValue *zero =
       fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(G->ctx), 0.0);
   FzValue *zv =

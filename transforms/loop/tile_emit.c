@@ -168,12 +168,6 @@ FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
   return fzOpGetResult(c, 0);
 }
 
-bool tileInNest(TileNest *T, FzValue *v) {
-  FzBlock *b = fzValueGetParentBlock(v);
-  FzOp *p = b ? fzBlockGetParentOp(b) : NULL;
-  return p && fzOpIsAncestor(T->par, p);
-}
-
 /*===--- The packing nest -------------------------------------------------===*/
 
 typedef struct PackCtx {

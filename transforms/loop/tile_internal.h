@@ -8,7 +8,7 @@
  *                        register-blocked microkernel and its epilogue;
  *                        the op builders and the instance machinery
  *                        (TileInst) that conv_emit.c reuses
- *   conv_match.c         matching a conv2d nest (also for the GPU)
+ *   (dialects/loop/nest_match.h: TileNest, its masks, the conv matcher)
  *   conv_tile.c          tile-convolutions: its CPU checks, the pass
  *   conv_emit.c          its packing nests and register tiles
  *
@@ -32,33 +32,10 @@
 #ifndef FZ_TRANSFORMS_LOOP_TILE_INTERNAL_H
 #define FZ_TRANSFORMS_LOOP_TILE_INTERNAL_H
 
-#include "fz/loop.h"
-#include "ir/util.h"
+#include "dialects/loop/nest_match.h"
 
-#define TILE_MAX_DIMS 16
 #define TILE_MAX_ROWS 16
 #define TILE_MAX_VECS 8
-#define TK            ((uint64_t)1 << 62)
-#define TACC          ((uint64_t)1 << 63)
-
-typedef struct TileNest {
-  FzContext *ctx;
-  FzOp *par;     /* the loop.parallel */
-  FzBlock *body; /* its body */
-  size_t n;      /* its dims */
-  int64_t trips[TILE_MAX_DIMS];
-  size_t dI, dJ; /* the row dim and the column (last) dim */
-  FzOp *red;     /* the loop.for reduction */
-  FzBlock *redBody;
-  int64_t K;
-  FzOp *add, *mul; /* the accumulation and its product */
-  FzValue *x, *y;  /* product operands: x has no dJ, y no dI */
-  FzPtrMap deps;   /* FzValue / FzOp -> mask + 1 (see above) */
-  bool packY;      /* y is computed into a packed buffer */
-} TileNest;
-
-/* The dependence mask of v (0 for values defined outside the nest). */
-uint64_t tileDeps(const TileNest *T, FzValue *v);
 
 /* One region of the output: rows [row0, row0 + rowBlocks * mr) and
  * columns [col0, col0 + colBlocks * nv * W). */
@@ -99,9 +76,6 @@ FzValue *tileRootOf(FzValue *buffer);
 bool tileAccessVectorizes(const TileNest *T, FzOp *op);
 /* Whether the dJ-dependent op can run lanes at a time. */
 bool tileOpVectorizes(const TileNest *T, FzOp *op);
-/* Ops allowed in a nest besides loops, loads and stores: one scalar
- * result, no region. */
-bool tilePlainOp(FzOp *op);
 
 /* Building ops at b; NULL (and G->failed) after a failure, or when an
  * operand is NULL. */
@@ -133,8 +107,6 @@ void tilePrefetch(TileGen *G, FzBuilder *b, size_t n, FzValue *const *ops,
 /* A copy of op (one result) with the given operands and result type. */
 FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
                        FzType *resultType);
-/* Whether v is defined inside T's nest. */
-bool tileInNest(TileNest *T, FzValue *v);
 
 /* One region being emitted: the values of the original nest are
  * materialized on demand for an instance (r, c) of a tile (row r of its

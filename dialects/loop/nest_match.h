@@ -1,7 +1,57 @@
-/* transforms/loop/conv_match.h - the conv2d nest matcher, shared by
- * tile-convolutions (the CPU's register tiles, conv_tile.c) and the
- * tensor-core implicit GEMM of lower-loop-to-kernel
- * (lowering/loop_to_kernel/conv_match.c).
+/* dialects/loop/nest_match.h - the loop-nest analyses that several
+ * layers share: the contraction nest's dependence masks (TileNest), and
+ * recognizing a conv2d nest (ConvNest, convMatch). They sit with the loop
+ * dialect, below both users: the CPU's loop transforms
+ * (transforms/loop: tile-contractions, tile-convolutions) and the GPU's
+ * mappings (lowering/loop_to_kernel). Private to the library.
+ *
+ * A contraction nest (what lower-graph-to-loop makes of a matmul and its
+ * fused epilogue) is a top-level loop.parallel around one loop.for
+ * reduction whose body accumulates a product (transforms/loop/
+ * tile_internal.h draws it). Every value of the nest gets a dependence
+ * mask: the parallel dims it depends on (bits 0..n-1), the k loop (TK)
+ * and the accumulator (TACC).
+ */
+#ifndef FZ_DIALECTS_LOOP_NEST_MATCH_H
+#define FZ_DIALECTS_LOOP_NEST_MATCH_H
+
+#include "fz/loop.h"
+#include "ir/util.h"
+
+#define TILE_MAX_DIMS 16
+#define TK            ((uint64_t)1 << 62)
+#define TACC          ((uint64_t)1 << 63)
+
+typedef struct TileNest {
+  FzContext *ctx;
+  FzOp *par;     /* the loop.parallel */
+  FzBlock *body; /* its body */
+  size_t n;      /* its dims */
+  int64_t trips[TILE_MAX_DIMS];
+  size_t dI, dJ; /* the row dim and the column (last) dim */
+  FzOp *red;     /* the loop.for reduction */
+  FzBlock *redBody;
+  int64_t K;
+  FzOp *add, *mul; /* the accumulation and its product */
+  FzValue *x, *y;  /* product operands: x has no dJ, y no dI */
+  FzPtrMap deps;   /* FzValue / FzOp -> mask + 1 (see above) */
+  bool packY;      /* y is computed into a packed buffer */
+} TileNest;
+
+/* The dependence mask of v (0 for values defined outside the nest). */
+uint64_t tileDeps(const TileNest *T, FzValue *v);
+
+/* Ops allowed in a nest besides loops, loads and stores: one scalar
+ * result, no region. */
+bool tilePlainOp(FzOp *op);
+/* Whether v is defined inside T's nest. */
+bool tileInNest(TileNest *T, FzValue *v);
+
+/*===--- conv2d nests (conv_match.c) ------------------------------------===*
+ *
+ * The matcher is shared by tile-convolutions (the CPU's register tiles,
+ * transforms/loop/conv_tile.c) and the tensor-core implicit GEMM of
+ * lower-loop-to-kernel (lowering/loop_to_kernel/matmul_conv.c).
  *
  * A conv2d nest is what lower-graph-to-loop makes of graph.conv2d (NCHW)
  * and its fused epilogue:
@@ -29,11 +79,7 @@
  * What each user needs beyond it (the CPU: stores contiguous along ow
  * and an epilogue that vectorizes; the GPU: groups == 1 and a plain
  * weight load) its own file checks.
- */
-#ifndef FZ_TRANSFORMS_LOOP_CONV_MATCH_H
-#define FZ_TRANSFORMS_LOOP_CONV_MATCH_H
-
-#include "transforms/loop/tile_internal.h"
+ *===------------------------------------------------------------------===*/
 
 /* The ivs the index expressions may use, in this order. */
 enum { CV_N, CV_M, CV_OH, CV_OW, CV_C, CV_KH, CV_KW, CV_NUM };
@@ -81,4 +127,4 @@ uint32_t convVarDeps(const ConvNest *C, FzValue *v, bool loads, int depth);
 bool convAffine(const ConvNest *C, FzValue *v, int64_t scale, int64_t *coef,
                 int64_t *c0, int depth);
 
-#endif /* FZ_TRANSFORMS_LOOP_CONV_MATCH_H */
+#endif /* FZ_DIALECTS_LOOP_NEST_MATCH_H */

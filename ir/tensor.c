@@ -1,6 +1,5 @@
-/* dialects/graph/tensor.c - host tensors (FzTensor): creation, element
- * access with the interpreter's conversion rules, dense attributes, and
- * the whole-tensor conversions and stride helpers that kernels use.
+/* ir/tensor.c - host tensors (FzTensor, fz/tensor.h): creation, element
+ * access with the interpreter's conversion rules, dense attributes.
  *
  * Storage is the dense-attribute format (packed little-endian, i1 one
  * byte of 0/1, f16/bf16 as IEEE bits); the host is assumed little-endian
@@ -9,18 +8,38 @@
  * double to an integer truncates toward zero and saturates (NaN gives
  * 0); from an int64 to a narrower integer wraps. A tensor's memory comes
  * from its context and goes back there in fzTensorDestroy.
+ *
+ * The type lives in ir/ so that the graph interpreter, the runtimes and
+ * the tools share it without the runtime depending on a dialect.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-#include "dialects/graph/graph_internal.h"
+#include "fz/tensor.h"
+#include "ir/util.h"
+#include "ir/type_text.h"
 
 static bool is_int(const FzType *t) {
   return fzTypeGetKind(t) == FZ_TYPE_INTEGER;
 }
 
-bool fzGraphIsIntType(const FzType *t) {
-  return t && is_int(t);
+bool fzTensorDTypeIsSupported(const FzType *t) {
+  if (!t)
+    return false;
+  switch (fzTypeGetKind(t)) {
+  case FZ_TYPE_F16:
+  case FZ_TYPE_BF16:
+  case FZ_TYPE_F32:
+  case FZ_TYPE_F64:
+    return true;
+  case FZ_TYPE_INTEGER: {
+    unsigned w = fzTypeGetBitWidth(t);
+    return w == 1 || w == 8 || w == 16 || w == 32 || w == 64;
+  }
+  default:
+    return false;
+  }
 }
 
 FzTensor *fzTensorCreate(FzContext *ctx, FzType *dtype, size_t rank,
@@ -28,12 +47,12 @@ FzTensor *fzTensorCreate(FzContext *ctx, FzType *dtype, size_t rank,
   char buf[64];
   if (!fzTensorDTypeIsSupported(dtype)) {
     fzEmitError(ctx, NULL, "unsupported tensor element type '%s'",
-                fzGraphTypeStr(dtype, buf, sizeof buf));
+                fzTypeText(dtype, buf, sizeof buf));
     return NULL;
   }
-  if (rank > FZ_GRAPH_MAX_RANK) {
+  if (rank > FZ_TENSOR_MAX_RANK) {
     fzEmitError(ctx, NULL, "tensor rank %zu is above the maximum (%d)", rank,
-                FZ_GRAPH_MAX_RANK);
+                FZ_TENSOR_MAX_RANK);
     return NULL;
   }
   int64_t n = 1;
@@ -83,7 +102,7 @@ FzTensor *fzTensorCreateFromType(FzContext *ctx, FzType *type) {
     fzEmitError(ctx, NULL,
                 "expected a statically shaped tensor type, got "
                 "'%s'",
-                fzGraphTypeStr(type, buf, sizeof buf));
+                fzTypeText(type, buf, sizeof buf));
     return NULL;
   }
   return fzTensorCreate(ctx, fzShapedTypeGetElementType(type),
@@ -304,95 +323,4 @@ FzAttr *fzTensorToDenseAttr(const FzTensor *t) {
   for (int64_t i = 1; splat && i < t->numElements; ++i)
     splat = memcmp(d, d + (size_t)i * esz, esz) == 0;
   return fzDenseAttrGet(t->ctx, type, d, splat ? esz : bytes);
-}
-
-/*===--- Whole-tensor conversions for kernels ---------------------------===*/
-
-double *fzGraphLoadF64(const FzTensor *t) {
-  size_t n = (size_t)t->numElements;
-  double *v = fzMalloc(t->ctx, (n ? n : 1) * sizeof *v);
-  if (!v)
-    return NULL;
-  switch (fzTypeGetKind(t->dtype)) {
-  case FZ_TYPE_F32: {
-    const float *f = t->data;
-    for (size_t i = 0; i < n; ++i)
-      v[i] = f[i];
-    break;
-  }
-  case FZ_TYPE_F64:
-    memcpy(v, t->data, n * sizeof *v);
-    break;
-  default:
-    for (size_t i = 0; i < n; ++i)
-      v[i] = fzTensorGetF64(t, (int64_t)i);
-  }
-  return v;
-}
-
-int64_t *fzGraphLoadI64(const FzTensor *t) {
-  size_t n = (size_t)t->numElements;
-  int64_t *v = fzMalloc(t->ctx, (n ? n : 1) * sizeof *v);
-  if (!v)
-    return NULL;
-  for (size_t i = 0; i < n; ++i)
-    v[i] = fzTensorGetI64(t, (int64_t)i);
-  return v;
-}
-
-void fzGraphStoreF64(FzTensor *t, const double *v) {
-  size_t n = (size_t)t->numElements;
-  switch (fzTypeGetKind(t->dtype)) {
-  case FZ_TYPE_F32: {
-    float *f = t->data;
-    for (size_t i = 0; i < n; ++i)
-      f[i] = (float)v[i];
-    return;
-  }
-  case FZ_TYPE_F64:
-    memcpy(t->data, v, n * sizeof *v);
-    return;
-  default:
-    for (size_t i = 0; i < n; ++i)
-      fzTensorSetF64(t, (int64_t)i, v[i]);
-  }
-}
-
-void fzGraphStoreI64(FzTensor *t, const int64_t *v) {
-  for (size_t i = 0; i < (size_t)t->numElements; ++i)
-    fzTensorSetI64(t, (int64_t)i, v[i]);
-}
-
-void fzGraphStrides(size_t rank, const int64_t *shape, int64_t *strides) {
-  int64_t s = 1;
-  for (size_t i = rank; i-- > 0;) {
-    strides[i] = s;
-    s *= shape[i];
-  }
-}
-
-void fzGraphBroadcastStrides(const FzTensor *t, size_t outRank,
-                             const int64_t *outShape, int64_t *strides) {
-  int64_t own[FZ_GRAPH_MAX_RANK];
-  fzGraphStrides(t->rank, t->shape, own);
-  for (size_t j = 0; j < outRank; ++j)
-    strides[j] = 0;
-  for (size_t i = 0; i < t->rank; ++i) {
-    size_t j = outRank - t->rank + i;
-    strides[j] = (t->shape[i] == 1 && outShape[j] != 1) ? 0 : own[i];
-  }
-}
-
-void fzGraphBcastInit(FzGraphBcastIter *it, const FzTensor *out, size_t n,
-                      const FzTensor *const *inputs) {
-  it->rank = out->rank;
-  it->numInputs = n;
-  for (size_t d = 0; d < out->rank; ++d) {
-    it->shape[d] = out->shape[d];
-    it->idx[d] = 0;
-  }
-  for (size_t k = 0; k < n; ++k) {
-    fzGraphBroadcastStrides(inputs[k], out->rank, out->shape, it->strides[k]);
-    it->off[k] = 0;
-  }
 }

@@ -1,4 +1,4 @@
-/* transforms/loop/conv_match.c - convMatch (conv_match.h): recognizing a
+/* dialects/loop/conv_match.c - convMatch (nest_match.h): recognizing a
  * conv2d nest by evaluating its index expressions over their domain.
  * Shared by tile-convolutions (CPU) and lower-loop-to-kernel's implicit
  * GEMM (GPU); each adds its own checks on top.
@@ -7,7 +7,7 @@
 
 #include "fz/loop.h"
 #include "ir/util.h"
-#include "transforms/loop/conv_match.h"
+#include "dialects/loop/nest_match.h"
 
 /*===--- Index expressions ------------------------------------------------===*/
 

@@ -1,4 +1,4 @@
-/* lowering/graph_to_loop_run.c - fzLoopRunFunction: lower a graph
+/* pipelines/loop_run.c - fzLoopRunFunction: lower a graph
  * function with a pipeline and run it on the loop interpreter, binding
  * the calling convention of fz/loop.h (inputs, then fresh output
  * tensors). Used by fuse-run --device loop-interp and the tests that

@@ -1,0 +1,22 @@
+/* pipelines/pipelines.h - what the files of pipelines/ share.
+ *
+ * pipelines/ is the top library layer (docs/architecture.md): it sees
+ * every layer below and registers their passes (register.c), owns the
+ * named pipelines and the steps that the CPU and GPU compile paths run
+ * (cpu.c, gpu.c), and runs a graph function on the loop interpreter
+ * (loop_run.c). Nothing below it calls into it.
+ */
+#ifndef FZ_PIPELINES_PIPELINES_H
+#define FZ_PIPELINES_PIPELINES_H
+
+/* The graph simplifications of graph-optimize, in order, after its
+ * canonicalize,cse and before fusion. The CPU and GPU pipelines run the
+ * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
+#define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
+  "recognize-composites,simplify-algebra,simplify-reshapes,fold-transpose," \
+  "fold-batchnorm,canonicalize"
+
+/* The graph -> loop steps after fusion. */
+#define FZ_PIPELINE_GRAPH_TO_LOOP "lower-graph-to-loop,func.func(plan-memory)"
+
+#endif /* FZ_PIPELINES_PIPELINES_H */
