@@ -25,6 +25,7 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
                  : has(features, "+avx")     ? 256
                                              : 128;
   t.vectors = t.vectorBits >= 512 ? 4 : 2;
+  t.threads = o->threads;
   FzTileConvolutionsOptions cv;
   fzTileConvolutionsOptionsInit(&cv);
   cv.vectorBits = t.vectorBits;

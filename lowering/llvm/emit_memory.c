@@ -384,6 +384,41 @@ static bool emit_constant_buffer(FzLLEmitter *E, FzOp *op) {
   return true;
 }
 
+/* llvm.prefetch (read, keep in all levels, data) of the element's
+ * address. The indices may lie outside the buffer, so the address is a
+ * plain getelementptr (no inbounds, no nsw) and nothing is checked: a
+ * prefetch never faults. */
+static bool emit_prefetch(FzLLEmitter *E, FzOp *op) {
+  FzValue *buf = fzOpGetOperand(op, 0);
+  FzType *bt = fzValueGetType(buf);
+  size_t rank = fzShapedTypeGetRank(bt);
+  if (rank > FZ_GRAPH_MAX_RANK * 4 || fzOpGetNumOperands(op) != 1 + rank)
+    return fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
+  int64_t strides[FZ_GRAPH_MAX_RANK * 4];
+  buffer_strides(bt, strides);
+  LLVMValueRef p = fzLLGet(E, buf), lin = NULL;
+  if (!p)
+    return false;
+  for (size_t k = 0; k < rank; ++k) {
+    LLVMValueRef i = fzLLGet(E, fzOpGetOperand(op, 1 + k));
+    if (!i)
+      return false;
+    LLVMValueRef term =
+        strides[k] == 1 ? i : LLVMBuildMul(E->b, i, fzLLIndex(E, strides[k]), "");
+    lin = lin ? LLVMBuildAdd(E->b, lin, term, "") : term;
+  }
+  if (lin) {
+    LLVMTypeRef elt = fzLLStorageType(E, fzShapedTypeGetElementType(bt));
+    p = LLVMBuildGEP2(E->b, elt, p, &lin, 1, "");
+  }
+  LLVMTypeRef ov = E->tPtr;
+  LLVMValueRef args[4] = {p, LLVMConstInt(E->tI32, 0, 0),
+                          LLVMConstInt(E->tI32, 3, 0),
+                          LLVMConstInt(E->tI32, 1, 0)};
+  fzLLCallIntrinsic(E, "llvm.prefetch", &ov, 1, args, 4);
+  return true;
+}
+
 bool fzLLEmitMemoryOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
   switch (code) {
   case FZ_LOOP_OP_ALLOC:
@@ -403,6 +438,8 @@ bool fzLLEmitMemoryOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
   case FZ_LOOP_OP_STORE:
   case FZ_LOOP_OP_VECTOR_STORE:
     return emit_store(E, op);
+  case FZ_LOOP_OP_PREFETCH:
+    return emit_prefetch(E, op);
   default:
     return fzLLError(E, op, "emit-llvm: internal error: not a memory op");
   }
