@@ -71,6 +71,11 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *mma = getenv("FZ_GPU_MMA");
   if (mma && !strcmp(mma, "0"))
     go.noMma = true;
+  /* FZ_GPU_SMALL_M=0: contractions of at most 16 rows take the
+   * tensor-core or generic mappings instead of the small-M kernels. */
+  const char *smallM = getenv("FZ_GPU_SMALL_M");
+  if (smallM && !strcmp(smallM, "0"))
+    go.noSmallM = true;
   /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32.
    * fuse-run has applied bf16 and fp16 to the module already (what f32
    * nests remain take tf32 under them): not again on the clone. */

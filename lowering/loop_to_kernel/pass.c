@@ -18,12 +18,15 @@
 #include "fz/pass.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h" /* fzMatmulTileParse */
+#include "lowering/loop_to_kernel/small_m.h"
 #include "lowering/passes.h"
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
- * The specialized mapping (the tensor-core matmul) goes in front of the
- * generic ones; elementwise accepts every nest. */
+ * The specialized mappings (small-M contractions, then the tensor-core
+ * matmul) go in front of the generic ones; elementwise accepts every
+ * nest. */
 static const FzLkMapping *const kMappings[] = {
+    &fzLkSmallMMapping,
     &fzLkMatmulMapping,
     &fzLkGroupedMapping,
     &fzLkElementwiseMapping,
@@ -231,8 +234,12 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
     unsigned index = 0;
     FzOp *after;
     for (FzOp *op = fzBlockGetFirstOp(body); op && ok; op = after) {
+      /* A small-M nest cut along k becomes two nests: the next one is
+       * the second (fzSmallMSplit). */
+      ok = fzLoopGetOpcode(op) != FZ_LOOP_OP_PARALLEL ||
+           fzSmallMSplit(f, &op, options);
       after = fzOpGetNextInBlock(op);
-      if (fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
+      if (ok && fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
         ok = lower_nest(f, op, options, &index);
     }
     if (ok)
@@ -272,6 +279,17 @@ static const FzPassOptionDef kOptions[] = {
      "Shared memory per block (bytes, static plus dynamic) the mappings "
      "may use (0: 227 KiB, sm_90's opt-in limit)",
      NULL, 0, 227 * 1024},
+    {"small-m", FZ_PASS_OPTION_BOOL, "true",
+     "Contractions of at most 16 rows (x @ W at batch 1) stream the "
+     "weight on CUDA cores at the memory's rate, k cut across blocks "
+     "where the columns cannot fill the GPU (false: they take the "
+     "tensor-core or generic mappings)",
+     NULL, 0, 0},
+    {"small-m-shape", FZ_PASS_OPTION_STRING, NULL,
+     "Small-M kernels' shape, numbers forced: cols=C,unroll=U,warps=S,"
+     "blocks=B, any of them (default: $FZ_GPU_SMALL_M_SHAPE, else chosen "
+     "by size)",
+     NULL, 0, 0},
     {"mma", FZ_PASS_OPTION_BOOL, "true",
      "Matmul nests (bf16/f16) become tensor-core kernels (false: they "
      "take the generic mappings)",
@@ -308,6 +326,7 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.noSmallM = !fzPassGetBoolOption(pass, "small-m");
   /* The option's choices are the policies' names: it always parses. */
   if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),
                         &o.precision))
@@ -324,14 +343,23 @@ static bool run(FzPass *pass, FzOp *module) {
   snprintf(text, sizeof text, "%.*s", (int)tile.length,
            tile.data ? tile.data : "");
   o.mmaTile = text;
+  FzStringRef shape = fzPassGetStringOption(pass, "small-m-shape");
+  char shapeText[128];
+  if (shape.length >= sizeof shapeText)
+    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
+                       "lower-loop-to-kernel: small-m-shape=%.*s: too long",
+                       (int)shape.length, shape.data);
+  snprintf(shapeText, sizeof shapeText, "%.*s", (int)shape.length,
+           shape.data ? shape.data : "");
+  o.smallMShape = shapeText;
   return fzLowerLoopToKernel(module, &o);
 }
 
 const FzPassDef fzLowerLoopToKernelPassDef = {
     .argument = "lower-loop-to-kernel",
     .summary = "Top-level loop nests of loop-level functions -> kernel.func "
-               "+ kernel.launch (GPU mappings: tensor-core matmul, rows, "
-               "columns, elementwise)",
+               "+ kernel.launch (GPU mappings: small-M contractions, tensor-core "
+               "matmul, rows, columns, elementwise)",
     .anchor = "builtin.module",
     .options = kOptions,
     .numOptions = sizeof kOptions / sizeof kOptions[0],

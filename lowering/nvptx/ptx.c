@@ -167,6 +167,7 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.rowRegisters = o->rowRegisters;
   ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
+  ko.noSmallM = o->noSmallM;
   ko.mmaTile = o->mmaTile;
   int cc = 0;
   if (o->arch)
