@@ -246,6 +246,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     return usage_error("%s", "--sim-stats needs --device sim");
   if (o->cpu.benchLock && o->cpu.bench <= 0)
     return usage_error("%s", "--bench-lock needs --bench N");
+  if (o->cpu.benchCold && o->cpu.bench <= 0)
+    return usage_error("%s", "--bench-cold needs --bench N");
   return 0;
 }
 

@@ -230,6 +230,9 @@ bool fzSmallMChoose(const FzSmallMNest *m, const FzLoopToKernelOptions *o,
   return true;
 }
 
+/* "s" unless n is 1. */
+static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
+
 void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
                       char *buf, size_t n) {
   char wt[16], xt[16], split[160] = "";
@@ -245,19 +248,20 @@ void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
              "small-m %lldx%lldx%lld, W %s contiguous along k, x %s: a warp "
              "per %u column%s, lanes along k (%u-element loads, %u per "
              "column in flight), %u warp%s per column group, %u warps per "
-             "block, %lld blocks%s",
+             "block, %lld block%s%s",
              (long long)m->M, (long long)m->N, (long long)m->K, wt, xt,
-             s->cols, s->cols == 1 ? "" : "s", s->vec, s->unroll,
-             s->splitWarps, s->splitWarps == 1 ? "" : "s along k", s->warps,
-             (long long)s->blocks, split);
+             s->cols, plural(s->cols), s->vec, s->unroll, s->splitWarps,
+             s->splitWarps == 1 ? "" : "s along k", s->warps,
+             (long long)s->blocks, plural(s->blocks), split);
   else
     snprintf(buf, n,
              "small-m %lldx%lldx%lld, W %s contiguous along n, x %s: %u "
-             "column%s per thread, %u k rows per step, %u warp%s along k "
-             "per block, %lld blocks%s",
+             "column%s per thread, %u k row%s per step, %u warp%s along k "
+             "per block, %lld block%s%s",
              (long long)m->M, (long long)m->N, (long long)m->K, wt, xt,
-             s->vec, s->vec == 1 ? "" : "s", s->unroll, s->splitWarps,
-             s->splitWarps == 1 ? "" : "s", (long long)s->blocks, split);
+             s->vec, plural(s->vec), s->unroll, plural(s->unroll),
+             s->splitWarps, plural(s->splitWarps), (long long)s->blocks,
+             plural(s->blocks), split);
 }
 
 /*===--- What both builders share -----------------------------------------===*/
