@@ -64,6 +64,33 @@ static FzOp *parallel_before(FzLkBuild *kb, FzOp *anchor, size_t n,
   return par;
 }
 
+typedef struct Leak {
+  FzOp *old;
+  bool found;
+} Leak;
+
+static FzWalkResult find_leak(FzOp *op, void *ud) {
+  Leak *l = ud;
+  for (size_t i = 0; i < fzOpGetNumOperands(op); ++i) {
+    FzBlock *b = fzValueGetParentBlock(fzOpGetOperand(op, i));
+    FzOp *owner = b ? fzBlockGetParentOp(b) : NULL;
+    if (owner && fzOpIsAncestor(l->old, owner)) {
+      l->found = true;
+      return FZ_WALK_INTERRUPT;
+    }
+  }
+  return FZ_WALK_ADVANCE;
+}
+
+/* Whether clone (of an op of old's nest) still uses a value defined
+ * inside old: fzOpClone records the values it maps in a table that may
+ * fail to grow, and an unrecorded one keeps the original. */
+static bool uses_inside(FzOp *clone, FzOp *old) {
+  Leak l = {old, false};
+  fzOpWalk(clone, FZ_WALK_PRE_ORDER, find_leak, &l);
+  return l.found;
+}
+
 static bool yield(FzLkBuild *kb) {
   FzOpState st;
   fzOpStateInit(&st, kb->ctx, FZ_STR("loop.yield"), kb->loc);
@@ -83,8 +110,8 @@ static FzOp *partial_nest(FzLkBuild *kb, const FzSmallMNest *m, int64_t sb,
   FzValue *lo = fzLkMul(kb, fzBlockGetArgument(pb, 0), fzLkIndex(kb, ks));
   FzValue *hi = fzLkBin(kb, "loop.minsi", fzLkAdd(kb, lo, fzLkIndex(kb, ks)),
                         fzLkIndex(kb, m->K));
-  FzIRMapping *map = fzIRMappingCreate(kb->ctx);
-  if (!map || !lo || !hi)
+  FzIRMapping *map = lo && hi ? fzIRMappingCreate(kb->ctx) : NULL;
+  if (!map)
     return kb->failed = true, NULL;
   for (size_t d = 0; d < n; ++d)
     fzIRMappingMap(map, fzBlockGetArgument(ob, d),
@@ -94,6 +121,8 @@ static FzOp *partial_nest(FzLkBuild *kb, const FzSmallMNest *m, int64_t sb,
   if (!k)
     return kb->failed = true, NULL;
   fzBuilderInsert(&kb->b, k);
+  if (uses_inside(k, m->par))
+    return kb->failed = true, NULL;
   fzOpSetOperand(k, 0, lo);
   fzOpSetOperand(k, 1, hi);
   FzValue *idx[FZ_SMALL_M_MAX_DIMS + 1];
@@ -111,6 +140,8 @@ static FzOp *final_nest(FzLkBuild *kb, const FzSmallMNest *m, int64_t sb,
   if (!f)
     return kb->failed = true, NULL;
   fzOpMoveAfter(f, after);
+  if (uses_inside(f, m->par))
+    return kb->failed = true, NULL;
   FzBlock *body = fzLoopGetBody(f);
   FzOp *old = NULL;
   for (FzOp *op = fzBlockGetFirstOp(body); op && !old;
