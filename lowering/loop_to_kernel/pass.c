@@ -315,6 +315,20 @@ static const FzPassOptionDef kOptions[] = {
      NULL, 0, 0},
 };
 
+/* String option `name` NUL-terminated into text[128] for the options
+ * struct (the pass's value is a sized string that lives as long as the
+ * pass). False after an error (too long). */
+static bool string_option(FzPass *pass, FzOp *module, const char *name,
+                          char *text) {
+  FzStringRef v = fzPassGetStringOption(pass, name);
+  if (v.length >= 128)
+    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
+                       "lower-loop-to-kernel: %s=%.*s: too long", name,
+                       (int)v.length, v.data);
+  snprintf(text, 128, "%.*s", (int)v.length, v.data ? v.data : "");
+  return true;
+}
+
 static bool run(FzPass *pass, FzOp *module) {
   FzLoopToKernelOptions o;
   fzLoopToKernelOptionsInit(&o);
@@ -332,26 +346,12 @@ static bool run(FzPass *pass, FzOp *module) {
                         &o.precision))
     o.precision = FZ_PRECISION_DEFAULT;
   o.remarks = fzPassGetBoolOption(pass, "remarks");
-  /* NUL-terminated for the options struct (the pass's value is a sized
-   * string that lives as long as the pass). */
-  FzStringRef tile = fzPassGetStringOption(pass, "mma-tile");
-  char text[128];
-  if (tile.length >= sizeof text)
-    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
-                       "lower-loop-to-kernel: mma-tile=%.*s: too long",
-                       (int)tile.length, tile.data);
-  snprintf(text, sizeof text, "%.*s", (int)tile.length,
-           tile.data ? tile.data : "");
-  o.mmaTile = text;
-  FzStringRef shape = fzPassGetStringOption(pass, "small-m-shape");
-  char shapeText[128];
-  if (shape.length >= sizeof shapeText)
-    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
-                       "lower-loop-to-kernel: small-m-shape=%.*s: too long",
-                       (int)shape.length, shape.data);
-  snprintf(shapeText, sizeof shapeText, "%.*s", (int)shape.length,
-           shape.data ? shape.data : "");
-  o.smallMShape = shapeText;
+  char tile[128], shape[128];
+  if (!string_option(pass, module, "mma-tile", tile) ||
+      !string_option(pass, module, "small-m-shape", shape))
+    return false;
+  o.mmaTile = tile;
+  o.smallMShape = shape;
   return fzLowerLoopToKernel(module, &o);
 }
 

@@ -31,6 +31,7 @@
 #define FZ_LOWERING_SMALL_M_H
 
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
+#include "lowering/loop_to_kernel/matmul.h" /* FzMatmulIndex */
 
 /* Rows kept in registers (the mapping takes M <= this). */
 #define FZ_SMALL_M_MAX_ROWS 16
@@ -43,14 +44,11 @@
 #define FZ_SMALL_M_SMS 132
 #define FZ_SMALL_M_WARPS_PER_SM 16
 
-/* One index of an operand's load: the k loop's variable (FZ_SMALL_M_K),
- * a parallel dim (>= 0), or the constant `value` (FZ_SMALL_M_CONST). */
+/* One index of an operand's load (matmul.h's FzMatmulIndex): a parallel
+ * dim (dim >= 0), the constant `value` (FZ_SMALL_M_CONST), or the k
+ * loop's variable (FZ_SMALL_M_K). */
 #define FZ_SMALL_M_K (-2)
 #define FZ_SMALL_M_CONST (-1)
-typedef struct FzSmallMIndex {
-  int dim;
-  int64_t value;
-} FzSmallMIndex;
 
 /* x or W as the k loop reads it. */
 typedef struct FzSmallMOperand {
@@ -58,7 +56,7 @@ typedef struct FzSmallMOperand {
   FzOp *load;      /* its loop.load in the k loop */
   FzType *elt;     /* the loaded element type (bf16, f16, f32) */
   size_t rank;
-  FzSmallMIndex idx[FZ_SMALL_M_MAX_RANK];
+  FzMatmulIndex idx[FZ_SMALL_M_MAX_RANK];
   int64_t strides[FZ_SMALL_M_MAX_RANK]; /* elements */
   bool aligned;    /* the buffer starts 16-byte aligned */
 } FzSmallMOperand;

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "ir/util.h"
-#include "lowering/loop_to_kernel/matmul_internal.h" /* mmStridesOf... */
+#include "lowering/loop_to_kernel/matmul_internal.h" /* mm* helpers */
 #include "lowering/loop_to_kernel/small_m.h"
 
 static bool const_int(FzValue *v, int64_t *out) {
@@ -196,18 +196,12 @@ static bool match_kloop(FzSmallMNest *m, char *why, size_t whyLen) {
   }
   FzBlock *body = fzLoopGetBody(kl);
   FzValue *kiv = fzBlockGetArgument(body, 0);
-  FzValue *acc = fzBlockGetArgument(body, 1);
-  FzOp *yield = fzBlockGetLastOp(body);
-  FzOp *add = yield && fzOpGetNumOperands(yield) == 1
-                  ? fzValueGetDefiningOp(fzOpGetOperand(yield, 0))
-                  : NULL;
-  FzValue *prod = add && fzLoopGetOpcode(add) == FZ_LOOP_OP_ADDF
-                      ? other_operand(add, acc)
-                      : NULL;
-  FzOp *mul = prod ? fzValueGetDefiningOp(prod) : NULL;
-  if (!mul || fzLoopGetOpcode(mul) != FZ_LOOP_OP_MULF || !fzValueHasOneUse(acc))
-    return fzReasonf(why, whyLen, "the reduction does not add a product to "
-                                  "the accumulator");
+  FzOp *mul = mmKLoopProduct(kl, why, whyLen);
+  if (!mul)
+    return false;
+  if (!fzValueHasOneUse(fzBlockGetArgument(body, 1)))
+    return fzReasonf(why, whyLen, "the accumulator is used for more than "
+                                  "its sum");
   FzOp *la = operand_load(fzOpGetOperand(mul, 0));
   FzOp *lb2 = operand_load(fzOpGetOperand(mul, 1));
   if (!la || !lb2 || la == lb2)
@@ -247,35 +241,6 @@ static bool match_kloop(FzSmallMNest *m, char *why, size_t whyLen) {
   return true;
 }
 
-static bool epilogue_op_ok(FzOp *op) {
-  if (fzOpGetNumRegions(op) != 0)
-    return false;
-  switch (fzLoopGetOpcode(op)) {
-  case FZ_LOOP_OP_UNKNOWN:
-  case FZ_LOOP_OP_ALLOC:
-  case FZ_LOOP_OP_DEALLOC:
-  case FZ_LOOP_OP_CONSTANT_BUFFER:
-  case FZ_LOOP_OP_BARRIER:
-  case FZ_LOOP_OP_VECTOR_LOAD:
-  case FZ_LOOP_OP_VECTOR_STORE:
-  case FZ_LOOP_OP_VIEW:
-  case FZ_LOOP_OP_DIM:
-    return false;
-  default:
-    return true;
-  }
-}
-
-static bool same_indices(FzOp *load, FzOp *store) {
-  size_t n = fzOpGetNumOperands(load);
-  if (n + 1 != fzOpGetNumOperands(store))
-    return false;
-  for (size_t i = 1; i < n; ++i)
-    if (fzOpGetOperand(load, i) != fzOpGetOperand(store, i + 1))
-      return false;
-  return true;
-}
-
 static bool match_epilogue(FzSmallMNest *m, char *why, size_t whyLen) {
   FzBlock *body = fzLoopGetBody(m->par);
   FzOp *term = fzBlockGetLastOp(body);
@@ -285,7 +250,7 @@ static bool match_epilogue(FzSmallMNest *m, char *why, size_t whyLen) {
     if (op == m->kloop || op == term)
       continue;
     FzStringRef nm = fzIdentGetString(fzOpGetName(op));
-    if (!epilogue_op_ok(op))
+    if (!mmEpilogueOpOk(op))
       return fzReasonf(why, whyLen, "the nest holds '%.*s', which the "
                                     "epilogue does not take",
                        (int)nm.length, nm.data);
@@ -312,7 +277,7 @@ static bool match_epilogue(FzSmallMNest *m, char *why, size_t whyLen) {
       if (fzLoopGetOpcode(st) == FZ_LOOP_OP_STORE &&
           root_of(fzOpGetOperand(st, 1)) == r &&
           (fzOpGetOperand(st, 1) != fzOpGetOperand(op, 0) ||
-           !same_indices(op, st)))
+           !mmSameIndices(op, st)))
         return fzReasonf(why, whyLen, "the epilogue reads a buffer the nest "
                                       "writes, at other indices");
   }
@@ -331,26 +296,9 @@ bool fzSmallMMatch(FzOp *par, FzSmallMNest *out, char *why, size_t whyLen) {
   if (n < 1 || n > FZ_SMALL_M_MAX_DIMS)
     return fzReasonf(why, whyLen, "a nest of %zu dimensions", n);
   m->numDims = n;
-  for (size_t d = 0; d < n; ++d) {
-    int64_t lb, ub, st;
-    if (!const_int(fzOpGetOperand(par, d), &lb) ||
-        !const_int(fzOpGetOperand(par, n + d), &ub) ||
-        !const_int(fzOpGetOperand(par, 2 * n + d), &st) || lb != 0 ||
-        st != 1 || ub < 1)
-      return fzReasonf(why, whyLen, "the nest's bounds are not constants "
-                                    "0..N step 1");
-    m->extent[d] = ub;
-  }
-  FzBlock *body = fzLoopGetBody(par);
-  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
-    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR)
-      continue;
-    if (m->kloop)
-      return fzReasonf(why, whyLen, "the nest holds more than one loop");
-    m->kloop = op;
-  }
-  if (!m->kloop)
-    return fzReasonf(why, whyLen, "no reduction loop");
+  if (!mmNestExtents(par, m->extent, why, whyLen) ||
+      !(m->kloop = mmOnlyLoop(par, why, whyLen)))
+    return false;
   if (!match_kloop(m, why, whyLen) || !match_epilogue(m, why, whyLen))
     return false;
   m->N = m->extent[m->dimN];
