@@ -248,6 +248,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     return usage_error("%s", "--profile needs --device cuda");
   if (o->cpu.benchLock && o->cpu.bench <= 0)
     return usage_error("%s", "--bench-lock needs --bench N");
+  if (o->cpu.benchCold && o->cpu.bench <= 0)
+    return usage_error("%s", "--bench-cold needs --bench N");
   return 0;
 }
 

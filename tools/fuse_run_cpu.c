@@ -124,6 +124,11 @@ static const ToolOption kCpuOptions[] = {
               "cpu, cuda: hold an exclusive lock on FILE (flock; created if "
               "missing) while timing, so that concurrent runs compile in "
               "parallel but time one at a time"),
+    TOOL_FLAG("bench-cold", NULL, C(benchCold),
+              "cuda: before each timed run (the device copy's too), "
+              "overwrite 256 MiB so that no input is in L2 (as a model's "
+              "weight, read once per call); cpu rotates its buffers "
+              "anyway"),
     TOOL_CALL("codegen-threads", NULL, "N", set_codegen_threads,
               "cuda: threads for LLVM's optimization and code generation of "
               "the kernels (default 0: one per core, at most 16; 1: this "

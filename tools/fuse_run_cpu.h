@@ -28,6 +28,8 @@ typedef struct FuseRunCpuOptions {
    * by fuse-run before any device sees it). */
   FzPrecision precision;
   const char *benchLock; /* --bench-lock FILE: time while holding its lock */
+  bool benchCold;       /* --bench-cold: cuda: L2 overwritten before each
+                           timed run */
   double startSeconds;  /* fuseRunNow() when fuse-run started */
   unsigned codegenThreads; /* --codegen-threads N: cuda's LLVM threads
                               (0: one per core) */

@@ -290,6 +290,16 @@ typedef struct FzLoopToKernelOptions {
    * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
    * chosen by size. A bad text is an error. Not owned. */
   const char *mmaTile;
+  /* The small-M mapping (tried before the tensor-core one: contractions
+   * of at most 16 rows stream the weight on CUDA cores, docs/codegen.md
+   * "Small-M contractions on the GPU") is off: they take the tensor-core
+   * or generic mappings. */
+  bool noSmallM;
+  /* Its kernels' shape, numbers forced for experiments:
+   * "cols=C,unroll=U,warps=S,blocks=B" (any of them; docs/passes.md); NULL
+   * or "": $FZ_GPU_SMALL_M_SHAPE when set, else chosen by size. A bad
+   * text is an error. Not owned. */
+  const char *smallMShape;
   /* The precision policy (fz/precision.h) for f32 matmul and conv2d
    * nests: unless it is FZ_PRECISION_IEEE they become tensor-core
    * kernels too, on tf32 (mma.sync m16n8k8: each operand rounded to a
@@ -328,8 +338,9 @@ FZ_API FZ_MUST_CHECK bool
 fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options);
 
 /* Registers lower-loop-to-kernel (on builtin.module; options block-size,
- * vector, row-chunks, row-stage, row-registers, max-shared, mma,
- * mma-tile, precision, wgmma, dedup, remarks) and the named pipeline
+ * vector, row-chunks, row-stage, row-registers, max-shared, small-m,
+ * small-m-shape, mma, mma-tile, precision, wgmma, dedup, remarks) and the
+ * named pipeline
  * graph-to-kernel (graph-to-loop,lower-loop-to-kernel). Twice is
  * harmless. */
 FZ_API FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);

@@ -140,6 +140,20 @@ bool mmAlignedBase(FzValue *v, int64_t bytes);
 void mmStridesOf(FzType *t, int64_t *st);
 /* A static-shaped global buffer defined outside the nest par. */
 bool mmPlainBuffer(FzValue *v, FzOp *par);
+/* Ops a fused epilogue may hold (also the small-M mapping's): the loop
+ * dialect's region-free scalar ops, loads and stores. */
+bool mmEpilogueOpOk(FzOp *op);
+/* Whether load reads the element store writes (the same indices). */
+bool mmSameIndices(FzOp *load, FzOp *store);
+/* The extents of loop.parallel par (bounds 0..extent step 1, constants)
+ * into extent[]; false with the reason. */
+bool mmNestExtents(FzOp *par, int64_t *extent, char *why, size_t whyLen);
+/* The one loop.for of par's body; NULL with the reason (none, or
+ * several). */
+FzOp *mmOnlyLoop(FzOp *par, char *why, size_t whyLen);
+/* The mulf that k loop kl (one accumulator) adds to its accumulator:
+ * its body yields addf(acc, mulf(...)); NULL with the reason. */
+FzOp *mmKLoopProduct(FzOp *kl, char *why, size_t whyLen);
 
 /*===--- matmul_kb.c: building kernel IR -------------------------------===*/
 
