@@ -488,20 +488,20 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
   for (FzOp *op = fzBlockGetFirstOp(body); op && op != last;
        op = fzOpGetNextInBlock(op))
     U->numOps++;
-  U->ops = calloc(U->numOps + 1, sizeof *U->ops);
-  U->phase = calloc(U->numOps + 1, 1);
-  U->maps = calloc(count + 1, sizeof *U->maps);
-  U->views = calloc(U->numOps + 1, sizeof *U->views);
-  U->viewed = calloc(U->numOps + 1, sizeof *U->viewed);
-  U->skip = calloc(U->numOps + 1, sizeof *U->skip);
+  U->ops = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->ops);
+  U->phase = fzCalloc(kb->ctx, U->numOps + 1, 1);
+  U->maps = fzCalloc(kb->ctx, count + 1, sizeof *U->maps);
+  U->views = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->views);
+  U->viewed = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->viewed);
+  U->skip = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->skip);
   if (!U->ops || !U->phase || !U->maps || !U->views || !U->viewed ||
       !U->skip) {
-    free(U->ops);
-    free(U->phase);
-    free(U->maps);
-    free(U->views);
-    free(U->viewed);
-    free(U->skip);
+    fzFree(kb->ctx, U->ops);
+    fzFree(kb->ctx, U->phase);
+    fzFree(kb->ctx, U->maps);
+    fzFree(kb->ctx, U->views);
+    fzFree(kb->ctx, U->viewed);
+    fzFree(kb->ctx, U->skip);
     memset(U, 0, sizeof *U);
     return fail(kb), false;
   }
@@ -530,14 +530,16 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
 }
 
 void fzLkUnrollFree(FzLkUnroll *U) {
+  if (!U->kb)
+    return; /* never initialized, or its init failed */
   for (unsigned u = 0; U->maps && u < U->count; ++u)
     fzLkMapFree(&U->maps[u]);
-  free(U->ops);
-  free(U->phase);
-  free(U->maps);
-  free(U->views);
-  free(U->viewed);
-  free(U->skip);
+  fzFree(U->kb->ctx, U->ops);
+  fzFree(U->kb->ctx, U->phase);
+  fzFree(U->kb->ctx, U->maps);
+  fzFree(U->kb->ctx, U->views);
+  fzFree(U->kb->ctx, U->viewed);
+  fzFree(U->kb->ctx, U->skip);
   memset(U, 0, sizeof *U);
 }
 
