@@ -127,6 +127,8 @@ static bool const_of(FzValue *v, int64_t *out) {
 
 FzValue *fzLkAdd(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(a, &x) && const_of(b, &y))
     return fzLkConstInt(kb, fzValueGetType(a), x + y);
   if (const_of(b, &y) && y == 0)
@@ -138,6 +140,8 @@ FzValue *fzLkAdd(FzLkBuild *kb, FzValue *a, FzValue *b) {
 
 FzValue *fzLkMul(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(a, &x) && const_of(b, &y))
     return fzLkConstInt(kb, fzValueGetType(a), x * y);
   if (const_of(b, &y) && y == 1)
@@ -151,6 +155,8 @@ FzValue *fzLkMul(FzLkBuild *kb, FzValue *a, FzValue *b) {
 
 FzValue *fzLkDiv(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(b, &y) && y == 1)
     return a;
   if (const_of(a, &x) && const_of(b, &y) && y > 0)
@@ -160,6 +166,8 @@ FzValue *fzLkDiv(FzLkBuild *kb, FzValue *a, FzValue *b) {
 
 FzValue *fzLkRem(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(b, &y) && y == 1)
     return fzLkConstInt(kb, fzValueGetType(a), 0);
   if (const_of(a, &x) && const_of(b, &y) && y > 0)
@@ -365,6 +373,7 @@ typedef struct External {
   const FzLkMap *map;
   FzIRMapping *ir;
   bool missing;
+  bool outOfMemory;
 } External;
 
 static bool defined_in(FzValue *v, FzOp *root) {
@@ -384,7 +393,10 @@ static FzWalkResult map_externals(FzOp *op, void *ud) {
       x->missing = true;
       return FZ_WALK_INTERRUPT;
     }
-    fzIRMappingMap(x->ir, v, to);
+    if (!fzIRMappingMap(x->ir, v, to)) {
+      x->outOfMemory = true; /* recorded */
+      return FZ_WALK_INTERRUPT;
+    }
   }
   return FZ_WALK_ADVANCE;
 }
@@ -392,11 +404,11 @@ static FzWalkResult map_externals(FzOp *op, void *ud) {
 FzOp *fzLkClone(FzLkBuild *kb, FzLkMap *map, FzOp *op) {
   if (kb->failed)
     return NULL;
-  External x = {op, map, fzIRMappingCreate(kb->ctx), false};
+  External x = {op, map, fzIRMappingCreate(kb->ctx), false, false};
   if (!x.ir)
     return fail(kb), NULL;
   fzOpWalk(op, FZ_WALK_PRE_ORDER, map_externals, &x);
-  FzOp *c = x.missing ? NULL : fzOpClone(op, x.ir);
+  FzOp *c = x.missing || x.outOfMemory ? NULL : fzOpClone(op, x.ir);
   fzIRMappingDestroy(x.ir);
   if (x.missing) {
     fzOpEmitError(op, "lower-loop-to-kernel: internal error: a value this "
