@@ -611,8 +611,8 @@ static bool setup_staging(Group *G) {
     for (size_t i = 0; i < p->numInner; ++i)
       if (p->inner[i].staged)
         vec = p->inner[i].vec;
-    G->regs[s] = fzCalloc(kb->ctx, (size_t)(p->regChunks * vec + 1),
-                          sizeof(FzValue *));
+    G->regs[s] =
+        fzCalloc(kb->ctx, (size_t)(p->regChunks * vec + 1), sizeof(FzValue *));
     if (!G->regs[s])
       return kb->failed = true, false;
     if (si->sharedElems == 0)

@@ -75,7 +75,7 @@ static long version_of(const char *s, size_t n) {
 }
 
 typedef struct Shared {
-  FzBuf decls;  /* the hoisted statements, each once */
+  FzBuf decls;   /* the hoisted statements, each once */
   FzPtrVec seen; /* their texts (the context's), to drop repeats */
   bool haveStatus;
 } Shared;

@@ -337,8 +337,7 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
   }
   plan->numTemps = R.temps.len;
   plan->tempBytes = fzCalloc(ctx, R.temps.len + 1, sizeof *plan->tempBytes);
-  plan->constBytes =
-      fzCalloc(ctx, R.consts.len + 1, sizeof *plan->constBytes);
+  plan->constBytes = fzCalloc(ctx, R.consts.len + 1, sizeof *plan->constBytes);
   plan->constData = fzCalloc(ctx, R.consts.len + 1, sizeof *plan->constData);
   plan->kernels = fzCalloc(ctx, numLaunches + 1, sizeof *plan->kernels);
   ok = ok && plan->tempBytes && plan->kernels && plan->constBytes &&

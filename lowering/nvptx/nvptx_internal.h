@@ -25,14 +25,14 @@
 /* One kernel's LLVM module, compiled on its own: translated on the
  * calling thread (translate.c), then optimized and compiled to PTX on
  * any one thread of the pool (codegen.c), which disposes the module and
- * its context and leaves the text or the error. */
+ * its context and leaves the text or the error (text, error and
+ * llvmError are made there: fzLLThreadAlloc'ed). */
 typedef struct FzNvUnit {
   char *name;            /* the PTX entry ("fuse_gpu": no kernel; the
                             context's) */
   LLVMContextRef llctx;  /* NULL once disposed */
   LLVMModuleRef mod;
   size_t size;           /* LLVM instructions before O3: the schedule */
-  /* Made on a code-generation thread: fzLLThreadAlloc'ed. */
   char *text;            /* PTX, or the LLVM IR after O3 */
   size_t len;
   char *error;           /* what failed, or NULL */

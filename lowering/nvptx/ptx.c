@@ -410,8 +410,8 @@ static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     fzLLSitesFree(ctx, &E.sites);
   if (ok && E.sites.n) {
     /* The program takes the run-time checks (their messages). */
-    ok = (prog->checks = fzCalloc(ctx, E.sites.n, sizeof *prog->checks)) !=
-         NULL;
+    ok =
+        (prog->checks = fzCalloc(ctx, E.sites.n, sizeof *prog->checks)) != NULL;
     for (size_t i = 0; ok && i < E.sites.n; ++i) {
       prog->checks[i] = (FzGpuCheck){E.sites.v[i].loc, E.sites.v[i].message};
       E.sites.v[i].message = NULL;
