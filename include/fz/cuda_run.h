@@ -20,7 +20,8 @@
  * back. Errors are diagnostics of the FzCuda's context.
  *
  * Ownership: the FzGpuProgram and FzCuda outlive every call made on
- * them; a call frees its device memory in fzCudaCallDestroy. Outputs
+ * them; a call's host memory comes from the FzCuda's context, and it
+ * frees that and its device memory in fzCudaCallDestroy. Outputs
  * are new tensors of the context given, in an array that
  * fzTensorArrayDestroy frees.
  */

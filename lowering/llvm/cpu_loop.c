@@ -58,7 +58,7 @@ bool fzPrepareLoopModuleForCpu(FzOp *module, const FzCodegenOptions *options) {
     return false;
   bool ok = fzLLPrepareLoopModule(module, options, features);
   LLVMDisposeTargetMachine(tm);
-  free(cpu);
-  free(features);
+  fzFree(fzOpGetContext(module), cpu);
+  fzFree(fzOpGetContext(module), features);
   return ok;
 }

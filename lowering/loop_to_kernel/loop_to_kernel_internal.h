@@ -58,6 +58,8 @@ typedef struct FzLkPlan {
    * TFLOP/s figures; 0: none. */
   int64_t flops;
   void *state;               /* the mapping's own (released by it) */
+  FzContext *ctx;            /* the nest's: state's memory (set by the
+                                caller) */
   /* Set by a plan that reported an error (a bad option): the pass
    * fails instead of trying the next mapping. */
   bool failed;
@@ -96,7 +98,8 @@ typedef struct FzLkMapping {
   const char *name;
   /* Fills p and returns true when this mapping takes the nest; false
    * lets the next mapping try (nothing reported but remarks), unless it
-   * set p->failed after reporting an error. */
+   * set p->failed after reporting an error. Running out of memory fails
+   * the pass whatever plan returns (the context's sticky flag). */
   bool (*plan)(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                FzLkPlan *p);
   /* Builds the kernel body at kb's insertion point (the kernel's entry

@@ -84,7 +84,7 @@ static bool plan_wgmma(const FzLkNest *nest, const FzLoopToKernelOptions *o,
   if (!fzWgmmaTileChoose(&s->m, text, &s->t, why, sizeof why)) {
     fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
                 "lower-loop-to-kernel: wgmma tile: %s", why);
-    free(s);
+    fzFree(p->ctx, s);
     p->failed = true;
     return true;
   }
@@ -100,10 +100,10 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                  FzLkPlan *p) {
   if (o->noMma)
     return false;
-  MatmulPlan *s = calloc(1, sizeof *s);
+  MatmulPlan *s = fzCalloc(p->ctx, 1, sizeof *s);
   if (!s) {
     p->failed = true;
-    return fzOpEmitError(nest->par, "lower-loop-to-kernel: out of memory");
+    return false; /* out of memory: recorded */
   }
   char why[256], convWhy[256];
   bool isConv = false;
@@ -114,7 +114,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
                    "%s nest not lowered to tensor cores: %s",
                    isConv ? "conv2d" : "matmul", isConv ? convWhy : why);
-    free(s);
+    fzFree(p->ctx, s);
     return false;
   }
   const char *what = s->m.conv.on ? "conv2d" : "matmul";
@@ -125,21 +125,21 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                    "%s nest not lowered to tensor cores: f32 operands "
                    "under precision=ieee (exact f32 needs CUDA cores; "
                    "tf32 rounds them to a 10-bit mantissa)", what);
-    free(s);
+    fzFree(p->ctx, s);
     return false;
   }
   FzStringRef text = fzStringRefFromCString(o->mmaTile ? o->mmaTile : "");
   if (o->wgmma && plan_wgmma(nest, o, s, text, p))
     return !p->failed;
   if (p->failed) {
-    free(s);
+    fzFree(p->ctx, s);
     return false;
   }
   if (!fzMatmulTileChoose(&s->m, text, &s->t, why, sizeof why) ||
       !fzMatmulTileFits(&s->m, &s->t, why, sizeof why)) {
     fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
                 "lower-loop-to-kernel: matmul tile: %s", why);
-    free(s);
+    fzFree(p->ctx, s);
     p->failed = true;
     return false;
   }
@@ -151,7 +151,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
 }
 
 static void release(FzLkPlan *p) {
-  free(p->state);
+  fzFree(p->ctx, p->state);
   p->state = NULL;
 }
 

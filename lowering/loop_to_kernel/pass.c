@@ -115,19 +115,30 @@ static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
                        unsigned *index) {
   if (!o->noMma && !(par = fzLkFoldMatmulBatch(par)))
     return false;
-  FzLkNest *nest = calloc(1, sizeof *nest);
-  if (!nest)
-    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+  FzContext *ctx = fzOpGetContext(par);
+  FzLkNest *nest = fzCalloc(ctx, 1, sizeof *nest);
+  if (!nest) /* recorded */
+    return false;
   bool ok = analyze(func, par, nest);
   if (ok && nest->items == 0) { /* nothing to do */
     fzOpErase(par);
-    free(nest);
+    fzFree(ctx, nest);
     return true;
   }
   for (size_t i = 0; ok && i < sizeof kMappings / sizeof kMappings[0]; ++i) {
     FzLkPlan plan;
     memset(&plan, 0, sizeof plan);
-    if (!kMappings[i]->plan(nest, o, &plan)) {
+    plan.ctx = ctx;
+    /* A plan that ran out of memory (its analyses among them) fails the
+     * pass: another mapping, or a plan without what it could not
+     * allocate, would give other kernels after an error. */
+    bool hadFailure = fzContextHadAllocationFailure(ctx);
+    bool took = kMappings[i]->plan(nest, o, &plan);
+    if (!hadFailure && fzContextHadAllocationFailure(ctx))
+      plan.failed = true;
+    if (!took || plan.failed) {
+      if (took && kMappings[i]->release)
+        kMappings[i]->release(&plan);
       if (!plan.failed)
         continue;
       ok = false;
@@ -136,13 +147,13 @@ static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
     ok = fzLkOutline(nest, kMappings[i], &plan, o, (*index)++);
     if (kMappings[i]->release)
       kMappings[i]->release(&plan);
-    free(nest);
+    fzFree(ctx, nest);
     return ok;
   }
   if (ok)
     ok = fzOpEmitError(par, "lower-loop-to-kernel: no mapping takes this "
                             "nest");
-  free(nest);
+  fzFree(ctx, nest);
   return ok;
 }
 
