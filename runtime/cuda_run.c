@@ -182,6 +182,14 @@ bool fzCudaCallLaunch(FzCudaCall *c) {
   return true;
 }
 
+bool fzCudaCallLaunchKernel(FzCudaCall *c, size_t k) {
+  if (k >= c->f->numKernels)
+    return false;
+  const FzGpuKernel *K = &c->f->kernels[k];
+  return fzCudaLaunch(c->cu, c->fns[k], K->grid, K->block, K->sharedBytes,
+                      c->args[k]);
+}
+
 bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
                           FzTensor ***outputs) {
   const FzGpuFunction *f = c->f;

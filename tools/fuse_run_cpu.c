@@ -81,6 +81,9 @@ static int set_codegen_threads(void *opts, const char *v) {
   return 0;
 }
 
+static const char *const kGpuArchs[] = {"sm_80", "sm_86", "sm_87", "sm_89",
+                                        "sm_90", "sm_90a", NULL};
+
 /* The CPU and benchmark options, in --help order (common_options.h). */
 static const ToolOption kCpuOptions[] = {
     TOOL_CALL("threads", NULL, "N", set_threads,
@@ -91,6 +94,10 @@ static const ToolOption kCpuOptions[] = {
              "bandwidth (inputs read once + outputs written once), memcpy's "
              "beside it and the kernel's fraction of it (cpu: also run by "
              "run, each run followed by a copy)"),
+    TOOL_INT("profile", NULL, "N", C(profile), 1, 100000,
+             "cuda: time each kernel N times, launched one by one with "
+             "CUDA events between them; print each kernel's median, its "
+             "share of their sum and its plan, slowest first"),
     TOOL_FLAG("check-interp", NULL, C(checkInterp),
               "cpu, cuda, sim: also run the interpreter and compare "
               "(--rtol/--atol)"),
@@ -117,10 +124,19 @@ static const ToolOption kCpuOptions[] = {
               "cpu, cuda: hold an exclusive lock on FILE (flock; created if "
               "missing) while timing, so that concurrent runs compile in "
               "parallel but time one at a time"),
+    TOOL_FLAG("bench-cold", NULL, C(benchCold),
+              "cuda: before each timed run (the device copy's too), "
+              "overwrite 256 MiB so that no input is in L2 (as a model's "
+              "weight, read once per call); cpu rotates its buffers "
+              "anyway"),
     TOOL_CALL("codegen-threads", NULL, "N", set_codegen_threads,
               "cuda: threads for LLVM's optimization and code generation of "
               "the kernels (default 0: one per core, at most 16; 1: this "
               "thread alone; the PTX is the same)"),
+    TOOL_CHOICE("gpu-arch", NULL, "SM", C(gpuArch), kGpuArchs,
+                "cuda, sim: the PTX target instead of the device's (sm_90a "
+                "on an sm_90 device: bf16/f16 matmuls on the warp-group mma, "
+                "kernel.wgmma; sim: lowers them so)"),
     TOOL_FLAG("timing", NULL, C(timing),
               "Print the time of each compile phase (import, graph passes, "
               "fusion, lowering, LLVM, driver load) on stderr"),

@@ -71,6 +71,11 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   const char *mma = getenv("FZ_GPU_MMA");
   if (mma && !strcmp(mma, "0"))
     go.noMma = true;
+  /* FZ_GPU_SMALL_M=0: contractions of at most 16 rows take the
+   * tensor-core or generic mappings instead of the small-M kernels. */
+  const char *smallM = getenv("FZ_GPU_SMALL_M");
+  if (smallM && !strcmp(smallM, "0"))
+    go.noSmallM = true;
   /* --precision (or FZ_GPU_TF32, read by fuse-run): default is tf32.
    * fuse-run has applied bf16 and fp16 to the module already (what f32
    * nests remain take tf32 under them): not again on the clone. */
@@ -79,6 +84,10 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
                      ? FZ_PRECISION_TF32
                      : o->precision;
   go.codegenThreads = o->codegenThreads;
+  /* --gpu-arch (sm_90a: the wgmma matmuls); fzCudaCompileModule keeps it
+   * only where the device runs it. */
+  if (o->gpuArch)
+    go.arch = o->gpuArch;
   FzToolTiming *tt = o->timingReport;
   go.timing = tt ? &tt->sink : NULL;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
@@ -124,13 +133,19 @@ static int cmp_float(const void *a, const void *b) {
 /* Median milliseconds of `reps` timed calls of what (kernels, or a copy
  * when copyBytes > 0). Negative after an error. */
 static double time_median(FuseRunCuda *r, FzCudaCall *c, long reps,
-                          FzCudaPtr dst, FzCudaPtr src, size_t copyBytes) {
+                          FzCudaPtr dst, FzCudaPtr src, size_t copyBytes,
+                          FzCudaPtr flush, size_t flushBytes) {
   FzCudaEvent *e0 = fzCudaEventCreate(r->cu), *e1 = fzCudaEventCreate(r->cu);
   float *ms = calloc((size_t)reps, sizeof *ms);
   double result = -1;
   if (!e0 || !e1 || !ms)
     goto done;
   for (long i = -3; i < reps; ++i) {
+    /* --bench-cold: L2 holds the scratch, not the inputs (ordered
+     * before the first event on the same stream: not timed). */
+    if (flushBytes &&
+        !fzCudaMemset(r->cu, flush, (unsigned char)(i & 0xff), flushBytes))
+      goto done;
     if (!fzCudaEventRecord(r->cu, e0))
       goto done;
     bool ok = copyBytes ? fzCudaCopyOnDevice(r->cu, dst, src, copyBytes)
@@ -152,6 +167,77 @@ done:
   return result;
 }
 
+/* --profile N: each kernel's median time over N runs of the function,
+ * its kernels launched one by one with an event before each and one after
+ * the last (enqueued back to back, so the gaps are the device's), then
+ * one line per kernel, slowest first. */
+typedef struct KernelTime {
+  size_t k;
+  double ms;
+} KernelTime;
+
+static int cmp_kernel_time(const void *a, const void *b) {
+  double x = ((const KernelTime *)a)->ms, y = ((const KernelTime *)b)->ms;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static bool profile(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
+  const FzGpuFunction *f = fzCudaCallGetFunction(c);
+  size_t m = f->numKernels;
+  long reps = (long)r->o->profile;
+  FzCudaEvent **ev = calloc(m + 1, sizeof *ev);
+  float *ms = calloc(m * (size_t)reps + 1, sizeof *ms);
+  float *one = calloc((size_t)reps + 1, sizeof *one);
+  KernelTime *kt = calloc(m + 1, sizeof *kt);
+  bool ok = ev && ms && one && kt;
+  for (size_t k = 0; ok && k <= m; ++k)
+    ok = (ev[k] = fzCudaEventCreate(r->cu)) != NULL;
+  int lock = ok ? fuseRunBenchLock(r->o) : -1;
+  ok = ok && lock != -2;
+  for (long i = -2; ok && i < reps; ++i) {
+    for (size_t k = 0; ok && k < m; ++k)
+      ok = fzCudaEventRecord(r->cu, ev[k]) && fzCudaCallLaunchKernel(c, k);
+    ok = ok && fzCudaEventRecord(r->cu, ev[m]);
+    for (size_t k = 0; ok && k < m; ++k) {
+      float t = fzCudaEventElapsedMs(r->cu, ev[k], ev[k + 1]);
+      ok = t >= 0;
+      if (i >= 0)
+        ms[k * (size_t)reps + (size_t)i] = t;
+    }
+  }
+  if (lock != -2)
+    fuseRunBenchUnlock(lock);
+  double sum = 0;
+  for (size_t k = 0; ok && k < m; ++k) {
+    memcpy(one, ms + k * (size_t)reps, (size_t)reps * sizeof *one);
+    qsort(one, (size_t)reps, sizeof *one, cmp_float);
+    kt[k] = (KernelTime){k, one[reps / 2]};
+    sum += kt[k].ms;
+  }
+  if (ok) {
+    qsort(kt, m, sizeof *kt, cmp_kernel_time);
+    fprintf(out,
+            "profile-cuda: @%s: %zu kernel%s launched one by one, median of "
+            "%ld runs each: sum %.3f us\n",
+            f->name, m, m == 1 ? "" : "s", reps, sum * 1e3);
+    for (size_t i = 0; i < m; ++i) {
+      const FzGpuKernel *K = &f->kernels[kt[i].k];
+      fprintf(out, "profile-cuda: %10.3f us %5.1f%%  %s: %s\n",
+              kt[i].ms * 1e3, sum > 0 ? 100 * kt[i].ms / sum : 0.0, K->name,
+              K->plan ? K->plan : K->mapping);
+    }
+  }
+  for (size_t k = 0; ev && k <= m; ++k)
+    fzCudaEventDestroy(r->cu, ev[k]);
+  free(ev);
+  free(ms);
+  free(one);
+  free(kt);
+  if (!ok && lock != -2)
+    fprintf(stderr, "fuse-run: error: --profile: timing the kernels failed\n");
+  return ok;
+}
+
 static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
   const FzGpuFunction *f = fzCudaCallGetFunction(c);
   int64_t bytes = 0;
@@ -162,9 +248,18 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
   int lock = fuseRunBenchLock(r->o);
   if (lock == -2)
     return false;
-  double ms = time_median(r, c, r->o->bench, 0, 0, 0);
+  /* --bench-cold: a scratch buffer larger than any L2 (50 MB on an
+   * H100, 60 MB on an H200) overwritten before each timed run. */
+  size_t flushBytes = r->o->benchCold ? (size_t)256 << 20 : 0;
+  FzCudaPtr flush = 0;
+  if (flushBytes && !fzCudaAlloc(r->cu, flushBytes, &flush)) {
+    fuseRunBenchUnlock(lock);
+    return false;
+  }
+  double ms = time_median(r, c, r->o->bench, 0, 0, 0, flush, flushBytes);
   if (ms < 0) {
     fuseRunBenchUnlock(lock);
+    fzCudaFree(r->cu, flush);
     return false;
   }
   /* The limit: a device copy moving the same bytes (read + write). */
@@ -173,10 +268,11 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
   FzCudaPtr a = 0, b = 0;
   if (half && fzCudaAlloc(r->cu, half, &a) && fzCudaAlloc(r->cu, half, &b) &&
       fzCudaMemset(r->cu, a, 1, half))
-    copyMs = time_median(r, c, r->o->bench, b, a, half);
+    copyMs = time_median(r, c, r->o->bench, b, a, half, flush, flushBytes);
   fuseRunBenchUnlock(lock);
   fzCudaFree(r->cu, a);
   fzCudaFree(r->cu, b);
+  fzCudaFree(r->cu, flush);
   for (size_t k = 0; k < f->numKernels; ++k) {
     const FzGpuKernel *K = &f->kernels[k];
     fprintf(out,
@@ -198,11 +294,12 @@ static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
              (double)flops / (ms * 1e9), (long long)flops);
   fprintf(out,
           "bench-cuda: @%s: %zu kernel%s (%s), median %.3f us over %ld "
-          "runs%s, %.1f GB/s (%lld ideal bytes); device copy %.1f GB/s; "
+          "runs%s%s, %.1f GB/s (%lld ideal bytes); device copy %.1f GB/s; "
           "ratio %.3f\n",
           f->name, f->numKernels, f->numKernels == 1 ? "" : "s",
           fzCudaCallUsesGraph(c) ? "one CUDA graph" : "launched one by one",
-          ms * 1e3, r->o->bench, tflops, gbs, (long long)bytes, copyGbs,
+          ms * 1e3, r->o->bench, flushBytes ? " (L2 cold)" : "", tflops, gbs,
+          (long long)bytes, copyGbs,
           copyGbs > 0 ? gbs / copyGbs : 0);
   return true;
 }
@@ -222,6 +319,8 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
     fuseRunPrintFirstResult(r->o, out);
     ok = bench(r, c, out);
   }
+  if (ok && r->o->profile > 0)
+    ok = profile(r, c, out);
   fzCudaCallDestroy(c);
   if (ok && r->o->checkInterp) {
     size_t nRef = 0;

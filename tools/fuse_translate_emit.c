@@ -140,6 +140,8 @@ static const ToolOption kEmitOptions[] = {
                 "Tile of the tensor-core matmuls (PTX; default: "
                 "$FZ_GPU_MMA_TILE, else by size)"),
     TOOL_FLAG("no-mma", NULL, E(noMma), "No tensor-core matmuls (PTX)"),
+    TOOL_FLAG("no-small-m", NULL, E(noSmallM),
+              "No small-M contraction kernels (PTX)"),
     TOOL_CALL("precision", NULL, "P", set_precision,
               "f32 matmuls and convolutions: default (PTX: tf32; CPU: exact "
               "f32), ieee (exact f32), tf32 (PTX: operands rounded to 10 "
@@ -229,6 +231,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.fastMath = o->codegen.fastMath;
     go.mmaTile = o->mmaTile;
     go.noMma = o->noMma;
+    go.noSmallM = o->noSmallM;
     go.precision = o->precision;
     go.noRowStage = o->noRowStage;
     go.codegenThreads = o->codegenThreads;

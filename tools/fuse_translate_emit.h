@@ -12,6 +12,7 @@ typedef struct FuseEmitOptions {
   const char *gpuArch; /* --gpu-arch=sm_NN for --emit=ptx (default sm_90) */
   const char *mmaTile; /* --mma-tile=T: the tensor-core tile (--emit=ptx) */
   bool noMma;          /* --no-mma: no tensor-core matmuls (--emit=ptx) */
+  bool noSmallM;       /* --no-small-m: no small-M kernels (--emit=ptx) */
   /* --precision=P (--tf32: tf32, the old spelling): bf16/fp16 rewrite a
    * graph-level module's contractions for every --emit; the others choose
    * the GPU's f32 kernels (ptx) and mean exact f32 on the CPU. */

@@ -9,7 +9,7 @@
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
  * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma,
- * mmaTile and precision (resolved for the arch: tf32 by default), and
+ * noSmallM, mmaTile and precision (resolved for the arch: tf32 by default), and
  * the shared memory the arch allows; a module
  * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
@@ -89,6 +89,9 @@ typedef struct FzGpuOptions {
    * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
   bool noMma;
   const char *mmaTile;
+  /* The small-M mapping (contractions of at most 16 rows: fz/kernel.h
+   * FzLoopToKernelOptions.noSmallM) is off. */
+  bool noSmallM;
   /* The precision policy (fz/precision.h) of f32 matmul and conv2d
    * nests, resolved for `arch` (fzPrecisionResolve): FZ_PRECISION_DEFAULT
    * (zero, the default) is tf32 on sm_80 and newer, FZ_PRECISION_IEEE

@@ -108,6 +108,14 @@ typedef struct FzLkMapping {
 } FzLkMapping;
 
 extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
+/* Before the mappings plan a matmul nest (matmul_mapping.c): the batch
+ * dims of its rows operand that the other operand does not index, and
+ * that sit just before the row dim with contiguous rows in every buffer,
+ * are merged into the rows (dialects/loop/nest_rewrite.h): x [S, B, K]
+ * @ w [K, N] becomes one GEMM of S * B rows instead of S of B rows. The
+ * nest to lower, par itself when nothing merged; NULL after an error
+ * (reported). */
+FzOp *fzLkFoldMatmulBatch(FzOp *par);
 extern const FzLkMapping fzLkGroupedMapping;     /* grouped.c */
 extern const FzLkMapping fzLkElementwiseMapping; /* elementwise.c */
 

@@ -59,10 +59,12 @@ static int64_t elt_bytes(FzType *buf) {
 }
 
 /* Whether buffer value v starts at a multiple of `bytes` from its
- * allocation: function arguments and loop.alloc results do (the calling
- * convention's 16-byte alignment; device allocations are 256-byte
- * aligned), a view does when its source does and its constant offset
- * keeps it. */
+ * allocation: function arguments and loop.alloc results do (the
+ * calling convention's 16-byte alignment; device allocations are
+ * 256-byte aligned), and so do constant buffers (a large one is a device
+ * allocation the launch passes, a small one a global of 64-byte
+ * alignment: lowering/llvm/emit_memory.c); a view does when its source
+ * does and its constant offset keeps it. */
 bool mmAlignedBase(FzValue *v, int64_t bytes) {
   for (int depth = 0; depth < 16; ++depth) {
     FzOp *def = fzValueGetDefiningOp(v);
@@ -71,6 +73,8 @@ bool mmAlignedBase(FzValue *v, int64_t bytes) {
     FzLoopOpcode opc = fzLoopGetOpcode(def);
     if (opc == FZ_LOOP_OP_ALLOC)
       return true;
+    if (opc == FZ_LOOP_OP_CONSTANT_BUFFER)
+      return bytes <= 64;
     if (opc != FZ_LOOP_OP_VIEW)
       return false;
     int64_t off = 0;
@@ -182,6 +186,24 @@ static bool async_ok(const FzMatmulOperand *x, int64_t extent) {
   return (eb == 2 || eb == 4) && mmAlignedBase(x->buffer, 16);
 }
 
+FzOp *mmKLoopProduct(FzOp *kl, char *why, size_t whyLen) {
+  FzBlock *body = fzLoopGetBody(kl);
+  FzValue *acc = fzBlockGetArgument(body, 1);
+  FzOp *yield = fzBlockGetLastOp(body);
+  FzOp *add = yield && fzOpGetNumOperands(yield) == 1
+                  ? fzValueGetDefiningOp(fzOpGetOperand(yield, 0))
+                  : NULL;
+  if (!add || fzLoopGetOpcode(add) != FZ_LOOP_OP_ADDF)
+    return fzReasonf(why, whyLen, "the reduction is not a sum"), NULL;
+  FzValue *x = fzOpGetOperand(add, 0), *y = fzOpGetOperand(add, 1);
+  FzValue *prod = x == acc ? y : y == acc ? x : NULL;
+  FzOp *mul = prod ? fzValueGetDefiningOp(prod) : NULL;
+  if (!mul || fzLoopGetOpcode(mul) != FZ_LOOP_OP_MULF)
+    return fzReasonf(why, whyLen, "the reduction does not add a product to the "
+                               "accumulator"), NULL;
+  return mul;
+}
+
 /* The k loop: bounds 0..K step 1, one f32 accumulator from 0.0, body
  * load/extf x2 (f32: loads alone), mulf, addf, yield. */
 static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
@@ -202,19 +224,9 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
   m->K = ub;
   FzBlock *body = fzLoopGetBody(kl);
   FzValue *kiv = fzBlockGetArgument(body, 0);
-  FzValue *acc = fzBlockGetArgument(body, 1);
-  FzOp *yield = fzBlockGetLastOp(body);
-  FzOp *add = yield && fzOpGetNumOperands(yield) == 1
-                  ? fzValueGetDefiningOp(fzOpGetOperand(yield, 0))
-                  : NULL;
-  if (!add || fzLoopGetOpcode(add) != FZ_LOOP_OP_ADDF)
-    return fzReasonf(why, whyLen, "the reduction is not a sum");
-  FzValue *x = fzOpGetOperand(add, 0), *y = fzOpGetOperand(add, 1);
-  FzValue *prod = x == acc ? y : y == acc ? x : NULL;
-  FzOp *mul = prod ? fzValueGetDefiningOp(prod) : NULL;
-  if (!mul || fzLoopGetOpcode(mul) != FZ_LOOP_OP_MULF)
-    return fzReasonf(why, whyLen, "the reduction does not add a product to the "
-                               "accumulator");
+  FzOp *mul = mmKLoopProduct(kl, why, whyLen);
+  if (!mul)
+    return false;
   FzType *ta = NULL, *tb = NULL;
   FzOp *la = operand_load(fzOpGetOperand(mul, 0), &ta);
   FzOp *lb2 = operand_load(fzOpGetOperand(mul, 1), &tb);
@@ -280,9 +292,7 @@ static bool add_capture(FzMatmulNest *m, FzValue *v, char *why,
   return true;
 }
 
-/* Ops the epilogue may hold: the loop dialect's region-free scalar ops,
- * loads and stores. */
-static bool epilogue_op_ok(FzOp *op) {
+bool mmEpilogueOpOk(FzOp *op) {
   if (fzOpGetNumRegions(op) != 0)
     return false;
   switch (fzLoopGetOpcode(op)) {
@@ -301,7 +311,7 @@ static bool epilogue_op_ok(FzOp *op) {
   }
 }
 
-static bool same_indices(FzOp *load, FzOp *store) {
+bool mmSameIndices(FzOp *load, FzOp *store) {
   size_t n = fzOpGetNumOperands(load);
   if (n + 1 != fzOpGetNumOperands(store))
     return false;
@@ -361,7 +371,7 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
   for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
     if (op == m->kloop || op == term)
       continue;
-    if (!epilogue_op_ok(op))
+    if (!mmEpilogueOpOk(op))
       return fzReasonf(why, whyLen, "the nest holds '%.*s', which the matmul "
                                  "epilogue does not take",
                     (int)fzIdentGetString(fzOpGetName(op)).length,
@@ -395,7 +405,7 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
       continue;
     for (size_t s = 0; s < m->numStores; ++s)
       if (fzOpGetOperand(m->stores[s], 1) == fzOpGetOperand(op, 0) &&
-          !same_indices(op, m->stores[s]))
+          !mmSameIndices(op, m->stores[s]))
         return fzReasonf(why, whyLen, "the epilogue reads a buffer the nest "
                                    "writes, at other indices");
   }
@@ -403,6 +413,37 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
   for (size_t s = 0; s < m->numStores; ++s)
     m->pairStores = m->pairStores && pair_store_ok(m, m->stores[s]);
   return true;
+}
+
+bool mmNestExtents(FzOp *par, int64_t *extent, char *why, size_t whyLen) {
+  size_t n = fzLoopParallelGetNumDims(par);
+  for (size_t d = 0; d < n; ++d) {
+    int64_t lb, ub, st;
+    if (!const_int(fzOpGetOperand(par, d), &lb) ||
+        !const_int(fzOpGetOperand(par, n + d), &ub) ||
+        !const_int(fzOpGetOperand(par, 2 * n + d), &st) || lb != 0 ||
+        st != 1 || ub < 1)
+      return fzReasonf(why, whyLen, "the nest's bounds are not constants "
+                                 "0..N step 1");
+    extent[d] = ub;
+  }
+  return true;
+}
+
+FzOp *mmOnlyLoop(FzOp *par, char *why, size_t whyLen) {
+  FzOp *loop = NULL;
+  for (FzOp *op = fzBlockGetFirstOp(fzLoopGetBody(par)); op;
+       op = fzOpGetNextInBlock(op)) {
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR)
+      continue;
+    if (loop)
+      return fzReasonf(why, whyLen, "the nest holds more than one loop"),
+             NULL;
+    loop = op;
+  }
+  if (!loop)
+    fzReasonf(why, whyLen, "no reduction loop");
+  return loop;
 }
 
 bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
@@ -417,27 +458,9 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
     return fzReasonf(why, whyLen, "a nest of %zu dimensions (a matmul has at "
                                "least rows and columns)", n);
   m->numDims = n;
-  for (size_t d = 0; d < n; ++d) {
-    int64_t lb, ub, st;
-    if (!const_int(fzOpGetOperand(par, d), &lb) ||
-        !const_int(fzOpGetOperand(par, n + d), &ub) ||
-        !const_int(fzOpGetOperand(par, 2 * n + d), &st) || lb != 0 ||
-        st != 1 || ub < 1)
-      return fzReasonf(why, whyLen, "the nest's bounds are not constants "
-                                 "0..N step 1");
-    m->extent[d] = ub;
-  }
-  FzBlock *body = fzLoopGetBody(par);
-  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
-    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR)
-      continue;
-    if (m->kloop)
-      return fzReasonf(why, whyLen, "the nest holds more than one loop");
-    m->kloop = op;
-  }
-  if (!m->kloop)
-    return fzReasonf(why, whyLen, "no reduction loop");
-  if (!match_kloop(par, m->kloop, m, why, whyLen))
+  if (!mmNestExtents(par, m->extent, why, whyLen) ||
+      !(m->kloop = mmOnlyLoop(par, why, whyLen)) ||
+      !match_kloop(par, m->kloop, m, why, whyLen))
     return false;
   m->M = m->extent[m->dimI];
   m->N = m->extent[m->dimJ];

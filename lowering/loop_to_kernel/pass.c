@@ -18,12 +18,15 @@
 #include "fz/pass.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h" /* fzMatmulTileParse */
+#include "lowering/loop_to_kernel/small_m.h"
 #include "lowering/passes.h"
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
- * The specialized mapping (the tensor-core matmul) goes in front of the
- * generic ones; elementwise accepts every nest. */
+ * The specialized mappings (small-M contractions, then the tensor-core
+ * matmul) go in front of the generic ones; elementwise accepts every
+ * nest. */
 static const FzLkMapping *const kMappings[] = {
+    &fzLkSmallMMapping,
     &fzLkMatmulMapping,
     &fzLkGroupedMapping,
     &fzLkElementwiseMapping,
@@ -110,6 +113,8 @@ static bool analyze(FzOp *func, FzOp *par, FzLkNest *nest) {
 
 static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
                        unsigned *index) {
+  if (!o->noMma && !(par = fzLkFoldMatmulBatch(par)))
+    return false;
   FzLkNest *nest = calloc(1, sizeof *nest);
   if (!nest)
     return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
@@ -231,8 +236,12 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
     unsigned index = 0;
     FzOp *after;
     for (FzOp *op = fzBlockGetFirstOp(body); op && ok; op = after) {
+      /* A small-M nest cut along k becomes two nests: the next one is
+       * the second (fzSmallMSplit). */
+      ok = fzLoopGetOpcode(op) != FZ_LOOP_OP_PARALLEL ||
+           fzSmallMSplit(f, &op, options);
       after = fzOpGetNextInBlock(op);
-      if (fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
+      if (ok && fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
         ok = lower_nest(f, op, options, &index);
     }
     if (ok)
@@ -272,6 +281,17 @@ static const FzPassOptionDef kOptions[] = {
      "Shared memory per block (bytes, static plus dynamic) the mappings "
      "may use (0: 227 KiB, sm_90's opt-in limit)",
      NULL, 0, 227 * 1024},
+    {"small-m", FZ_PASS_OPTION_BOOL, "true",
+     "Contractions of at most 16 rows (x @ W at batch 1) stream the "
+     "weight on CUDA cores at the memory's rate, k cut across blocks "
+     "where the columns cannot fill the GPU (false: they take the "
+     "tensor-core or generic mappings)",
+     NULL, 0, 0},
+    {"small-m-shape", FZ_PASS_OPTION_STRING, NULL,
+     "Small-M kernels' shape, numbers forced: cols=C,unroll=U,warps=S,"
+     "blocks=B, any of them (default: $FZ_GPU_SMALL_M_SHAPE, else chosen "
+     "by size)",
+     NULL, 0, 0},
     {"mma", FZ_PASS_OPTION_BOOL, "true",
      "Matmul nests (bf16/f16) become tensor-core kernels (false: they "
      "take the generic mappings)",
@@ -287,6 +307,10 @@ static const FzPassOptionDef kOptions[] = {
      "(bf16 and fp16 act at the graph level: convert-contractions; here "
      "they mean tf32)",
      kPrecisions, 0, 0},
+    {"wgmma", FZ_PASS_OPTION_BOOL, "false",
+     "bf16/f16 matmul nests become warp-group mma kernels (kernel.wgmma: "
+     "sm_90a) instead of mma.sync ones",
+     NULL, 0, 0},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
      "kernel.func that every launch of them calls",
@@ -296,6 +320,20 @@ static const FzPassOptionDef kOptions[] = {
      "the matmul mapping refused it",
      NULL, 0, 0},
 };
+
+/* String option `name` NUL-terminated into text[128] for the options
+ * struct (the pass's value is a sized string that lives as long as the
+ * pass). False after an error (too long). */
+static bool string_option(FzPass *pass, FzOp *module, const char *name,
+                          char *text) {
+  FzStringRef v = fzPassGetStringOption(pass, name);
+  if (v.length >= 128)
+    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
+                       "lower-loop-to-kernel: %s=%.*s: too long", name,
+                       (int)v.length, v.data);
+  snprintf(text, 128, "%.*s", (int)v.length, v.data ? v.data : "");
+  return true;
+}
 
 static bool run(FzPass *pass, FzOp *module) {
   FzLoopToKernelOptions o;
@@ -308,30 +346,27 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.wgmma = fzPassGetBoolOption(pass, "wgmma");
+  o.noSmallM = !fzPassGetBoolOption(pass, "small-m");
   /* The option's choices are the policies' names: it always parses. */
   if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),
                         &o.precision))
     o.precision = FZ_PRECISION_DEFAULT;
   o.remarks = fzPassGetBoolOption(pass, "remarks");
-  /* NUL-terminated for the options struct (the pass's value is a sized
-   * string that lives as long as the pass). */
-  FzStringRef tile = fzPassGetStringOption(pass, "mma-tile");
-  char text[128];
-  if (tile.length >= sizeof text)
-    return fzEmitError(fzOpGetContext(module), fzOpGetLoc(module),
-                       "lower-loop-to-kernel: mma-tile=%.*s: too long",
-                       (int)tile.length, tile.data);
-  snprintf(text, sizeof text, "%.*s", (int)tile.length,
-           tile.data ? tile.data : "");
-  o.mmaTile = text;
+  char tile[128], shape[128];
+  if (!string_option(pass, module, "mma-tile", tile) ||
+      !string_option(pass, module, "small-m-shape", shape))
+    return false;
+  o.mmaTile = tile;
+  o.smallMShape = shape;
   return fzLowerLoopToKernel(module, &o);
 }
 
 const FzPassDef fzLowerLoopToKernelPassDef = {
     .argument = "lower-loop-to-kernel",
     .summary = "Top-level loop nests of loop-level functions -> kernel.func "
-               "+ kernel.launch (GPU mappings: tensor-core matmul, rows, "
-               "columns, elementwise)",
+               "+ kernel.launch (GPU mappings: small-M contractions, tensor-core "
+               "matmul, rows, columns, elementwise)",
     .anchor = "builtin.module",
     .options = kOptions,
     .numOptions = sizeof kOptions / sizeof kOptions[0],

@@ -13,7 +13,8 @@
  *   join.c         the PTX of the modules joined into one text
  *   launches.c     host functions -> launch plans (FzGpuFunction)
  *   kernel_func.c  kernel.func -> PTX entry (signature, metadata, body)
- *   kernel_ops.c   every kernel op, one table
+ *   kernel_ops.c   every kernel op, one table (kernel_ops_sm90.c: the
+ *                  Hopper ops)
  */
 #ifndef FZ_LOWERING_NVPTX_INTERNAL_H
 #define FZ_LOWERING_NVPTX_INTERNAL_H
@@ -117,6 +118,9 @@ typedef struct FzNvKernelState {
 
 /* The translation of one kernel op (kernel_ops.c; E->emitForeignOp). */
 bool fzNvEmitKernelOp(FzLLEmitter *E, FzOp *op);
+/* The Hopper ops (mbarriers, bulk copies, the proxy fence, wgmma) as
+ * inline PTX (kernel_ops_sm90.c). */
+bool fzNvEmitSm90Op(FzLLEmitter *E, FzOp *op);
 /* Whether op is a kernel op that synchronizes or communicates with other
  * threads (barriers, shuffles, atomics, mma). */
 bool fzNvKernelOpSynchronizes(const FzOp *op);

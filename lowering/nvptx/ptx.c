@@ -167,7 +167,9 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.rowRegisters = o->rowRegisters;
   ko.maxSharedBytes = opt_in_shared(o->arch);
   ko.noMma = o->noMma;
+  ko.noSmallM = o->noSmallM;
   ko.mmaTile = o->mmaTile;
+  ko.wgmma = o->arch && !strcmp(o->arch, "sm_90a");
   int cc = 0;
   if (o->arch)
     (void)sscanf(o->arch, "sm_%d", &cc);

@@ -7,7 +7,8 @@
  *    it, so nothing reaches stderr) with its file, line, column, severity
  *    and message;
  *  - CountingAlloc: an FzAllocator that counts live blocks and bytes and
- *    can fail the Nth allocation (or every one from the Nth on);
+ *    can fail the Nth allocation (or every one from the Nth on), and
+ *    check_pass_allocation_failures, a pass pipeline run under it;
  *  - TextBuf: a print callback that accumulates printed text;
  *  - small builders for ops, blocks and func.func bodies.
  * Everything a helper allocates is plain malloc'ed memory owned by the
@@ -23,6 +24,7 @@
 
 #include "fz/dialects.h"
 #include "fz/ir.h"
+#include "fz/pass.h"
 
 /*===--- Recording diagnostics ------------------------------------------===*/
 
@@ -182,6 +184,44 @@ static inline void *counting_realloc(void *ud, void *ptr, size_t oldSize,
 static inline FzAllocator counting_allocator(CountingAlloc *c) {
   FzAllocator a = {counting_realloc, c};
   return a;
+}
+
+/* Runs `pipeline` (anchored on builtin.module) over the module parsed
+ * from src once per allocation the run makes, that allocation failing:
+ * each run either succeeds or reports an error, and leaks nothing. Stops
+ * at the first run that no failure reaches and returns the number of
+ * allocations it covered. */
+static inline size_t check_pass_allocation_failures(const char *src,
+                                                    const char *pipeline) {
+  for (size_t failAt = 1;; ++failAt) {
+    CountingAlloc c = {0};
+    FzAllocator a = counting_allocator(&c);
+    FzContext *ctx = fzContextCreateWithAllocator(&a);
+    ck_assert(fzRegisterAllDialects(ctx));
+    ck_assert(fzRegisterAllPasses(ctx));
+    FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src),
+                            FZ_STR("t.fuse"), 0);
+    ck_assert_ptr_nonnull(m);
+    FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
+    ck_assert_ptr_nonnull(pm);
+    ck_assert(fzPassManagerParsePipeline(pm,
+                                         fzStringRefFromCString(pipeline)));
+    DiagLog log;
+    diag_log_begin(&log, ctx);
+    c.failAt = c.numAllocs + failAt;
+    bool ok = fzPassManagerRun(pm, m);
+    c.failAt = 0;
+    diag_log_end(&log);
+    if (!ok)
+      ck_assert_uint_gt(log.numErrors, 0);
+    fzPassManagerDestroy(pm);
+    fzOpDestroy(m);
+    fzContextDestroy(ctx);
+    ck_assert_uint_eq(c.liveBlocks, 0);
+    if (ok && c.numFailures == 0)
+      return failAt - 1;
+    ck_assert_uint_lt(failAt, 200000);
+  }
 }
 
 /*===--- Capturing printed text -----------------------------------------===*/

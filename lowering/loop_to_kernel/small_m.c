@@ -1,0 +1,498 @@
+/* lowering/loop_to_kernel/small_m.c - the small-M mapping: which nests
+ * it takes, the shape of their kernels (fzSmallMChoose, documented in
+ * docs/codegen.md "Small-M contractions on the GPU"), and what both
+ * kernel builders share: ids, the loads of x and W, the epilogue.
+ *
+ * The mapping is first in lower-loop-to-kernel's list: a nest of at
+ * most FZ_SMALL_M_MAX_ROWS rows takes it before the tensor-core tiles
+ * (of which it would use one row in 64); a larger one goes on to them.
+ * Every thread accumulates in f32 with fma (exact f32 products of bf16,
+ * f16 or f32 operands) whatever the precision policy: the kernel is
+ * bound by the weight's bytes, not by arithmetic.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/type_text.h"
+#include "lowering/loop_to_kernel/small_m.h"
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static int64_t pow2_ceil(int64_t v) {
+  int64_t p = 1;
+  while (p < v && p < ((int64_t)1 << 40))
+    p <<= 1;
+  return p;
+}
+
+static int64_t elt_bytes(FzType *t) {
+  return (int64_t)fzTypeGetStorageSize(t);
+}
+
+/* Whether loads of `lanes` consecutive elements along x's last index
+ * are aligned to their size wherever that index is a multiple of
+ * `lanes`: stride 1 there, every other stride a multiple of lanes, the
+ * buffer 16-byte aligned, and kernel.vector_load's sizes (2+ lanes, 4,
+ * 8 or 16 bytes). */
+static bool vector_ok(const FzSmallMOperand *x, int64_t lanes) {
+  int64_t bytes = lanes * elt_bytes(x->elt);
+  if (lanes < 2 || (bytes != 4 && bytes != 8 && bytes != 16) || !x->aligned ||
+      x->strides[x->rank - 1] != 1)
+    return false;
+  for (size_t i = 0; i + 1 < x->rank; ++i)
+    if (x->strides[i] % lanes != 0)
+      return false;
+  return true;
+}
+
+/* x's loads along k: `lanes` at a time where k is its last index. */
+static unsigned x_vector(const FzSmallMNest *m, unsigned lanes) {
+  if (m->x.idx[m->x.rank - 1].dim != FZ_SMALL_M_K)
+    return 1;
+  unsigned v = lanes;
+  while (v > 1 && (int64_t)v * elt_bytes(m->x.elt) > 16)
+    v /= 2;
+  return vector_ok(&m->x, v) ? v : 1;
+}
+
+/* The shape's numbers forced by `small-m-shape` / FZ_GPU_SMALL_M_SHAPE
+ * (0: chosen; cols concerns a W contiguous along k only). */
+typedef struct Force {
+  int64_t cols, unroll, warps, blocks;
+} Force;
+
+/* Parses "cols=C,unroll=U,warps=S,blocks=B" (any of them, any order). */
+static bool parse_force(const char *text, Force *f, char *why,
+                        size_t whyLen) {
+  memset(f, 0, sizeof *f);
+  for (const char *p = text; p && *p;) {
+    static const char *const keys[] = {"cols", "unroll", "warps", "blocks"};
+    int64_t *vals[] = {&f->cols, &f->unroll, &f->warps, &f->blocks};
+    size_t k = 0;
+    while (k < 4 && (strncmp(p, keys[k], strlen(keys[k])) ||
+                     p[strlen(keys[k])] != '='))
+      ++k;
+    if (k == 4)
+      return fzReasonf(why, whyLen, "expected cols=, unroll=, warps= or "
+                                    "blocks= at '%s'", p);
+    p += strlen(keys[k]) + 1;
+    char *end;
+    long long v = strtoll(p, &end, 10);
+    if (end == p || v < 1 || v > 65535 || (*end && *end != ','))
+      return fzReasonf(why, whyLen, "%s: expected a number from 1 to 65535",
+                       keys[k]);
+    *vals[k] = v;
+    p = *end ? end + 1 : end;
+  }
+  return true;
+}
+
+static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+/* The k split across blocks: slices of a multiple of `gran`, at most
+ * sb of them. */
+static void split_blocks(const FzSmallMNest *m, FzSmallMShape *s, int64_t sb,
+                         int64_t gran) {
+  s->splitBlocks = 1;
+  s->sliceK = m->sliceK;
+  if (sb > 1) {
+    s->sliceK = ceil_div(ceil_div(m->K, sb), gran) * gran;
+    s->splitBlocks = ceil_div(m->K, s->sliceK);
+  }
+}
+
+/* W contiguous along k: a warp per `cols` columns, its lanes along k. */
+static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
+                     const Force *f, char *why, size_t whyLen) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
+  unsigned v = (unsigned)(16 / elt_bytes(m->w.elt));
+  if (m->K % v != 0 || m->sliceK % v != 0 || !vector_ok(&m->w, v))
+    v = 1;
+  s->vec = v;
+  s->xvec = v > 1 ? x_vector(m, v) : 1;
+  int64_t cols = f->cols ? f->cols : m->M >= 8 ? 4 : m->M >= 3 ? 2 : 1;
+  if (cols > m->N)
+    cols = m->N;
+  int64_t unroll = f->unroll ? f->unroll : 8 / cols;
+  if (cols > 4 || m->M * cols > FZ_SMALL_M_MAX_ACC || unroll * cols > 8)
+    return fzReasonf(why, whyLen, "cols=%lld, unroll=%lld: at most 4 "
+                                  "columns, %d accumulators (rows x cols) "
+                                  "and 8 loads (unroll x cols) per lane",
+                     (long long)cols, (long long)unroll, FZ_SMALL_M_MAX_ACC);
+  s->cols = (unsigned)cols;
+  s->unroll = (unsigned)unroll;
+  s->warps = 8;
+  s->groups = ceil_div(m->N, s->cols);
+  int64_t chunks = ceil_div(m->sliceK, v);
+  int64_t S = 1;
+  while (!f->warps && S < 8 && s->groups * S < T &&
+         chunks / (64 * S) >= s->unroll)
+    S *= 2;
+  if (f->warps)
+    S = f->warps;
+  if (!is_pow2(S) || S > 8)
+    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
+                                  "8) per column group", (long long)S);
+  s->splitWarps = (unsigned)S;
+  int64_t sb = 1;
+  if (split && s->groups * S * 2 <= T) {
+    sb = ceil_div(T, s->groups * S);
+    int64_t byChunks = chunks / (32 * S * s->unroll);
+    int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
+    sb = sb < byChunks ? sb : byChunks;
+    sb = sb < byBytes ? sb : byBytes;
+  }
+  split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32 * (int64_t)v);
+  int64_t perBlock = s->warps / S;
+  s->blocks = ceil_div(s->groups, perBlock);
+  s->sharedBytes = S > 1 ? (int64_t)s->warps * pow2_ceil(m->M * s->cols) * 4
+                         : 0;
+  return true;
+}
+
+/* W contiguous along n: a thread per `vec` columns, warps along k. */
+static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
+                     const Force *f, char *why, size_t whyLen) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
+  unsigned v = (unsigned)(16 / elt_bytes(m->w.elt));
+  while (v > 1 && m->M * v > FZ_SMALL_M_MAX_ACC)
+    v /= 2;
+  if (m->N % v != 0 || !vector_ok(&m->w, v))
+    v = 1;
+  s->vec = v;
+  int64_t u = f->unroll ? f->unroll : 8;
+  while (!f->unroll && u > 1 && (m->K % u != 0 || m->sliceK % u != 0))
+    u /= 2;
+  if (!is_pow2(u) || u > 8 || m->K % u != 0 || m->sliceK % u != 0)
+    return fzReasonf(why, whyLen, "unroll=%lld: 1, 2, 4 or 8, dividing K "
+                                  "(%lld)", (long long)u, (long long)m->K);
+  s->unroll = (unsigned)u;
+  s->xvec = x_vector(m, s->unroll);
+  s->cols = 32 * v;
+  s->groups = ceil_div(m->N, s->cols);
+  int64_t P = m->M * v, chunks = m->sliceK / u;
+  int64_t maxS = 256 / P > 16 ? 16 : 256 / P;
+  int64_t S = 1;
+  while (!f->warps && S < maxS && s->groups * S < T && chunks / (2 * S) >= 2)
+    S *= 2;
+  if (f->warps)
+    S = f->warps;
+  if (!is_pow2(S) || S > 32 || S * P * 32 * 4 > 48 * 1024)
+    return fzReasonf(why, whyLen, "warps=%lld: a power of two, at most 32, "
+                                  "and %lld x %lld partial sums of 128 "
+                                  "bytes within 48 KiB",
+                     (long long)S, (long long)S, (long long)P);
+  s->splitWarps = (unsigned)S;
+  s->warps = (unsigned)S;
+  int64_t sb = 1;
+  if (split && s->groups * S * 2 <= T) {
+    sb = ceil_div(T, s->groups * S);
+    int64_t byChunks = chunks / (2 * S);
+    int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
+    sb = sb < byChunks ? sb : byChunks;
+    sb = sb < byBytes ? sb : byBytes;
+  }
+  split_blocks(m, s, split && f->blocks ? f->blocks : sb, u);
+  s->blocks = s->groups;
+  s->sharedBytes = S > 1 ? S * P * 32 * 4 : 0;
+  return true;
+}
+
+bool fzSmallMChoose(const FzSmallMNest *m, const FzLoopToKernelOptions *o,
+                    FzSmallMShape *s, bool *bad, char *why, size_t whyLen) {
+  memset(s, 0, sizeof *s);
+  *bad = false;
+  if (o->noSmallM)
+    return fzReasonf(why, whyLen, "the small-M mapping is off");
+  if (m->M > FZ_SMALL_M_MAX_ROWS)
+    return fzReasonf(why, whyLen, "%lld rows (the small-M mapping takes up "
+                                  "to %d)",
+                     (long long)m->M, FZ_SMALL_M_MAX_ROWS);
+  const char *text = o->smallMShape && *o->smallMShape
+                         ? o->smallMShape
+                         : getenv("FZ_GPU_SMALL_M_SHAPE");
+  Force f;
+  char inner[200];
+  bool split = m->dimSplit < 0;
+  bool ok = parse_force(text, &f, inner, sizeof inner) &&
+            (m->kContig ? choose_k(m, s, split, &f, inner, sizeof inner)
+                        : choose_n(m, s, split, &f, inner, sizeof inner));
+  if (!ok) {
+    *bad = true;
+    return fzReasonf(why, whyLen, "small-m-shape=%s: %s", text, inner);
+  }
+  if (m->dimSplit >= 0)
+    s->splitBlocks = m->extent[m->dimSplit];
+  if (s->blocks > 0x7fffffff || s->splitBlocks > 65535)
+    return fzReasonf(why, whyLen, "a grid of %lld x %lld blocks",
+                     (long long)s->blocks, (long long)s->splitBlocks);
+  return true;
+}
+
+/* "s" unless n is 1. */
+static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
+
+void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
+                      char *buf, size_t n) {
+  char wt[16], xt[16], split[160] = "";
+  fzTypeText(m->w.elt, wt, sizeof wt);
+  fzTypeText(m->x.elt, xt, sizeof xt);
+  if (m->dimSplit >= 0)
+    snprintf(split, sizeof split,
+             ", k split over %lld blocks of %lld (partial sums; a second "
+             "kernel adds them)",
+             (long long)s->splitBlocks, (long long)s->sliceK);
+  if (m->kContig)
+    snprintf(buf, n,
+             "small-m %lldx%lldx%lld, W %s contiguous along k, x %s: a warp "
+             "per %u column%s, lanes along k (%u-element loads, %u per "
+             "column in flight), %u warp%s per column group, %u warps per "
+             "block, %lld block%s%s",
+             (long long)m->M, (long long)m->N, (long long)m->K, wt, xt,
+             s->cols, plural(s->cols), s->vec, s->unroll, s->splitWarps,
+             s->splitWarps == 1 ? "" : "s along k", s->warps,
+             (long long)s->blocks, plural(s->blocks), split);
+  else
+    snprintf(buf, n,
+             "small-m %lldx%lldx%lld, W %s contiguous along n, x %s: %u "
+             "column%s per thread, %u k row%s per step, %u warp%s along k "
+             "per block, %lld block%s%s",
+             (long long)m->M, (long long)m->N, (long long)m->K, wt, xt,
+             s->vec, plural(s->vec), s->unroll, plural(s->unroll),
+             s->splitWarps, plural(s->splitWarps), (long long)s->blocks,
+             plural(s->blocks), split);
+}
+
+/*===--- What both builders share -----------------------------------------===*/
+
+/* kernel.block_id y. */
+static FzValue *block_id_y(FzLkBuild *kb) {
+  FzType *idx = fzIndexTypeGet(kb->ctx);
+  FzOpState st;
+  fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.block_id"), kb->loc);
+  fzOpStateAddProp(&st, FZ_STR("dimension"),
+                   fzStringAttrGet(kb->ctx, FZ_STR("y")));
+  fzOpStateAddResults(&st, 1, &idx);
+  FzOp *op = kb->failed ? NULL : fzBuilderCreate(&kb->b, &st);
+  if (!op) {
+    if (kb->failed)
+      fzOpStateDispose(&st);
+    kb->failed = true;
+    return NULL;
+  }
+  return fzOpGetResult(op, 0);
+}
+
+bool fzSmallMGenInit(FzSmallMGen *g, FzLkBuild *kb, const FzSmallMNest *m,
+                     const FzSmallMShape *s) {
+  memset(g, 0, sizeof *g);
+  g->kb = kb, g->m = m, g->s = s;
+  g->f32 = fzF32TypeGet(kb->ctx);
+  g->idx = fzIndexTypeGet(kb->ctx);
+  FzValue *c32 = fzLkIndex(kb, 32);
+  g->tid = fzLkId(kb, "kernel.thread_id");
+  g->lane = fzLkRem(kb, g->tid, c32);
+  g->warp = fzLkDiv(kb, g->tid, c32);
+  if (m->dimSplit >= 0) {
+    g->sb = block_id_y(kb);
+    g->kLo = fzLkMul(kb, g->sb, fzLkIndex(kb, m->sliceK));
+    g->kHi = fzLkBin(kb, "loop.minsi",
+                     fzLkAdd(kb, g->kLo, fzLkIndex(kb, m->sliceK)),
+                     fzLkIndex(kb, m->K));
+  } else {
+    g->sb = fzLkIndex(kb, 0);
+    g->kLo = fzLkIndex(kb, 0);
+    g->kHi = fzLkIndex(kb, m->K);
+  }
+  return !kb->failed;
+}
+
+/* The index of parallel dim d for output row `row` (index) and column
+ * col: row-major over the row dims. */
+static FzValue *dim_value(FzSmallMGen *g, int d, FzValue *row,
+                          FzValue *col) {
+  const FzSmallMNest *m = g->m;
+  if (d == m->dimN)
+    return col;
+  if (d == m->dimSplit)
+    return g->sb;
+  int64_t stride = 1;
+  for (int e = (int)m->numDims - 1; e > d; --e)
+    if (e != m->dimN && e != m->dimSplit)
+      stride *= m->extent[e];
+  FzLkBuild *kb = g->kb;
+  return fzLkRem(kb, fzLkDiv(kb, row, fzLkIndex(kb, stride)),
+                 fzLkIndex(kb, m->extent[d]));
+}
+
+/* `lanes` elements of x (loads of lanes > 1: one vector) into out, as
+ * f32, from indices idx (the last one advancing). */
+static bool load_elems(FzSmallMGen *g, const FzSmallMOperand *x,
+                       FzValue **idx, unsigned lanes, FzValue **out) {
+  FzLkBuild *kb = g->kb;
+  size_t r = x->rank;
+  FzValue *buf = fzLkMapGet(&kb->base, x->buffer);
+  if (!buf)
+    return kb->failed = true, false;
+  if (lanes > 1) {
+    int64_t n = lanes;
+    FzType *vt = fzVectorTypeGet(kb->ctx, 1, &n, x->elt, kb->loc);
+    FzValue *ops[FZ_SMALL_M_MAX_RANK + 1] = {buf};
+    for (size_t i = 0; i < r; ++i)
+      ops[1 + i] = idx[i];
+    FzValue *vec = vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops)
+                      : NULL;
+    for (unsigned u = 0; u < lanes; ++u) {
+      FzOpState st;
+      FzType *et = x->elt;
+      if (!vec)
+        return kb->failed = true, false;
+      fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.extract"), kb->loc);
+      fzOpStateAddOperands(&st, 1, &vec);
+      fzOpStateAddProp(&st, FZ_STR("position"),
+                       fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
+                                        u));
+      fzOpStateAddResults(&st, 1, &et);
+      FzOp *op = fzBuilderCreate(&kb->b, &st);
+      if (!op)
+        return kb->failed = true, false;
+      out[u] = fzLkCast(kb, "loop.extf", fzOpGetResult(op, 0), g->f32);
+    }
+    return !kb->failed;
+  }
+  out[0] = fzLkCast(kb, "loop.extf", fzLkLoad(kb, buf, r, idx), g->f32);
+  return !kb->failed;
+}
+
+bool fzSmallMLoadX(FzSmallMGen *g, int64_t row, FzValue *k, unsigned n,
+                   FzValue **out) {
+  FzLkBuild *kb = g->kb;
+  const FzSmallMOperand *x = &g->m->x;
+  FzValue *rowv = fzLkIndex(kb, row);
+  unsigned lanes = g->s->xvec > 1 && n % g->s->xvec == 0 ? g->s->xvec : 1;
+  for (unsigned u = 0; u < n; u += lanes) {
+    FzValue *idx[FZ_SMALL_M_MAX_RANK];
+    for (size_t i = 0; i < x->rank; ++i) {
+      int d = x->idx[i].dim;
+      idx[i] = d == FZ_SMALL_M_K      ? fzLkAdd(kb, k, fzLkIndex(kb, u))
+               : d == FZ_SMALL_M_CONST ? fzLkIndex(kb, x->idx[i].value)
+                                       : dim_value(g, d, rowv, NULL);
+    }
+    if (!load_elems(g, x, idx, lanes, out + u))
+      return false;
+  }
+  return true;
+}
+
+bool fzSmallMLoadW(FzSmallMGen *g, FzValue *a, FzValue *b, unsigned n,
+                   FzValue **out) {
+  FzLkBuild *kb = g->kb;
+  const FzSmallMOperand *w = &g->m->w;
+  unsigned lanes = g->s->vec > 1 && n % g->s->vec == 0 ? g->s->vec : 1;
+  for (unsigned u = 0; u < n; u += lanes) {
+    FzValue *idx[FZ_SMALL_M_MAX_RANK];
+    for (size_t i = 0; i + 2 < w->rank; ++i)
+      idx[i] = fzLkIndex(kb, w->idx[i].value);
+    idx[w->rank - 2] = a;
+    idx[w->rank - 1] = fzLkAdd(kb, b, fzLkIndex(kb, u));
+    if (!load_elems(g, w, idx, lanes, out + u))
+      return false;
+  }
+  return true;
+}
+
+bool fzSmallMEpilogue(FzSmallMGen *g, FzValue *row, FzValue *col,
+                      FzValue *acc, FzValue *cond) {
+  FzLkBuild *kb = g->kb;
+  const FzSmallMNest *m = g->m;
+  FzOp *guard = cond ? fzLkIfBegin(kb, cond, 0, NULL, NULL) : NULL;
+  if (cond && !guard)
+    return false;
+  FzLkMap map;
+  fzLkMapInit(&map, kb->ctx, &kb->base);
+  FzBlock *body = fzLoopGetBody(m->par);
+  bool ok = fzLkMapPut(&map, fzOpGetResult(m->kloop, 0), acc);
+  for (size_t d = 0; ok && d < m->numDims; ++d)
+    ok = fzLkMapPut(&map, fzBlockGetArgument(body, d),
+                    dim_value(g, (int)d, row, col));
+  FzOp *term = fzBlockGetLastOp(body);
+  for (FzOp *op = fzBlockGetFirstOp(body); ok && op;
+       op = fzOpGetNextInBlock(op))
+    if (op != m->kloop && op != term)
+      ok = fzLkClone(kb, &map, op) != NULL;
+  fzLkMapFree(&map);
+  if (ok && guard)
+    ok = fzLkForEnd(kb, guard, 0, NULL);
+  if (!ok)
+    kb->failed = true;
+  return ok && !kb->failed;
+}
+
+/*===--- The mapping ------------------------------------------------------===*/
+
+typedef struct SmallMPlan {
+  FzSmallMNest m;
+  FzSmallMShape s;
+} SmallMPlan;
+
+static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
+                 FzLkPlan *p) {
+  if (o->noSmallM)
+    return false;
+  SmallMPlan *sp = calloc(1, sizeof *sp);
+  if (!sp) {
+    p->failed = true;
+    return fzOpEmitError(nest->par, "lower-loop-to-kernel: out of memory");
+  }
+  char why[256];
+  bool bad = false;
+  if (!fzSmallMMatch(nest->par, &sp->m, why, sizeof why) ||
+      !fzSmallMChoose(&sp->m, o, &sp->s, &bad, why, sizeof why)) {
+    free(sp);
+    /* A bad shape text is an error, not a fallback: a benchmark never
+     * measures something else by mistake. */
+    if (bad)
+      p->failed = !fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
+                               "lower-loop-to-kernel: %s", why);
+    return false;
+  }
+  /* A split that fzSmallMSplit declined: one block per column group. */
+  if (sp->m.dimSplit < 0 && sp->s.splitBlocks > 1) {
+    sp->s.splitBlocks = 1;
+    sp->s.sliceK = sp->m.K;
+  }
+  p->grid[0] = sp->s.blocks;
+  p->grid[1] = sp->s.splitBlocks;
+  p->grid[2] = 1;
+  p->block[0] = 32 * (int64_t)sp->s.warps;
+  p->block[1] = p->block[2] = 1;
+  p->sharedBytes = 0;
+  fzSmallMDescribe(&sp->m, &sp->s, p->desc, sizeof p->desc);
+  p->state = sp;
+  return true;
+}
+
+static void release(FzLkPlan *p) {
+  free(p->state);
+  p->state = NULL;
+}
+
+static bool build(FzLkBuild *kb, const FzLkPlan *p) {
+  const SmallMPlan *sp = p->state;
+  bool ok = sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
+                          : fzSmallMBuildN(kb, &sp->m, &sp->s);
+  if (ok && kb->opts->remarks) {
+    FzStringRef name = fzSymbolGetName(kb->kernel);
+    fzEmitRemark(kb->ctx, kb->loc, "%s -> @%.*s", p->desc, (int)name.length,
+                 name.data);
+  }
+  return ok;
+}
+
+const FzLkMapping fzLkSmallMMapping = {
+    .name = "small-m",
+    .plan = plan,
+    .build = build,
+    .release = release,
+};

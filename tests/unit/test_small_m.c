@@ -1,0 +1,501 @@
+/* tests/unit/test_small_m.c - Check suite of the small-M contraction
+ * mapping (lowering/loop_to_kernel/small_m*.c): the matcher on
+ * hand-written loop nests (what it records for both layouts, a rank-1 x,
+ * x of two row dims; every refusal with its reason), the shapes chosen by
+ * size and forced, the k split (the two nests and their temporary), and
+ * the pass under failing allocations (an error, never a crash or a
+ * leak). Whole kernels against the interpreters are lit tests
+ * (tests/lit/gpu/small-m.fuse).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fz/kernel.h"
+#include "fz/pass.h"
+#include "lowering/loop_to_kernel/small_m.h"
+#include "tests/unit/test_helpers.h"
+
+/* x [M, K] @ W (bf16) + bias, relu; W [K, N] or, transposed, [N, K]. */
+static char *nest_src(int M, int N, int K, const char *t, bool trans) {
+  char w[64], wi[32];
+  if (trans)
+    snprintf(w, sizeof w, "%dx%dx%s", N, K, t), snprintf(wi, sizeof wi,
+                                                         "%%j, %%k");
+  else
+    snprintf(w, sizeof w, "%dx%dx%s", K, N, t), snprintf(wi, sizeof wi,
+                                                         "%%k, %%j");
+  bool f32 = strcmp(t, "f32") == 0;
+  char *s = malloc(4096);
+  ck_assert_ptr_nonnull(s);
+  snprintf(
+      s, 4096,
+      "func.func @f(%%X: buffer<%dx%dx%s>, %%W: buffer<%s>, %%bias: "
+      "buffer<%dxf32>, %%C: buffer<%dx%dxf32>) attributes "
+      "{loop.num_outputs = 1 : i64} {\n"
+      "  %%c0 = loop.constant 0 : index\n"
+      "  %%c1 = loop.constant 1 : index\n"
+      "  %%cm = loop.constant %d : index\n"
+      "  %%cn = loop.constant %d : index\n"
+      "  %%ck = loop.constant %d : index\n"
+      "  %%z = loop.constant 0.000000e+00 : f32\n"
+      "  loop.parallel (%%i, %%j) = (%%c0, %%c0) to (%%cm, %%cn) step (%%c1, "
+      "%%c1) {\n"
+      "    %%acc = loop.for %%k = %%c0 to %%ck step %%c1 iter_args(%%s = "
+      "%%z) -> (f32) {\n"
+      "      %%a = loop.load %%X[%%i, %%k] : buffer<%dx%dx%s>\n"
+      "%s"
+      "      %%b = loop.load %%W[%s] : buffer<%s>\n"
+      "%s"
+      "      %%p = loop.mulf %%af, %%bf : f32\n"
+      "      %%s2 = loop.addf %%s, %%p : f32\n"
+      "      loop.yield %%s2 : f32\n"
+      "    }\n"
+      "    %%bb = loop.load %%bias[%%j] : buffer<%dxf32>\n"
+      "    %%x = loop.addf %%acc, %%bb : f32\n"
+      "    %%y = loop.maxf %%x, %%z : f32\n"
+      "    loop.store %%y, %%C[%%i, %%j] : buffer<%dx%dxf32>\n"
+      "    loop.yield\n"
+      "  }\n"
+      "  return\n"
+      "}\n",
+      M, K, t, w, N, M, N, M, N, K, M, K, t,
+      f32 ? "      %af = loop.addf %a, %z : f32\n"
+          : "      %af = loop.extf %a : bf16 to f32\n",
+      wi, w,
+      f32 ? "      %bf = loop.addf %b, %z : f32\n"
+          : "      %bf = loop.extf %b : bf16 to f32\n",
+      N, M, N);
+  return s;
+}
+
+/* src with `from` replaced by `to` (once; must occur); malloc'ed. */
+static char *replace(const char *src, const char *from, const char *to) {
+  const char *at = strstr(src, from);
+  ck_assert_msg(at != NULL, "'%s' not in the nest", from);
+  char *s = malloc(strlen(src) + strlen(to) + 1);
+  ck_assert_ptr_nonnull(s);
+  size_t pre = (size_t)(at - src);
+  memcpy(s, src, pre);
+  strcpy(s + pre, to);
+  strcat(s, at + strlen(from));
+  return s;
+}
+
+static FzContext *ctx_new(void) {
+  FzContext *ctx = fzContextCreate();
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(fzRegisterAllDialects(ctx));
+  ck_assert(fzRegisterKernelDialect(ctx));
+  return ctx;
+}
+
+static FzOp *parse_src(FzContext *ctx, const char *src) {
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("t.fuse"),
+                          0);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(fzOpVerify(m));
+  return m;
+}
+
+static FzBlock *body_of(FzOp *m) {
+  FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
+  ck_assert_ptr_nonnull(f);
+  return fzRegionGetFirstBlock(fzOpGetRegion(f, 0));
+}
+
+static FzOp *first_nest(FzOp *m) {
+  for (FzOp *op = fzBlockGetFirstOp(body_of(m)); op;
+       op = fzOpGetNextInBlock(op))
+    if (fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
+      return op;
+  ck_abort_msg("no loop.parallel");
+  return NULL;
+}
+
+/* The "%a + 0.0" stand-ins of nest_src's f32 form are not plain loads:
+ * an f32 nest loads straight into the product. */
+static char *f32_nest(int M, int N, int K, bool trans) {
+  char *s = nest_src(M, N, K, "f32", trans);
+  char *t = replace(s, "      %af = loop.addf %a, %z : f32\n", "");
+  free(s);
+  s = replace(t, "      %bf = loop.addf %b, %z : f32\n", "");
+  free(t);
+  t = replace(s, "%p = loop.mulf %af, %bf", "%p = loop.mulf %a, %b");
+  free(s);
+  return t;
+}
+
+/*===--- The matcher ----------------------------------------------------===*/
+
+START_TEST(test_match_layouts) {
+  FzContext *ctx = ctx_new();
+  for (int trans = 0; trans < 2; ++trans) {
+    char *s = nest_src(4, 48, 64, "bf16", trans);
+    FzOp *m = parse_src(ctx, s);
+    FzSmallMNest n;
+    char why[256] = "";
+    ck_assert_msg(fzSmallMMatch(first_nest(m), &n, why, sizeof why), "%s",
+                  why);
+    ck_assert_int_eq(n.M, 4);
+    ck_assert_int_eq(n.N, 48);
+    ck_assert_int_eq(n.K, 64);
+    ck_assert_int_eq(n.sliceK, 64);
+    ck_assert_int_eq(n.dimN, 1);
+    ck_assert_int_eq(n.dimSplit, -1);
+    ck_assert(n.kContig == (trans == 1));
+    ck_assert_ptr_eq(n.w.buffer, fzBlockGetArgument(body_of(m), 1));
+    ck_assert_ptr_eq(n.x.buffer, fzBlockGetArgument(body_of(m), 0));
+    ck_assert(fzTypeGetKind(n.w.elt) == FZ_TYPE_BF16);
+    ck_assert(n.w.aligned && n.x.aligned);
+    ck_assert_int_eq(n.x.idx[0].dim, 0);
+    ck_assert_int_eq(n.x.idx[1].dim, FZ_SMALL_M_K);
+    fzOpDestroy(m);
+    free(s);
+  }
+  /* f32, no extf; the product written W * x. */
+  char *s = f32_nest(3, 40, 32, true);
+  char *t = replace(s, "%p = loop.mulf %a, %b", "%p = loop.mulf %b, %a");
+  FzOp *m = parse_src(ctx, t);
+  FzSmallMNest n;
+  ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
+  ck_assert(n.kContig && n.M == 3 && n.N == 40 && n.K == 32);
+  ck_assert(fzTypeGetKind(n.x.elt) == FZ_TYPE_F32);
+  ck_assert_ptr_eq(n.w.buffer, fzBlockGetArgument(body_of(m), 1));
+  fzOpDestroy(m);
+  free(s);
+  free(t);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* x @ W where W is 1 column wide and x's rows are many: W is the wider
+ * operand's (y = W x with x a column). */
+START_TEST(test_match_orientation) {
+  FzContext *ctx = ctx_new();
+  /* out[i, j] = sum_k X[i, k] W[k, j], i: 64, j: 1. */
+  char *s = nest_src(64, 1, 32, "bf16", false);
+  FzOp *m = parse_src(ctx, s);
+  FzSmallMNest n;
+  ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
+  ck_assert_int_eq(n.dimN, 0); /* X's rows are the columns */
+  ck_assert_int_eq(n.M, 1);
+  ck_assert_int_eq(n.N, 64);
+  ck_assert(n.kContig);
+  fzOpDestroy(m);
+  free(s);
+  /* Both 16 wide: W stays the operand of the output's last dim. */
+  s = nest_src(24, 16, 32, "bf16", false);
+  m = parse_src(ctx, s);
+  ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
+  ck_assert_int_eq(n.dimN, 1);
+  ck_assert_int_eq(n.M, 24);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  FzSmallMShape sh;
+  bool bad = true;
+  char why[256] = "";
+  ck_assert(!fzSmallMChoose(&n, &o, &sh, &bad, why, sizeof why));
+  ck_assert(!bad);
+  ck_assert_msg(strstr(why, "24 rows (the small-M mapping takes up to 16)"),
+                "%s", why);
+  fzOpDestroy(m);
+  free(s);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+typedef struct Case {
+  const char *from, *to, *reason;
+} Case;
+
+static const Case kRefused[] = {
+    {"iter_args(%s = %z)", "iter_args(%s = %c1f)",
+     "one f32 accumulator from 0.0"},
+    {"loop.for %k = %c0 to %ck step %c1", "loop.for %k = %c1 to %ck step %c1",
+     "the reduction loop is not 0..K"},
+    {"%s2 = loop.addf %s, %p : f32", "%s2 = loop.maxf %s, %p : f32",
+     "the reduction is not a sum"},
+    {"%s2 = loop.addf %s, %p : f32", "%s2 = loop.addf %s, %af : f32",
+     "does not add a product"},
+    {"%s2 = loop.addf %s, %p : f32",
+     "%s3 = loop.mulf %p, %p : f32\n      %s2 = loop.addf %s, %p : f32",
+     "computes more than x * W"},
+    {"%af = loop.extf %a : bf16 to f32",
+     "%a1 = loop.extf %a : bf16 to f32\n      %af = loop.negf %a1 : f32",
+     "not two loads"},
+    {"%a = loop.load %X[%i, %k]", "%a = loop.load %X[%j, %k]",
+     "x uses W's column index"},
+    {"%a = loop.load %X[%i, %k]", "%a = loop.load %X[%k, %k]",
+     "indexed by k, loop indices and constants"},
+    {"%b = loop.load %W[%k, %j]", "%b = loop.load %W[%k, %k]",
+     "indexed by k, loop indices and constants"},
+    {"    loop.store %y, %C[%i, %j] : buffer<4x48xf32>\n",
+     "    loop.store %y, %C[%i, %j] : buffer<4x48xf32>\n"
+     "    %w0 = loop.truncf %y : f32 to bf16\n"
+     "    loop.store %w0, %W[%i, %j] : buffer<64x48xbf16>\n",
+     "the nest writes x or W"},
+    {"    %bb = loop.load %bias[%j] : buffer<48xf32>\n",
+     "    %old = loop.load %C[%i, %c0] : buffer<4x48xf32>\n"
+     "    %bb = loop.load %bias[%j] : buffer<48xf32>\n",
+     "reads a buffer the nest writes, at other indices"},
+    {"    %bb = loop.load %bias[%j] : buffer<48xf32>\n",
+     "    loop.barrier\n    %bb = loop.load %bias[%j] : buffer<48xf32>\n",
+     "'loop.barrier', which the epilogue does not take"},
+    {"    loop.store %y, %C[%i, %j] : buffer<4x48xf32>\n", "",
+     "stores no use of the sum"},
+    {"    %bb = loop.load %bias[%j] : buffer<48xf32>\n",
+     "    %r = loop.for %q = %c0 to %c1 step %c1 iter_args(%u = %z) -> (f32) "
+     "{\n      loop.yield %u : f32\n    }\n"
+     "    %bb = loop.load %bias[%j] : buffer<48xf32>\n",
+     "more than one loop"},
+    {"loop.parallel (%i, %j) = (%c0, %c0) to (%cm, %cn) step (%c1, %c1)",
+     "loop.parallel (%i, %j) = (%c0, %c1) to (%cm, %cn) step (%c1, %c1)",
+     "bounds are not constants 0..N step 1"},
+};
+
+START_TEST(test_match_refused) {
+  FzContext *ctx = ctx_new();
+  char *base = nest_src(4, 48, 64, "bf16", false);
+  char *withC1 = replace(base, "  %z = loop.constant 0.000000e+00 : f32\n",
+                         "  %z = loop.constant 0.000000e+00 : f32\n"
+                         "  %c1f = loop.constant 1.000000e+00 : f32\n");
+  for (size_t c = 0; c < sizeof kRefused / sizeof kRefused[0]; ++c) {
+    char *s = replace(withC1, kRefused[c].from, kRefused[c].to);
+    FzOp *m = parse_src(ctx, s);
+    FzSmallMNest n;
+    char why[256] = "";
+    ck_assert_msg(!fzSmallMMatch(first_nest(m), &n, why, sizeof why),
+                  "case %zu was accepted", c);
+    ck_assert_msg(strstr(why, kRefused[c].reason), "case %zu: got '%s'", c,
+                  why);
+    fzOpDestroy(m);
+    free(s);
+  }
+  free(withC1);
+  free(base);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/*===--- Shapes -----------------------------------------------------------===*/
+
+/* fzSmallMChoose on the nest of nest_src (f32_nest for f32) with the
+ * forced shape `force` (NULL: none): true with *sh, or false with the
+ * reason in why[256] and *bad. */
+static bool try_choose(FzContext *ctx, int M, int N, int K, const char *t,
+                       bool trans, const char *force, FzSmallMShape *sh,
+                       bool *bad, char *why) {
+  char *s = strcmp(t, "f32") ? nest_src(M, N, K, t, trans)
+                             : f32_nest(M, N, K, trans);
+  FzOp *m = parse_src(ctx, s);
+  FzSmallMNest n;
+  ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  o.smallMShape = force;
+  why[0] = 0;
+  bool ok = fzSmallMChoose(&n, &o, sh, bad, why, 256);
+  fzOpDestroy(m);
+  free(s);
+  return ok;
+}
+
+static FzSmallMShape choose(FzContext *ctx, int M, int N, int K,
+                            const char *t, bool trans, const char *force) {
+  FzSmallMShape sh;
+  bool bad;
+  char why[256];
+  ck_assert_msg(try_choose(ctx, M, N, K, t, trans, force, &sh, &bad, why),
+                "%s", why);
+  return sh;
+}
+
+START_TEST(test_choose) {
+  FzContext *ctx = ctx_new();
+  /* Along k, M = 1: a warp per column, 8 16-byte loads per lane. */
+  FzSmallMShape s = choose(ctx, 1, 4096, 4096, "bf16", true, NULL);
+  ck_assert_uint_eq(s.vec, 8);
+  ck_assert_uint_eq(s.xvec, 8);
+  ck_assert_uint_eq(s.cols, 1);
+  ck_assert_uint_eq(s.unroll, 8);
+  ck_assert_uint_eq(s.splitWarps, 1);
+  ck_assert_int_eq(s.splitBlocks, 1);
+  ck_assert_int_eq(s.blocks, 512);
+  /* M = 16: 4 columns per warp, 2 loads each, 4 warps share k. */
+  s = choose(ctx, 16, 4096, 4096, "bf16", true, NULL);
+  ck_assert_uint_eq(s.cols, 4);
+  ck_assert_uint_eq(s.unroll, 2);
+  ck_assert_uint_eq(s.splitWarps, 4);
+  ck_assert_int_eq(s.sharedBytes, 8 * 64 * 4);
+  /* Along n, M = 1: 16 blocks of 256 columns cannot fill the GPU: k is
+   * split across 9 blocks. */
+  s = choose(ctx, 1, 4096, 4096, "bf16", false, NULL);
+  ck_assert_uint_eq(s.vec, 8);
+  ck_assert_uint_eq(s.unroll, 8);
+  ck_assert_uint_eq(s.splitWarps, 16);
+  ck_assert_int_eq(s.blocks, 16);
+  ck_assert_int_eq(s.splitBlocks, 9);
+  ck_assert_int_eq(s.sliceK, 456);
+  /* M = 16 along n: 4 columns per thread (64 accumulators); the split
+   * capped by the partials' bytes (an eighth of W's). */
+  s = choose(ctx, 16, 4096, 4096, "bf16", false, NULL);
+  ck_assert_uint_eq(s.vec, 4);
+  ck_assert_uint_eq(s.splitWarps, 4);
+  ck_assert_int_eq(s.splitBlocks, 8);
+  /* f32 11008 columns along n: enough warps, no split. */
+  s = choose(ctx, 3, 11008, 4096, "f32", false, NULL);
+  ck_assert_uint_eq(s.vec, 4);
+  ck_assert_int_eq(s.splitBlocks, 1);
+  ck_assert_int_eq(s.blocks, 86);
+  /* Odd sizes: scalar loads. */
+  s = choose(ctx, 3, 37, 45, "bf16", false, NULL);
+  ck_assert_uint_eq(s.vec, 1);
+  ck_assert_uint_eq(s.unroll, 1);
+  s = choose(ctx, 3, 37, 45, "bf16", true, NULL);
+  ck_assert_uint_eq(s.vec, 1);
+  ck_assert_uint_eq(s.xvec, 1);
+  /* Forced. */
+  s = choose(ctx, 16, 4096, 4096, "bf16", true, "cols=2,unroll=4,warps=1");
+  ck_assert_uint_eq(s.cols, 2);
+  ck_assert_uint_eq(s.unroll, 4);
+  ck_assert_uint_eq(s.splitWarps, 1);
+  ck_assert_int_eq(s.blocks, 256);
+  s = choose(ctx, 1, 4096, 4096, "bf16", true, "blocks=4");
+  ck_assert_int_eq(s.splitBlocks, 4);
+  ck_assert_int_eq(s.sliceK, 1024);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+static void choose_bad(FzContext *ctx, bool trans, const char *force,
+                       const char *reason) {
+  FzSmallMShape sh;
+  bool bad = false;
+  char why[256];
+  ck_assert(!try_choose(ctx, 16, 64, 64, "bf16", trans, force, &sh, &bad,
+                        why));
+  ck_assert(bad);
+  ck_assert_msg(strstr(why, reason), "%s: got '%s'", force, why);
+}
+
+START_TEST(test_choose_bad) {
+  FzContext *ctx = ctx_new();
+  choose_bad(ctx, true, "cols", "expected cols=, unroll=, warps= or blocks=");
+  choose_bad(ctx, true, "cols=0", "cols: expected a number from 1 to 65535");
+  choose_bad(ctx, true, "cols=2x", "cols: expected a number");
+  choose_bad(ctx, true, "warps=3", "warps=3: 1, 2, 4 or 8");
+  choose_bad(ctx, true, "cols=4,unroll=4", "at most 4 columns");
+  choose_bad(ctx, false, "unroll=3", "unroll=3: 1, 2, 4 or 8, dividing K");
+  choose_bad(ctx, false, "warps=8", "within 48 KiB");
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/*===--- Through the pass -------------------------------------------------===*/
+
+/* The number of ops named `name` directly in @f's body. */
+static size_t count_ops(FzOp *m, const char *name) {
+  size_t n = 0;
+  for (FzOp *op = fzBlockGetFirstOp(body_of(m)); op;
+       op = fzOpGetNextInBlock(op)) {
+    FzStringRef s = fzIdentGetString(fzOpGetName(op));
+    n += s.length == strlen(name) && !memcmp(s.data, name, s.length);
+  }
+  return n;
+}
+
+static FzStringRef plan_of(FzOp *m, const char *kernel) {
+  FzOp *k = fzSymbolTableLookupIn(m, fzStringRefFromCString(kernel));
+  ck_assert_ptr_nonnull(k);
+  return fzStringAttrGetValue(fzOpGetAttr(k, FZ_STR("fuse.plan")));
+}
+
+START_TEST(test_pass) {
+  FzContext *ctx = ctx_new();
+  char *s = nest_src(4, 48, 64, "bf16", true);
+  /* The default: one small-M kernel. */
+  FzOp *m = parse_src(ctx, s);
+  FzLoopToKernelOptions o;
+  fzLoopToKernelOptionsInit(&o);
+  ck_assert(fzLowerLoopToKernel(m, &o));
+  ck_assert(fzOpVerify(m));
+  ck_assert_uint_eq(count_ops(m, "kernel.launch"), 1);
+  ck_assert_uint_eq(count_ops(m, "loop.parallel"), 0);
+  FzStringRef p = plan_of(m, "f_k0");
+  ck_assert(p.length > 8 && !memcmp(p.data, "small-m ", 8));
+  fzOpDestroy(m);
+  /* Split in two (W along n: slices of 8 k): a temporary and two
+   * kernels. */
+  char *sn = nest_src(4, 48, 64, "bf16", false);
+  m = parse_src(ctx, sn);
+  free(sn);
+  o.smallMShape = "blocks=2";
+  ck_assert(fzLowerLoopToKernel(m, &o));
+  ck_assert(fzOpVerify(m));
+  ck_assert_uint_eq(count_ops(m, "loop.alloc"), 1);
+  ck_assert_uint_eq(count_ops(m, "kernel.launch"), 2);
+  p = plan_of(m, "f_k0");
+  ck_assert(strstr(p.data, "k split over 2 blocks of 32"));
+  p = plan_of(m, "f_k1");
+  ck_assert(p.length > 8 && !memcmp(p.data, "columns:", 8));
+  fzOpDestroy(m);
+  /* Off: the tensor-core tiles. */
+  m = parse_src(ctx, s);
+  o.smallMShape = NULL;
+  o.noSmallM = true;
+  ck_assert(fzLowerLoopToKernel(m, &o));
+  p = plan_of(m, "f_k0");
+  ck_assert(p.length > 7 && !memcmp(p.data, "matmul ", 7));
+  fzOpDestroy(m);
+  /* A bad shape: an error at the nest, the pass fails. */
+  m = parse_src(ctx, s);
+  o.noSmallM = false;
+  o.smallMShape = "warps=5";
+  DiagLog log;
+  diag_log_begin(&log, ctx);
+  ck_assert(!fzLowerLoopToKernel(m, &o));
+  diag_log_end(&log);
+  ck_assert_uint_eq(log.numErrors, 1);
+  ck_assert_ptr_nonnull(diag_log_find(&log, "small-m-shape=warps=5"));
+  fzOpDestroy(m);
+  free(s);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* Every allocation of the pass may fail: an error, no crash, no leak
+ * (the split too: blocks=2). */
+static void allocation_failures(const char *pipeline) {
+  char *src = nest_src(4, 48, 64, "bf16", false);
+  ck_assert_uint_gt(check_pass_allocation_failures(src, pipeline), 500);
+  free(src);
+}
+
+START_TEST(test_allocation_failures) {
+  allocation_failures("lower-loop-to-kernel");
+}
+END_TEST
+
+START_TEST(test_allocation_failures_split) {
+  allocation_failures("lower-loop-to-kernel{small-m-shape=blocks=2}");
+}
+END_TEST
+
+static Suite *small_m_suite(void) {
+  Suite *s = suite_create("small_m");
+  TCase *tc = tcase_create("core");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, test_match_layouts);
+  tcase_add_test(tc, test_match_orientation);
+  tcase_add_test(tc, test_match_refused);
+  tcase_add_test(tc, test_choose);
+  tcase_add_test(tc, test_choose_bad);
+  tcase_add_test(tc, test_pass);
+  tcase_add_test(tc, test_allocation_failures);
+  tcase_add_test(tc, test_allocation_failures_split);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(void) { return run_suite(small_m_suite()); }
