@@ -73,8 +73,10 @@ LLVMValueRef fzLLElementPtr(FzLLEmitter *E, FzOp *op, FzValue *buf,
   return fzLLElementPtrAt(E, op, buf, firstIndex);
 }
 
-LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
-                              size_t firstIndex) {
+/* The element's address; `plain`: with no inbounds and no nsw, for an
+ * address that may lie outside the buffer (loop.prefetch). */
+static LLVMValueRef element_ptr(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                                size_t firstIndex, bool plain) {
   FzType *bt = fzValueGetType(buf);
   size_t rank = fzShapedTypeGetRank(bt);
   if (rank > FZ_GRAPH_MAX_RANK * 4 ||
@@ -94,16 +96,24 @@ LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
     if (strides[k] == 0 || (LLVMIsAConstantInt(i) &&
                             LLVMConstIntGetSExtValue(i) == 0))
       continue;
-    LLVMValueRef term =
-        strides[k] == 1
-            ? i
-            : LLVMBuildNSWMul(E->b, i, fzLLIndex(E, strides[k]), "");
-    lin = lin ? LLVMBuildNSWAdd(E->b, lin, term, "") : term;
+    LLVMValueRef st = fzLLIndex(E, strides[k]);
+    LLVMValueRef term = strides[k] == 1 ? i
+                        : plain         ? LLVMBuildMul(E->b, i, st, "")
+                                        : LLVMBuildNSWMul(E->b, i, st, "");
+    lin = !lin    ? term
+          : plain ? LLVMBuildAdd(E->b, lin, term, "")
+                  : LLVMBuildNSWAdd(E->b, lin, term, "");
   }
   if (!lin)
     return base;
   LLVMTypeRef elt = fzLLStorageType(E, fzShapedTypeGetElementType(bt));
-  return LLVMBuildInBoundsGEP2(E->b, elt, base, &lin, 1, "");
+  return plain ? LLVMBuildGEP2(E->b, elt, base, &lin, 1, "")
+               : LLVMBuildInBoundsGEP2(E->b, elt, base, &lin, 1, "");
+}
+
+LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                              size_t firstIndex) {
+  return element_ptr(E, op, buf, firstIndex, false);
 }
 
 static bool is_i1(FzType *t) {
@@ -390,27 +400,12 @@ static bool emit_constant_buffer(FzLLEmitter *E, FzOp *op) {
  * prefetch never faults. */
 static bool emit_prefetch(FzLLEmitter *E, FzOp *op) {
   FzValue *buf = fzOpGetOperand(op, 0);
-  FzType *bt = fzValueGetType(buf);
-  size_t rank = fzShapedTypeGetRank(bt);
-  if (rank > FZ_GRAPH_MAX_RANK * 4 || fzOpGetNumOperands(op) != 1 + rank)
+  size_t rank = fzShapedTypeGetRank(fzValueGetType(buf));
+  if (fzOpGetNumOperands(op) != 1 + rank)
     return fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
-  int64_t strides[FZ_GRAPH_MAX_RANK * 4];
-  buffer_strides(bt, strides);
-  LLVMValueRef p = fzLLGet(E, buf), lin = NULL;
+  LLVMValueRef p = element_ptr(E, op, buf, 1, true);
   if (!p)
     return false;
-  for (size_t k = 0; k < rank; ++k) {
-    LLVMValueRef i = fzLLGet(E, fzOpGetOperand(op, 1 + k));
-    if (!i)
-      return false;
-    LLVMValueRef term =
-        strides[k] == 1 ? i : LLVMBuildMul(E->b, i, fzLLIndex(E, strides[k]), "");
-    lin = lin ? LLVMBuildAdd(E->b, lin, term, "") : term;
-  }
-  if (lin) {
-    LLVMTypeRef elt = fzLLStorageType(E, fzShapedTypeGetElementType(bt));
-    p = LLVMBuildGEP2(E->b, elt, p, &lin, 1, "");
-  }
   LLVMTypeRef ov = E->tPtr;
   LLVMValueRef args[4] = {p, LLVMConstInt(E->tI32, 0, 0),
                           LLVMConstInt(E->tI32, 3, 0),
