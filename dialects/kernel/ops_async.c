@@ -6,14 +6,15 @@
  * Custom forms:
  *   kernel.cp_async %s[%o], %g[%i, %k] : buffer<?xbf16, 3>, buffer<64x64xbf16>
  *   kernel.cp_async %s[%o], %g[%i, %k], %n : buffer<?xbf16, 3>, buffer<64x64xbf16>
+ *   kernel.cp_async size 8 %s[%o], %g[%i, %k], %n : buffer<?xf16, 3>, buffer<64x196xf16>
  *   kernel.cp_async_commit
  *   kernel.cp_async_wait 2
  *
- * A cp_async copies 16 contiguous bytes of the last dimension of a global
- * buffer into a shared buffer; with the optional source size %n (index,
- * 0 to 16) only the first %n bytes are read and the rest of the 16 are
+ * A cp_async copies 16 contiguous bytes (or `size` 4 or 8) of the last dimension of a global buffer
+ * into a shared buffer; with the optional source size %n (index, 0 to
+ * the size) only the first %n bytes are read and the rest are
  * zero-filled, so a tile load past the end of a matrix needs no branch.
- * Both addresses must be 16-byte aligned. The copy completes
+ * Both addresses must be aligned to the size. The copy completes
  * asynchronously: its bytes may be read only after the issuing thread's
  * cp_async_wait that completes its group, and by other threads only after
  * a kernel.barrier that follows that wait (docs/dialects/kernel.md).
@@ -35,6 +36,17 @@ bool fzKernelCpAsyncHasSourceSize(const FzOp *op) {
   if (!fzKernelIsBuffer(g))
     return false;
   return fzOpGetNumOperands(op) == si + 1 + fzShapedTypeGetRank(g) + 1;
+}
+
+int64_t fzKernelCpAsyncGetSize(const FzOp *op) {
+  if (fzKernelGetOpcode(op) != FZ_KERNEL_OP_CP_ASYNC)
+    return -1;
+  FzAttr *a = fzOpGetInherentAttr(op, FZ_STR("size"));
+  if (!a)
+    return 16;
+  int64_t n = fzAttrGetKind(a) == FZ_ATTR_INTEGER ? fzIntegerAttrGetValue(a)
+                                                  : -1;
+  return n == 4 || n == 8 || n == 16 ? n : -1;
 }
 
 /* Whether buffer type t has a last dimension of stride 1. */
@@ -76,13 +88,18 @@ static bool cp_async_verify(FzOp *op) {
   if (fzShapedTypeGetElementType(gt) != elt)
     return fzOpEmitError(op, "source and destination must have the same "
                              "element type");
+  int64_t size = fzKernelCpAsyncGetSize(op);
+  if (size < 0)
+    return fzOpEmitError(op, "requires 'size' to be 4, 8 or 16 (bytes)");
   if (fzTypeGetKind(elt) == FZ_TYPE_INDEX || fzTypeGetStorageSize(elt) == 0 ||
-      16 % fzTypeGetStorageSize(elt) != 0)
-    return fzOpEmitError(op, "copies 16 bytes: the element size must divide "
-                             "16 (no index elements)");
+      size % (int64_t)fzTypeGetStorageSize(elt) != 0)
+    return fzOpEmitError(op, "copies %lld bytes: the element size must "
+                             "divide %lld (no index elements)",
+                         (long long)size, (long long)size);
   if (!last_dim_contiguous(dt) || !last_dim_contiguous(gt))
     return fzOpEmitError(op, "both buffers need a last dimension of stride 1 "
-                             "(the 16 bytes are contiguous)");
+                             "(the %lld bytes are contiguous)",
+                         (long long)size);
   return true;
 }
 
@@ -97,8 +114,12 @@ static void print_indices(FzAsmPrinter *p, FzOp *op, size_t from, size_t to) {
 }
 
 static void cp_async_print(FzOp *op, FzAsmPrinter *p) {
+  static const char *const elided[] = {"size", NULL};
   size_t si = fzKernelCpAsyncGetSourceOperand(op);
   size_t rs = fzShapedTypeGetRank(fzKernelOperandType(op, si));
+  int64_t size = fzKernelCpAsyncGetSize(op);
+  if (size != 16)
+    fzAsmPrintf(p, " size %lld", (long long)size);
   fzAsmPrint(p, " ");
   fzAsmPrintOperand(p, fzOpGetOperand(op, 0));
   print_indices(p, op, 1, si);
@@ -109,15 +130,16 @@ static void cp_async_print(FzOp *op, FzAsmPrinter *p) {
     fzAsmPrint(p, ", ");
     fzAsmPrintOperand(p, fzOpGetOperand(op, si + 1 + rs));
   }
-  fzKernelPrintAttrs(p, op);
+  fzAsmPrintOptionalAttrDict(p, fzOpGetAttrDict(op), elided, false);
   fzAsmPrint(p, " : ");
   fzAsmPrintType(p, fzKernelOperandType(op, 0));
   fzAsmPrint(p, ", ");
   fzAsmPrintType(p, fzKernelOperandType(op, si));
 }
 
-/* cp_async ::= %dst `[` indices `]` `,` %src `[` indices `]` (`,` %bytes)?
- *              attr-dict? `:` dst-type `,` src-type */
+/* cp_async ::= (`size` integer)? %dst `[` indices `]` `,` %src
+ *              `[` indices `]` (`,` %bytes)? attr-dict? `:` dst-type `,`
+ *              src-type */
 static bool cp_async_parse(FzAsmParser *p, FzOpState *st) {
   FzContext *ctx = fzAsmParserGetContext(p);
   FzLoc *loc = fzAsmParserGetCurrentLoc(p);
@@ -125,6 +147,9 @@ static bool cp_async_parse(FzAsmParser *p, FzOpState *st) {
   size_t nd, ng;
   FzAttr *attrs;
   FzType *dt, *gt;
+  int64_t size = 16;
+  if (fzAsmParseOptionalKeyword(p, "size") && !fzAsmParseInteger(p, &size))
+    return false;
   if (!fzAsmParseOperand(p, &d) || !fzKernelParseIndices(p, di, &nd) ||
       !fzAsmParsePunct(p, ",") || !fzAsmParseOperand(p, &g) ||
       !fzKernelParseIndices(p, gi, &ng))
@@ -142,15 +167,21 @@ static bool cp_async_parse(FzAsmParser *p, FzOpState *st) {
       !fzKernelResolveIndices(p, gi, ng, loc, st) ||
       (hasBytes && !fzAsmResolveOperands(p, &bytes, 1, &idx, 1, loc, st)))
     return false;
+  if (size != 16)
+    fzOpStateAddProp(st, FZ_STR("size"),
+                     fzIntegerAttrGet(ctx, fzIntegerTypeGet(ctx, 32), size));
   fzOpStateAddAttrDict(st, attrs);
   return true;
 }
 
+static const char *const kCpAsyncAttrs[] = {"size", NULL};
+
 /* clang-format off */
 FZ_KERNEL_OP(CP_ASYNC, "kernel.cp_async", "starts an asynchronous copy of "
-             "16 bytes from global to shared memory (cp.async.cg), "
-             "zero-filling past an optional source size", 0, FZ_VARIADIC, 0,
-             0, NULL, cp_async_verify, cp_async_print, cp_async_parse)
+             "16 (or `size` 4 or 8) bytes from global to shared memory "
+             "(cp.async.cg, .ca), zero-filling past an optional source "
+             "size", 0, FZ_VARIADIC, 0, 0, kCpAsyncAttrs, cp_async_verify,
+             cp_async_print, cp_async_parse)
 /* clang-format on */
 
 /*===--- commit and wait ------------------------------------------------===*/

@@ -7,9 +7,10 @@
  *
  * cp.async keeps PTX's weak guarantees so that a kernel which relies on
  * more fails here:
- *  - at issue, the 16 destination bytes count as a write by the issuing
- *    thread (a race with another thread's access since the last barrier
- *    is reported) and become pending; the source bytes are read then;
+ *  - at issue, the destination bytes (16, or the op's size) count as a
+ *    write by the issuing thread (a race with another thread's access
+ *    since the last barrier is reported) and become pending; the source
+ *    bytes are read then;
  *  - kernel.cp_async_commit puts the thread's uncommitted copies into its
  *    next group; kernel.cp_async_wait N completes the copies of the
  *    thread's groups older than its N most recent (uncommitted copies are
@@ -92,15 +93,16 @@ bool fzKernelSimCpAsync(Sim *s, const SimInst *ins, const uint8_t *mask) {
       continue;
     const SimBuf *d = sim_buf(s, ins->ops[0], t);
     const SimBuf *g = sim_buf(s, ins->ops[si], t);
-    int64_t bytes = 16;
+    int64_t size = fzKernelCpAsyncGetSize(ins->op), bytes = size;
     if (hasSize) {
       bytes = sim_scalar(s, ins->ops[ins->nops - 1], t)->i;
-      if (bytes < 0 || bytes > 16)
+      if (bytes < 0 || bytes > size)
         return fzKernelSimError(s, ins, t, "source size %lld is outside "
-                                "[0, 16] bytes", (long long)bytes);
+                                "[0, %lld] bytes", (long long)bytes,
+                                (long long)size);
     }
     int64_t esz = (int64_t)d->esz;
-    char *dp = fzKernelSimAddress(s, ins, t, d, 1, 16 / esz);
+    char *dp = fzKernelSimAddress(s, ins, t, d, 1, (uint32_t)(size / esz));
     if (!dp)
       return false;
     /* The source must be a valid address even when nothing is read. */
@@ -108,23 +110,25 @@ bool fzKernelSimCpAsync(Sim *s, const SimInst *ins, const uint8_t *mask) {
     char *gp = fzKernelSimAddress(s, ins, t, g, (uint32_t)si + 1, span);
     if (!gp)
       return false;
-    if ((dp - d->lo) % 16 != 0 || (gp - g->lo) % 16 != 0)
-      return fzKernelSimError(s, ins, t, "copies 16 bytes %s an address "
-                              "that is not a multiple of 16",
-                              (dp - d->lo) % 16 != 0 ? "to" : "from");
+    if ((dp - d->lo) % size != 0 || (gp - g->lo) % size != 0)
+      return fzKernelSimError(s, ins, t, "copies %lld bytes %s an address "
+                              "that is not a multiple of %lld",
+                              (long long)size,
+                              (dp - d->lo) % size != 0 ? "to" : "from",
+                              (long long)size);
     if (!d->shared)
       return fzKernelSimError(s, ins, t, "copies to memory outside shared "
                               "memory");
-    if (!fzKernelSimRaceCheck(s, ins, t, dp, 16, true))
+    if (!fzKernelSimRaceCheck(s, ins, t, dp, size, true))
       return false;
-    SimAsyncCopy c = {dp, (int32_t)t, -1, {0}};
+    SimAsyncCopy c = {dp, (int32_t)t, -1, {0}, (int32_t)size};
     memcpy(c.data, gp, (size_t)bytes);
     s->stats.globalRead += bytes;
-    s->stats.sharedWritten += 16;
+    s->stats.sharedWritten += size;
     if (!push_copy(s, &c))
       return false;
     int64_t base = dp - s->shared;
-    for (int64_t k = base; k < base + 16; ++k)
+    for (int64_t k = base; k < base + size; ++k)
       s->pendingBy[k] = (int32_t)t + 1;
   }
   return true;
@@ -155,9 +159,9 @@ bool fzKernelSimCpAsyncWait(Sim *s, const SimInst *ins, const uint8_t *mask) {
       s->copies[out++] = c;
       continue;
     }
-    memcpy(c.dst, c.data, 16);
+    memcpy(c.dst, c.data, (size_t)c.size);
     int64_t base = c.dst - s->shared;
-    for (int64_t k = base; k < base + 16; ++k) {
+    for (int64_t k = base; k < base + c.size; ++k) {
       s->pendingBy[k] = 0;
       s->wEpoch[k] = s->epoch;
       s->writer[k] = c.thread;

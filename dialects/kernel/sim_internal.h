@@ -65,10 +65,11 @@ typedef struct SimSlot {
 /* A cp.async issued and not yet completed by a kernel.cp_async_wait: the
  * bytes it will write, read from global memory at issue. */
 typedef struct SimAsyncCopy {
-  char *dst;      /* 16 bytes of this block's shared memory */
+  char *dst;      /* `size` bytes of this block's shared memory */
   int32_t thread; /* the issuing thread */
   int32_t group;  /* the thread's group number; -1 while not committed */
   unsigned char data[16];
+  int32_t size; /* 4, 8 or 16 bytes */
 } SimAsyncCopy;
 
 /* An mbarrier (kernel.mbarrier_init made it): its state, kept beside

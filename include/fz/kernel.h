@@ -96,7 +96,9 @@ FZ_API int fzKernelGetDimension(const FzOp *op);
  *    indices; the global source buffer is operand
  *    fzKernelCpAsyncGetSourceOperand (then its indices); the optional
  *    source size in bytes (index) is the last operand when
- *    fzKernelCpAsyncHasSourceSize;
+ *    fzKernelCpAsyncHasSourceSize; fzKernelCpAsyncGetSize the bytes
+ *    copied (the `size` property: 4, 8 or 16, 16 when absent; -1 for
+ *    another op or a bad property);
  *  - kernel.cp_async_wait: the number of most recent groups that may stay
  *    pending (-1 for another op);
  *  - kernel.extract: the lane read (-1 for another op). */
@@ -104,6 +106,7 @@ FZ_API int fzKernelLdmatrixGetNum(const FzOp *op);
 FZ_API bool fzKernelLdmatrixIsTransposed(const FzOp *op);
 FZ_API size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
 FZ_API bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
+FZ_API int64_t fzKernelCpAsyncGetSize(const FzOp *op);
 FZ_API int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
 FZ_API int64_t fzKernelExtractGetPosition(const FzOp *op);
 /* kernel.dynamic_shared's `align` (bytes: 16 unless the property asks

@@ -82,6 +82,7 @@ void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   T->stageElems = (int64_t)T->rows * T->cols;
   T->base = base;
   T->async = G->async && x->asyncCopies;
+  T->copy = mmCopyBytes(x) / (G->tf32 ? 4 : 2);
   int chunks = T->rows * T->cols / 8;
   T->perThread = chunks / G->threads;
   FzValue *mn0 = isA ? G->m0 : G->n0;
@@ -104,9 +105,8 @@ void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
     bool ragged = T->mnExtent % T->tileMN != 0;
     T->mnOk[p] = ragged ? mmLtC(K, mn, T->mnExtent) : NULL;
     /* Clamped so that the address stays valid where nothing is read
-     * (a 16-byte copy: 8 16-bit elements or 4 f32, inside the row). */
-    int64_t hi = x->kLast ? T->mnExtent - 1
-                          : T->mnExtent - (G->tf32 ? 4 : 8);
+     * (a whole copy inside the row). */
+    int64_t hi = x->kLast ? T->mnExtent - 1 : T->mnExtent - T->copy;
     if (!x->kLast && !T->async)
       hi = T->mnExtent - 1;
     T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
@@ -513,7 +513,7 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
   for (size_t d = 0; d < nb; ++d)
     idx[d] = batch_index(G, x->batch[d]);
   int64_t Kx = G->m->K;
-  int64_t copy = G->tf32 ? 4 : 8; /* elements per 16-byte copy */
+  int64_t copy = T->copy;
   FzValue *k = mmAddC(K, mmAdd(K, mmMul(K, kt, G->t->bk), T->kOff[p]),
                     x->kLast ? e : 0);
   FzValue *mn = T->mnIdx[p];
@@ -524,9 +524,10 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
                         e);
     bool ragged = T->mnExtent % T->tileMN != 0;
     mnOk = ragged ? mmLtC(K, mnE, T->mnExtent) : NULL;
-    /* A 16-byte copy of a chunk (8 16-bit elements, or f32 elements
-     * 0..3 or 4..7) past the edge is zero-filled and keeps its source
-     * inside the matrix: the extent is a multiple of the copy. */
+    /* A copy of part of a chunk (16 bytes: 8 16-bit elements, or f32
+     * elements 0..3 or 4..7; or 8 or 4 bytes) past the edge is
+     * zero-filled and keeps its source inside the matrix: the extent is
+     * a multiple of the copy. */
     int64_t hi = T->async ? T->mnExtent - copy : T->mnExtent - 1;
     mn = ragged ? mmMinC(K, mnE, hi) : mnE;
   }
@@ -540,13 +541,16 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
 }
 
 /* Issues this thread's cp.async copies of k-tile kt (index) into stage
- * `stage` (i32): one 16-byte copy per chunk of 8 16-bit elements, two
- * per chunk of 8 f32 (elements 0..3 and 4..7). */
+ * `stage` (i32): per chunk of 8 elements, copies of T->copy elements
+ * (one 16-byte copy of 8 16-bit elements, two of f32 elements 0..3 and
+ * 4..7; more for the 8- and 4-byte copies of rows that are not whole
+ * 16 bytes). */
 void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   KB *K = &G->K;
   FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
                          mmMul(K, stage, T->stageElems));
-  int per = G->tf32 ? 2 : 1, step = 8 / per;
+  int step = T->copy, per = 8 / step;
+  int64_t bytes = mmCopyBytes(T->x);
   for (int p = 0; p < T->perThread; ++p)
     for (int h = 0; h < per; ++h) {
       FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
@@ -560,8 +564,22 @@ void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
       for (size_t d = 0; d < T->rank; ++d)
         ops[n++] = idx[d];
       if (ok)
-        ops[n++] = mmSelect(K, ok, mmConst(K, 16), mmConst(K, 0));
-      mmOp(K, "kernel.cp_async", n, ops, NULL, NULL);
+        ops[n++] = mmSelect(K, ok, mmConst(K, bytes), mmConst(K, 0));
+      bool built = true;
+      for (size_t i = 0; i < n; ++i)
+        built = built && ops[i];
+      if (!built) {
+        K->failed = true;
+        return;
+      }
+      FzOpState st;
+      fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async"), K->loc);
+      fzOpStateAddOperands(&st, n, ops);
+      if (bytes != 16)
+        fzOpStateAddProp(&st, FZ_STR("size"),
+                         fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32),
+                                          bytes));
+      mmCreate(K, &st, 0);
     }
 }
 
@@ -867,6 +885,16 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
   const char *elt = fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
                     : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
                                                            : "f16";
+  /* Copies narrower than 16 bytes (rows that are not whole 16 bytes). */
+  char narrow[48] = "";
+  int ca = m->a.asyncCopies ? mmCopyBytes(&m->a) : 16;
+  int cb = mmCopyBytes(&m->b);
+  if (ca < 16 && cb < 16)
+    snprintf(narrow, sizeof narrow, " (%d-byte copies of A, %d of B)", ca,
+             cb);
+  else if (ca < 16 || cb < 16)
+    snprintf(narrow, sizeof narrow, " (%d-byte copies of %s)",
+             ca < 16 ? ca : cb, ca < 16 ? "A" : "B");
   const FzMatmulConv *cv = &m->conv;
   if (cv->on) {
     char gemm[96];
@@ -879,7 +907,7 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
     bool async = fzMatmulUsesAsyncCopies(m, t);
     snprintf(buf, n, "conv2d implicit GEMM %lldx%lldx%lldx%lld -> %lld "
              "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
-             "dilation %lldx%lld (%s) %s, tile %s, %s",
+             "dilation %lldx%lld (%s) %s, tile %s, %s%s",
              (long long)cv->batch, (long long)cv->C, (long long)cv->H,
              (long long)cv->W, (long long)(cv->pointwise ? m->M : m->N),
              (long long)cv->KH, (long long)cv->KW, (long long)cv->sh,
@@ -887,16 +915,17 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
              (long long)cv->dh, (long long)cv->dw, gemm, elt, tt,
              !async           ? "scalar tile loads"
              : cv->pointwise ? "cp.async pipeline"
-                             : "cp.async weights, gathered input");
+                             : "cp.async weights, gathered input",
+             async ? narrow : "");
     return;
   }
   if (batch_of(m) > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
-  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s",
+  bool async = fzMatmulUsesAsyncCopies(m, t);
+  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s%s",
            (long long)m->M, (long long)m->N, (long long)m->K, elt, batch,
-           tt,
-           fzMatmulUsesAsyncCopies(m, t) ? "cp.async pipeline"
-                                         : "scalar tile loads");
+           tt, async ? "cp.async pipeline" : "scalar tile loads",
+           async ? narrow : "");
 }
 
 Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,

@@ -81,10 +81,11 @@ typedef struct FzMatmulOperand {
   FzMatmulIndex batch[FZ_MATMUL_MAX_DIMS];
   size_t numBatch;
   bool kLast;           /* indices (..., mn, k) rather than (..., k, mn) */
-  /* The 16-byte copy path applies: the last index has stride 1, its
-   * extent is a multiple of 8 elements, the other strides are multiples
-   * of 8 elements, the buffer starts 16-byte aligned. */
+  /* The cp.async copy path applies: the last index has stride 1, its
+   * extent and the other strides are whole copies of copyBytes (16, 8 or
+   * 4 bytes; 0 means 16), the buffer starts aligned to a copy. */
   bool asyncCopies;
+  int copyBytes;
 } FzMatmulOperand;
 
 /* The geometry of a conv2d nest taken as an implicit GEMM

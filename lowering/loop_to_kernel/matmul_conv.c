@@ -73,8 +73,8 @@ static bool weight_async(FzValue *w, int64_t K) {
   int64_t st[4];
   mmStridesOf(t, st);
   int64_t eb = (int64_t)fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
-  return (eb == 2 || eb == 4) && mmWholeCopies(st[0], eb) &&
-         mmWholeCopies(K, eb) && mmAlignedBase(w, 16);
+  return (eb == 2 || eb == 4) && mmCopyBytesOf(st[0], eb) == 16 &&
+         mmCopyBytesOf(K, eb) == 16 && mmAlignedBase(w, 16);
 }
 
 /* Fills m's operands and geometry from the matched C. */
@@ -153,10 +153,13 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
     m->b.kLast = false;
     m->b.numBatch = 1;
     m->b.batch[0] = (FzMatmulIndex){CV_N, 0};
-    size_t eb = fzTypeGetStorageSize(elt);
-    m->b.asyncCopies = (eb == 2 || eb == 4) &&
-                       mmWholeCopies(hw, (int64_t)eb) &&
-                       mmAlignedBase(x, 16);
+    /* Rows of HW elements: 16-byte copies, or 8 or 4 where HW * eb is
+     * not a multiple of 16 (f16 14x14, f32 7x7). */
+    int64_t eb = (int64_t)fzTypeGetStorageSize(elt);
+    int cb = eb == 2 || eb == 4 ? mmCopyBytesOf(hw, eb) : 0;
+    cb = mmAlignedCopyBytes(x, cb, eb);
+    m->b.asyncCopies = cb > 0;
+    m->b.copyBytes = cb;
   }
   return true;
 }

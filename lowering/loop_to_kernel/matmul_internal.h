@@ -50,6 +50,7 @@ typedef struct Tile {
   int tileMN;            /* BM or BN */
   int perThread;         /* chunks per thread and stage */
   bool async;
+  int copy;              /* elements per cp.async copy (8, 4 or 2) */
   /* Per chunk: shared offset in a stage; the row and column of the tile. */
   FzValue *dst[MAX_CHUNKS], *row[MAX_CHUNKS], *col[MAX_CHUNKS];
   /* The mn half of the global indices (clamped) and its validity (NULL:
@@ -137,10 +138,21 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen);
  * allocation (arguments and allocations do; views by their offset). */
 bool mmAlignedBase(FzValue *v, int64_t bytes);
 
-/* Whether n elements of eb bytes are whole 16-byte copies (cp.async's
- * chunk): 8 16-bit elements, 4 f32. */
-static inline bool mmWholeCopies(int64_t n, int64_t eb) {
-  return eb > 0 && (n * eb) % 16 == 0;
+/* The widest cp.async copy (16, 8 or 4 bytes, at least eb; 0: none)
+ * that n elements of eb bytes are whole copies of. */
+static inline int mmCopyBytesOf(int64_t n, int64_t eb) {
+  for (int b = 16; b >= 4 && b >= eb; b /= 2)
+    if (eb > 0 && (n * eb) % b == 0)
+      return b;
+  return 0;
+}
+/* cb (a copy width of mmCopyBytesOf) halved until buf's start is aligned
+ * to it (0: not even 4 bytes, or below the element size eb). */
+int mmAlignedCopyBytes(FzValue *buf, int cb, int64_t eb);
+/* The bytes of one cp.async copy of operand x (16 unless the matcher
+ * chose narrower copies). */
+static inline int mmCopyBytes(const FzMatmulOperand *x) {
+  return x->copyBytes ? x->copyBytes : 16;
 }
 /* The element strides of a buffer type (identity layout computed). */
 void mmStridesOf(FzType *t, int64_t *st);

@@ -88,6 +88,12 @@ bool mmAlignedBase(FzValue *v, int64_t bytes) {
   return false;
 }
 
+int mmAlignedCopyBytes(FzValue *buf, int cb, int64_t eb) {
+  while (cb && !mmAlignedBase(buf, cb))
+    cb = cb / 2 >= 4 && cb / 2 >= eb ? cb / 2 : 0;
+  return cb;
+}
+
 /* The strides of a buffer type (identity layout computed). */
 void mmStridesOf(FzType *t, int64_t *st) {
   size_t r = fzShapedTypeGetRank(t);
@@ -171,21 +177,26 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
   return true;
 }
 
-/* Where the 16-byte copies apply (FzMatmulOperand.asyncCopies): the
- * contiguous extent is `extent` (K, or M or N); it and every other
- * stride are whole 16-byte copies (8 16-bit elements, 4 f32). */
-static bool async_ok(const FzMatmulOperand *x, int64_t extent) {
+/* The cp.async copies of operand x (FzMatmulOperand.asyncCopies and
+ * copyBytes): the contiguous extent is `extent` (K, or M or N); it and
+ * every other stride are whole copies, 16 bytes where they can be (8
+ * 16-bit elements, 4 f32), else 8 or 4. */
+static void set_copies(FzMatmulOperand *x, int64_t extent) {
   FzType *t = fzValueGetType(x->buffer);
   int64_t st[FZ_MATMUL_MAX_DIMS];
   mmStridesOf(t, st);
   int64_t eb = elt_bytes(t);
-  if ((eb != 2 && eb != 4) || st[x->rank - 1] != 1 ||
-      !mmWholeCopies(extent, eb))
-    return false;
-  for (size_t d = 0; d + 1 < x->rank; ++d)
-    if (!mmWholeCopies(st[d], eb))
-      return false;
-  return mmAlignedBase(x->buffer, 16);
+  x->asyncCopies = false;
+  if ((eb != 2 && eb != 4) || st[x->rank - 1] != 1)
+    return;
+  int cb = mmCopyBytesOf(extent, eb);
+  for (size_t d = 0; d + 1 < x->rank && cb; ++d) {
+    int c = mmCopyBytesOf(st[d], eb);
+    cb = c < cb ? c : cb;
+  }
+  cb = mmAlignedCopyBytes(x->buffer, cb, eb);
+  x->asyncCopies = cb > 0;
+  x->copyBytes = cb;
 }
 
 FzOp *mmKLoopProduct(FzOp *kl, char *why, size_t whyLen) {
@@ -473,8 +484,8 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
   if (batch > 65535)
     return fzReasonf(why, whyLen, "a batch of %lld matrices (more than the "
                                "65535 blocks of grid.z)", (long long)batch);
-  m->a.asyncCopies = async_ok(&m->a, m->a.kLast ? m->K : m->M);
-  m->b.asyncCopies = async_ok(&m->b, m->b.kLast ? m->K : m->N);
+  set_copies(&m->a, m->a.kLast ? m->K : m->M);
+  set_copies(&m->b, m->b.kLast ? m->K : m->N);
   return mmMatchEpilogue(m, why, whyLen);
 }
 

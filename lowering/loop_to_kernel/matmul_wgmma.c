@@ -56,7 +56,8 @@ bool fzWgmmaApplies(const FzMatmulNest *m, char *why, size_t whyLen) {
                              "mma.sync)");
   if (k != FZ_TYPE_BF16 && k != FZ_TYPE_F16)
     return fail(why, whyLen, "f32 operands (tf32 stays on mma.sync)");
-  if (!m->a.asyncCopies || !m->b.asyncCopies)
+  if (!m->a.asyncCopies || !m->b.asyncCopies ||
+      mmCopyBytes(&m->a) != 16 || mmCopyBytes(&m->b) != 16)
     return fail(why, whyLen, "an operand does not allow 16-byte copies");
   return true;
 }

@@ -438,16 +438,20 @@ static bool emit_ldmatrix(FzLLEmitter *E, FzOp *op) {
   return true;
 }
 
-/* cp.async.cg.shared.global [dst], [src], 16{, src_size}. Shared
- * pointers are 32-bit (ptx.c sets LLVM's nvptx-short-ptr), and LLVM 19
- * selects the cp.async intrinsics only for 64-bit ones, so the
- * instruction is inline assembly: the 32-bit shared address ("r"), the
- * global one ("l", the source addrspacecast to global), the byte count
- * an i32; it clobbers memory, so LLVM keeps it in order with every
- * access (as with the intrinsic, which reads and writes memory). */
+/* cp.async.cg.shared.global [dst], [src], 16{, src_size} (.ca for 4 or
+ * 8 bytes: .cg caches in L2 only and copies only 16). Shared pointers
+ * are 32-bit (ptx.c sets LLVM's nvptx-short-ptr), and LLVM 19 selects
+ * the cp.async intrinsics only for 64-bit ones, so the instruction is
+ * inline assembly: the 32-bit shared address ("r"), the global one
+ * ("l", the source addrspacecast to global), the byte count an i32; it
+ * clobbers memory, so LLVM keeps it in order with every access (as with
+ * the intrinsic, which reads and writes memory). */
 static bool emit_cp_async(FzLLEmitter *E, FzOp *op) {
   size_t si = fzKernelCpAsyncGetSourceOperand(op);
   bool sized = fzKernelCpAsyncHasSourceSize(op);
+  int64_t size = fzKernelCpAsyncGetSize(op);
+  if (size < 0)
+    return fzLLError(E, op, "emit-ptx: malformed 'kernel.cp_async' size");
   LLVMValueRef dst = fzLLElementPtrAt(E, op, fzOpGetOperand(op, 0), 1);
   LLVMValueRef src = fzLLElementPtrAt(E, op, fzOpGetOperand(op, si), si + 1);
   LLVMValueRef bytes =
@@ -463,16 +467,13 @@ static bool emit_cp_async(FzLLEmitter *E, FzOp *op) {
   LLVMTypeRef params[3] = {E->tI32, global, E->tI32};
   unsigned n = sized ? 3 : 2;
   LLVMTypeRef fty = LLVMFunctionType(E->tVoid, params, n, 0);
-  static const char kAsm[] = "cp.async.cg.shared.global [$0], [$1], 16;";
-  static const char kAsmSized[] =
-      "cp.async.cg.shared.global [$0], [$1], 16, $2;";
-  static const char kCons[] = "r,l,~{memory}";
-  static const char kConsSized[] = "r,l,r,~{memory}";
-  const char *text = sized ? kAsmSized : kAsm;
-  const char *cons = sized ? kConsSized : kCons;
+  char text[64];
+  snprintf(text, sizeof text, "cp.async.%s.shared.global [$0], [$1], %lld%s;",
+           size == 16 ? "cg" : "ca", (long long)size, sized ? ", $2" : "");
+  const char *cons = sized ? "r,l,r,~{memory}" : "r,l,~{memory}";
   LLVMValueRef fn =
-      LLVMGetInlineAsm(fty, (char *)text, strlen(text), (char *)cons,
-                       strlen(cons), /*sideEffects=*/1, /*alignStack=*/0,
+      LLVMGetInlineAsm(fty, text, strlen(text), (char *)cons, strlen(cons),
+                       /*sideEffects=*/1, /*alignStack=*/0,
                        LLVMInlineAsmDialectATT, /*canThrow=*/0);
   LLVMBuildCall2(E->b, fty, fn, args, n, "");
   return true;
