@@ -60,6 +60,7 @@ static unsigned x_vector(const FzSmallMNest *m, unsigned lanes) {
  * (0: chosen; cols concerns a W contiguous along k only). */
 typedef struct Force {
   int64_t cols, unroll, warps, blocks;
+  int64_t mma; /* 0: chosen, 1: off, 2: on */
 } Force;
 
 /* Parses "cols=C,unroll=U,warps=S,blocks=B" (any of them, any order). */
@@ -67,22 +68,25 @@ static bool parse_force(const char *text, Force *f, char *why,
                         size_t whyLen) {
   memset(f, 0, sizeof *f);
   for (const char *p = text; p && *p;) {
-    static const char *const keys[] = {"cols", "unroll", "warps", "blocks"};
-    int64_t *vals[] = {&f->cols, &f->unroll, &f->warps, &f->blocks};
+    static const char *const keys[] = {"cols", "unroll", "warps", "blocks",
+                                       "mma"};
+    int64_t *vals[] = {&f->cols, &f->unroll, &f->warps, &f->blocks,
+                       &f->mma};
     size_t k = 0;
-    while (k < 4 && (strncmp(p, keys[k], strlen(keys[k])) ||
+    while (k < 5 && (strncmp(p, keys[k], strlen(keys[k])) ||
                      p[strlen(keys[k])] != '='))
       ++k;
-    if (k == 4)
-      return fzReasonf(why, whyLen, "expected cols=, unroll=, warps= or "
-                                    "blocks= at '%s'", p);
+    if (k == 5)
+      return fzReasonf(why, whyLen, "expected cols=, unroll=, warps=, "
+                                    "blocks= or mma= at '%s'", p);
     p += strlen(keys[k]) + 1;
     char *end;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 1 || v > 65535 || (*end && *end != ','))
-      return fzReasonf(why, whyLen, "%s: expected a number from 1 to 65535",
-                       keys[k]);
-    *vals[k] = v;
+    long long lo = k == 4 ? 0 : 1, hi = k == 4 ? 1 : 65535;
+    if (end == p || v < lo || v > hi || (*end && *end != ','))
+      return fzReasonf(why, whyLen, "%s: expected a number from %lld to %lld",
+                       keys[k], lo, hi);
+    *vals[k] = k == 4 ? v + 1 : v;
     p = *end ? end + 1 : end;
   }
   return true;
@@ -102,6 +106,74 @@ static void split_blocks(const FzSmallMNest *m, FzSmallMShape *s, int64_t sb,
   }
 }
 
+/* The split across blocks wanted for `warps` warps (each of `chunks`
+ * chunks of its slice, `perTrip` per loop trip) and the partials' bytes:
+ * none from a quarter of the target of warps on (the second kernel costs
+ * a launch), else to the target, at least a trip of chunks each,
+ * partials under an eighth of W's bytes. */
+static int64_t want_blocks(const FzSmallMNest *m, int64_t warps,
+                           int64_t chunks, int64_t perTrip) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
+  if (warps * 4 > T)
+    return 1;
+  int64_t sb = ceil_div(T, warps);
+  int64_t byChunks = chunks / perTrip;
+  int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
+  sb = sb < byChunks ? sb : byChunks;
+  return sb < byBytes ? sb : byBytes;
+}
+
+static const char kNoMma[] =
+    "mma=1: tensor cores need a bf16 or f16 W contiguous along k, x of "
+    "its type, K a multiple of 32 and 16-byte loads along k";
+
+/* The tensor-core form (small_m_mma.c): a 16-bit W and x of the same
+ * type, 16-byte loads of both along k, K a multiple of 32. */
+static bool mma_ok(const FzSmallMNest *m, unsigned v) {
+  FzTypeKind k = fzTypeGetKind(m->w.elt);
+  return v == 8 && (k == FZ_TYPE_BF16 || k == FZ_TYPE_F16) &&
+         m->x.elt == m->w.elt && m->K % 32 == 0 && m->sliceK % 32 == 0 &&
+         m->x.idx[m->x.rank - 1].dim == FZ_SMALL_M_K && vector_ok(&m->x, 8);
+}
+
+/* W contiguous along k on tensor cores: a warp per `cols` (8 T) columns,
+ * chunks of 32 k. */
+static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
+                       const Force *f, char *why, size_t whyLen) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
+  s->mma = true;
+  s->vec = s->xvec = 8;
+  int64_t cols = f->cols ? f->cols : ceil_div(m->N, 8) * 8 < 32
+                                         ? ceil_div(m->N, 8) * 8
+                                         : 32;
+  int64_t unroll = f->unroll ? f->unroll : 2;
+  if (cols % 8 != 0 || cols > 64 || unroll > 8 || unroll * (cols / 8) > 16)
+    return fzReasonf(why, whyLen, "cols=%lld, unroll=%lld: tensor cores "
+                                  "take multiples of 8 columns, at most 64, "
+                                  "at most 8 chunks per trip and 16 loads "
+                                  "(unroll x cols / 8) per lane",
+                     (long long)cols, (long long)unroll);
+  s->cols = (unsigned)cols;
+  s->unroll = (unsigned)unroll;
+  s->warps = 8;
+  s->groups = ceil_div(m->N, cols);
+  int64_t chunks = m->sliceK / 32, S = 1;
+  while (!f->warps && S < 8 && s->groups * S < T &&
+         chunks / (2 * S) >= s->unroll)
+    S *= 2;
+  if (f->warps)
+    S = f->warps;
+  if (!is_pow2(S) || S > 8)
+    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
+                                  "8) per column group", (long long)S);
+  s->splitWarps = (unsigned)S;
+  int64_t sb = split ? want_blocks(m, s->groups * S, chunks, S * unroll) : 1;
+  split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32);
+  s->blocks = ceil_div(s->groups, s->warps / S);
+  s->sharedBytes = S > 1 ? (int64_t)s->warps * (cols / 2) * 32 * 4 : 0;
+  return true;
+}
+
 /* W contiguous along k: a warp per `cols` columns, its lanes along k. */
 static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      const Force *f, char *why, size_t whyLen) {
@@ -109,6 +181,13 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   unsigned v = (unsigned)(16 / elt_bytes(m->w.elt));
   if (m->K % v != 0 || m->sliceK % v != 0 || !vector_ok(&m->w, v))
     v = 1;
+  /* Tensor cores from 5 rows on, where the fma per row and weight would
+   * take most of the SM's issue rate. */
+  bool canMma = mma_ok(m, v);
+  if (f->mma == 2 && !canMma)
+    return fzReasonf(why, whyLen, "%s", kNoMma);
+  if (f->mma ? f->mma == 2 : canMma && m->M > 4)
+    return choose_mma(m, s, split, f, why, whyLen);
   s->vec = v;
   s->xvec = v > 1 ? x_vector(m, v) : 1;
   int64_t cols = f->cols ? f->cols : m->M >= 8 ? 4 : m->M >= 3 ? 2 : 1;
@@ -135,14 +214,9 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
     return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
                                   "8) per column group", (long long)S);
   s->splitWarps = (unsigned)S;
-  int64_t sb = 1;
-  if (split && s->groups * S * 2 <= T) {
-    sb = ceil_div(T, s->groups * S);
-    int64_t byChunks = chunks / (32 * S * s->unroll);
-    int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
-    sb = sb < byChunks ? sb : byChunks;
-    sb = sb < byBytes ? sb : byBytes;
-  }
+  int64_t sb = split ? want_blocks(m, s->groups * S, chunks,
+                                   32 * S * s->unroll)
+                     : 1;
   split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32 * (int64_t)v);
   int64_t perBlock = s->warps / S;
   s->blocks = ceil_div(s->groups, perBlock);
@@ -167,6 +241,8 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   if (!is_pow2(u) || u > 8 || m->K % u != 0 || m->sliceK % u != 0)
     return fzReasonf(why, whyLen, "unroll=%lld: 1, 2, 4 or 8, dividing K "
                                   "(%lld)", (long long)u, (long long)m->K);
+  if (f->mma == 2)
+    return fzReasonf(why, whyLen, "%s", kNoMma);
   s->unroll = (unsigned)u;
   s->xvec = x_vector(m, s->unroll);
   s->cols = 32 * v;
@@ -185,14 +261,7 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      (long long)S, (long long)S, (long long)P);
   s->splitWarps = (unsigned)S;
   s->warps = (unsigned)S;
-  int64_t sb = 1;
-  if (split && s->groups * S * 2 <= T) {
-    sb = ceil_div(T, s->groups * S);
-    int64_t byChunks = chunks / (2 * S);
-    int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
-    sb = sb < byChunks ? sb : byChunks;
-    sb = sb < byBytes ? sb : byBytes;
-  }
+  int64_t sb = split ? want_blocks(m, s->groups * S, chunks, 2 * S) : 1;
   split_blocks(m, s, split && f->blocks ? f->blocks : sb, u);
   s->blocks = s->groups;
   s->sharedBytes = S > 1 ? S * P * 32 * 4 : 0;
@@ -243,7 +312,17 @@ void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
              ", k split over %lld blocks of %lld (partial sums; a second "
              "kernel adds them)",
              (long long)s->splitBlocks, (long long)s->sliceK);
-  if (m->kContig)
+  if (s->mma)
+    snprintf(buf, n,
+             "small-m %lldx%lldx%lld, W %s contiguous along k, x %s: tensor "
+             "cores (mma m16n8k16, x's rows as A), a warp per %u columns, "
+             "16-byte loads along k (%u chunks of 32 k per trip), %u warp%s "
+             "per column group, %u warps per block, %lld block%s%s",
+             (long long)m->M, (long long)m->N, (long long)m->K, wt, xt,
+             s->cols, s->unroll, s->splitWarps,
+             s->splitWarps == 1 ? "" : "s along k", s->warps,
+             (long long)s->blocks, plural(s->blocks), split);
+  else if (m->kContig)
     snprintf(buf, n,
              "small-m %lldx%lldx%lld, W %s contiguous along k, x %s: a warp "
              "per %u column%s, lanes along k (%u-element loads, %u per "
@@ -326,80 +405,118 @@ static FzValue *dim_value(FzSmallMGen *g, int d, FzValue *row,
                  fzLkIndex(kb, m->extent[d]));
 }
 
-/* `lanes` elements of x (loads of lanes > 1: one vector) into out, as
- * f32, from indices idx (the last one advancing). */
-static bool load_elems(FzSmallMGen *g, const FzSmallMOperand *x,
-                       FzValue **idx, unsigned lanes, FzValue **out) {
+FzValue *fzSmallMExtract(FzLkBuild *kb, FzValue *vec, unsigned lane) {
+  FzType *vt = vec ? fzValueGetType(vec) : NULL;
+  if (!vt)
+    return kb->failed = true, NULL;
+  FzType *et = fzShapedTypeGetElementType(vt);
+  FzOpState st;
+  fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.extract"), kb->loc);
+  fzOpStateAddOperands(&st, 1, &vec);
+  fzOpStateAddProp(&st, FZ_STR("position"),
+                   fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
+                                    lane));
+  fzOpStateAddResults(&st, 1, &et);
+  FzOp *op = kb->failed ? NULL : fzBuilderCreate(&kb->b, &st);
+  if (!op) {
+    if (kb->failed)
+      fzOpStateDispose(&st);
+    return kb->failed = true, NULL;
+  }
+  return fzOpGetResult(op, 0);
+}
+
+/* x's (or W's) `lanes` elements from indices idx (the last one
+ * advancing): one kernel.vector_load where lanes > 1, else a load. */
+static FzValue *load_raw(FzSmallMGen *g, const FzSmallMOperand *x,
+                         FzValue **idx, unsigned lanes) {
   FzLkBuild *kb = g->kb;
   size_t r = x->rank;
   FzValue *buf = fzLkMapGet(&kb->base, x->buffer);
   if (!buf)
-    return kb->failed = true, false;
-  if (lanes > 1) {
-    int64_t n = lanes;
-    FzType *vt = fzVectorTypeGet(kb->ctx, 1, &n, x->elt, kb->loc);
-    FzValue *ops[FZ_SMALL_M_MAX_RANK + 1] = {buf};
-    for (size_t i = 0; i < r; ++i)
-      ops[1 + i] = idx[i];
-    FzValue *vec = vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops)
-                      : NULL;
-    for (unsigned u = 0; u < lanes; ++u) {
-      FzOpState st;
-      FzType *et = x->elt;
-      if (!vec)
-        return kb->failed = true, false;
-      fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.extract"), kb->loc);
-      fzOpStateAddOperands(&st, 1, &vec);
-      fzOpStateAddProp(&st, FZ_STR("position"),
-                       fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
-                                        u));
-      fzOpStateAddResults(&st, 1, &et);
-      FzOp *op = fzBuilderCreate(&kb->b, &st);
-      if (!op)
-        return kb->failed = true, false;
-      out[u] = fzLkCast(kb, "loop.extf", fzOpGetResult(op, 0), g->f32);
-    }
-    return !kb->failed;
-  }
-  out[0] = fzLkCast(kb, "loop.extf", fzLkLoad(kb, buf, r, idx), g->f32);
+    return kb->failed = true, NULL;
+  if (lanes == 1)
+    return fzLkLoad(kb, buf, r, idx);
+  int64_t n = lanes;
+  FzType *vt = fzVectorTypeGet(kb->ctx, 1, &n, x->elt, kb->loc);
+  FzValue *ops[FZ_SMALL_M_MAX_RANK + 1] = {buf};
+  for (size_t i = 0; i < r; ++i)
+    ops[1 + i] = idx[i];
+  return vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops)
+            : (kb->failed = true, NULL);
+}
+
+/* The same, each element widened to f32 into out. */
+static bool load_elems(FzSmallMGen *g, const FzSmallMOperand *x,
+                       FzValue **idx, unsigned lanes, FzValue **out) {
+  FzLkBuild *kb = g->kb;
+  FzValue *v = load_raw(g, x, idx, lanes);
+  for (unsigned u = 0; u < lanes; ++u)
+    out[u] = fzLkCast(kb, "loop.extf",
+                      lanes > 1 ? fzSmallMExtract(kb, v, u) : v, g->f32);
   return !kb->failed;
+}
+
+/* x's indices for output row `row` (index) and k. */
+static void x_indices(FzSmallMGen *g, FzValue *row, FzValue *k,
+                      FzValue **idx) {
+  const FzSmallMOperand *x = &g->m->x;
+  for (size_t i = 0; i < x->rank; ++i) {
+    int d = x->idx[i].dim;
+    idx[i] = d == FZ_SMALL_M_K      ? k
+             : d == FZ_SMALL_M_CONST ? fzLkIndex(g->kb, x->idx[i].value)
+                                     : dim_value(g, d, row, NULL);
+  }
 }
 
 bool fzSmallMLoadX(FzSmallMGen *g, int64_t row, FzValue *k, unsigned n,
                    FzValue **out) {
   FzLkBuild *kb = g->kb;
-  const FzSmallMOperand *x = &g->m->x;
-  FzValue *rowv = fzLkIndex(kb, row);
   unsigned lanes = g->s->xvec > 1 && n % g->s->xvec == 0 ? g->s->xvec : 1;
   for (unsigned u = 0; u < n; u += lanes) {
     FzValue *idx[FZ_SMALL_M_MAX_RANK];
-    for (size_t i = 0; i < x->rank; ++i) {
-      int d = x->idx[i].dim;
-      idx[i] = d == FZ_SMALL_M_K      ? fzLkAdd(kb, k, fzLkIndex(kb, u))
-               : d == FZ_SMALL_M_CONST ? fzLkIndex(kb, x->idx[i].value)
-                                       : dim_value(g, d, rowv, NULL);
-    }
-    if (!load_elems(g, x, idx, lanes, out + u))
+    x_indices(g, fzLkIndex(kb, row), fzLkAdd(kb, k, fzLkIndex(kb, u)), idx);
+    if (!load_elems(g, &g->m->x, idx, lanes, out + u))
       return false;
   }
   return true;
 }
 
+FzValue *fzSmallMLoadXVector(FzSmallMGen *g, FzValue *row, FzValue *k,
+                             unsigned lanes) {
+  FzValue *idx[FZ_SMALL_M_MAX_RANK];
+  x_indices(g, row, k, idx);
+  return load_raw(g, &g->m->x, idx, lanes);
+}
+
+/* W's indices for (a, b): its constants, then a and b. */
+static void w_indices(FzSmallMGen *g, FzValue *a, FzValue *b,
+                      FzValue **idx) {
+  const FzSmallMOperand *w = &g->m->w;
+  for (size_t i = 0; i + 2 < w->rank; ++i)
+    idx[i] = fzLkIndex(g->kb, w->idx[i].value);
+  idx[w->rank - 2] = a;
+  idx[w->rank - 1] = b;
+}
+
 bool fzSmallMLoadW(FzSmallMGen *g, FzValue *a, FzValue *b, unsigned n,
                    FzValue **out) {
   FzLkBuild *kb = g->kb;
-  const FzSmallMOperand *w = &g->m->w;
   unsigned lanes = g->s->vec > 1 && n % g->s->vec == 0 ? g->s->vec : 1;
   for (unsigned u = 0; u < n; u += lanes) {
     FzValue *idx[FZ_SMALL_M_MAX_RANK];
-    for (size_t i = 0; i + 2 < w->rank; ++i)
-      idx[i] = fzLkIndex(kb, w->idx[i].value);
-    idx[w->rank - 2] = a;
-    idx[w->rank - 1] = fzLkAdd(kb, b, fzLkIndex(kb, u));
-    if (!load_elems(g, w, idx, lanes, out + u))
+    w_indices(g, a, fzLkAdd(kb, b, fzLkIndex(kb, u)), idx);
+    if (!load_elems(g, &g->m->w, idx, lanes, out + u))
       return false;
   }
   return true;
+}
+
+FzValue *fzSmallMLoadWVector(FzSmallMGen *g, FzValue *a, FzValue *b,
+                             unsigned lanes) {
+  FzValue *idx[FZ_SMALL_M_MAX_RANK];
+  w_indices(g, a, b, idx);
+  return load_raw(g, &g->m->w, idx, lanes);
 }
 
 bool fzSmallMEpilogue(FzSmallMGen *g, FzValue *row, FzValue *col,
@@ -480,8 +597,9 @@ static void release(FzLkPlan *p) {
 
 static bool build(FzLkBuild *kb, const FzLkPlan *p) {
   const SmallMPlan *sp = p->state;
-  bool ok = sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
-                          : fzSmallMBuildN(kb, &sp->m, &sp->s);
+  bool ok = sp->s.mma       ? fzSmallMBuildMma(kb, &sp->m, &sp->s)
+            : sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
+                            : fzSmallMBuildN(kb, &sp->m, &sp->s);
   if (ok && kb->opts->remarks) {
     FzStringRef name = fzSymbolGetName(kb->kernel);
     fzEmitRemark(kb->ctx, kb->loc, "%s -> @%.*s", p->desc, (int)name.length,

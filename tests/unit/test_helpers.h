@@ -186,6 +186,15 @@ static inline FzAllocator counting_allocator(CountingAlloc *c) {
   return a;
 }
 
+/* The module of src ("t.fuse"), parsed and verified (asserted). */
+static inline FzOp *parse_verified(FzContext *ctx, const char *src) {
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("t.fuse"),
+                          0);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(fzOpVerify(m));
+  return m;
+}
+
 /* Runs `pipeline` (anchored on builtin.module) over the module parsed
  * from src once per allocation the run makes, that allocation failing:
  * each run either succeeds or reports an error, and leaks nothing. Stops
@@ -199,9 +208,7 @@ static inline size_t check_pass_allocation_failures(const char *src,
     FzContext *ctx = fzContextCreateWithAllocator(&a);
     ck_assert(fzRegisterAllDialects(ctx));
     ck_assert(fzRegisterAllPasses(ctx));
-    FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src),
-                            FZ_STR("t.fuse"), 0);
-    ck_assert_ptr_nonnull(m);
+    FzOp *m = parse_verified(ctx, src);
     FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
     ck_assert_ptr_nonnull(pm);
     ck_assert(fzPassManagerParsePipeline(pm,

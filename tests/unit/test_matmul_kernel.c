@@ -249,17 +249,10 @@ static FzOp *first_nest(FzOp *m) {
   return NULL;
 }
 
-static FzOp *parse_src(FzContext *ctx, const char *src) {
-  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("t.fuse"),
-                          0);
-  ck_assert_ptr_nonnull(m);
-  ck_assert(fzOpVerify(m));
-  return m;
-}
 
 START_TEST(test_match_base) {
   FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kBase);
+  FzOp *m = parse_verified(ctx, kBase);
   FzMatmulNest mm;
   char why[256] = "";
   ck_assert_msg(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why),
@@ -285,7 +278,7 @@ START_TEST(test_match_base) {
   /* Product written B * A: the roles still follow the indices. */
   fzOpDestroy(m);
   char *s = variant("%p = loop.mulf %af, %bf", "%p = loop.mulf %bf, %af");
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
   fb = fzRegionGetFirstBlock(
       fzOpGetRegion(fzSymbolTableLookupIn(m, FZ_STR("f")), 0));
@@ -361,7 +354,7 @@ START_TEST(test_match_refused) {
       free(s);
       s = s2;
     }
-    FzOp *m = parse_src(ctx, s);
+    FzOp *m = parse_verified(ctx, s);
     FzMatmulNest mm;
     char why[256] = "";
     ck_assert_msg(!fzKernelMatchMatmulNest(first_nest(m), &mm, why,
@@ -400,7 +393,7 @@ START_TEST(test_match_types_layouts) {
       "    }\n"
       "    loop.store %acc, %C[%i, %j] : buffer<32x48xf32>\n"
       "    loop.yield\n  }\n  return\n}\n";
-  FzOp *m = parse_src(ctx, f16B);
+  FzOp *m = parse_verified(ctx, f16B);
   FzMatmulNest mm;
   char why[256] = "";
   ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
@@ -415,7 +408,7 @@ START_TEST(test_match_types_layouts) {
   char *s2 = replace(s, "%b = loop.load %B[%k, %j] : buffer<64x48xbf16>",
                      "%b = loop.load %Bt[%k, %j] : buffer<64x48xbf16, "
                      "strides [1, 64]>");
-  m = parse_src(ctx, s2);
+  m = parse_verified(ctx, s2);
   ck_assert_msg(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why),
                 "%s", why);
   ck_assert(mm.a.asyncCopies);
@@ -446,7 +439,7 @@ START_TEST(test_match_types_layouts) {
       "    }\n"
       "    loop.store %acc, %C[%b, %i, %j] : buffer<65536x16x16xf32>\n"
       "    loop.yield\n  }\n  return\n}\n";
-  m = parse_src(ctx, big);
+  m = parse_verified(ctx, big);
   ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
   ck_assert_ptr_nonnull(strstr(why, "a batch of 65536 matrices"));
   fzOpDestroy(m);
@@ -455,7 +448,7 @@ START_TEST(test_match_types_layouts) {
   s2 = replace(s, "  %z =", "  %c47 = loop.constant 47 : index\n  %z =");
   free(s);
   s = s2;
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
   ck_assert(!mm.pairStores);
   ck_assert_int_eq(mm.N, 47);
@@ -472,7 +465,7 @@ END_TEST
  * the generator's configuration replaces it. */
 START_TEST(test_build) {
   FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kBase);
+  FzOp *m = parse_verified(ctx, kBase);
   FzMatmulNest mm;
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, NULL, 0));
   FzMatmulTile t = parse_ok("32x32x32:1w:2s");
@@ -520,7 +513,7 @@ END_TEST
 /* noMma: the same nest takes a generic mapping. */
 START_TEST(test_build_no_mma) {
   FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kBase);
+  FzOp *m = parse_verified(ctx, kBase);
   FzLoopToKernelOptions o;
   fzLoopToKernelOptionsInit(&o);
   o.noMma = true;
@@ -611,7 +604,7 @@ static char *conv_variant(const char *from, const char *to) {
 
 START_TEST(test_conv_match) {
   FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kConv);
+  FzOp *m = parse_verified(ctx, kConv);
   FzMatmulNest mm;
   char why[256] = "";
   bool isConv = false;
@@ -645,7 +638,7 @@ START_TEST(test_conv_match) {
   ck_assert(!fzMatmulUsesAsyncCopies(&mm, &t));
   fzOpDestroy(m);
   /* A matmul is no conv: no conv reason to report. */
-  m = parse_src(ctx, kBase);
+  m = parse_verified(ctx, kBase);
   ck_assert(!fzKernelMatchConvNest(first_nest(m), &mm, &isConv, why,
                                    sizeof why));
   ck_assert(!isConv);
@@ -714,7 +707,7 @@ END_TEST
  * flops, the launch of fzMatmulGetLaunch, the nest gone. */
 START_TEST(test_conv_build) {
   FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kConv);
+  FzOp *m = parse_verified(ctx, kConv);
   FzMatmulNest mm;
   ck_assert(fzKernelMatchConvNest(first_nest(m), &mm, NULL, NULL, 0));
   FzMatmulTile t = parse_ok("32x32x32:1w:2s");

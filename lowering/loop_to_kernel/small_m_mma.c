@@ -1,0 +1,241 @@
+/* lowering/loop_to_kernel/small_m_mma.c - the small-M kernel on tensor
+ * cores, for a 16-bit W contiguous along k (W[n, k]) and x of the same
+ * type: from about 5 rows on, the CUDA-core kernel (small_m_k.c) issues
+ * too many instructions per weight (an fma per row, the widening, x's
+ * loads) to keep up with the memory; mma.sync m16n8k16 takes x's rows
+ * as its 16-row A (rows past M: copies of the last one, whose sums are
+ * never stored) and 8 columns of W as its B.
+ *
+ *   group = block_id.x * (warps / S) + warp / S: columns n0 .. n0 + 8T
+ *   (T tiles of 8), s = warp % S its share of k; chunks of 32 k go to
+ *   the S warps in turn, `unroll` per trip.
+ *   With g = lane / 4, t = lane % 4, a lane loads 16 bytes of each tile
+ *   j's row n0 + 8j + g at k0 + 8t (W[n, k] is B's ".col" layout) and
+ *   16 bytes of x's rows g and g + 8 at the same k: its registers r0..r3
+ *   (pairs of k) serve two mma of 16 k each, mma 1 with (r0, r1), mma 2
+ *   with (r2, r3). This deals k to the fragments' positions in another
+ *   order than PTX's (position 2t + h of mma 1 holds k0 + 8t + h, 2t +
+ *   8 + h holds k0 + 8t + 2 + h; mma 2 the same + 4), the same for A and
+ *   B, so the sum over k is unchanged: one 16-byte load per operand and
+ *   lane instead of four of 4 bytes.
+ *   The accumulators (d0: row g, d1: row g + 8, columns 2t, 2t + 1 of
+ *   each tile) of the S warps are added through shared memory in warp
+ *   order; then the epilogue of each of the lane's outputs whose row is
+ *   below M and column below N.
+ * K must be a multiple of 32 (fzSmallMChoose checks it).
+ */
+#include <string.h>
+
+#include "lowering/loop_to_kernel/small_m.h"
+
+#define MAX_TILES 8
+
+typedef struct MGen {
+  FzSmallMGen g;
+  FzValue *wrow[MAX_TILES]; /* the tiles' W row of this lane (clamped) */
+  FzValue *xrow[2];         /* x's rows g and g + 8 (clamped) */
+  FzValue *k8t;             /* 8t */
+  FzValue *stride;          /* chunks between a warp's consecutive ones */
+  FzType *v2;               /* vector<2 x W's type> */
+  FzValue *acc[2 * MAX_TILES];
+  unsigned tiles;
+} MGen;
+
+/* The 4 pairs of a 16-byte vector of 8 16-bit elements. */
+static bool pairs(MGen *G, FzValue *v, FzValue **out) {
+  FzLkBuild *kb = G->g.kb;
+  for (unsigned p = 0; p < 4; ++p) {
+    FzValue *e[2] = {fzSmallMExtract(kb, v, 2 * p),
+                     fzSmallMExtract(kb, v, 2 * p + 1)};
+    out[p] = fzLkOp(kb, "kernel.from_elements", G->v2, 2, e);
+  }
+  return !kb->failed;
+}
+
+/* kernel.mma m16n8k16 a[4], b[2], acc[0..1] -> acc[0..1]. */
+static bool mma(MGen *G, FzValue *const *a, FzValue *const *b,
+                FzValue **acc) {
+  FzLkBuild *kb = G->g.kb;
+  FzValue *ops[8] = {a[0], a[1], a[2], a[3], b[0], b[1], acc[0], acc[1]};
+  for (size_t i = 0; i < 8; ++i)
+    if (!ops[i])
+      return kb->failed = true, false;
+  FzType *res[2] = {fzValueGetType(acc[0]), fzValueGetType(acc[1])};
+  FzOpState st;
+  fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.mma"), kb->loc);
+  fzOpStateAddOperands(&st, 8, ops);
+  fzOpStateAddProp(&st, FZ_STR("shape"),
+                   fzStringAttrGet(kb->ctx, FZ_STR("m16n8k16")));
+  fzOpStateAddResults(&st, 2, res);
+  FzOp *op = kb->failed ? NULL : fzBuilderCreate(&kb->b, &st);
+  if (!op) {
+    if (kb->failed)
+      fzOpStateDispose(&st);
+    return kb->failed = true, false;
+  }
+  acc[0] = fzOpGetResult(op, 0);
+  acc[1] = fzOpGetResult(op, 1);
+  return true;
+}
+
+/* One trip over `n` chunks from c: the loads, then the mma. */
+static bool trip(MGen *G, FzValue *c, unsigned n) {
+  FzSmallMGen *g = &G->g;
+  FzLkBuild *kb = g->kb;
+  FzValue *w[8][MAX_TILES], *xq[8], *xp[8];
+  for (unsigned u = 0; u < n; ++u) {
+    FzValue *cu = fzLkAdd(kb, c, fzLkMul(kb, G->stride, fzLkIndex(kb, u)));
+    FzValue *kk = fzLkAdd(kb, fzLkMul(kb, cu, fzLkIndex(kb, 32)), G->k8t);
+    for (unsigned j = 0; j < G->tiles; ++j)
+      w[u][j] = fzSmallMLoadWVector(g, G->wrow[j], kk, 8);
+    xq[u] = fzSmallMLoadXVector(g, G->xrow[0], kk, 8);
+    xp[u] = g->m->M > 8 ? fzSmallMLoadXVector(g, G->xrow[1], kk, 8) : xq[u];
+  }
+  for (unsigned u = 0; u < n; ++u) {
+    FzValue *q[4], *p[4];
+    if (!pairs(G, xq[u], q) || !pairs(G, xp[u], p))
+      return false;
+    FzValue *a1[4] = {q[0], p[0], q[1], p[1]};
+    FzValue *a2[4] = {q[2], p[2], q[3], p[3]};
+    for (unsigned j = 0; j < G->tiles; ++j) {
+      FzValue *b[4];
+      if (!pairs(G, w[u][j], b) || !mma(G, a1, b, &G->acc[2 * j]) ||
+          !mma(G, a2, b + 2, &G->acc[2 * j]))
+        return false;
+    }
+  }
+  return !kb->failed;
+}
+
+/* for c = lb to ub step `step` chunks, `n` per trip: acc carried. */
+static bool chunk_loop(MGen *G, FzValue *lb, FzValue *ub, FzValue *step,
+                       unsigned n) {
+  FzLkBuild *kb = G->g.kb;
+  size_t na = 2 * G->tiles;
+  FzValue *c;
+  FzOp *loop = fzLkForBegin(kb, lb, ub, step, na, G->acc, &c, G->acc);
+  if (!loop || !trip(G, c, n) || !fzLkForEnd(kb, loop, na, G->acc))
+    return false;
+  for (size_t i = 0; i < na; ++i)
+    G->acc[i] = fzOpGetResult(loop, i);
+  return true;
+}
+
+static FzValue *i1_and(FzLkBuild *kb, FzValue *a, FzValue *b) {
+  return !a ? b : !b ? a : fzLkBin(kb, "loop.andi", a, b);
+}
+
+bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
+                      const FzSmallMShape *s) {
+  MGen G;
+  memset(&G, 0, sizeof G);
+  FzSmallMGen *g = &G.g;
+  if (!fzSmallMGenInit(g, kb, m, s))
+    return false;
+  unsigned T = s->cols / 8, U = s->unroll, S = s->splitWarps;
+  unsigned perBlock = s->warps / S;
+  G.tiles = T;
+  int64_t two = 2;
+  G.v2 = fzVectorTypeGet(kb->ctx, 1, &two, m->w.elt, kb->loc);
+  FzType *vacc = fzVectorTypeGet(kb->ctx, 1, &two, g->f32, kb->loc);
+  if (!G.v2 || !vacc)
+    return kb->failed = true, false;
+  FzValue *cS = fzLkIndex(kb, S), *c4 = fzLkIndex(kb, 4);
+  FzValue *sIdx = fzLkRem(kb, g->warp, cS);
+  FzValue *gIdx = fzLkDiv(kb, g->warp, cS);
+  FzValue *group = fzLkAdd(
+      kb, fzLkMul(kb, fzLkId(kb, "kernel.block_id"), fzLkIndex(kb, perBlock)),
+      gIdx);
+  FzValue *n0 = fzLkMul(kb, group, fzLkIndex(kb, 8 * (int64_t)T));
+  FzValue *gq = fzLkDiv(kb, g->lane, c4), *tq = fzLkRem(kb, g->lane, c4);
+  bool ragged = s->groups * 8 * T != m->N || s->blocks * perBlock != s->groups;
+  for (unsigned j = 0; j < T; ++j) {
+    G.wrow[j] = fzLkAdd(kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j)), gq);
+    if (ragged)
+      G.wrow[j] = fzLkBin(kb, "loop.minsi", G.wrow[j],
+                          fzLkIndex(kb, m->N - 1));
+  }
+  FzValue *lastRow = fzLkIndex(kb, m->M - 1);
+  G.xrow[0] = m->M < 8 ? fzLkBin(kb, "loop.minsi", gq, lastRow) : gq;
+  G.xrow[1] = fzLkBin(kb, "loop.minsi", fzLkAdd(kb, gq, fzLkIndex(kb, 8)),
+                      lastRow);
+  G.k8t = fzLkMul(kb, tq, fzLkIndex(kb, 8));
+  G.stride = cS;
+  FzValue *zero = fzLkConst(kb, g->f32, 0.0);
+  FzValue *z2[2] = {zero, zero};
+  FzValue *zv = fzLkOp(kb, "kernel.from_elements", vacc, 2, z2);
+  for (unsigned i = 0; i < 2 * T; ++i)
+    G.acc[i] = zv;
+  /* This warp's chunks of 32 k of the block's slice. */
+  FzValue *c32 = fzLkIndex(kb, 32);
+  FzValue *cHi = fzLkDiv(kb, g->kHi, c32);
+  FzValue *start = fzLkAdd(kb, fzLkDiv(kb, g->kLo, c32), sIdx);
+  if (U > 1) {
+    int64_t big = (int64_t)S * U;
+    FzValue *ub = fzLkAdd(kb, cHi, fzLkIndex(kb, -(int64_t)(U - 1) * S));
+    if (!chunk_loop(&G, start, ub, fzLkIndex(kb, big), U))
+      return false;
+    FzValue *span = fzLkBin(kb, "loop.maxsi",
+                            fzLkBin(kb, "loop.subi", ub, start),
+                            fzLkIndex(kb, 0));
+    FzValue *trips = fzLkDiv(kb, fzLkAdd(kb, span, fzLkIndex(kb, big - 1)),
+                             fzLkIndex(kb, big));
+    start = fzLkAdd(kb, start, fzLkMul(kb, trips, fzLkIndex(kb, big)));
+  }
+  if (!chunk_loop(&G, start, cHi, cS, 1))
+    return false;
+
+  /* The lane's 4T sums: vals[4j + 2r + h] = row g + 8r, column 2t + h of
+   * tile j. */
+  unsigned nv = 4 * T;
+  FzValue *vals[4 * MAX_TILES];
+  for (unsigned j = 0; j < T; ++j)
+    for (unsigned r = 0; r < 2; ++r)
+      for (unsigned h = 0; h < 2; ++h)
+        vals[4 * j + 2 * r + h] = fzSmallMExtract(kb, G.acc[2 * j + r], h);
+  FzValue *first = NULL;
+  if (S > 1) {
+    FzValue *red = fzLkSharedAlloc(kb, g->f32, (int64_t)s->warps * nv * 32);
+    FzValue *mine = fzLkMul(kb, g->warp, fzLkIndex(kb, (int64_t)nv * 32));
+    for (unsigned v = 0; v < nv; ++v) {
+      FzValue *at = fzLkAdd(kb, fzLkAdd(kb, mine, fzLkIndex(kb, v * 32)),
+                            g->lane);
+      if (!fzLkStore(kb, vals[v], red, 1, &at))
+        return false;
+    }
+    if (!fzLkBarrier(kb))
+      return false;
+    FzValue *base = fzLkAdd(
+        kb, fzLkMul(kb, gIdx, fzLkIndex(kb, (int64_t)S * nv * 32)), g->lane);
+    for (unsigned v = 0; v < nv; ++v) {
+      FzValue *sum = NULL;
+      for (unsigned w = 0; w < S; ++w) {
+        FzValue *at = fzLkAdd(kb, base, fzLkIndex(kb, ((int64_t)w * nv + v) *
+                                                          32));
+        FzValue *x = fzLkLoad(kb, red, 1, &at);
+        sum = sum ? fzLkBin(kb, "loop.addf", sum, x) : x;
+      }
+      vals[v] = sum;
+    }
+    first = fzLkCmp(kb, "eq", sIdx, fzLkIndex(kb, 0));
+  }
+  FzValue *cM = fzLkIndex(kb, m->M), *cN = fzLkIndex(kb, m->N);
+  for (unsigned j = 0; j < T; ++j)
+    for (unsigned r = 0; r < 2; ++r)
+      for (unsigned h = 0; h < 2; ++h) {
+        if (r == 1 && m->M <= 8)
+          continue;
+        FzValue *row = fzLkAdd(kb, gq, fzLkIndex(kb, 8 * r));
+        FzValue *col = fzLkAdd(
+            kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j + h)),
+            fzLkMul(kb, tq, fzLkIndex(kb, 2)));
+        FzValue *cond = first;
+        if (m->M < 8 * (r + 1))
+          cond = i1_and(kb, cond, fzLkCmp(kb, "slt", row, cM));
+        if (ragged)
+          cond = i1_and(kb, cond, fzLkCmp(kb, "slt", col, cN));
+        if (!fzSmallMEpilogue(g, row, col, vals[4 * j + 2 * r + h], cond))
+          return false;
+      }
+  return !kb->failed;
+}
