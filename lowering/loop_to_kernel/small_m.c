@@ -124,35 +124,47 @@ static int64_t want_blocks(const FzSmallMNest *m, int64_t warps,
 }
 
 static const char kNoMma[] =
-    "mma=1: tensor cores need a bf16 or f16 W contiguous along k, x of "
-    "its type, K a multiple of 32 and 16-byte loads along k";
+    "mma=1: tensor cores need a bf16 or f16 W, x of its type, K a "
+    "multiple of 32, 16-byte loads of both (W along n: N a multiple of 8)";
 
 /* The tensor-core form (small_m_mma.c): a 16-bit W and x of the same
- * type, 16-byte loads of both along k, K a multiple of 32. */
-static bool mma_ok(const FzSmallMNest *m, unsigned v) {
+ * type, 16-byte loads of both (W along its contiguous dim, x along k), K
+ * a multiple of 32; W along n: N a multiple of 8. */
+static bool mma_ok(const FzSmallMNest *m) {
   FzTypeKind k = fzTypeGetKind(m->w.elt);
-  return v == 8 && (k == FZ_TYPE_BF16 || k == FZ_TYPE_F16) &&
-         m->x.elt == m->w.elt && m->K % 32 == 0 && m->sliceK % 32 == 0 &&
+  return (k == FZ_TYPE_BF16 || k == FZ_TYPE_F16) && m->x.elt == m->w.elt &&
+         m->K % 32 == 0 && m->sliceK % 32 == 0 &&
+         (m->kContig || m->N % 8 == 0) && vector_ok(&m->w, 8) &&
          m->x.idx[m->x.rank - 1].dim == FZ_SMALL_M_K && vector_ok(&m->x, 8);
 }
 
-/* W contiguous along k on tensor cores: a warp per `cols` (8 T) columns,
+/* Tensor cores: a warp per `cols` (8 T) columns (W along n: 64),
  * chunks of 32 k. */
 static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                        const Force *f, char *why, size_t whyLen) {
   int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
   s->mma = true;
-  s->vec = s->xvec = 8;
-  int64_t cols = f->cols ? f->cols : ceil_div(m->N, 8) * 8 < 32
-                                         ? ceil_div(m->N, 8) * 8
-                                         : 32;
-  int64_t unroll = f->unroll ? f->unroll : 2;
-  if (cols % 8 != 0 || cols > 64 || unroll > 8 || unroll * (cols / 8) > 16)
+  s->xvec = 8;
+  /* Along n, 64 columns per warp (16-byte loads) where the groups fill
+   * the SMs, else 32 (8-byte loads: twice the groups). */
+  int64_t cols = f->cols           ? f->cols
+                 : !m->kContig     ? (ceil_div(m->N, 64) >= FZ_SMALL_M_SMS
+                                          ? 64
+                                          : 32)
+                 : ceil_div(m->N, 8) * 8 < 32 ? ceil_div(m->N, 8) * 8
+                                              : 32;
+  int64_t unroll = f->unroll ? f->unroll : m->kContig || cols == 64 ? 2 : 4;
+  /* W's bytes in flight per lane, in 16-byte loads. */
+  int64_t loads = unroll * cols / 8;
+  if (cols % 8 != 0 || cols > 64 || unroll > 8 || loads > 16 ||
+      (!m->kContig && cols != 32 && cols != 64))
     return fzReasonf(why, whyLen, "cols=%lld, unroll=%lld: tensor cores "
-                                  "take multiples of 8 columns, at most 64, "
-                                  "at most 8 chunks per trip and 16 loads "
-                                  "(unroll x cols / 8) per lane",
+                                  "take multiples of 8 columns up to 64 "
+                                  "(along n: 32 or 64), at most 8 chunks "
+                                  "per trip and 256 bytes of W per lane "
+                                  "(unroll x cols / 8 16-byte loads)",
                      (long long)cols, (long long)unroll);
+  s->vec = m->kContig ? 8 : (unsigned)(cols / 8);
   s->cols = (unsigned)cols;
   s->unroll = (unsigned)unroll;
   s->warps = 8;
@@ -167,7 +179,12 @@ static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
     return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
                                   "8) per column group", (long long)S);
   s->splitWarps = (unsigned)S;
-  int64_t sb = split ? want_blocks(m, s->groups * S, chunks, S * unroll) : 1;
+  /* Warps with 8 16-byte loads in flight per lane, as the target
+   * counts them. */
+  int64_t warps = s->groups * S * loads / 8;
+  int64_t sb = split ? want_blocks(m, warps > 1 ? warps : 1, chunks,
+                                   S * unroll)
+                     : 1;
   split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32);
   s->blocks = ceil_div(s->groups, s->warps / S);
   s->sharedBytes = S > 1 ? (int64_t)s->warps * (cols / 2) * 32 * 4 : 0;
@@ -183,7 +200,7 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
     v = 1;
   /* Tensor cores from 5 rows on, where the fma per row and weight would
    * take most of the SM's issue rate. */
-  bool canMma = mma_ok(m, v);
+  bool canMma = v == 8 && mma_ok(m);
   if (f->mma == 2 && !canMma)
     return fzReasonf(why, whyLen, "%s", kNoMma);
   if (f->mma ? f->mma == 2 : canMma && m->M > 4)
@@ -241,8 +258,11 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   if (!is_pow2(u) || u > 8 || m->K % u != 0 || m->sliceK % u != 0)
     return fzReasonf(why, whyLen, "unroll=%lld: 1, 2, 4 or 8, dividing K "
                                   "(%lld)", (long long)u, (long long)m->K);
-  if (f->mma == 2)
+  bool canMma = mma_ok(m);
+  if (f->mma == 2 && !canMma)
     return fzReasonf(why, whyLen, "%s", kNoMma);
+  if (f->mma ? f->mma == 2 : canMma && m->M > 4)
+    return choose_mma(m, s, split, f, why, whyLen);
   s->unroll = (unsigned)u;
   s->xvec = x_vector(m, s->unroll);
   s->cols = 32 * v;
@@ -314,12 +334,14 @@ void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
              (long long)s->splitBlocks, (long long)s->sliceK);
   if (s->mma)
     snprintf(buf, n,
-             "small-m %lldx%lldx%lld, W %s contiguous along k, x %s: tensor "
-             "cores (mma m16n8k16, x's rows as A), a warp per %u columns, "
-             "16-byte loads along k (%u chunks of 32 k per trip), %u warp%s "
-             "per column group, %u warps per block, %lld block%s%s",
-             (long long)m->M, (long long)m->N, (long long)m->K, wt, xt,
-             s->cols, s->unroll, s->splitWarps,
+             "small-m %lldx%lldx%lld, W %s contiguous along %s, x %s: "
+             "tensor cores (mma m16n8k16, x's rows as A), a warp per %u "
+             "columns, %lld-byte loads of W (%u chunks of 32 k per trip), "
+             "%u warp%s per column group, %u warps per block, %lld "
+             "block%s%s",
+             (long long)m->M, (long long)m->N, (long long)m->K, wt,
+             m->kContig ? "k" : "n", xt, s->cols,
+             (long long)s->vec * elt_bytes(m->w.elt), s->unroll, s->splitWarps,
              s->splitWarps == 1 ? "" : "s along k", s->warps,
              (long long)s->blocks, plural(s->blocks), split);
   else if (m->kContig)

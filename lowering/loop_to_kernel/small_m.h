@@ -23,10 +23,10 @@
  * Files: small_m_match.c recognizes the nest (fzSmallMMatch);
  * small_m.c chooses the kernel's shape (fzSmallMChoose), describes it,
  * and is the mapping (fzLkSmallMMapping); small_m_k.c builds the kernel
- * of a W contiguous along k, small_m_mma.c the same on tensor cores
- * (16-bit, 5 rows or more), small_m_n.c the one of a W contiguous along
- * n; small_m_split.c cuts K across blocks (partial sums and a second
- * nest that adds them: deterministic). Private to lowering/loop_to_kernel.
+ * of a W contiguous along k, small_m_n.c the one of a W contiguous along
+ * n, small_m_mma.c either on tensor cores (16-bit, 5 rows or more);
+ * small_m_split.c cuts K across blocks (partial sums and a second nest
+ * that adds them: deterministic). Private to lowering/loop_to_kernel.
  */
 #ifndef FZ_LOWERING_SMALL_M_H
 #define FZ_LOWERING_SMALL_M_H
@@ -84,9 +84,9 @@ bool fzSmallMMatch(FzOp *par, FzSmallMNest *out, char *why, size_t whyLen);
 
 /* The kernel's shape (fzSmallMChoose). */
 typedef struct FzSmallMShape {
-  /* Tensor cores (small_m_mma.c): a 16-bit W contiguous along k and x
-   * of its type, from 5 rows on; cols is then 8 x the mma tiles per
-   * warp, unroll the chunks of 32 k per trip. */
+  /* Tensor cores (small_m_mma.c): a 16-bit W and x of its type, from 5
+   * rows on; cols is then 8 x the mma tiles per warp, unroll the chunks
+   * of 32 k per trip, vec W's elements per load. */
   bool mma;
   /* Elements of W per load along its contiguous dim (16 bytes: 8 bf16,
    * 4 f32; fewer where M x vec passes FZ_SMALL_M_MAX_ACC; 1: scalar

@@ -1,24 +1,30 @@
 /* lowering/loop_to_kernel/small_m_mma.c - the small-M kernel on tensor
- * cores, for a 16-bit W contiguous along k (W[n, k]) and x of the same
- * type: from about 5 rows on, the CUDA-core kernel (small_m_k.c) issues
- * too many instructions per weight (an fma per row, the widening, x's
- * loads) to keep up with the memory; mma.sync m16n8k16 takes x's rows
- * as its 16-row A (rows past M: copies of the last one, whose sums are
- * never stored) and 8 columns of W as its B.
+ * cores, for a 16-bit W and x of the same type: from about 5 rows on,
+ * the CUDA-core kernels (small_m_k.c, small_m_n.c) issue too many
+ * instructions per weight (an fma per row, the widening, x's loads) to
+ * keep up with the memory; mma.sync m16n8k16 takes x's rows as its
+ * 16-row A (rows past M: copies of the last one, whose sums are never
+ * stored) and 8 columns of W as its B.
  *
- *   group = block_id.x * (warps / S) + warp / S: columns n0 .. n0 + 8T
- *   (T tiles of 8), s = warp % S its share of k; chunks of 32 k go to
- *   the S warps in turn, `unroll` per trip.
- *   With g = lane / 4, t = lane % 4, a lane loads 16 bytes of each tile
- *   j's row n0 + 8j + g at k0 + 8t (W[n, k] is B's ".col" layout) and
- *   16 bytes of x's rows g and g + 8 at the same k: its registers r0..r3
- *   (pairs of k) serve two mma of 16 k each, mma 1 with (r0, r1), mma 2
- *   with (r2, r3). This deals k to the fragments' positions in another
- *   order than PTX's (position 2t + h of mma 1 holds k0 + 8t + h, 2t +
- *   8 + h holds k0 + 8t + 2 + h; mma 2 the same + 4), the same for A and
- *   B, so the sum over k is unchanged: one 16-byte load per operand and
- *   lane instead of four of 4 bytes.
- *   The accumulators (d0: row g, d1: row g + 8, columns 2t, 2t + 1 of
+ *   group = block_id.x * (warps / S) + warp / S: its columns (cols),
+ *   s = warp % S its share of k; chunks of 32 k go to the S warps in
+ *   turn, `unroll` per trip. With g = lane / 4, t = lane % 4, lane l
+ *   takes k0 + 8t .. k0 + 8t + 7 of each chunk: 16 bytes of x's rows g
+ *   and g + 8 (A), four k-pairs each, which feed two mma of 16 k: mma 1
+ *   pairs (0, 1) at A's and B's positions 2t + h and (2, 3) at 2t + 8 +
+ *   h, mma 2 pairs (4, 5) and (6, 7). This deals k to the fragments in
+ *   another order than PTX's, identically for A and B, so the sum is
+ *   unchanged while x is one 16-byte load per row and lane instead of
+ *   four of 4 bytes. B:
+ *   - W contiguous along k (W[n, k], B's ".col" layout): T tiles of 8
+ *     columns n0 + 8j + 0..7; the lane loads 16 bytes of row n0 + 8j + g
+ *     of each tile: its pairs are B's registers as they are;
+ *   - W contiguous along n (W[k, n]): T = 4 or 8 tiles over 8 T
+ *     columns, tile c holding columns n0 + T g' + c (g' = 0..7); the lane
+ *     loads T columns n0 + T g .. (8 or 16 bytes) of each of its 8 rows
+ *     k0 + 8t + r and pairs row r with row r + 1 column by column (a
+ *     byte permute).
+ *   The accumulators (d0: row g, d1: row g + 8, B columns 2t, 2t + 1 of
  *   each tile) of the S warps are added through shared memory in warp
  *   order; then the epilogue of each of the lane's outputs whose row is
  *   below M and column below N.
@@ -32,7 +38,9 @@
 
 typedef struct MGen {
   FzSmallMGen g;
-  FzValue *wrow[MAX_TILES]; /* the tiles' W row of this lane (clamped) */
+  /* Along k: the tiles' W row of this lane (clamped); along n: wrow[0]
+   * is the first of the lane's 8 columns (clamped). */
+  FzValue *wrow[MAX_TILES];
   FzValue *xrow[2];         /* x's rows g and g + 8 (clamped) */
   FzValue *k8t;             /* 8t */
   FzValue *stride;          /* chunks between a warp's consecutive ones */
@@ -78,16 +86,27 @@ static bool mma(MGen *G, FzValue *const *a, FzValue *const *b,
   return true;
 }
 
-/* One trip over `n` chunks from c: the loads, then the mma. */
+/* Column `col` of rows ra and rb (16-byte vectors) as one pair. */
+static FzValue *column_pair(MGen *G, FzValue *ra, FzValue *rb, unsigned col) {
+  FzLkBuild *kb = G->g.kb;
+  FzValue *e[2] = {fzSmallMExtract(kb, ra, col), fzSmallMExtract(kb, rb, col)};
+  return fzLkOp(kb, "kernel.from_elements", G->v2, 2, e);
+}
+
+/* One trip over `n` chunks from c: the loads, then the mma. w[u][j]:
+ * along k, tile j's 16 bytes; along n, row k0 + 8t + j's. */
 static bool trip(MGen *G, FzValue *c, unsigned n) {
   FzSmallMGen *g = &G->g;
   FzLkBuild *kb = g->kb;
+  bool kc = g->m->kContig;
   FzValue *w[8][MAX_TILES], *xq[8], *xp[8];
   for (unsigned u = 0; u < n; ++u) {
     FzValue *cu = fzLkAdd(kb, c, fzLkMul(kb, G->stride, fzLkIndex(kb, u)));
     FzValue *kk = fzLkAdd(kb, fzLkMul(kb, cu, fzLkIndex(kb, 32)), G->k8t);
-    for (unsigned j = 0; j < G->tiles; ++j)
-      w[u][j] = fzSmallMLoadWVector(g, G->wrow[j], kk, 8);
+    for (unsigned j = 0; j < (kc ? G->tiles : 8); ++j)
+      w[u][j] = kc ? fzSmallMLoadWVector(g, G->wrow[j], kk, 8)
+                   : fzSmallMLoadWVector(g, fzLkAdd(kb, kk, fzLkIndex(kb, j)),
+                                         G->wrow[0], G->tiles);
     xq[u] = fzSmallMLoadXVector(g, G->xrow[0], kk, 8);
     xp[u] = g->m->M > 8 ? fzSmallMLoadXVector(g, G->xrow[1], kk, 8) : xq[u];
   }
@@ -95,12 +114,15 @@ static bool trip(MGen *G, FzValue *c, unsigned n) {
     FzValue *q[4], *p[4];
     if (!pairs(G, xq[u], q) || !pairs(G, xp[u], p))
       return false;
-    FzValue *a1[4] = {q[0], p[0], q[1], p[1]};
-    FzValue *a2[4] = {q[2], p[2], q[3], p[3]};
+    FzValue *a[2][4] = {{q[0], p[0], q[1], p[1]}, {q[2], p[2], q[3], p[3]}};
     for (unsigned j = 0; j < G->tiles; ++j) {
       FzValue *b[4];
-      if (!pairs(G, w[u][j], b) || !mma(G, a1, b, &G->acc[2 * j]) ||
-          !mma(G, a2, b + 2, &G->acc[2 * j]))
+      if (kc && !pairs(G, w[u][j], b))
+        return false;
+      for (unsigned r = 0; !kc && r < 4; ++r)
+        b[r] = column_pair(G, w[u][2 * r], w[u][2 * r + 1], j);
+      if (!mma(G, a[0], b, &G->acc[2 * j]) ||
+          !mma(G, a[1], b + 2, &G->acc[2 * j]))
         return false;
     }
   }
@@ -149,11 +171,13 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
   FzValue *n0 = fzLkMul(kb, group, fzLkIndex(kb, 8 * (int64_t)T));
   FzValue *gq = fzLkDiv(kb, g->lane, c4), *tq = fzLkRem(kb, g->lane, c4);
   bool ragged = s->groups * 8 * T != m->N || s->blocks * perBlock != s->groups;
-  for (unsigned j = 0; j < T; ++j) {
-    G.wrow[j] = fzLkAdd(kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j)), gq);
+  for (unsigned j = 0; j < (m->kContig ? T : 1); ++j) {
+    G.wrow[j] = m->kContig
+                    ? fzLkAdd(kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j)), gq)
+                    : fzLkAdd(kb, n0, fzLkMul(kb, gq, fzLkIndex(kb, T)));
     if (ragged)
       G.wrow[j] = fzLkBin(kb, "loop.minsi", G.wrow[j],
-                          fzLkIndex(kb, m->N - 1));
+                          fzLkIndex(kb, m->N - (m->kContig ? 1 : T)));
   }
   FzValue *lastRow = fzLkIndex(kb, m->M - 1);
   G.xrow[0] = m->M < 8 ? fzLkBin(kb, "loop.minsi", gq, lastRow) : gq;
@@ -225,10 +249,15 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
       for (unsigned h = 0; h < 2; ++h) {
         if (r == 1 && m->M <= 8)
           continue;
+        /* B's column 2t + h of tile j: along n, column T (2t + h) + j
+         * of the group's 8 T. */
         FzValue *row = fzLkAdd(kb, gq, fzLkIndex(kb, 8 * r));
-        FzValue *col = fzLkAdd(
-            kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j + h)),
-            fzLkMul(kb, tq, fzLkIndex(kb, 2)));
+        FzValue *col =
+            m->kContig
+                ? fzLkAdd(kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j + h)),
+                          fzLkMul(kb, tq, fzLkIndex(kb, 2)))
+                : fzLkAdd(kb, fzLkAdd(kb, n0, fzLkIndex(kb, T * h + j)),
+                          fzLkMul(kb, tq, fzLkIndex(kb, 2 * T)));
         FzValue *cond = first;
         if (m->M < 8 * (r + 1))
           cond = i1_and(kb, cond, fzLkCmp(kb, "slt", row, cM));

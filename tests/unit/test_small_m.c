@@ -332,9 +332,17 @@ static const ShapeCase kShapes[] = {
     /* Along n, M = 1: 16 blocks of 256 columns cannot fill the GPU: k is
      * split across 9 blocks. */
     {1, 4096, 4096, "bf16", false, NULL, 8, 8, 256, 8, 16, 16, 9, 456, -1},
-    /* M = 16 along n: 4 columns per thread (64 accumulators); the split
+    /* M = 16 along n: tensor cores, 32 columns per warp (8-byte loads:
+     * 64 would make 64 blocks), 8 warps share k, no split (256 bytes in
+     * flight per lane). */
+    {16, 4096, 4096, "bf16", false, NULL, 4, 8, 32, 4, 8, 128, 1, 4096,
+     8 * 16 * 32 * 4},
+    /* 11008 columns: 64 per warp (16-byte loads), 172 blocks. */
+    {16, 11008, 4096, "bf16", false, NULL, 8, 8, 64, 2, -1, -1, 1, -1, -1},
+    /* On CUDA cores: 4 columns per thread (64 accumulators); the split
      * capped by the partials' bytes (an eighth of W's). */
-    {16, 4096, 4096, "bf16", false, NULL, 4, -1, 128, -1, 4, 32, 8, -1, -1},
+    {16, 4096, 4096, "bf16", false, "mma=0", 4, -1, 128, -1, 4, 32, 8, -1,
+     -1},
     /* f32, 11008 columns along n: enough warps, no split. */
     {3, 11008, 4096, "f32", false, NULL, 4, 4, -1, 8, -1, 86, 1, -1, -1},
     /* Odd sizes: scalar loads. */
@@ -395,9 +403,17 @@ START_TEST(test_choose_bad) {
   choose_bad(ctx, true, "warps=3", "warps=3: 1, 2, 4 or 8");
   choose_bad(ctx, true, "cols=4,unroll=4,mma=0", "at most 4 columns");
   choose_bad(ctx, true, "cols=12", "tensor cores take multiples of 8");
-  choose_bad(ctx, false, "mma=1", "mma=1: tensor cores need");
+  FzSmallMShape sh;
+  bool bad = false;
+  char why[256];
+  ck_assert(!try_choose(ctx, 3, 37, 45, "bf16", false, "mma=1", &sh, &bad,
+                        why));
+  ck_assert(bad);
+  ck_assert_msg(strstr(why, "mma=1: tensor cores need"), "%s", why);
   choose_bad(ctx, false, "unroll=3", "unroll=3: 1, 2, 4 or 8, dividing K");
-  choose_bad(ctx, false, "warps=8", "within 48 KiB");
+  choose_bad(ctx, false, "warps=8,mma=0", "within 48 KiB");
+  choose_bad(ctx, false, "unroll=8", "256 bytes of W per lane");
+  choose_bad(ctx, false, "cols=48", "along n: 32 or 64");
   fzContextDestroy(ctx);
 }
 END_TEST
