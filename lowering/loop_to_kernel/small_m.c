@@ -106,6 +106,25 @@ static void split_blocks(const FzSmallMNest *m, FzSmallMShape *s, int64_t sb,
   }
 }
 
+/* The warps of an 8-warp block that share one column group's k (forced,
+ * or doubled while the groups' warps are under the target and each lane
+ * keeps two trips of chunks: a chunk is shared by `lanes` lanes of the
+ * warp, 32 or 1). */
+static bool choose_warps(FzSmallMShape *s, const Force *f, int64_t chunks,
+                         int64_t lanes, char *why, size_t whyLen) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM, S = 1;
+  while (!f->warps && S < 8 && s->groups * S < T &&
+         chunks / (2 * lanes * S) >= s->unroll)
+    S *= 2;
+  if (f->warps)
+    S = f->warps;
+  if (!is_pow2(S) || S > 8)
+    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
+                                  "8) per column group", (long long)S);
+  s->splitWarps = (unsigned)S;
+  return true;
+}
+
 /* The split across blocks wanted for `warps` warps (each of `chunks`
  * chunks of its slice, `perTrip` per loop trip) and the partials' bytes:
  * none from a quarter of the target of warps on (the second kernel costs
@@ -142,7 +161,6 @@ static bool mma_ok(const FzSmallMNest *m) {
  * chunks of 32 k. */
 static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                        const Force *f, char *why, size_t whyLen) {
-  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
   s->mma = true;
   s->xvec = 8;
   /* Along n, 64 columns per warp (16-byte loads) where the groups fill
@@ -169,16 +187,10 @@ static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   s->unroll = (unsigned)unroll;
   s->warps = 8;
   s->groups = ceil_div(m->N, cols);
-  int64_t chunks = m->sliceK / 32, S = 1;
-  while (!f->warps && S < 8 && s->groups * S < T &&
-         chunks / (2 * S) >= s->unroll)
-    S *= 2;
-  if (f->warps)
-    S = f->warps;
-  if (!is_pow2(S) || S > 8)
-    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
-                                  "8) per column group", (long long)S);
-  s->splitWarps = (unsigned)S;
+  int64_t chunks = m->sliceK / 32;
+  if (!choose_warps(s, f, chunks, 1, why, whyLen))
+    return false;
+  int64_t S = s->splitWarps;
   /* Warps with 8 16-byte loads in flight per lane, as the target
    * counts them. */
   int64_t warps = s->groups * S * loads / 8;
@@ -194,7 +206,6 @@ static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
 /* W contiguous along k: a warp per `cols` columns, its lanes along k. */
 static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      const Force *f, char *why, size_t whyLen) {
-  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
   unsigned v = (unsigned)(16 / elt_bytes(m->w.elt));
   if (m->K % v != 0 || m->sliceK % v != 0 || !vector_ok(&m->w, v))
     v = 1;
@@ -221,16 +232,9 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   s->warps = 8;
   s->groups = ceil_div(m->N, s->cols);
   int64_t chunks = ceil_div(m->sliceK, v);
-  int64_t S = 1;
-  while (!f->warps && S < 8 && s->groups * S < T &&
-         chunks / (64 * S) >= s->unroll)
-    S *= 2;
-  if (f->warps)
-    S = f->warps;
-  if (!is_pow2(S) || S > 8)
-    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
-                                  "8) per column group", (long long)S);
-  s->splitWarps = (unsigned)S;
+  if (!choose_warps(s, f, chunks, 32, why, whyLen))
+    return false;
+  int64_t S = s->splitWarps;
   int64_t sb = split ? want_blocks(m, s->groups * S, chunks,
                                    32 * S * s->unroll)
                      : 1;
@@ -391,10 +395,18 @@ bool fzSmallMGenInit(FzSmallMGen *g, FzLkBuild *kb, const FzSmallMNest *m,
   g->kb = kb, g->m = m, g->s = s;
   g->f32 = fzF32TypeGet(kb->ctx);
   g->idx = fzIndexTypeGet(kb->ctx);
-  FzValue *c32 = fzLkIndex(kb, 32);
+  FzValue *c32 = fzLkIndex(kb, 32), *cS = fzLkIndex(kb, s->splitWarps);
   g->tid = fzLkId(kb, "kernel.thread_id");
   g->lane = fzLkRem(kb, g->tid, c32);
   g->warp = fzLkDiv(kb, g->tid, c32);
+  g->sIdx = fzLkRem(kb, g->warp, cS);
+  g->gIdx = fzLkDiv(kb, g->warp, cS);
+  g->group = fzLkAdd(kb,
+                     fzLkMul(kb, fzLkId(kb, "kernel.block_id"),
+                             fzLkIndex(kb, s->warps / s->splitWarps)),
+                     g->gIdx);
+  g->ragged = s->groups * s->cols != m->N ||
+              s->blocks * (s->warps / s->splitWarps) != s->groups;
   if (m->dimSplit >= 0) {
     g->sb = block_id_y(kb);
     g->kLo = fzLkMul(kb, g->sb, fzLkIndex(kb, m->sliceK));
@@ -491,26 +503,6 @@ static void x_indices(FzSmallMGen *g, FzValue *row, FzValue *k,
   }
 }
 
-bool fzSmallMLoadX(FzSmallMGen *g, int64_t row, FzValue *k, unsigned n,
-                   FzValue **out) {
-  FzLkBuild *kb = g->kb;
-  unsigned lanes = g->s->xvec > 1 && n % g->s->xvec == 0 ? g->s->xvec : 1;
-  for (unsigned u = 0; u < n; u += lanes) {
-    FzValue *idx[FZ_SMALL_M_MAX_RANK];
-    x_indices(g, fzLkIndex(kb, row), fzLkAdd(kb, k, fzLkIndex(kb, u)), idx);
-    if (!load_elems(g, &g->m->x, idx, lanes, out + u))
-      return false;
-  }
-  return true;
-}
-
-FzValue *fzSmallMLoadXVector(FzSmallMGen *g, FzValue *row, FzValue *k,
-                             unsigned lanes) {
-  FzValue *idx[FZ_SMALL_M_MAX_RANK];
-  x_indices(g, row, k, idx);
-  return load_raw(g, &g->m->x, idx, lanes);
-}
-
 /* W's indices for (a, b): its constants, then a and b. */
 static void w_indices(FzSmallMGen *g, FzValue *a, FzValue *b,
                       FzValue **idx) {
@@ -521,17 +513,40 @@ static void w_indices(FzSmallMGen *g, FzValue *a, FzValue *b,
   idx[w->rank - 1] = b;
 }
 
-bool fzSmallMLoadW(FzSmallMGen *g, FzValue *a, FzValue *b, unsigned n,
-                   FzValue **out) {
+/* n elements of W (w: at (a, b ..)) or x (at row a, k b ..), `vec` per
+ * load where n allows, widened to f32 into out. */
+static bool load_run(FzSmallMGen *g, bool w, FzValue *a, FzValue *b,
+                     unsigned n, unsigned vec, FzValue **out) {
   FzLkBuild *kb = g->kb;
-  unsigned lanes = g->s->vec > 1 && n % g->s->vec == 0 ? g->s->vec : 1;
+  unsigned lanes = vec > 1 && n % vec == 0 ? vec : 1;
   for (unsigned u = 0; u < n; u += lanes) {
     FzValue *idx[FZ_SMALL_M_MAX_RANK];
-    w_indices(g, a, fzLkAdd(kb, b, fzLkIndex(kb, u)), idx);
-    if (!load_elems(g, &g->m->w, idx, lanes, out + u))
+    FzValue *bu = fzLkAdd(kb, b, fzLkIndex(kb, u));
+    if (w)
+      w_indices(g, a, bu, idx);
+    else
+      x_indices(g, a, bu, idx);
+    if (!load_elems(g, w ? &g->m->w : &g->m->x, idx, lanes, out + u))
       return false;
   }
   return true;
+}
+
+bool fzSmallMLoadX(FzSmallMGen *g, int64_t row, FzValue *k, unsigned n,
+                   FzValue **out) {
+  return load_run(g, false, fzLkIndex(g->kb, row), k, n, g->s->xvec, out);
+}
+
+bool fzSmallMLoadW(FzSmallMGen *g, FzValue *a, FzValue *b, unsigned n,
+                   FzValue **out) {
+  return load_run(g, true, a, b, n, g->s->vec, out);
+}
+
+FzValue *fzSmallMLoadXVector(FzSmallMGen *g, FzValue *row, FzValue *k,
+                             unsigned lanes) {
+  FzValue *idx[FZ_SMALL_M_MAX_RANK];
+  x_indices(g, row, k, idx);
+  return load_raw(g, &g->m->x, idx, lanes);
 }
 
 FzValue *fzSmallMLoadWVector(FzSmallMGen *g, FzValue *a, FzValue *b,
@@ -539,6 +554,77 @@ FzValue *fzSmallMLoadWVector(FzSmallMGen *g, FzValue *a, FzValue *b,
   FzValue *idx[FZ_SMALL_M_MAX_RANK];
   w_indices(g, a, b, idx);
   return load_raw(g, &g->m->w, idx, lanes);
+}
+
+FzValue *fzSmallMAnd(FzLkBuild *kb, FzValue *a, FzValue *b) {
+  return !a ? b : !b ? a : fzLkBin(kb, "loop.andi", a, b);
+}
+
+/* One loop: for c = lb to ub step `step`, n chunks per trip. */
+static bool chunk_loop(FzSmallMGen *g, FzValue *lb, FzValue *ub,
+                       FzValue *step, unsigned n, size_t na, FzValue **acc,
+                       FzSmallMTrip trip, void *ud) {
+  FzLkBuild *kb = g->kb;
+  FzValue *c;
+  FzOp *loop = fzLkForBegin(kb, lb, ub, step, na, acc, &c, acc);
+  if (!loop || !trip(ud, c, n) || !fzLkForEnd(kb, loop, na, acc))
+    return false;
+  for (size_t i = 0; i < na; ++i)
+    acc[i] = fzOpGetResult(loop, i);
+  return true;
+}
+
+bool fzSmallMChunkLoops(FzSmallMGen *g, FzValue *start, FzValue *end,
+                        int64_t stride, unsigned unroll, size_t numAcc,
+                        FzValue **acc, FzSmallMTrip trip, void *ud) {
+  FzLkBuild *kb = g->kb;
+  if (unroll > 1) {
+    int64_t big = stride * unroll;
+    FzValue *ub = fzLkAdd(
+        kb, end, fzLkIndex(kb, -(int64_t)(unroll - 1) * stride));
+    if (!chunk_loop(g, start, ub, fzLkIndex(kb, big), unroll, numAcc, acc,
+                    trip, ud))
+      return false;
+    /* The rest starts after the trips the main loop made. */
+    FzValue *span = fzLkBin(kb, "loop.maxsi",
+                            fzLkBin(kb, "loop.subi", ub, start),
+                            fzLkIndex(kb, 0));
+    FzValue *trips = fzLkDiv(kb, fzLkAdd(kb, span, fzLkIndex(kb, big - 1)),
+                             fzLkIndex(kb, big));
+    start = fzLkAdd(kb, start, fzLkMul(kb, trips, fzLkIndex(kb, big)));
+  }
+  return chunk_loop(g, start, end, fzLkIndex(kb, stride), 1, numAcc, acc,
+                    trip, ud);
+}
+
+FzValue *fzSmallMShareVals(FzSmallMGen *g, FzValue *const *vals,
+                           unsigned nv) {
+  FzLkBuild *kb = g->kb;
+  FzValue *red = fzLkSharedAlloc(kb, g->f32, (int64_t)g->s->warps * nv * 32);
+  FzValue *mine = fzLkMul(kb, g->warp, fzLkIndex(kb, (int64_t)nv * 32));
+  for (unsigned v = 0; v < nv; ++v) {
+    FzValue *at = fzLkAdd(kb, fzLkAdd(kb, mine, fzLkIndex(kb, v * 32)),
+                          g->lane);
+    if (!fzLkStore(kb, vals[v], red, 1, &at))
+      return NULL;
+  }
+  return fzLkBarrier(kb) ? red : NULL;
+}
+
+FzValue *fzSmallMSumVal(FzSmallMGen *g, FzValue *red, unsigned nv,
+                        FzValue *v) {
+  FzLkBuild *kb = g->kb;
+  unsigned S = g->s->splitWarps;
+  FzValue *first = fzLkAdd(kb, fzLkMul(kb, g->gIdx, fzLkIndex(kb, S * nv)), v);
+  FzValue *at0 =
+      fzLkAdd(kb, fzLkMul(kb, first, fzLkIndex(kb, 32)), g->lane);
+  FzValue *sum = NULL;
+  for (unsigned w = 0; w < S; ++w) {
+    FzValue *at = fzLkAdd(kb, at0, fzLkIndex(kb, (int64_t)w * nv * 32));
+    FzValue *x = fzLkLoad(kb, red, 1, &at);
+    sum = sum ? fzLkBin(kb, "loop.addf", sum, x) : x;
+  }
+  return sum;
 }
 
 bool fzSmallMEpilogue(FzSmallMGen *g, FzValue *row, FzValue *col,

@@ -139,6 +139,11 @@ typedef struct FzSmallMGen {
   const FzSmallMShape *s;
   FzType *f32, *idx;
   FzValue *tid, *lane, *warp;
+  /* The warp's column group (block_id.x * (warps / S) + warp / S), its
+   * rank in the block (warp / S) and its share of k (warp % S). */
+  FzValue *group, *gIdx, *sIdx;
+  /* Some warp's columns pass N (loads clamped, stores skipped). */
+  bool ragged;
   FzValue *sb;        /* the block's k slice (block_id.y), index */
   FzValue *kLo, *kHi; /* its bounds */
 } FzSmallMGen;
@@ -165,6 +170,25 @@ FzValue *fzSmallMLoadWVector(FzSmallMGen *g, FzValue *a, FzValue *b,
                              unsigned lanes);
 /* Lane `lane` of vector vec (kernel.extract). */
 FzValue *fzSmallMExtract(FzLkBuild *kb, FzValue *vec, unsigned lane);
+/* a && b (i1; a NULL operand is true). */
+FzValue *fzSmallMAnd(FzLkBuild *kb, FzValue *a, FzValue *b);
+
+/* The body of a chunk loop: `n` chunks from chunk c (c, c + stride,
+ * ...), the accumulators acc[] updated in place. */
+typedef bool (*FzSmallMTrip)(void *ud, FzValue *c, unsigned n);
+/* The loops over a thread's chunks start, start + stride, ... < end:
+ * `unroll` per trip, then one per trip for the rest; acc[0..numAcc)
+ * carried (replaced by the loops' results). */
+bool fzSmallMChunkLoops(FzSmallMGen *g, FzValue *start, FzValue *end,
+                        int64_t stride, unsigned unroll, size_t numAcc,
+                        FzValue **acc, FzSmallMTrip trip, void *ud);
+/* Each lane's vals[0..nv) into shared memory [warps][nv][32] and a
+ * barrier; returns the array. */
+FzValue *fzSmallMShareVals(FzSmallMGen *g, FzValue *const *vals, unsigned nv);
+/* The sum of value v (index) of this lane over the S warps of its group
+ * in warp order, from fzSmallMShareVals's array. */
+FzValue *fzSmallMSumVal(FzSmallMGen *g, FzValue *red, unsigned nv,
+                        FzValue *v);
 /* The epilogue of output (row, col) with the sum acc: the nest's body
  * but for the k loop, cloned with the row's dims from `row` (index,
  * < M), n = col, the split dim = g->sb, the k loop's result = acc;

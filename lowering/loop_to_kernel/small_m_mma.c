@@ -95,7 +95,8 @@ static FzValue *column_pair(MGen *G, FzValue *ra, FzValue *rb, unsigned col) {
 
 /* One trip over `n` chunks from c: the loads, then the mma. w[u][j]:
  * along k, tile j's 16 bytes; along n, row k0 + 8t + j's. */
-static bool trip(MGen *G, FzValue *c, unsigned n) {
+static bool trip(void *ud, FzValue *c, unsigned n) {
+  MGen *G = ud;
   FzSmallMGen *g = &G->g;
   FzLkBuild *kb = g->kb;
   bool kc = g->m->kContig;
@@ -129,24 +130,6 @@ static bool trip(MGen *G, FzValue *c, unsigned n) {
   return !kb->failed;
 }
 
-/* for c = lb to ub step `step` chunks, `n` per trip: acc carried. */
-static bool chunk_loop(MGen *G, FzValue *lb, FzValue *ub, FzValue *step,
-                       unsigned n) {
-  FzLkBuild *kb = G->g.kb;
-  size_t na = 2 * G->tiles;
-  FzValue *c;
-  FzOp *loop = fzLkForBegin(kb, lb, ub, step, na, G->acc, &c, G->acc);
-  if (!loop || !trip(G, c, n) || !fzLkForEnd(kb, loop, na, G->acc))
-    return false;
-  for (size_t i = 0; i < na; ++i)
-    G->acc[i] = fzOpGetResult(loop, i);
-  return true;
-}
-
-static FzValue *i1_and(FzLkBuild *kb, FzValue *a, FzValue *b) {
-  return !a ? b : !b ? a : fzLkBin(kb, "loop.andi", a, b);
-}
-
 bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
                       const FzSmallMShape *s) {
   MGen G;
@@ -155,22 +138,16 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
   if (!fzSmallMGenInit(g, kb, m, s))
     return false;
   unsigned T = s->cols / 8, U = s->unroll, S = s->splitWarps;
-  unsigned perBlock = s->warps / S;
   G.tiles = T;
   int64_t two = 2;
   G.v2 = fzVectorTypeGet(kb->ctx, 1, &two, m->w.elt, kb->loc);
   FzType *vacc = fzVectorTypeGet(kb->ctx, 1, &two, g->f32, kb->loc);
   if (!G.v2 || !vacc)
     return kb->failed = true, false;
-  FzValue *cS = fzLkIndex(kb, S), *c4 = fzLkIndex(kb, 4);
-  FzValue *sIdx = fzLkRem(kb, g->warp, cS);
-  FzValue *gIdx = fzLkDiv(kb, g->warp, cS);
-  FzValue *group = fzLkAdd(
-      kb, fzLkMul(kb, fzLkId(kb, "kernel.block_id"), fzLkIndex(kb, perBlock)),
-      gIdx);
-  FzValue *n0 = fzLkMul(kb, group, fzLkIndex(kb, 8 * (int64_t)T));
+  FzValue *c4 = fzLkIndex(kb, 4);
+  FzValue *n0 = fzLkMul(kb, g->group, fzLkIndex(kb, 8 * (int64_t)T));
   FzValue *gq = fzLkDiv(kb, g->lane, c4), *tq = fzLkRem(kb, g->lane, c4);
-  bool ragged = s->groups * 8 * T != m->N || s->blocks * perBlock != s->groups;
+  bool ragged = g->ragged;
   for (unsigned j = 0; j < (m->kContig ? T : 1); ++j) {
     G.wrow[j] = m->kContig
                     ? fzLkAdd(kb, fzLkAdd(kb, n0, fzLkIndex(kb, 8 * j)), gq)
@@ -184,7 +161,7 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
   G.xrow[1] = fzLkBin(kb, "loop.minsi", fzLkAdd(kb, gq, fzLkIndex(kb, 8)),
                       lastRow);
   G.k8t = fzLkMul(kb, tq, fzLkIndex(kb, 8));
-  G.stride = cS;
+  G.stride = fzLkIndex(kb, S);
   FzValue *zero = fzLkConst(kb, g->f32, 0.0);
   FzValue *z2[2] = {zero, zero};
   FzValue *zv = fzLkOp(kb, "kernel.from_elements", vacc, 2, z2);
@@ -192,21 +169,9 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
     G.acc[i] = zv;
   /* This warp's chunks of 32 k of the block's slice. */
   FzValue *c32 = fzLkIndex(kb, 32);
-  FzValue *cHi = fzLkDiv(kb, g->kHi, c32);
-  FzValue *start = fzLkAdd(kb, fzLkDiv(kb, g->kLo, c32), sIdx);
-  if (U > 1) {
-    int64_t big = (int64_t)S * U;
-    FzValue *ub = fzLkAdd(kb, cHi, fzLkIndex(kb, -(int64_t)(U - 1) * S));
-    if (!chunk_loop(&G, start, ub, fzLkIndex(kb, big), U))
-      return false;
-    FzValue *span = fzLkBin(kb, "loop.maxsi",
-                            fzLkBin(kb, "loop.subi", ub, start),
-                            fzLkIndex(kb, 0));
-    FzValue *trips = fzLkDiv(kb, fzLkAdd(kb, span, fzLkIndex(kb, big - 1)),
-                             fzLkIndex(kb, big));
-    start = fzLkAdd(kb, start, fzLkMul(kb, trips, fzLkIndex(kb, big)));
-  }
-  if (!chunk_loop(&G, start, cHi, cS, 1))
+  FzValue *start = fzLkAdd(kb, fzLkDiv(kb, g->kLo, c32), g->sIdx);
+  if (!fzSmallMChunkLoops(g, start, fzLkDiv(kb, g->kHi, c32), S, U, 2 * T,
+                          G.acc, trip, &G))
     return false;
 
   /* The lane's 4T sums: vals[4j + 2r + h] = row g + 8r, column 2t + h of
@@ -219,29 +184,12 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
         vals[4 * j + 2 * r + h] = fzSmallMExtract(kb, G.acc[2 * j + r], h);
   FzValue *first = NULL;
   if (S > 1) {
-    FzValue *red = fzLkSharedAlloc(kb, g->f32, (int64_t)s->warps * nv * 32);
-    FzValue *mine = fzLkMul(kb, g->warp, fzLkIndex(kb, (int64_t)nv * 32));
-    for (unsigned v = 0; v < nv; ++v) {
-      FzValue *at = fzLkAdd(kb, fzLkAdd(kb, mine, fzLkIndex(kb, v * 32)),
-                            g->lane);
-      if (!fzLkStore(kb, vals[v], red, 1, &at))
-        return false;
-    }
-    if (!fzLkBarrier(kb))
+    FzValue *red = fzSmallMShareVals(g, vals, nv);
+    for (unsigned v = 0; v < nv && red; ++v)
+      vals[v] = fzSmallMSumVal(g, red, nv, fzLkIndex(kb, v));
+    if (!red)
       return false;
-    FzValue *base = fzLkAdd(
-        kb, fzLkMul(kb, gIdx, fzLkIndex(kb, (int64_t)S * nv * 32)), g->lane);
-    for (unsigned v = 0; v < nv; ++v) {
-      FzValue *sum = NULL;
-      for (unsigned w = 0; w < S; ++w) {
-        FzValue *at = fzLkAdd(kb, base, fzLkIndex(kb, ((int64_t)w * nv + v) *
-                                                          32));
-        FzValue *x = fzLkLoad(kb, red, 1, &at);
-        sum = sum ? fzLkBin(kb, "loop.addf", sum, x) : x;
-      }
-      vals[v] = sum;
-    }
-    first = fzLkCmp(kb, "eq", sIdx, fzLkIndex(kb, 0));
+    first = fzLkCmp(kb, "eq", g->sIdx, fzLkIndex(kb, 0));
   }
   FzValue *cM = fzLkIndex(kb, m->M), *cN = fzLkIndex(kb, m->N);
   for (unsigned j = 0; j < T; ++j)
@@ -260,9 +208,9 @@ bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
                           fzLkMul(kb, tq, fzLkIndex(kb, 2 * T)));
         FzValue *cond = first;
         if (m->M < 8 * (r + 1))
-          cond = i1_and(kb, cond, fzLkCmp(kb, "slt", row, cM));
+          cond = fzSmallMAnd(kb, cond, fzLkCmp(kb, "slt", row, cM));
         if (ragged)
-          cond = i1_and(kb, cond, fzLkCmp(kb, "slt", col, cN));
+          cond = fzSmallMAnd(kb, cond, fzLkCmp(kb, "slt", col, cN));
         if (!fzSmallMEpilogue(g, row, col, vals[4 * j + 2 * r + h], cond))
           return false;
       }

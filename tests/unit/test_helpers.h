@@ -24,6 +24,7 @@
 
 #include "fz/dialects.h"
 #include "fz/ir.h"
+#include "fz/kernel.h"
 #include "fz/pass.h"
 
 /*===--- Recording diagnostics ------------------------------------------===*/
@@ -184,6 +185,30 @@ static inline void *counting_realloc(void *ud, void *ptr, size_t oldSize,
 static inline FzAllocator counting_allocator(CountingAlloc *c) {
   FzAllocator a = {counting_realloc, c};
   return a;
+}
+
+/* A context with every dialect, the kernel dialect included. */
+static inline FzContext *ctx_with_kernel(void) {
+  FzContext *ctx = fzContextCreate();
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(fzRegisterAllDialects(ctx));
+  ck_assert(fzRegisterKernelDialect(ctx));
+  return ctx;
+}
+
+/* src with its first `from` replaced by `to` (from must occur);
+ * malloc'ed. */
+static inline char *text_replace(const char *src, const char *from,
+                                 const char *to) {
+  const char *at = strstr(src, from);
+  ck_assert_msg(at != NULL, "'%s' not in the text", from);
+  char *s = malloc(strlen(src) + strlen(to) + 1);
+  ck_assert_ptr_nonnull(s);
+  size_t pre = (size_t)(at - src);
+  memcpy(s, src, pre);
+  strcpy(s + pre, to);
+  strcat(s, at + strlen(from));
+  return s;
 }
 
 /* The module of src ("t.fuse"), parsed and verified (asserted). */

@@ -69,28 +69,6 @@ static char *nest_src(int M, int N, int K, const char *t, bool trans) {
   return s;
 }
 
-/* src with `from` replaced by `to` (once; must occur); malloc'ed. */
-static char *replace(const char *src, const char *from, const char *to) {
-  const char *at = strstr(src, from);
-  ck_assert_msg(at != NULL, "'%s' not in the nest", from);
-  char *s = malloc(strlen(src) + strlen(to) + 1);
-  ck_assert_ptr_nonnull(s);
-  size_t pre = (size_t)(at - src);
-  memcpy(s, src, pre);
-  strcpy(s + pre, to);
-  strcat(s, at + strlen(from));
-  return s;
-}
-
-static FzContext *ctx_new(void) {
-  FzContext *ctx = fzContextCreate();
-  ck_assert_ptr_nonnull(ctx);
-  ck_assert(fzRegisterAllDialects(ctx));
-  ck_assert(fzRegisterKernelDialect(ctx));
-  return ctx;
-}
-
-
 static FzBlock *body_of(FzOp *m) {
   FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
   ck_assert_ptr_nonnull(f);
@@ -110,11 +88,11 @@ static FzOp *first_nest(FzOp *m) {
  * an f32 nest loads straight into the product. */
 static char *f32_nest(int M, int N, int K, bool trans) {
   char *s = nest_src(M, N, K, "f32", trans);
-  char *t = replace(s, "      %af = loop.addf %a, %z : f32\n", "");
+  char *t = text_replace(s, "      %af = loop.addf %a, %z : f32\n", "");
   free(s);
-  s = replace(t, "      %bf = loop.addf %b, %z : f32\n", "");
+  s = text_replace(t, "      %bf = loop.addf %b, %z : f32\n", "");
   free(t);
-  t = replace(s, "%p = loop.mulf %af, %bf", "%p = loop.mulf %a, %b");
+  t = text_replace(s, "%p = loop.mulf %af, %bf", "%p = loop.mulf %a, %b");
   free(s);
   return t;
 }
@@ -122,7 +100,7 @@ static char *f32_nest(int M, int N, int K, bool trans) {
 /*===--- The matcher ----------------------------------------------------===*/
 
 START_TEST(test_match_layouts) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   for (int trans = 0; trans < 2; ++trans) {
     char *s = nest_src(4, 48, 64, "bf16", trans);
     FzOp *m = parse_verified(ctx, s);
@@ -148,7 +126,7 @@ START_TEST(test_match_layouts) {
   }
   /* f32, no extf; the product written W * x. */
   char *s = f32_nest(3, 40, 32, true);
-  char *t = replace(s, "%p = loop.mulf %a, %b", "%p = loop.mulf %b, %a");
+  char *t = text_replace(s, "%p = loop.mulf %a, %b", "%p = loop.mulf %b, %a");
   FzOp *m = parse_verified(ctx, t);
   FzSmallMNest n;
   ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
@@ -165,7 +143,7 @@ END_TEST
 /* x @ W where W is 1 column wide and x's rows are many: W is the wider
  * operand's (y = W x with x a column). */
 START_TEST(test_match_orientation) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   /* out[i, j] = sum_k X[i, k] W[k, j], i: 64, j: 1. */
   char *s = nest_src(64, 1, 32, "bf16", false);
   FzOp *m = parse_verified(ctx, s);
@@ -248,13 +226,13 @@ static const Case kRefused[] = {
 };
 
 START_TEST(test_match_refused) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   char *base = nest_src(4, 48, 64, "bf16", false);
-  char *withC1 = replace(base, "  %z = loop.constant 0.000000e+00 : f32\n",
+  char *withC1 = text_replace(base, "  %z = loop.constant 0.000000e+00 : f32\n",
                          "  %z = loop.constant 0.000000e+00 : f32\n"
                          "  %c1f = loop.constant 1.000000e+00 : f32\n");
   for (size_t c = 0; c < sizeof kRefused / sizeof kRefused[0]; ++c) {
-    char *s = replace(withC1, kRefused[c].from, kRefused[c].to);
+    char *s = text_replace(withC1, kRefused[c].from, kRefused[c].to);
     FzOp *m = parse_verified(ctx, s);
     FzSmallMNest n;
     char why[256] = "";
@@ -364,7 +342,7 @@ static const ShapeCase kShapes[] = {
                 (long long)s.field, (long long)(want))
 
 START_TEST(test_choose) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   for (size_t c = 0; c < sizeof kShapes / sizeof kShapes[0]; ++c) {
     const ShapeCase *k = &kShapes[c];
     FzSmallMShape s = choose(ctx, k->M, k->N, k->K, k->type, k->trans,
@@ -395,7 +373,7 @@ static void choose_bad(FzContext *ctx, bool trans, const char *force,
 }
 
 START_TEST(test_choose_bad) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   choose_bad(ctx, true, "cols", "expected cols=, unroll=, warps=, blocks= or mma=");
   choose_bad(ctx, true, "mma=2", "mma: expected a number from 0 to 1");
   choose_bad(ctx, true, "cols=0", "cols: expected a number from 1 to 65535");
@@ -438,7 +416,7 @@ static FzStringRef plan_of(FzOp *m, const char *kernel) {
 }
 
 START_TEST(test_pass) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   char *s = nest_src(4, 48, 64, "bf16", true);
   /* The default: one small-M kernel. */
   FzOp *m = parse_verified(ctx, s);
