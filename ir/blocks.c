@@ -371,8 +371,8 @@ void fzIRMappingDestroy(FzIRMapping *m) {
   fzPtrMapFree(&m->map);
   fzFree(ctx, m);
 }
-void fzIRMappingMap(FzIRMapping *m, FzValue *from, FzValue *to) {
-  (void)fzPtrMapPut(&m->map, from, to);
+bool fzIRMappingMap(FzIRMapping *m, FzValue *from, FzValue *to) {
+  return fzPtrMapPut(&m->map, from, to);
 }
 FzValue *fzIRMappingLookup(const FzIRMapping *m, const FzValue *from) {
   return fzPtrMapGet(&m->map, from);

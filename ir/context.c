@@ -15,10 +15,10 @@ static void *default_realloc(void *ud, void *ptr, size_t oldSize,
   (void)ud;
   (void)oldSize;
   if (newSize == 0) {
-    free(ptr);
+    free(ptr); /* plain-alloc: the default allocator */
     return NULL;
   }
-  return realloc(ptr, newSize);
+  return realloc(ptr, newSize); /* plain-alloc: the default allocator */
 }
 
 FzContext *fzContextCreate(void) {

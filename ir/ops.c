@@ -633,7 +633,10 @@ static FzOp *clone_op(FzOp *op, FzIRMapping *m) {
   if (!c)
     return NULL;
   for (uint32_t i = 0; i < op->numResults; ++i)
-    fzIRMappingMap(m, &op->results[i], &c->results[i]);
+    if (!fzIRMappingMap(m, &op->results[i], &c->results[i])) {
+      fzOpDestroy(c);
+      return NULL;
+    }
   for (uint32_t i = 0; i < op->numRegions; ++i)
     if (!clone_region(&c->regions[i], &op->regions[i], m)) {
       fzOpDestroy(c);
@@ -653,9 +656,8 @@ static bool clone_region(FzRegion *dst, FzRegion *src, FzIRMapping *m) {
     fzRegionAppendBlock(dst, nb);
     for (size_t i = 0; i < b->numArgs; ++i) {
       FzValue *a = fzBlockAddArgument(nb, b->args[i]->type, b->args[i]->loc);
-      if (!a)
+      if (!a || !fzIRMappingMap(m, b->args[i], a))
         return false;
-      fzIRMappingMap(m, b->args[i], a);
     }
   }
   FzBlock *nb = dst->first;

@@ -435,14 +435,6 @@ void fzContextForEachPass(const FzContext *ctx,
   fzFree(mctx, sorted);
 }
 
-static char *dup_string(FzContext *ctx, const char *s) {
-  size_t n = strlen(s);
-  char *d = fzMalloc(ctx, n + 1);
-  if (d)
-    memcpy(d, s, n + 1);
-  return d;
-}
-
 bool fzContextRegisterPassPipeline(FzContext *ctx, const char *name,
                                    const char *summary,
                                    const char *pipeline) {
@@ -469,9 +461,9 @@ bool fzContextRegisterPassPipeline(FzContext *ctx, const char *name,
     r->pipelines = p;
     r->capPipelines = cap;
   }
-  NamedPipeline np = {dup_string(ctx, name),
-                      dup_string(ctx, summary ? summary : ""),
-                      dup_string(ctx, pipeline)};
+  NamedPipeline np = {fzStrDup(ctx, name),
+                      fzStrDup(ctx, summary ? summary : ""),
+                      fzStrDup(ctx, pipeline)};
   if (!np.name || !np.summary || !np.text) {
     fzFree(ctx, np.name);
     fzFree(ctx, np.summary);

@@ -99,14 +99,6 @@ void fzPassManagerEnableTiming(FzPassManager *pm, bool enable) {
     in->timing = enable;
 }
 
-static char *dup_cstr(FzContext *ctx, const char *s) {
-  size_t n = strlen(s);
-  char *d = fzMalloc(ctx, n + 1);
-  if (d)
-    memcpy(d, s, n + 1);
-  return d;
-}
-
 static bool copy_list(FzContext *ctx, const char *const *src, char ***dst) {
   *dst = NULL;
   if (!src)
@@ -118,7 +110,7 @@ static bool copy_list(FzContext *ctx, const char *const *src, char ***dst) {
   if (!l)
     return false;
   for (size_t i = 0; i < n; ++i)
-    if (!(l[i] = dup_cstr(ctx, src[i]))) {
+    if (!(l[i] = fzStrDup(ctx, src[i]))) {
       free_list(ctx, l);
       return false;
     }
@@ -143,7 +135,7 @@ bool fzPassManagerEnableIRPrinting(FzPassManager *pm,
   in->print = *config;
   if (!copy_list(ctx, config->beforePasses, &in->before) ||
       !copy_list(ctx, config->afterPasses, &in->after) ||
-      (config->treeDir && !(in->treeDir = dup_cstr(ctx, config->treeDir))))
+      (config->treeDir && !(in->treeDir = fzStrDup(ctx, config->treeDir))))
     return false;
   in->print.beforePasses = (const char *const *)in->before;
   in->print.afterPasses = (const char *const *)in->after;
@@ -172,7 +164,7 @@ bool fzPassManagerEnableReproducer(FzPassManager *pm, const char *path) {
     return false;
   fzFree(pm->ctx, in->reproducerPath);
   in->reproducerPath = NULL;
-  if (path && !(in->reproducerPath = dup_cstr(pm->ctx, path)))
+  if (path && !(in->reproducerPath = fzStrDup(pm->ctx, path)))
     return false;
   return true;
 }

@@ -15,14 +15,6 @@
  */
 #include "ir/pass_internal.h"
 
-static char *dup_cstr(FzContext *ctx, const char *s) {
-  size_t n = strlen(s);
-  char *d = fzMalloc(ctx, n + 1);
-  if (d)
-    memcpy(d, s, n + 1);
-  return d;
-}
-
 FzPassManager *fzPassManagerCreateInternal(FzContext *ctx, const char *anchor,
                                            FzPassManager *parent) {
   FzPassManager *pm = fzCalloc(ctx, 1, sizeof *pm);
@@ -32,7 +24,7 @@ FzPassManager *fzPassManagerCreateInternal(FzContext *ctx, const char *anchor,
   pm->parent = parent;
   pm->top = parent ? parent->top : pm;
   if (anchor && strcmp(anchor, "any") != 0) {
-    pm->anchor = dup_cstr(ctx, anchor);
+    pm->anchor = fzStrDup(ctx, anchor);
     pm->anchorIdent = fzIdentGet(ctx, fzStringRefFromCString(anchor));
     if (!pm->anchor || !pm->anchorIdent) {
       fzPassManagerDestroyInternal(pm);

@@ -87,6 +87,44 @@ void fzFree(FzContext *ctx, void *ptr) {
   ctx->alloc.realloc(ctx->alloc.userData, base, size + FZ_HEADER, 0);
 }
 
+char *fzStrDupN(FzContext *ctx, const char *s, size_t n) {
+  size_t total;
+  if (!fzAddSize(n, 1, &total)) {
+    fzNoteAllocationFailure(ctx);
+    return NULL;
+  }
+  char *d = fzMalloc(ctx, total);
+  if (!d)
+    return NULL;
+  if (n)
+    memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+char *fzStrDup(FzContext *ctx, const char *s) {
+  return fzStrDupN(ctx, s, strlen(s));
+}
+
+char *fzStrVPrintf(FzContext *ctx, const char *fmt, va_list ap) {
+  va_list copy;
+  va_copy(copy, ap);
+  int n = vsnprintf(NULL, 0, fmt, copy);
+  va_end(copy);
+  char *d = n >= 0 ? fzMalloc(ctx, (size_t)n + 1) : NULL;
+  if (d)
+    vsnprintf(d, (size_t)n + 1, fmt, ap);
+  return d;
+}
+
+char *fzStrPrintf(FzContext *ctx, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *d = fzStrVPrintf(ctx, fmt, ap);
+  va_end(ap);
+  return d;
+}
+
 bool fzMulSize(size_t a, size_t b, size_t *out) {
   if (a && b > SIZE_MAX / a)
     return false;

@@ -31,6 +31,14 @@ void *fzRealloc(FzContext *ctx, void *ptr, size_t newSize);
 void fzFree(FzContext *ctx, void *ptr);
 /* Records an allocation failure (sticky flag + one error diagnostic). */
 void fzNoteAllocationFailure(FzContext *ctx);
+/* Copies through the context, NUL-terminated; NULL when out of memory
+ * (recorded). fzStrDupN copies n bytes of s (which may hold no NUL). */
+char *fzStrDup(FzContext *ctx, const char *s);
+char *fzStrDupN(FzContext *ctx, const char *s, size_t n);
+/* A printf-formatted string through the context; NULL when out of memory
+ * (recorded) or the format fails. */
+char *fzStrPrintf(FzContext *ctx, const char *fmt, ...) FZ_PRINTF(2, 3);
+char *fzStrVPrintf(FzContext *ctx, const char *fmt, va_list ap);
 
 /* Overflow-checked size arithmetic: false on overflow. */
 bool fzMulSize(size_t a, size_t b, size_t *out);

@@ -28,6 +28,7 @@
  */
 #include <string.h>
 
+#include "dialects/loop/nest_rewrite.h"
 #include "fz/pass.h"
 #include "lowering/graph_to_loop_internal.h"
 #include "lowering/passes.h"
@@ -89,10 +90,12 @@ static bool lower_nest(LgFunc *F, FzLoc *loc, size_t n, FzValue *const *outs,
   }
   LgSaved so, si;
   bool ok = true;
+  FzOp *flat = NULL;
   if (no) {
     for (size_t k = 0; k < no; ++k)
       ext[k] = lgDim(out0, outer[k]);
     ok = lgOpenParallel(&N, 0, no, ext, ivs, &so);
+    flat = ok && !ni ? N.path[N.depth - 1].loop : NULL;
     for (size_t k = 0; ok && k < no; ++k)
       idx[outer[k]] = ivs[k];
   }
@@ -119,6 +122,13 @@ static bool lower_nest(LgFunc *F, FzLoc *loc, size_t n, FzValue *const *outs,
   if (no && N.depth > 1)
     lgClose(&N, 0, NULL, &so);
   lgNestFree(&N);
+  /* A flat nest whose reductions turned out to depend on its leading
+   * dims only (their operand reaches the output through a transpose or
+   * reshape, so inner_dims saw no row reduction of the output's shape)
+   * takes the rows form, so that each row's reductions run once rather
+   * than once per element (nest_rewrite.h). */
+  if (ok && flat && !F->failed && !fzLoopSplitRowNest(flat))
+    F->failed = true;
   return ok && !F->failed;
 }
 

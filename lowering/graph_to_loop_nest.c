@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "dialects/loop/index_range.h"
 #include "lowering/graph_to_loop_internal.h"
 
 void lgNestInit(LgNest *N, LgFunc *F, FzLoc *loc) {
@@ -191,21 +192,78 @@ FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c) {
   return lgBinary(N, "loop.muli", a, lgConstIndex(N, c));
 }
 
+/* Whether a's range lies in [0, c). */
+static bool below(FzValue *a, int64_t c) {
+  int64_t lo, hi;
+  return fzLoopIndexRange(a, &lo, &hi) && lo >= 0 && hi < c;
+}
+
+/* Whether v is `loop.muli x, m` (either order) with m a positive
+ * multiple of c and x >= 0: then *x and *k = m / c. */
+static bool multiple_of(FzValue *v, int64_t c, FzValue **x, int64_t *k) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_MULI)
+    return false;
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t m, lo, hi;
+    FzValue *other = fzOpGetOperand(def, 1 - i);
+    if (fzLoopValueGetConstantInt(fzOpGetOperand(def, i), &m) && m > 0 &&
+        m % c == 0 && fzLoopIndexRange(other, &lo, &hi) && lo >= 0) {
+      *x = other;
+      *k = m / c;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* a = x * (k c) + y with x >= 0 and 0 <= y < c (y NULL: a = x * (k c)):
+ * a / c = x k and a % c = y. The delinearization of an index that a
+ * reshape or transpose in a fused group linearized: without it, a value
+ * that depends on the outer dims only seems to depend on all of them. */
+static bool split_at(FzValue *a, int64_t c, FzValue **x, int64_t *k,
+                     FzValue **y) {
+  *y = NULL;
+  if (multiple_of(a, c, x, k))
+    return true;
+  FzOp *def = fzValueGetDefiningOp(a);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_ADDI)
+    return false;
+  for (size_t i = 0; i < 2; ++i) {
+    FzValue *rest = fzOpGetOperand(def, 1 - i);
+    if (multiple_of(fzOpGetOperand(def, i), c, x, k) && below(rest, c)) {
+      *y = rest;
+      return true;
+    }
+  }
+  return false;
+}
+
 FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c) {
-  int64_t x;
+  int64_t x, k;
+  FzValue *q, *r;
   if (c == 1)
     return a;
   if (fzLoopValueGetConstantInt(a, &x))
     return lgConstIndex(N, x / c);
+  if (c > 1 && below(a, c))
+    return lgConstIndex(N, 0);
+  if (c > 1 && split_at(a, c, &q, &k, &r))
+    return lgMulI(N, q, k);
   return lgBinary(N, "loop.divsi", a, lgConstIndex(N, c));
 }
 
 FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c) {
-  int64_t x;
+  int64_t x, k;
+  FzValue *q, *r;
   if (c == 1)
     return lgConstIndex(N, 0);
   if (fzLoopValueGetConstantInt(a, &x))
     return lgConstIndex(N, x % c);
+  if (c > 1 && below(a, c))
+    return a;
+  if (c > 1 && split_at(a, c, &q, &k, &r))
+    return r ? r : lgConstIndex(N, 0);
   return lgBinary(N, "loop.remsi", a, lgConstIndex(N, c));
 }
 

@@ -167,6 +167,8 @@ FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
    * generation, so that the loop module kept (fuse-run --print-loop-ir)
    * is the one compiled. */
   FzCodegenOptions codegen = options->codegen;
+  if (!codegen.threads && rt)
+    codegen.threads = fzCpuRuntimeGetNumThreads(rt);
   bool ok = loop && fzLowerModuleForCpu(loop, &options->pipeline) &&
             fzPrepareLoopModuleForCpu(loop, &codegen) && fzOpVerify(loop);
   if (!ok) {

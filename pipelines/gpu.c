@@ -4,6 +4,8 @@
  * module is taken as is), then fzGpuCompile (lower-loop-to-kernel, the
  * kernel dialect to PTX) for the device's compute capability.
  */
+#include <string.h>
+
 #include "fz/cuda_run.h"
 #include "fz/lowering.h"
 #include "fz/precision.h"
@@ -30,7 +32,11 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
   else
     fzGpuOptionsInit(&go);
   char arch[16];
-  go.arch = fzCudaGetPtxArch(cu, arch, sizeof arch);
+  const char *device = fzCudaGetPtxArch(cu, arch, sizeof arch);
+  /* sm_90a (wgmma) where asked for and the device is sm_90; otherwise
+   * the device's own. */
+  bool wantA = options && options->arch && !strcmp(options->arch, "sm_90a");
+  go.arch = wantA && !strcmp(device, "sm_90") ? "sm_90a" : device;
   FzGpuProgram *p = ok ? fzGpuCompile(clone, &go) : NULL;
   fzOpDestroy(clone);
   return p;

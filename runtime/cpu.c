@@ -223,16 +223,22 @@ bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
     bufs[i] = t->data;
     if (t->data && (uintptr_t)t->data % align == 0)
       continue;
-    /* Misaligned (or empty): work on an aligned copy. */
-    size_t rounded = (bytes + align - 1) / align * align;
-    copies[i] = aligned_alloc(align, rounded ? rounded : align);
-    if (!copies[i]) {
-      ok = fzEmitError(ctx, NULL, "cpu runtime: out of memory");
+    /* Misaligned (or empty): work on an aligned copy, from the context
+     * (copies[i]; aligned within it: bufs[i]). */
+    size_t total;
+    if (!fzAddSize(bytes, 2 * align, &total)) {
+      fzNoteAllocationFailure(ctx);
+      ok = false;
       break;
     }
+    if (!(copies[i] = fzMalloc(ctx, total))) { /* recorded */
+      ok = false;
+      break;
+    }
+    uintptr_t at = ((uintptr_t)copies[i] + align - 1) / align * align;
+    bufs[i] = (void *)at;
     if (bytes && t->data)
-      memcpy(copies[i], t->data, bytes);
-    bufs[i] = copies[i];
+      memcpy(bufs[i], t->data, bytes);
   }
   if (ok) {
     fzNativeModuleClearStatus(f->exe->native);
@@ -241,11 +247,11 @@ bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
     ok = fzNativeModuleTakeStatus(f->exe->native, ctx);
     for (size_t i = f->numIn; i < na; ++i)
       if (copies[i] && outs[i - f->numIn]->data)
-        memcpy(outs[i - f->numIn]->data, copies[i],
+        memcpy(outs[i - f->numIn]->data, bufs[i],
                fzTensorGetNumBytes(outs[i - f->numIn]));
   }
   for (size_t i = 0; copies && i < na; ++i)
-    free(copies[i]);
+    fzFree(ctx, copies[i]);
   fzFree(ctx, copies);
   fzFree(ctx, bufs);
   if (!ok) {

@@ -33,11 +33,20 @@ enum {
   kSpins = 4000,
 };
 
+/* A worker thread and what it is told at its start (it outlives the
+ * start: no allocation on the worker's side, which never touches the
+ * context). */
+typedef struct Worker {
+  pthread_t thread;
+  struct FzCpuRuntime *rt;
+  unsigned index; /* 1..numThreads-1 */
+} Worker;
+
 struct FzCpuRuntime {
   FzContext *ctx;
   unsigned numThreads;
   unsigned numWorkers; /* started */
-  pthread_t *workers;
+  Worker *workers;
   pthread_mutex_t mu;
   pthread_cond_t wake, done;
   /* The current job, written before `generation` is bumped (release)
@@ -52,11 +61,6 @@ struct FzCpuRuntime {
   atomic_flag busy;
   FzParallelRuntime par;
 };
-
-typedef struct WorkerArg {
-  FzCpuRuntime *rt;
-  unsigned index; /* 1..numThreads-1 */
-} WorkerArg;
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -91,10 +95,9 @@ static uint64_t wait_generation(FzCpuRuntime *rt, uint64_t seen) {
 }
 
 static void *worker_main(void *p) {
-  WorkerArg *wa = p;
-  FzCpuRuntime *rt = wa->rt;
-  unsigned index = wa->index;
-  free(wa);
+  const Worker *w = p;
+  FzCpuRuntime *rt = w->rt;
+  unsigned index = w->index;
   uint64_t seen = 0;
   for (;;) {
     seen = wait_generation(rt, seen);
@@ -184,13 +187,10 @@ FzCpuRuntime *fzCpuRuntimeCreate(FzContext *ctx, unsigned numThreads) {
     }
   }
   for (unsigned i = 1; i < numThreads; ++i) {
-    WorkerArg *wa = malloc(sizeof *wa);
-    if (wa) {
-      wa->rt = rt;
-      wa->index = i;
-    }
-    if (!wa || pthread_create(&rt->workers[i - 1], NULL, worker_main, wa)) {
-      free(wa);
+    Worker *w = &rt->workers[i - 1];
+    w->rt = rt;
+    w->index = i;
+    if (pthread_create(&w->thread, NULL, worker_main, w)) {
       fzEmitError(ctx, NULL, "cpu runtime: cannot start thread %u of %u", i,
                   numThreads);
       fzCpuRuntimeDestroy(rt);
@@ -209,7 +209,7 @@ void fzCpuRuntimeDestroy(FzCpuRuntime *rt) {
   pthread_cond_broadcast(&rt->wake);
   pthread_mutex_unlock(&rt->mu);
   for (unsigned i = 0; i < rt->numWorkers; ++i)
-    pthread_join(rt->workers[i], NULL);
+    pthread_join(rt->workers[i].thread, NULL);
   pthread_mutex_destroy(&rt->mu);
   pthread_cond_destroy(&rt->wake);
   pthread_cond_destroy(&rt->done);

@@ -585,11 +585,9 @@ FzCudaGraph *fzCudaGraphCreate(FzCuda *cu, size_t n,
                                const unsigned (*block)[3],
                                const unsigned *sharedBytes,
                                void **const *args) {
-  FzCudaGraph *g = calloc(1, sizeof *g);
-  if (!g) {
-    fzEmitError(cu->ctx, NULL, "cuda: out of memory");
+  FzCudaGraph *g = fzCalloc(cu->ctx, 1, sizeof *g);
+  if (!g) /* recorded */
     return NULL;
-  }
   bool ok = true;
   /* Kernels above 48 KiB of dynamic shared memory opt in before their
    * nodes are added and the graph is instantiated. */
@@ -639,7 +637,7 @@ void fzCudaGraphDestroy(FzCuda *cu, FzCudaGraph *g) {
     cu->api.cuGraphExecDestroy(g->exec);
   if (g->graph)
     cu->api.cuGraphDestroy(g->graph);
-  free(g);
+  fzFree(cu->ctx, g);
 }
 
 /*===--- Events -----------------------------------------------------------===*/

@@ -18,6 +18,7 @@ const char *fzCudaGetPtxArch(const FzCuda *cu, char *buf, size_t size) {
 
 struct FzCudaCall {
   FzCuda *cu;
+  FzContext *ctx; /* the FzCuda's: the call's memory */
   const FzGpuProgram *prog;
   const FzGpuFunction *f;
   size_t nIn, numRoots;
@@ -31,9 +32,10 @@ struct FzCudaCall {
 
 /* Kernel k's parameter array: each points at a root's device address or
  * at a constant scalar's bits (the driver reads the parameter's size
- * from there; the host is little-endian). NULL when out of memory. */
+ * from there; the host is little-endian). NULL when out of memory
+ * (recorded). */
 static void **kernel_args(FzCudaCall *c, const FzGpuKernel *K) {
-  void **a = calloc(K->numArgs + 1, sizeof *a);
+  void **a = fzCalloc(c->ctx, K->numArgs + 1, sizeof *a);
   for (size_t i = 0; a && i < K->numArgs; ++i)
     a[i] = K->args[i].kind == FZ_GPU_ARG_BUFFER
                ? (void *)&c->dev[K->args[i].root]
@@ -41,18 +43,19 @@ static void **kernel_args(FzCudaCall *c, const FzGpuKernel *K) {
   return a;
 }
 
-/* c's kernels as one CUDA graph; NULL when there are none or the driver
- * cannot build one (its error reported). */
-static FzCudaGraph *make_graph(FzCudaCall *c) {
+/* c's kernels as one CUDA graph in c->graph; NULL when there are none or
+ * the driver cannot build one (its error reported). False when out of
+ * memory (recorded). */
+static bool make_graph(FzCudaCall *c) {
   const FzGpuFunction *f = c->f;
   size_t m = f->numKernels, n = 0;
-  FzCudaKernel **ks = calloc(m + 1, sizeof *ks);
-  unsigned(*grid)[3] = calloc(m + 1, sizeof *grid);
-  unsigned(*block)[3] = calloc(m + 1, sizeof *block);
-  unsigned *shared = calloc(m + 1, sizeof *shared);
-  void ***args = calloc(m + 1, sizeof *args);
-  FzCudaGraph *g = NULL;
+  FzCudaKernel **ks = fzCalloc(c->ctx, m + 1, sizeof *ks);
+  unsigned(*grid)[3] = fzCalloc(c->ctx, m + 1, sizeof *grid);
+  unsigned(*block)[3] = fzCalloc(c->ctx, m + 1, sizeof *block);
+  unsigned *shared = fzCalloc(c->ctx, m + 1, sizeof *shared);
+  void ***args = fzCalloc(c->ctx, m + 1, sizeof *args);
   bool ok = ks && grid && block && shared && args;
+  bool hadFailure = fzContextHadAllocationFailure(c->ctx);
   for (size_t k = 0; ok && k < m; ++k) {
     const FzGpuKernel *K = &f->kernels[k];
     ks[n] = c->fns[k];
@@ -62,15 +65,18 @@ static FzCudaGraph *make_graph(FzCudaCall *c) {
     args[n++] = c->args[k];
   }
   if (ok && n > 0)
-    g = fzCudaGraphCreate(c->cu, n, ks, (const unsigned(*)[3])grid,
-                          (const unsigned(*)[3])block, shared,
-                          (void **const *)args);
-  free(ks);
-  free(grid);
-  free(block);
-  free(shared);
-  free(args);
-  return g;
+    c->graph = fzCudaGraphCreate(c->cu, n, ks, (const unsigned(*)[3])grid,
+                                 (const unsigned(*)[3])block, shared,
+                                 (void **const *)args);
+  /* The graph's own memory ran out: no fallback (the call fails). */
+  if (ok && !c->graph && !hadFailure && fzContextHadAllocationFailure(c->ctx))
+    ok = false;
+  fzFree(c->ctx, ks);
+  fzFree(c->ctx, grid);
+  fzFree(c->ctx, block);
+  fzFree(c->ctx, shared);
+  fzFree(c->ctx, args);
+  return ok;
 }
 
 FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
@@ -83,19 +89,18 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
                 name, nIn);
     return NULL;
   }
-  FzCudaCall *c = calloc(1, sizeof *c);
+  FzCudaCall *c = fzCalloc(ctx, 1, sizeof *c);
   size_t numRoots = f->numArgs + f->numTemps + f->numConsts;
   if (c) {
-    c->cu = cu, c->prog = p, c->f = f, c->nIn = nIn;
-    c->dev = calloc(numRoots + 1, sizeof *c->dev);
-    c->args = calloc(f->numKernels + 1, sizeof *c->args);
-    c->fns = calloc(f->numKernels + 1, sizeof *c->fns);
+    c->cu = cu, c->ctx = ctx, c->prog = p, c->f = f, c->nIn = nIn;
+    c->dev = fzCalloc(ctx, numRoots + 1, sizeof *c->dev);
+    c->args = fzCalloc(ctx, f->numKernels + 1, sizeof *c->args);
+    c->fns = fzCalloc(ctx, f->numKernels + 1, sizeof *c->fns);
   }
   bool ok = c && c->dev && c->args && c->fns;
   for (size_t k = 0; ok && k < f->numKernels; ++k)
     ok = (c->args[k] = kernel_args(c, &f->kernels[k])) != NULL;
-  if (!ok) {
-    fzEmitError(ctx, NULL, "cuda: out of memory");
+  if (!ok) { /* out of memory: recorded */
     fzCudaCallDestroy(c);
     return NULL;
   }
@@ -152,8 +157,8 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
           cu, c->dev[i], f->constData[i - f->numArgs - f->numTemps], bytes);
   }
   if (ok) {
-    c->graph = make_graph(c);
-    if (!c->graph && f->numKernels > 0)
+    ok = make_graph(c);
+    if (ok && !c->graph && f->numKernels > 0)
       fprintf(stderr, "cuda: note: no CUDA graph for @%s (see above); "
                       "launching the kernels one by one\n", name);
   }
@@ -180,6 +185,14 @@ bool fzCudaCallLaunch(FzCudaCall *c) {
       return false;
   }
   return true;
+}
+
+bool fzCudaCallLaunchKernel(FzCudaCall *c, size_t k) {
+  if (k >= c->f->numKernels)
+    return false;
+  const FzGpuKernel *K = &c->f->kernels[k];
+  return fzCudaLaunch(c->cu, c->fns[k], K->grid, K->block, K->sharedBytes,
+                      c->args[k]);
 }
 
 bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
@@ -211,9 +224,7 @@ bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
   }
   /* fzTensorArrayDestroy frees the array through the context. */
   FzTensor **outs = fzCalloc(ctx, f->numOutputs + 1, sizeof *outs);
-  bool ok = outs != NULL;
-  if (!ok)
-    fzEmitError(ctx, NULL, "cuda: out of memory");
+  bool ok = outs != NULL; /* else recorded */
   for (size_t k = 0; ok && k < f->numOutputs; ++k) {
     FzType *t = f->argTypes[c->nIn + k];
     outs[k] = fzTensorCreate(ctx, fzShapedTypeGetElementType(t),
@@ -240,11 +251,11 @@ void fzCudaCallDestroy(FzCudaCall *c) {
   for (size_t i = 0; c->dev && i < c->numRoots; ++i)
     fzCudaFree(c->cu, c->dev[i]);
   for (size_t k = 0; c->args && k < c->f->numKernels; ++k)
-    free(c->args[k]);
-  free(c->dev);
-  free(c->args);
-  free(c->fns);
-  free(c);
+    fzFree(c->ctx, c->args[k]);
+  fzFree(c->ctx, c->dev);
+  fzFree(c->ctx, c->args);
+  fzFree(c->ctx, c->fns);
+  fzFree(c->ctx, c);
 }
 
 bool fzCudaRunFunction(FzCuda *cu, const FzGpuProgram *p, const char *name,

@@ -244,6 +244,8 @@ static int parse_args(int argc, char **argv, RunOptions *o) {
     return usage_error("%s", "--save-inputs needs --output-dir");
   if (o->simStats && strcmp(o->device, "sim") != 0)
     return usage_error("%s", "--sim-stats needs --device sim");
+  if (o->cpu.profile && strcmp(o->device, "cuda") != 0)
+    return usage_error("%s", "--profile needs --device cuda");
   if (o->cpu.benchLock && o->cpu.bench <= 0)
     return usage_error("%s", "--bench-lock needs --bench N");
   if (o->cpu.benchCold && o->cpu.bench <= 0)
@@ -267,8 +269,10 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
 /* The pipeline --device sim lowers a graph-level function with into
  * buf: graph-to-kernel with the precision policy (as --device cuda). */
 static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
-  snprintf(buf, size, "graph-to-loop,lower-loop-to-kernel{precision=%s}",
-           fzPrecisionGetName(o->cpu.precision));
+  bool wgmma = o->cpu.gpuArch && !strcmp(o->cpu.gpuArch, "sm_90a");
+  snprintf(buf, size,
+           "graph-to-loop,lower-loop-to-kernel{precision=%s%s}",
+           fzPrecisionGetName(o->cpu.precision), wgmma ? " wgmma=true" : "");
   return buf;
 }
 

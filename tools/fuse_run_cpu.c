@@ -81,6 +81,9 @@ static int set_codegen_threads(void *opts, const char *v) {
   return 0;
 }
 
+static const char *const kGpuArchs[] = {"sm_80", "sm_86", "sm_87", "sm_89",
+                                        "sm_90", "sm_90a", NULL};
+
 /* The CPU and benchmark options, in --help order (common_options.h). */
 static const ToolOption kCpuOptions[] = {
     TOOL_CALL("threads", NULL, "N", set_threads,
@@ -89,7 +92,12 @@ static const ToolOption kCpuOptions[] = {
     TOOL_INT("bench", NULL, "N", C(bench), 1, 1000000,
              "cpu, cuda: time N runs; print the median and the effective "
              "bandwidth (inputs read once + outputs written once), memcpy's "
-             "beside it and the kernel's fraction of it"),
+             "beside it and the kernel's fraction of it (cpu: also run by "
+             "run, each run followed by a copy)"),
+    TOOL_INT("profile", NULL, "N", C(profile), 1, 100000,
+             "cuda: time each kernel N times, launched one by one with "
+             "CUDA events between them; print each kernel's median, its "
+             "share of their sum and its plan, slowest first"),
     TOOL_FLAG("check-interp", NULL, C(checkInterp),
               "cpu, cuda, sim: also run the interpreter and compare "
               "(--rtol/--atol)"),
@@ -125,6 +133,10 @@ static const ToolOption kCpuOptions[] = {
               "cuda: threads for LLVM's optimization and code generation of "
               "the kernels (default 0: one per core, at most 16; 1: this "
               "thread alone; the PTX is the same)"),
+    TOOL_CHOICE("gpu-arch", NULL, "SM", C(gpuArch), kGpuArchs,
+                "cuda, sim: the PTX target instead of the device's (sm_90a "
+                "on an sm_90 device: bf16/f16 matmuls on the warp-group mma, "
+                "kernel.wgmma; sim: lowers them so)"),
     TOOL_FLAG("timing", NULL, C(timing),
               "Print the time of each compile phase (import, graph passes, "
               "fusion, lowering, LLVM, driver load) on stderr"),
@@ -358,60 +370,108 @@ static void copy_part(void *env, int64_t b, int64_t e) {
   memcpy(j->dst + lo, j->src + lo, hi - lo);
 }
 
+/* The copy buffers of bench_memcpy: `sets` pairs of n bytes. */
+typedef struct CopyBufs {
+  char *src[8], *dst[8];
+  size_t n, sets;
+} CopyBufs;
+
+static void copy_bufs_free(CopyBufs *c) {
+  for (size_t k = 0; k < c->sets; ++k) {
+    free(c->src[k]);
+    free(c->dst[k]);
+  }
+}
+
+static bool copy_bufs_alloc(CopyBufs *c, double bytes) {
+  memset(c, 0, sizeof *c);
+  c->n = ((size_t)(bytes / 2) + 63) & ~(size_t)63;
+  c->sets = rotation(bytes);
+  for (size_t k = 0; k < c->sets; ++k) {
+    c->src[k] = aligned_alloc(64, c->n);
+    c->dst[k] = aligned_alloc(64, c->n);
+    if (!c->src[k] || !c->dst[k]) {
+      copy_bufs_free(c);
+      return false;
+    }
+    memset(c->src[k], 1, c->n);
+    memset(c->dst[k], 0, c->n);
+  }
+  return c->n > 0;
+}
+
+/* One timed copy of set `set`: on one thread (parallel false), or split
+ * over the pool's threads. */
+static double timed_copy(FuseRunCpu *r, const CopyBufs *c, size_t set,
+                         bool parallel) {
+  const FzParallelRuntime *par = fzCpuRuntimeGetParallel(r->rt);
+  CopyJob job = {c->dst[set], c->src[set], c->n,
+                 (int64_t)fzCpuRuntimeGetNumThreads(r->rt)};
+  double t0 = now_seconds();
+  if (!parallel)
+    memcpy(c->dst[set], c->src[set], c->n);
+  else
+    par->parallelFor(par->pool, copy_part, &job, job.parts, INT64_MAX / 2);
+  return now_seconds() - t0;
+}
+
 /* memcpy of `bytes`/2 bytes (so that read + write = bytes), on one thread
  * and split over the pool's threads, rotating through as many buffer
  * pairs as the kernel's benchmark: the bandwidth ceiling of this machine,
  * measured next to the kernel. Median of `runs` (and the best, in
  * best[0]: both for the pool's thread count). */
-static double bench_memcpy(FuseRunCpu *r, double bytes, long runs,
+static double bench_memcpy(FuseRunCpu *r, const CopyBufs *c, long runs,
                            FILE *out, double *best) {
-  size_t n = (size_t)(bytes / 2);
-  n = (n + 63) & ~(size_t)63;
-  size_t sets = rotation(bytes);
-  char *src[8] = {0}, *dst[8] = {0};
   double *t = calloc((size_t)runs, sizeof *t);
-  bool ok = t && n > 0;
-  for (size_t k = 0; ok && k < sets; ++k) {
-    src[k] = aligned_alloc(64, n);
-    dst[k] = aligned_alloc(64, n);
-    if (!(ok = src[k] && dst[k]))
-      break;
-    memset(src[k], 1, n);
-    memset(dst[k], 0, n);
-  }
-  const FzParallelRuntime *par = fzCpuRuntimeGetParallel(r->rt);
   double gbs[2] = {0, 0}, top[2] = {0, 0};
-  for (int mode = 0; ok && mode < 2; ++mode) {
+  for (int mode = 0; t && mode < 2; ++mode) {
     for (long k = -2; k < runs; ++k) {
-      size_t set = (size_t)(k + 2) % sets;
-      CopyJob job = {dst[set], src[set], n,
-                     (int64_t)fzCpuRuntimeGetNumThreads(r->rt)};
-      double t0 = now_seconds();
-      if (mode == 0)
-        memcpy(dst[set], src[set], n);
-      else
-        par->parallelFor(par->pool, copy_part, &job, job.parts, INT64_MAX / 2);
+      double s = timed_copy(r, c, (size_t)(k + 2) % c->sets, mode == 1);
       if (k >= 0)
-        t[k] = now_seconds() - t0;
+        t[k] = s;
     }
     qsort(t, (size_t)runs, sizeof *t, cmp_double);
-    gbs[mode] = 2.0 * (double)n / t[runs / 2] / 1e9;
-    top[mode] = 2.0 * (double)n / t[0] / 1e9;
+    gbs[mode] = 2.0 * (double)c->n / t[runs / 2] / 1e9;
+    top[mode] = 2.0 * (double)c->n / t[0] / 1e9;
   }
-  if (ok)
+  if (t)
     fprintf(out, "bench: memcpy of %.3f MB (read + write = the bytes above): "
                  "%.2f GB/s on 1 thread, %.2f GB/s on %u threads (medians; "
                  "best %.2f, %.2f)\n",
-            (double)n / 1e6, gbs[0], gbs[1], fzCpuRuntimeGetNumThreads(r->rt),
-            top[0], top[1]);
-  for (size_t k = 0; k < sets; ++k) {
-    free(src[k]);
-    free(dst[k]);
-  }
+            (double)c->n / 1e6, gbs[0], gbs[1],
+            fzCpuRuntimeGetNumThreads(r->rt), top[0], top[1]);
   free(t);
   int m = fzCpuRuntimeGetNumThreads(r->rt) > 1 ? 1 : 0;
-  *best = ok ? top[m] : 0;
-  return ok ? gbs[m] : 0;
+  *best = t ? top[m] : 0;
+  return t ? gbs[m] : 0;
+}
+
+/* The kernel's fraction of the copy rate run by run: `runs` pairs of one
+ * kernel run and one copy of as many bytes on as many threads right
+ * after it, each pair's ratio of rates; the median and quartiles of the
+ * ratios out. Where other work shares the memory, its load moves both
+ * runs of a pair alike, and the ratios scatter much less than the two
+ * rates measured apart. */
+static bool bench_paired(FuseRunCpu *r, FzCpuFunction *f, void **bufs,
+                         size_t na, size_t sets, const CopyBufs *c,
+                         double bytes, long runs, double q[3]) {
+  double *ratio = calloc((size_t)runs, sizeof *ratio);
+  if (!ratio)
+    return false;
+  bool parallel = fzCpuRuntimeGetNumThreads(r->rt) > 1;
+  for (long k = 0; k < runs; ++k) {
+    double t0 = now_seconds();
+    fzCpuFunctionCallRaw(f, bufs + ((size_t)k % sets) * na);
+    double tk = now_seconds() - t0;
+    double tc = timed_copy(r, c, (size_t)k % c->sets, parallel);
+    ratio[k] = tk > 0 && tc > 0 ? (bytes / tk) / (2.0 * (double)c->n / tc) : 0;
+  }
+  qsort(ratio, (size_t)runs, sizeof *ratio, cmp_double);
+  q[0] = ratio[runs / 4];
+  q[1] = ratio[runs / 2];
+  q[2] = ratio[(3 * runs) / 4 < runs ? (3 * runs) / 4 : runs - 1];
+  free(ratio);
+  return true;
 }
 
 /* False after an error was reported (no memory, the lock). */
@@ -473,8 +533,14 @@ static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
     fprintf(out, "bench: cpu time %.4f ms per run (this process, every "
                  "thread)\n",
             cpu * 1e3);
-    double bestCopy = 0;
-    double copy = bench_memcpy(r, bytes, r->o->bench, out, &bestCopy);
+    double bestCopy = 0, copy = 0, q[3] = {0, 0, 0};
+    CopyBufs cb;
+    bool paired = false;
+    if (copy_bufs_alloc(&cb, bytes)) {
+      copy = bench_memcpy(r, &cb, r->o->bench, out, &bestCopy);
+      paired = bench_paired(r, f, bufs, na, sets, &cb, bytes, r->o->bench, q);
+      copy_bufs_free(&cb);
+    }
     /* The kernel's share of the copy rate on as many threads: about 1
      * for a kernel bound by memory (elementwise, reductions, small-M
      * contractions), which move each byte once as a copy does. On a
@@ -487,6 +553,14 @@ static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
               bytes / med / 1e9 / copy, fzCpuRuntimeGetNumThreads(r->rt),
               fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s",
               bytes / times[0] / 1e9 / bestCopy);
+    if (paired)
+      fprintf(out,
+              "bench: %.2f of the memcpy rate on %u thread%s, paired (%ld "
+              "runs, each followed by a copy; the median of their ratios, "
+              "quartiles %.2f, %.2f)\n",
+              q[1], fzCpuRuntimeGetNumThreads(r->rt),
+              fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s", r->o->bench,
+              q[0], q[2]);
     fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
             fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,
             fzCpuExecutableGetCodegenSeconds(r->exe) * 1e3);

@@ -12,6 +12,7 @@
 typedef struct FuseRunCpuOptions {
   unsigned threads;     /* --threads N (0: one per core) */
   int64_t bench;        /* --bench N: timed runs (0: no benchmark) */
+  int64_t profile;      /* --profile N: cuda, each kernel timed N times */
   bool checkInterp;     /* --check-interp: compare with the interpreter */
   bool fusionReport;    /* --fusion-report */
   bool noFuse;          /* --no-fuse: every op its own loop nest */
@@ -33,6 +34,10 @@ typedef struct FuseRunCpuOptions {
   unsigned codegenThreads; /* --codegen-threads N: cuda's LLVM threads
                               (0: one per core) */
   bool timing;          /* --timing: the compile-time report on stderr */
+  /* --gpu-arch: cuda's PTX target instead of the device's (sm_90a on an
+   * sm_90 device: the wgmma matmul mapping); sim: sm_90a lowers matmuls
+   * with it. NULL: the device's. */
+  const char *gpuArch;
   /* Where --timing's phases go (set by main; NULL: no report). */
   struct FzToolTiming *timingReport;
 } FuseRunCpuOptions;

@@ -84,6 +84,10 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
                      ? FZ_PRECISION_TF32
                      : o->precision;
   go.codegenThreads = o->codegenThreads;
+  /* --gpu-arch (sm_90a: the wgmma matmuls); fzCudaCompileModule keeps it
+   * only where the device runs it. */
+  if (o->gpuArch)
+    go.arch = o->gpuArch;
   FzToolTiming *tt = o->timingReport;
   go.timing = tt ? &tt->sink : NULL;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
@@ -161,6 +165,77 @@ done:
   fzCudaEventDestroy(r->cu, e0);
   fzCudaEventDestroy(r->cu, e1);
   return result;
+}
+
+/* --profile N: each kernel's median time over N runs of the function,
+ * its kernels launched one by one with an event before each and one after
+ * the last (enqueued back to back, so the gaps are the device's), then
+ * one line per kernel, slowest first. */
+typedef struct KernelTime {
+  size_t k;
+  double ms;
+} KernelTime;
+
+static int cmp_kernel_time(const void *a, const void *b) {
+  double x = ((const KernelTime *)a)->ms, y = ((const KernelTime *)b)->ms;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static bool profile(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
+  const FzGpuFunction *f = fzCudaCallGetFunction(c);
+  size_t m = f->numKernels;
+  long reps = (long)r->o->profile;
+  FzCudaEvent **ev = calloc(m + 1, sizeof *ev);
+  float *ms = calloc(m * (size_t)reps + 1, sizeof *ms);
+  float *one = calloc((size_t)reps + 1, sizeof *one);
+  KernelTime *kt = calloc(m + 1, sizeof *kt);
+  bool ok = ev && ms && one && kt;
+  for (size_t k = 0; ok && k <= m; ++k)
+    ok = (ev[k] = fzCudaEventCreate(r->cu)) != NULL;
+  int lock = ok ? fuseRunBenchLock(r->o) : -1;
+  ok = ok && lock != -2;
+  for (long i = -2; ok && i < reps; ++i) {
+    for (size_t k = 0; ok && k < m; ++k)
+      ok = fzCudaEventRecord(r->cu, ev[k]) && fzCudaCallLaunchKernel(c, k);
+    ok = ok && fzCudaEventRecord(r->cu, ev[m]);
+    for (size_t k = 0; ok && k < m; ++k) {
+      float t = fzCudaEventElapsedMs(r->cu, ev[k], ev[k + 1]);
+      ok = t >= 0;
+      if (i >= 0)
+        ms[k * (size_t)reps + (size_t)i] = t;
+    }
+  }
+  if (lock != -2)
+    fuseRunBenchUnlock(lock);
+  double sum = 0;
+  for (size_t k = 0; ok && k < m; ++k) {
+    memcpy(one, ms + k * (size_t)reps, (size_t)reps * sizeof *one);
+    qsort(one, (size_t)reps, sizeof *one, cmp_float);
+    kt[k] = (KernelTime){k, one[reps / 2]};
+    sum += kt[k].ms;
+  }
+  if (ok) {
+    qsort(kt, m, sizeof *kt, cmp_kernel_time);
+    fprintf(out,
+            "profile-cuda: @%s: %zu kernel%s launched one by one, median of "
+            "%ld runs each: sum %.3f us\n",
+            f->name, m, m == 1 ? "" : "s", reps, sum * 1e3);
+    for (size_t i = 0; i < m; ++i) {
+      const FzGpuKernel *K = &f->kernels[kt[i].k];
+      fprintf(out, "profile-cuda: %10.3f us %5.1f%%  %s: %s\n",
+              kt[i].ms * 1e3, sum > 0 ? 100 * kt[i].ms / sum : 0.0, K->name,
+              K->plan ? K->plan : K->mapping);
+    }
+  }
+  for (size_t k = 0; ev && k <= m; ++k)
+    fzCudaEventDestroy(r->cu, ev[k]);
+  free(ev);
+  free(ms);
+  free(one);
+  free(kt);
+  if (!ok && lock != -2)
+    fprintf(stderr, "fuse-run: error: --profile: timing the kernels failed\n");
+  return ok;
 }
 
 static bool bench(FuseRunCuda *r, FzCudaCall *c, FILE *out) {
@@ -244,6 +319,8 @@ bool fuseRunCudaExecute(FuseRunCuda *r, FzOp *func, size_t nIn,
     fuseRunPrintFirstResult(r->o, out);
     ok = bench(r, c, out);
   }
+  if (ok && r->o->profile > 0)
+    ok = profile(r, c, out);
   fzCudaCallDestroy(c);
   if (ok && r->o->checkInterp) {
     size_t nRef = 0;

@@ -3,7 +3,8 @@
  * each op is defined once in its family's file (ops_func.c: func, return,
  * launch; ops_thread.c: ids, shared memory, barrier, shuffle; ops_mem.c:
  * atomics, vector accesses, mma; ops_frag.c: ldmatrix, extract,
- * from_elements; ops_async.c: cp.async and its groups).
+ * from_elements; ops_async.c: cp.async and its groups; ops_sm90.c:
+ * mbarriers, bulk copies, the proxy fence, the warp-group mma).
  */
 #include "dialects/kernel/kernel_internal.h"
 

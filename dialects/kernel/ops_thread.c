@@ -121,6 +121,10 @@ static bool shared_verify(FzOp *op) {
         fzShapedTypeGetDim(t, 0) != FZ_DYNAMIC)
       return fzOpEmitError(op, "result must be a 1-d buffer of dynamic "
                                "size (buffer<?xT, 3>)");
+    int64_t align = fzKernelDynamicSharedGetAlign(op);
+    if (align < 16 || align > 1024 || (align & (align - 1)))
+      return fzOpEmitError(op, "requires 'align' to be a power of two from "
+                               "16 to 1024 (bytes)");
     return true;
   }
   if (!fzShapedTypeHasStaticShape(t))
@@ -134,29 +138,47 @@ static bool shared_verify(FzOp *op) {
   return true;
 }
 
+int64_t fzKernelDynamicSharedGetAlign(const FzOp *op) {
+  if (fzKernelGetOpcode(op) != FZ_KERNEL_OP_DYNAMIC_SHARED)
+    return 0;
+  FzAttr *a = fzOpGetInherentAttr(op, FZ_STR("align"));
+  if (!a)
+    return 16;
+  return fzAttrGetKind(a) == FZ_ATTR_INTEGER ? fzIntegerAttrGetValue(a) : -1;
+}
+
 static void shared_print(FzOp *op, FzAsmPrinter *p) {
+  /* `align` (a property) prints in the same dictionary syntax and parses
+   * back into the property. */
+  fzAsmPrintOptionalAttrDict(p, fzOpGetPropDict(op), NULL, false);
   fzKernelPrintAttrs(p, op);
   fzAsmPrint(p, " : ");
   fzAsmPrintType(p, fzKernelResultType(op, 0));
 }
 
 static bool shared_parse(FzAsmParser *p, FzOpState *st) {
-  FzAttr *attrs;
+  FzAttr *attrs, *more = NULL;
   FzType *t;
-  if (!fzAsmParseOptionalAttrDict(p, &attrs) || !fzAsmParseColonType(p, &t))
+  if (!fzAsmParseOptionalAttrDict(p, &attrs) ||
+      (attrs && !fzAsmParseOptionalAttrDict(p, &more)) ||
+      !fzAsmParseColonType(p, &t))
     return false;
   fzOpStateAddAttrDict(st, attrs);
+  fzOpStateAddAttrDict(st, more);
   fzOpStateAddResults(st, 1, &t);
   return true;
 }
+
+static const char *const kAlignAttr[] = {"align", NULL};
 
 /* clang-format off */
 FZ_KERNEL_OP(SHARED_ALLOC, "kernel.shared_alloc", "a statically sized "
              "buffer in shared memory, one per block", 0, 0, 1, 0, NULL,
              shared_verify, shared_print, shared_parse)
 FZ_KERNEL_OP(DYNAMIC_SHARED, "kernel.dynamic_shared", "the block's dynamic "
-             "shared memory (kernel.launch's size) as a 1-d buffer", 0, 0, 1,
-             0, NULL, shared_verify, shared_print, shared_parse)
+             "shared memory (kernel.launch's size) as a 1-d buffer, aligned "
+             "to 16 bytes or its 'align'", 0, 0, 1, 0, kAlignAttr,
+             shared_verify, shared_print, shared_parse)
 /* clang-format on */
 
 /*===--- barrier --------------------------------------------------------===*/

@@ -208,6 +208,10 @@ static bool compile_op(Sim *s, FzOp *op, SimInst *ins) {
   case FZ_KERNEL_OP_GRID_DIM:
     ins->imm = fzKernelGetDimension(op);
     break;
+  case FZ_KERNEL_OP_DYNAMIC_SHARED:
+    if (fzKernelDynamicSharedGetAlign(op) > s->dynAlign)
+      s->dynAlign = fzKernelDynamicSharedGetAlign(op);
+    break;
   case FZ_KERNEL_OP_SHARED_ALLOC: {
     FzType *t = fzValueGetType(fzOpGetResult(op, 0));
     ins->imm = s->staticShared;
@@ -437,7 +441,7 @@ static bool run_thread_op(Sim *s, const SimInst *ins, const uint8_t *mask) {
       b->lo = s->shared;
       b->hi = s->shared + s->sharedBytes;
       if (ins->kopc == FZ_KERNEL_OP_DYNAMIC_SHARED) {
-        b->data = s->shared + s->staticShared;
+        b->data = s->shared + s->dynOffset;
         b->shape[0] = s->dynShared / (int64_t)b->esz;
         b->strides[0] = 1;
         break;
@@ -499,6 +503,16 @@ static bool run_inst(Sim *s, const SimInst *ins, const uint8_t *mask) {
   case FZ_KERNEL_OP_EXTRACT:
   case FZ_KERNEL_OP_FROM_ELEMENTS:
     return run_lanes(s, ins, mask);
+  case FZ_KERNEL_OP_MBARRIER_INIT:
+  case FZ_KERNEL_OP_MBARRIER_ARRIVE:
+  case FZ_KERNEL_OP_MBARRIER_WAIT:
+  case FZ_KERNEL_OP_BULK_COPY:
+  case FZ_KERNEL_OP_FENCE_PROXY_ASYNC:
+  case FZ_KERNEL_OP_WGMMA_FENCE:
+  case FZ_KERNEL_OP_WGMMA:
+  case FZ_KERNEL_OP_WGMMA_COMMIT:
+  case FZ_KERNEL_OP_WGMMA_WAIT:
+    return fzKernelSimSm90(s, ins, mask);
   case FZ_KERNEL_OP_UNKNOWN:
     break;
   default:
@@ -653,7 +667,7 @@ static bool alloc_state(Sim *s) {
   s->pendingBy = fzCalloc(s->ctx, bytes, sizeof *s->pendingBy);
   s->committed = fzCalloc(s->ctx, (size_t)s->nthreads, sizeof *s->committed);
   return s->shared && s->wEpoch && s->rEpoch && s->writer && s->reader &&
-         s->pendingBy && s->committed;
+         s->pendingBy && s->committed && fzKernelSimSm90Alloc(s);
 }
 
 static void free_state(Sim *s) {
@@ -668,6 +682,7 @@ static void free_state(Sim *s) {
   fzFree(s->ctx, s->pendingBy);
   fzFree(s->ctx, s->committed);
   fzFree(s->ctx, s->copies);
+  fzKernelSimSm90Free(s);
   fzPtrMapFree(&s->values);
   fzArenaReset(&s->arena);
 }
@@ -704,14 +719,18 @@ bool fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
   s.nthreads = s.block[0] * s.block[1] * s.block[2];
   s.maxSteps = options && options->maxSteps > 0 ? options->maxSteps
                                                 : FZ_KERNEL_SIM_DEFAULT_STEPS;
+  s.dynAlign = 16;
   s.entry = compile_block(&s, entry);
   bool ok = s.entry != NULL;
-  if (ok && s.staticShared + s.dynShared > SIM_MAX_SHARED)
+  /* Dynamic shared memory follows the static allocations at its
+   * alignment (as the PTX's .extern .shared .align places it). */
+  s.dynOffset = (s.staticShared + s.dynAlign - 1) / s.dynAlign * s.dynAlign;
+  if (ok && s.dynOffset + s.dynShared > SIM_MAX_SHARED)
     ok = fzOpEmitError(at, "needs %lld bytes of shared memory per block, "
-                           "more than %d", (long long)(s.staticShared +
+                           "more than %d", (long long)(s.dynOffset +
                                                        s.dynShared),
                        SIM_MAX_SHARED);
-  s.sharedBytes = s.staticShared + s.dynShared;
+  s.sharedBytes = s.dynOffset + s.dynShared;
   ok = ok && alloc_state(&s) &&
        bind_args(&s, at, entry, numArgs, args, s.entry->args);
   uint8_t *mask = ok ? fzMalloc(s.ctx, (size_t)s.nthreads) : NULL;
@@ -726,6 +745,7 @@ bool fzKernelSimulateWithOptions(FzOp *kernel, FzOp *site,
         s.blockId[2] = bz;
         memset(s.shared, 0xff, (size_t)s.sharedBytes);
         fzKernelSimAsyncReset(&s);
+        fzKernelSimSm90Reset(&s);
         s.epoch++;
         ok = run_block(&s, s.entry, mask);
       }

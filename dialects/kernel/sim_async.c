@@ -161,6 +161,9 @@ bool fzKernelSimCpAsyncWait(Sim *s, const SimInst *ins, const uint8_t *mask) {
       s->pendingBy[k] = 0;
       s->wEpoch[k] = s->epoch;
       s->writer[k] = c.thread;
+      /* A generic-proxy write (a wgmma needs the thread's fence). */
+      s->proxyWriter[k] = c.thread + 1;
+      s->proxyFence[k] = s->fenceCount[c.thread];
     }
   }
   s->numCopies = out;

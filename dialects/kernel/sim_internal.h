@@ -71,6 +71,19 @@ typedef struct SimAsyncCopy {
   unsigned char data[16];
 } SimAsyncCopy;
 
+/* An mbarrier (kernel.mbarrier_init made it): its state, kept beside
+ * shared memory rather than in its 8 bytes (whose layout is opaque on
+ * the GPU). */
+typedef struct SimMbarrier {
+  int64_t offset;   /* its byte in shared memory */
+  int64_t expected; /* arrivals per phase */
+  int64_t pending;  /* arrivals still missing in the current phase */
+  int64_t tx;       /* transaction bytes still expected */
+  int64_t phase;    /* phases completed */
+  int32_t initBy;   /* the initializing thread, and the epoch then */
+  uint32_t initEpoch;
+} SimMbarrier;
+
 typedef struct Sim {
   FzContext *ctx;
   FzArena arena;
@@ -98,6 +111,25 @@ typedef struct Sim {
   size_t numCopies, capCopies;
   int32_t *committed;
   int32_t *pendingBy;
+  /* sm_90 (sim_sm90.c). The proxies: per thread its
+   * kernel.fence_proxy_async count; per shared byte the thread + 1 that
+   * last wrote it through the generic proxy (0: none, or an async-proxy
+   * write) and that thread's fence count then; a wgmma reading a byte
+   * whose writer has not fenced since is an error. wgmma: per warp group
+   * its committed and completed groups; per byte the warp group + 1 of
+   * the last wgmma reading it and that wgmma's group (a write before the
+   * group completes is an error). Bulk copies: per byte the mbarrier + 1
+   * whose current phase completes it (until then its bytes are pending). */
+  int64_t dynOffset; /* dynamic shared memory: after the static, aligned */
+  int64_t dynAlign;
+  uint32_t *fenceCount;
+  int32_t *proxyWriter;
+  uint32_t *proxyFence;
+  int32_t *wgCommitted, *wgDone;
+  int32_t *wgReadBy, *wgReadGroup;
+  int32_t *bulkBy;
+  SimMbarrier *mbars;
+  size_t numMbars, capMbars;
   int64_t steps, maxSteps; /* thread-steps run; the launch's budget */
   FzKernelSimStats stats;   /* what the launch moved so far */
 } Sim;
@@ -149,5 +181,16 @@ bool fzKernelSimCpAsyncWait(Sim *s, const SimInst *ins, const uint8_t *mask);
 /* Drops the pending copies of the block that ended (a new block starts
  * with none). */
 void fzKernelSimAsyncReset(Sim *s);
+/* sim_sm90.c: mbarriers, bulk copies, the proxy fence, wgmma. */
+bool fzKernelSimSm90(Sim *s, const SimInst *ins, const uint8_t *mask);
+/* The sm_90 checks of thread t's access to shared byte k (a write: no
+ * pending wgmma reads it; records the generic-proxy write) and of a read
+ * of a byte a bulk copy has not completed. False after an error. */
+bool fzKernelSimSm90Access(Sim *s, const SimInst *ins, int64_t t, int64_t k,
+                           bool write);
+/* Allocates and resets the per-launch and per-block state. */
+bool fzKernelSimSm90Alloc(Sim *s);
+void fzKernelSimSm90Reset(Sim *s);
+void fzKernelSimSm90Free(Sim *s);
 
 #endif /* FZ_KERNEL_SIM_INTERNAL_H */

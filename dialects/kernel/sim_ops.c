@@ -25,6 +25,8 @@ bool fzKernelSimRaceCheck(Sim *s, const SimInst *ins, int64_t t, const char *p,
   int64_t base = p - s->shared;
   int32_t me = (int32_t)t;
   for (int64_t k = base; k < base + n; ++k) {
+    if (!fzKernelSimSm90Access(s, ins, t, k, write))
+      return false;
     if (s->pendingBy[k]) {
       char who[64];
       thread_name(s, s->pendingBy[k] - 1, who, sizeof who);

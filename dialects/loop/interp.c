@@ -700,6 +700,8 @@ static bool run_inst(Interp *in, const Program *prog, const Inst *ins,
       write_elem(b, p + l * (int64_t)b->esz, v[l]);
     return true;
   }
+  case FZ_LOOP_OP_PREFETCH:
+    return true; /* a hint; its indices may lie outside the buffer */
   case FZ_LOOP_OP_ALLOC:
     return do_alloc(in, ins, slots);
   case FZ_LOOP_OP_DEALLOC: {

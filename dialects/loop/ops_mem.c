@@ -1,5 +1,6 @@
 /* dialects/loop/ops_mem.c - buffers and memory access: alloc, dealloc,
- * view, dim, constant_buffer, load, store, vector_load, vector_store.
+ * view, dim, constant_buffer, load, store, vector_load, vector_store,
+ * prefetch.
  *
  * Custom forms:
  *   %b = loop.alloc() : buffer<4x8xf32>          (%n per `?` dim, in order)
@@ -12,9 +13,12 @@
  *   loop.store %x, %b[%i, %j] : buffer<4x8xf32>
  *   %x = loop.vector_load %b[%i, %j] : buffer<4x8xf32>, vector<4xf32>
  *   loop.vector_store %x, %b[%i, %j] : buffer<4x8xf32>, vector<4xf32>
+ *   loop.prefetch %b[%i, %j] : buffer<4x8xf32>
  *
  * Loads and stores are not pure (memory may change between them); views,
- * dims and constant buffers are. A view never copies: it re-describes
+ * dims and constant buffers are. A prefetch changes nothing a program
+ * can observe; it is not pure either, so that nothing removes it as dead
+ * (it has no result to use). A view never copies: it re-describes
  * the source's memory, starting `offset` elements after the source's
  * address, with the result type's shape and strides.
  */
@@ -394,7 +398,7 @@ static bool mem_parse(FzAsmParser *p, FzOpState *st) {
     if (!fzAsmResolveOperands(p, &idx[i], 1, &it, 1, loc, st))
       return false;
   fzOpStateAddAttrDict(st, attrs);
-  if (!isStore)
+  if (!isStore && opc != FZ_LOOP_OP_PREFETCH)
     fzOpStateAddResults(st, 1, &vty);
   return true;
 }
@@ -447,4 +451,7 @@ MEM_OP(VECTOR_LOAD, "loop.vector_load", "reads N consecutive elements of the "
 MEM_OP(VECTOR_STORE, "loop.vector_store", "writes N consecutive elements of "
        "the last dimension", 0, FZ_VARIADIC, 0, mem_verify, mem_print,
        mem_parse, NULL, NULL)
+MEM_OP(PREFETCH, "loop.prefetch", "hints that an element will be read "
+       "soon (no effect; indices may lie outside the buffer)", 0,
+       FZ_VARIADIC, 0, mem_verify, mem_print, mem_parse, NULL, NULL)
 /* clang-format on */

@@ -191,8 +191,8 @@ static bool read_external(Reporter *r, const char *baseDir,
   }
   if (f)
     fclose(f);
-  free(real);
-  free(realBase);
+  free(real);     /* plain-alloc: realpath's */
+  free(realBase); /* plain-alloc: realpath's */
   fzFree(r->ctx, path);
   if (!ok) {
     fzFree(r->ctx, *dst);

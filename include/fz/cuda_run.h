@@ -20,7 +20,8 @@
  * back. Errors are diagnostics of the FzCuda's context.
  *
  * Ownership: the FzGpuProgram and FzCuda outlive every call made on
- * them; a call frees its device memory in fzCudaCallDestroy. Outputs
+ * them; a call's host memory comes from the FzCuda's context, and it
+ * frees that and its device memory in fzCudaCallDestroy. Outputs
  * are new tensors of the context given, in an array that
  * fzTensorArrayDestroy frees.
  */
@@ -60,6 +61,10 @@ FZ_API const FzGpuFunction *fzCudaCallGetFunction(const FzCudaCall *c);
 FZ_API bool fzCudaCallUsesGraph(const FzCudaCall *c);
 /* Launches every kernel once, in order (asynchronous). */
 FZ_API FZ_MUST_CHECK bool fzCudaCallLaunch(FzCudaCall *c);
+/* Launches kernel k of the function alone (asynchronous; k below
+ * fzCudaCallGetFunction(c)->numKernels): for timing each kernel
+ * (fuse-run --profile). */
+FZ_API FZ_MUST_CHECK bool fzCudaCallLaunchKernel(FzCudaCall *c, size_t k);
 /* Waits for the device and copies the outputs into new tensors of ctx. */
 FZ_API FZ_MUST_CHECK bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx,
                                                size_t *nOut,

@@ -48,8 +48,10 @@
  * llvm.exp on NVPTX). fastMath adds every fast-math flag (approximate
  * division and square root).
  *
- * Ownership: a FzGpuProgram owns its strings and arrays (plain malloc);
- * its argument types are the module context's (immortal).
+ * Ownership: a FzGpuProgram owns its strings and arrays, allocated
+ * through the module's context (docs/api.md, "Allocation"); its argument
+ * types and check locations are that context's too, so it is destroyed
+ * (fzGpuProgramDestroy) before the context.
  */
 #ifndef FZ_GPU_H
 #define FZ_GPU_H
@@ -179,7 +181,7 @@ typedef struct FzGpuFunction {
    * PTX holds no copy of them. */
   size_t numConsts;
   int64_t *constBytes; /* bytes of each constant */
-  void **constData;    /* its contents (owned: malloc) */
+  void **constData;    /* its contents (owned) */
   size_t numKernels;
   FzGpuKernel *kernels; /* the launches, in order */
 } FzGpuFunction;

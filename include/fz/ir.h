@@ -748,10 +748,12 @@ FZ_API FZ_MUST_CHECK FzOp *fzBuilderCreate(FzBuilder *b, FzOpState *st);
  *===------------------------------------------------------------------===*/
 
 /* A value -> value map; Create returns NULL on allocation failure;
- * Destroy frees it (NULL is ignored). Map replaces an existing entry. */
+ * Destroy frees it (NULL is ignored). Map replaces an existing entry; it
+ * returns false on allocation failure (the map unchanged), after which a
+ * clone through the map would keep the original value. */
 FZ_API FzIRMapping *fzIRMappingCreate(FzContext *ctx);
 FZ_API void fzIRMappingDestroy(FzIRMapping *m);
-FZ_API void fzIRMappingMap(FzIRMapping *m, FzValue *from, FzValue *to);
+FZ_API bool fzIRMappingMap(FzIRMapping *m, FzValue *from, FzValue *to);
 /* The mapped value, or NULL. */
 FZ_API FzValue *fzIRMappingLookup(const FzIRMapping *m, const FzValue *from);
 

@@ -50,7 +50,14 @@ extern "C" {
   X(CP_ASYNC, "kernel.cp_async")                                              \
   X(CP_ASYNC_COMMIT, "kernel.cp_async_commit")                                \
   X(CP_ASYNC_WAIT, "kernel.cp_async_wait")                                    \
-  X(EXTRACT, "kernel.extract") X(FROM_ELEMENTS, "kernel.from_elements")
+  X(EXTRACT, "kernel.extract") X(FROM_ELEMENTS, "kernel.from_elements")     \
+  X(MBARRIER_INIT, "kernel.mbarrier_init")                                    \
+  X(MBARRIER_ARRIVE, "kernel.mbarrier_arrive")                                \
+  X(MBARRIER_WAIT, "kernel.mbarrier_wait")                                    \
+  X(BULK_COPY, "kernel.bulk_copy")                                            \
+  X(FENCE_PROXY_ASYNC, "kernel.fence_proxy_async")                            \
+  X(WGMMA_FENCE, "kernel.wgmma_fence") X(WGMMA, "kernel.wgmma")              \
+  X(WGMMA_COMMIT, "kernel.wgmma_commit") X(WGMMA_WAIT, "kernel.wgmma_wait")
 /* clang-format on */
 
 typedef enum FzKernelOpcode {
@@ -99,6 +106,59 @@ FZ_API size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
 FZ_API bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
 FZ_API int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
 FZ_API int64_t fzKernelExtractGetPosition(const FzOp *op);
+/* kernel.dynamic_shared's `align` (bytes: 16 unless the property asks
+ * for more, up to 1024: the 128-byte swizzle of kernel.wgmma operands
+ * repeats every 1024 bytes of the shared address); 0 for another op. */
+FZ_API int64_t fzKernelDynamicSharedGetAlign(const FzOp *op);
+
+/* The sm_90 ops (dialects/kernel/ops_sm90.c; docs/dialects/kernel.md
+ * "Hopper: mbarriers, bulk copies, warp-group mma"):
+ *  - kernel.mbarrier_arrive: whether it carries a transaction count (the
+ *    last operand, index bytes: mbarrier.arrive.expect_tx);
+ *  - kernel.bulk_copy: operand 0 the shared destination (then its
+ *    indices), the global source at fzKernelBulkCopyGetSourceOperand
+ *    (then its indices), the byte count, the mbarrier buffer and its
+ *    indices after it (fzKernelBulkCopyGetBarrierOperand);
+ *  - kernel.wgmma: its shape m64nNkK, operand A (a shared buffer and one
+ *    index) at 0, B at 2, the N/4 accumulator pairs from 4 on; the
+ *    layout of each operand in shared memory (FzKernelWgmmaLayout);
+ *  - kernel.wgmma_wait: the number of groups that may stay pending (-1
+ *    for another op). */
+FZ_API bool fzKernelMbarrierArriveHasTx(const FzOp *op);
+FZ_API size_t fzKernelBulkCopyGetSourceOperand(const FzOp *op);
+FZ_API size_t fzKernelBulkCopyGetBarrierOperand(const FzOp *op);
+FZ_API int64_t fzKernelWgmmaWaitGetPending(const FzOp *op);
+
+/* How a wgmma operand lies in shared memory: the PTX matrix descriptor's
+ * fields. swizzle is 128, 64 or 32 (bytes; the 16-byte chunks of each
+ * 128/64/32-byte row of a swizzle atom permuted by XOR with the row
+ * number, on bits 4.. of the shared address) or 0 (no swizzle:
+ * interleaved 8x16-byte core matrices); lbo and sbo the leading and
+ * stride byte offsets; mnMajor (`trans_a` / `trans_b`) the operand is
+ * stored M- (A) or N-major (B), else K-major. */
+typedef struct FzKernelWgmmaLayout {
+  int swizzle;
+  int64_t lbo, sbo;
+  bool mnMajor;
+} FzKernelWgmmaLayout;
+
+/* The shape of a verified kernel.wgmma (false for another op), and the
+ * layout of operand A (isB false) or B. */
+FZ_API bool fzKernelWgmmaGetShape(const FzOp *op, int *m, int *n, int *k);
+FZ_API FzKernelWgmmaLayout fzKernelWgmmaGetLayout(const FzOp *op, bool isB);
+/* The byte offset, from the descriptor's start address `start` (a shared
+ * address), of element (mn, k) of a wgmma operand (A: row m, column k; B:
+ * column n, row k) with `esz`-byte elements in layout L: the canonical
+ * layouts of the PTX ISA (K-major: 8-row groups of rows of the swizzle
+ * width at sbo, k contiguous; MN-major: mn contiguous in rows of the
+ * swizzle width, 8-k groups at sbo, swizzle-wide mn blocks at lbo;
+ * without swizzle, 8x16-byte core matrices at lbo along the leading
+ * dimension and sbo along the other), the swizzle applied to the
+ * absolute address. What the simulator reads; the generator's layout
+ * must agree. */
+FZ_API int64_t fzKernelWgmmaAddress(const FzKernelWgmmaLayout *L,
+                                    int64_t start, int64_t mn, int64_t k,
+                                    int64_t esz);
 
 /*===------------------------------------------------------------------===*
  * The simulator (dialects/kernel/sim*.c)
@@ -248,6 +308,10 @@ typedef struct FzLoopToKernelOptions {
    * act at the graph level (convert-contractions); an f32 nest that
    * remains takes tf32 under them. */
   FzPrecision precision;
+  /* The Hopper matmul mapping (docs/codegen.md "Warp-group matmul"):
+   * bf16/f16 matmul nests become kernel.wgmma kernels (sm_90a) instead
+   * of mma.sync ones; fzGpuCompile sets it for the arch sm_90a. */
+  bool wgmma;
   /* A remark at every nest that holds a loop: the matmul kernel it
    * became (its tile), or why the matmul mapping refused it. */
   bool remarks;
@@ -275,7 +339,8 @@ fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options);
 
 /* Registers lower-loop-to-kernel (on builtin.module; options block-size,
  * vector, row-chunks, row-stage, row-registers, max-shared, small-m,
- * small-m-shape, mma, mma-tile, precision, dedup, remarks) and the named pipeline
+ * small-m-shape, mma, mma-tile, precision, wgmma, dedup, remarks) and the
+ * named pipeline
  * graph-to-kernel (graph-to-loop,lower-loop-to-kernel). Twice is
  * harmless. */
 FZ_API FZ_MUST_CHECK bool fzRegisterKernelPasses(FzContext *ctx);

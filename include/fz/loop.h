@@ -65,6 +65,9 @@ extern "C" {
  *   vector_load (buffer, indices...) -> vector<NxElt>  N consecutive
  *               elements along the last dim (whose stride must be 1)
  *   vector_store(value: vector<NxElt>, buffer, indices...)
+ *   prefetch    (buffer, indices...)  a hint that the element's cache
+ *               line will be read soon; no effect on values, indices
+ *               may lie outside the buffer (then nothing happens)
  *   splat       (scalar) -> vector<NxT>
  *   constant    () -> T          property `value` (integer/float attr;
  *                                a splat dense attr for a vector)
@@ -87,7 +90,7 @@ extern "C" {
   /* memory */                                                                \
   X(LOAD, "loop.load") X(STORE, "loop.store")                                 \
   X(VECTOR_LOAD, "loop.vector_load") X(VECTOR_STORE, "loop.vector_store")     \
-  X(SPLAT, "loop.splat")                                                      \
+  X(PREFETCH, "loop.prefetch") X(SPLAT, "loop.splat")                         \
   /* constants and selection */                                               \
   X(CONSTANT, "loop.constant") X(SELECT, "loop.select")                       \
   X(CMPF, "loop.cmpf") X(CMPI, "loop.cmpi")                                   \
@@ -396,10 +399,18 @@ typedef struct FzTileContractionsOptions {
    * speed: along j when it is contiguous there, as dot products along k
    * when it is contiguous along k (default 16, at most 16; 0: never). */
   unsigned smallM;
-  /* Tuning of the small-M stream form (0: chosen by M): values of k per
-   * block, columns per parallel group. */
+  /* Tuning of the small-M stream form (0: chosen by the shape): values
+   * of k per block; chunks of k, each one parallel iteration with its
+   * own partial sums, added at the end. */
   unsigned smallMKBlock;
-  unsigned smallMColumns;
+  unsigned smallMKSplit;
+  /* The threads the parallel loops will run on (0: unknown, then 16):
+   * the small-M stream form makes that many chunks of k. */
+  unsigned threads;
+  /* Small-M: how far ahead (in elements of the weight, along the
+   * contiguous dim) the loops prefetch the weight; 0: chosen by the
+   * mapping, negative: no prefetch. */
+  int smallMPrefetch;
 } FzTileContractionsOptions;
 
 FZ_API void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);

@@ -88,6 +88,11 @@ typedef struct FzCodegenOptions {
   /* ... and stage-rows (softmax's exp stored by the sum, loaded by the
    * normalization; default on). */
   bool stageRows;
+  /* The threads that parallel loops will be split over (a hint for the
+   * loop transforms: the small-M contractions split k into that many
+   * chunks); 0: unknown, as for an object file (then 16).
+   * fzCpuExecutableCreate sets its runtime's. */
+  unsigned threads;
   /* The target: NULL means the host (its triple, CPU name and CPU
    * features, as LLVMGetHostCPUName/Features report them). When cpu is
    * given without features, the CPU's default features are used. */

@@ -25,6 +25,7 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
                  : has(features, "+avx")     ? 256
                                              : 128;
   t.vectors = t.vectorBits >= 512 ? 4 : 2;
+  t.threads = o->threads;
   FzTileConvolutionsOptions cv;
   fzTileConvolutionsOptionsInit(&cv);
   cv.vectorBits = t.vectorBits;
@@ -57,7 +58,7 @@ bool fzPrepareLoopModuleForCpu(FzOp *module, const FzCodegenOptions *options) {
     return false;
   bool ok = fzLLPrepareLoopModule(module, options, features);
   LLVMDisposeTargetMachine(tm);
-  free(cpu);
-  free(features);
+  fzFree(fzOpGetContext(module), cpu);
+  fzFree(fzOpGetContext(module), features);
   return ok;
 }

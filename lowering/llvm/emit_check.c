@@ -45,17 +45,17 @@ typedef struct Range {
 
 enum { kMaxDepth = 64 };
 
-void fzLLSitesFree(FzLLSites *s) {
+void fzLLSitesFree(FzContext *ctx, FzLLSites *s) {
   for (size_t i = 0; i < s->n; ++i)
-    free(s->v[i].message);
-  free(s->v);
+    fzFree(ctx, s->v[i].message);
+  fzFree(ctx, s->v);
   memset(s, 0, sizeof *s);
 }
 
 void fzLLChecksFinish(FzLLEmitter *E) {
   if (E->rangePool)
     fzPtrMapFree(&E->rangeMemo);
-  free(E->rangePool);
+  fzFree(E->ctx, E->rangePool);
   E->rangePool = NULL;
   E->rangeN = E->rangeCap = 0;
 }
@@ -282,9 +282,12 @@ static Range range_of(FzLLEmitter *E, FzValue *v, unsigned depth) {
   if (!E->rangePool) {
     fzPtrMapInit(&E->rangeMemo, E->ctx);
     E->rangeCap = 64;
-    E->rangePool = malloc(E->rangeCap * sizeof(Range));
-    if (!E->rangePool)
+    E->rangePool = fzMalloc(E->ctx, E->rangeCap * sizeof(Range));
+    if (!E->rangePool) { /* recorded; the emission fails */
+      fzPtrMapFree(&E->rangeMemo);
+      E->failed = true;
       return r_data();
+    }
   }
   uintptr_t at = (uintptr_t)fzPtrMapGet(&E->rangeMemo, v);
   if (at)
@@ -295,15 +298,20 @@ static Range range_of(FzLLEmitter *E, FzValue *v, unsigned depth) {
                 ? arg_range(E, v, depth)
                 : op_range(E, fzValueGetDefiningOp(v), v, depth);
   if (E->rangeN == E->rangeCap) {
-    void *grown = realloc(E->rangePool, 2 * E->rangeCap * sizeof(Range));
-    if (!grown)
+    void *grown =
+        fzRealloc(E->ctx, E->rangePool, 2 * E->rangeCap * sizeof(Range));
+    if (!grown) {
+      E->failed = true;
       return r;
+    }
     E->rangePool = grown;
     E->rangeCap *= 2;
   }
   ((Range *)E->rangePool)[E->rangeN++] = r;
-  if (!fzPtrMapPut(&E->rangeMemo, v, (void *)(uintptr_t)E->rangeN))
+  if (!fzPtrMapPut(&E->rangeMemo, v, (void *)(uintptr_t)E->rangeN)) {
     --E->rangeN;
+    E->failed = true;
+  }
   return r;
 }
 
@@ -418,20 +426,15 @@ static bool add_site(FzLLEmitter *E, FzOp *op, const char *fmt, va_list ap) {
   FzLLSites *s = &E->sites;
   if (s->n == s->cap) {
     size_t cap = s->cap ? 2 * s->cap : 16;
-    FzLLSite *v = realloc(s->v, cap * sizeof *v);
+    FzLLSite *v = fzRealloc(E->ctx, s->v, cap * sizeof *v);
     if (!v)
       return false;
     s->v = v;
     s->cap = cap;
   }
-  va_list aq;
-  va_copy(aq, ap);
-  int len = vsnprintf(NULL, 0, fmt, aq);
-  va_end(aq);
-  char *msg = len >= 0 ? malloc((size_t)len + 1) : NULL;
+  char *msg = fzStrVPrintf(E->ctx, fmt, ap);
   if (!msg)
     return false;
-  vsnprintf(msg, (size_t)len + 1, fmt, ap);
   s->v[s->n++] = (FzLLSite){fzOpGetLoc(op), msg};
   return true;
 }

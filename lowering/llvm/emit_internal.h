@@ -35,13 +35,22 @@
  * runtime reports `message` at loc, "%lld" in it replaced by the value. */
 typedef struct FzLLSite {
   FzLoc *loc;
-  char *message; /* malloc'ed */
+  char *message; /* the context's */
 } FzLLSite;
 typedef struct FzLLSites {
-  FzLLSite *v; /* malloc'ed */
+  FzLLSite *v; /* the context's */
   size_t n, cap;
 } FzLLSites;
-void fzLLSitesFree(FzLLSites *s);
+void fzLLSitesFree(FzContext *ctx, FzLLSites *s);
+
+/* Memory of the code-generation threads (fzLLOptimizeModule's message,
+ * lowering/nvptx/codegen.c's texts and messages): the C library's, since
+ * a context's allocator is called only on the thread using the context
+ * (docs/api.md, "Allocation"). Freed with fzLLThreadFree on any thread;
+ * NULL when out of memory (nothing recorded: the caller says so). */
+void *fzLLThreadAlloc(size_t size);
+void fzLLThreadFree(void *p);
+char *fzLLThreadPrintf(const char *fmt, ...) FZ_PRINTF(1, 2);
 
 typedef struct FzLLEmitter {
   FzContext *ctx;
@@ -279,8 +288,9 @@ LLVMValueRef fzLLEmitMath(FzLLEmitter *E, FzLLMathFn fn, LLVMValueRef x,
 /* Initializes LLVM's native target once per process (thread-safe). */
 void fzLLInitNative(void);
 /* A target machine for options (host when triple is NULL). The CPU name
- * and features actually used are copied into *cpu / *features (malloc'ed,
- * freed by the caller; may be NULL). NULL after reporting an error. */
+ * and features actually used are copied into *cpu / *features (the
+ * context's, freed by the caller; may be NULL). NULL after reporting an
+ * error. */
 LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
                                              const FzCodegenOptions *o,
                                              char **cpu, char **features);
@@ -290,7 +300,8 @@ bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
 /* The same for any thread: verifies mod and runs the pipeline at
  * optLevel, touching nothing but mod (in its own LLVMContext) and tm
  * (used by this thread only) and reporting no diagnostic. False with
- * the message in *error (malloc'ed; NULL when out of memory). */
+ * the message in *error (fzLLThreadAlloc'ed; NULL when out of
+ * memory). */
 bool fzLLOptimizeModule(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                         unsigned optLevel, char **error);
 /* fzPrepareLoopModuleForCpu for a target with the given CPU features

@@ -73,8 +73,10 @@ LLVMValueRef fzLLElementPtr(FzLLEmitter *E, FzOp *op, FzValue *buf,
   return fzLLElementPtrAt(E, op, buf, firstIndex);
 }
 
-LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
-                              size_t firstIndex) {
+/* The element's address; `plain`: with no inbounds and no nsw, for an
+ * address that may lie outside the buffer (loop.prefetch). */
+static LLVMValueRef element_ptr(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                                size_t firstIndex, bool plain) {
   FzType *bt = fzValueGetType(buf);
   size_t rank = fzShapedTypeGetRank(bt);
   if (rank > FZ_GRAPH_MAX_RANK * 4 ||
@@ -94,16 +96,24 @@ LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
     if (strides[k] == 0 || (LLVMIsAConstantInt(i) &&
                             LLVMConstIntGetSExtValue(i) == 0))
       continue;
-    LLVMValueRef term =
-        strides[k] == 1
-            ? i
-            : LLVMBuildNSWMul(E->b, i, fzLLIndex(E, strides[k]), "");
-    lin = lin ? LLVMBuildNSWAdd(E->b, lin, term, "") : term;
+    LLVMValueRef st = fzLLIndex(E, strides[k]);
+    LLVMValueRef term = strides[k] == 1 ? i
+                        : plain         ? LLVMBuildMul(E->b, i, st, "")
+                                        : LLVMBuildNSWMul(E->b, i, st, "");
+    lin = !lin    ? term
+          : plain ? LLVMBuildAdd(E->b, lin, term, "")
+                  : LLVMBuildNSWAdd(E->b, lin, term, "");
   }
   if (!lin)
     return base;
   LLVMTypeRef elt = fzLLStorageType(E, fzShapedTypeGetElementType(bt));
-  return LLVMBuildInBoundsGEP2(E->b, elt, base, &lin, 1, "");
+  return plain ? LLVMBuildGEP2(E->b, elt, base, &lin, 1, "")
+               : LLVMBuildInBoundsGEP2(E->b, elt, base, &lin, 1, "");
+}
+
+LLVMValueRef fzLLElementPtrAt(FzLLEmitter *E, FzOp *op, FzValue *buf,
+                              size_t firstIndex) {
+  return element_ptr(E, op, buf, firstIndex, false);
 }
 
 static bool is_i1(FzType *t) {
@@ -384,6 +394,26 @@ static bool emit_constant_buffer(FzLLEmitter *E, FzOp *op) {
   return true;
 }
 
+/* llvm.prefetch (read, keep in all levels, data) of the element's
+ * address. The indices may lie outside the buffer, so the address is a
+ * plain getelementptr (no inbounds, no nsw) and nothing is checked: a
+ * prefetch never faults. */
+static bool emit_prefetch(FzLLEmitter *E, FzOp *op) {
+  FzValue *buf = fzOpGetOperand(op, 0);
+  size_t rank = fzShapedTypeGetRank(fzValueGetType(buf));
+  if (fzOpGetNumOperands(op) != 1 + rank)
+    return fzLLError(E, op, "emit-llvm: expected %zu indices", rank);
+  LLVMValueRef p = element_ptr(E, op, buf, 1, true);
+  if (!p)
+    return false;
+  LLVMTypeRef ov = E->tPtr;
+  LLVMValueRef args[4] = {p, LLVMConstInt(E->tI32, 0, 0),
+                          LLVMConstInt(E->tI32, 3, 0),
+                          LLVMConstInt(E->tI32, 1, 0)};
+  fzLLCallIntrinsic(E, "llvm.prefetch", &ov, 1, args, 4);
+  return true;
+}
+
 bool fzLLEmitMemoryOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
   switch (code) {
   case FZ_LOOP_OP_ALLOC:
@@ -403,6 +433,8 @@ bool fzLLEmitMemoryOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
   case FZ_LOOP_OP_STORE:
   case FZ_LOOP_OP_VECTOR_STORE:
     return emit_store(E, op);
+  case FZ_LOOP_OP_PREFETCH:
+    return emit_prefetch(E, op);
   default:
     return fzLLError(E, op, "emit-llvm: internal error: not a memory op");
   }

@@ -163,6 +163,7 @@ bool fzLLEmitBlock(FzLLEmitter *E, FzBlock *block, bool skipTerminator) {
     case FZ_LOOP_OP_STORE:
     case FZ_LOOP_OP_VECTOR_LOAD:
     case FZ_LOOP_OP_VECTOR_STORE:
+    case FZ_LOOP_OP_PREFETCH:
       ok = fzLLEmitMemoryOp(E, op, code);
       break;
     case FZ_LOOP_OP_UNKNOWN: {

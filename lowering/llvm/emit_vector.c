@@ -45,6 +45,7 @@ static bool widenable(FzLoopOpcode c) {
   case FZ_LOOP_OP_CONSTANT_BUFFER:
   case FZ_LOOP_OP_VECTOR_LOAD:
   case FZ_LOOP_OP_VECTOR_STORE:
+  case FZ_LOOP_OP_PREFETCH:
   case FZ_LOOP_OP_SPLAT:
   case FZ_LOOP_OP_UNKNOWN:
     return false;

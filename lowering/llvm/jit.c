@@ -83,13 +83,13 @@ FzNativeModule *fzNativeModuleCreate(FzOp *module,
   LLVMContextDispose(llctx);
   LLVMDisposeTargetMachine(tm);
   if (!ok) {
-    fzLLSitesFree(&sites);
+    fzLLSitesFree(ctx, &sites);
     return NULL;
   }
 
   FzNativeModule *m = fzCalloc(ctx, 1, sizeof *m);
   if (!m) {
-    fzLLSitesFree(&sites);
+    fzLLSitesFree(ctx, &sites);
     LLVMDisposeMemoryBuffer(obj);
     return NULL;
   }
@@ -161,7 +161,7 @@ bool fzNativeModuleTakeStatus(FzNativeModule *m, FzContext *ctx) {
 void fzNativeModuleDestroy(FzNativeModule *m) {
   if (!m)
     return;
-  fzLLSitesFree(&m->sites);
+  fzLLSitesFree(m->ctx, &m->sites);
   if (m->jit) {
     LLVMErrorRef e = LLVMOrcDisposeLLJIT(m->jit);
     if (e)

@@ -10,6 +10,8 @@
  * emitter bug, reported as an internal error.
  */
 #include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,12 +42,27 @@ static void init_native(void) {
 }
 void fzLLInitNative(void) { pthread_once(&gInitOnce, init_native); }
 
-static char *dup_str(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  if (d)
-    memcpy(d, s, n);
-  return d;
+/* The only C-library allocation of the back end (docs/api.md,
+ * "Allocation"): for the code-generation threads. */
+void *fzLLThreadAlloc(size_t size) {
+  return malloc(size ? size : 1); /* plain-alloc: code-generation threads */
+}
+
+void fzLLThreadFree(void *p) {
+  free(p); /* plain-alloc: code-generation threads */
+}
+
+char *fzLLThreadPrintf(const char *fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = n >= 0 ? fzLLThreadAlloc((size_t)n + 1) : NULL;
+  if (s)
+    vsnprintf(s, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  return s;
 }
 
 LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
@@ -53,31 +70,31 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
                                              char **cpuOut,
                                              char **featuresOut) {
   fzLLInitNative();
-  char *triple = o->triple ? dup_str(o->triple) : NULL;
-  if (!triple) {
+  char *triple = o->triple ? fzStrDup(ctx, o->triple) : NULL;
+  if (!o->triple) {
     char *t = LLVMGetDefaultTargetTriple();
-    triple = dup_str(t);
+    triple = fzStrDup(ctx, t);
     LLVMDisposeMessage(t);
   }
   char *cpu = NULL, *features = NULL;
   if (o->cpu) {
-    cpu = dup_str(o->cpu);
-    features = dup_str(o->features ? o->features : "");
+    cpu = fzStrDup(ctx, o->cpu);
+    features = fzStrDup(ctx, o->features ? o->features : "");
   } else if (!o->triple) {
     char *c = LLVMGetHostCPUName(), *f = LLVMGetHostCPUFeatures();
-    cpu = dup_str(c);
-    features = dup_str(o->features ? o->features : f);
+    cpu = fzStrDup(ctx, c);
+    features = fzStrDup(ctx, o->features ? o->features : f);
     LLVMDisposeMessage(c);
     LLVMDisposeMessage(f);
   } else {
-    cpu = dup_str("generic");
-    features = dup_str(o->features ? o->features : "");
+    cpu = fzStrDup(ctx, "generic");
+    features = fzStrDup(ctx, o->features ? o->features : "");
   }
   LLVMTargetMachineRef tm = NULL;
   LLVMTargetRef target;
   char *err = NULL;
   if (!triple || !cpu || !features) {
-    fzEmitError(ctx, NULL, "emit-llvm: out of memory");
+    /* out of memory: recorded */
   } else if (!fzTargetValidate(ctx, triple, o->cpu ? cpu : NULL,
                                o->features ? features : NULL)) {
     /* reported */
@@ -99,29 +116,21 @@ LLVMTargetMachineRef fzLLCreateTargetMachine(FzContext *ctx,
   }
   if (err)
     LLVMDisposeMessage(err);
-  free(triple);
+  fzFree(ctx, triple);
   if (tm && cpuOut && featuresOut) {
     *cpuOut = cpu;
     *featuresOut = features;
   } else {
-    free(cpu);
-    free(features);
+    fzFree(ctx, cpu);
+    fzFree(ctx, features);
   }
   return tm;
 }
 
-/* A malloc'ed copy of prefix followed by msg ("" when msg is NULL);
+/* prefix followed by msg ("" when msg is NULL), fzLLThreadAlloc'ed;
  * NULL when out of memory. */
 static char *join_message(const char *prefix, const char *msg) {
-  size_t a = strlen(prefix), b = msg ? strlen(msg) : 0;
-  char *s = malloc(a + b + 1);
-  if (s) {
-    memcpy(s, prefix, a);
-    if (b)
-      memcpy(s + a, msg, b);
-    s[a + b] = '\0';
-  }
-  return s;
+  return fzLLThreadPrintf("%s%s", prefix, msg ? msg : "");
 }
 
 bool fzLLOptimizeModule(LLVMModuleRef mod, LLVMTargetMachineRef tm,
@@ -163,7 +172,7 @@ bool fzLLOptimize(FzContext *ctx, LLVMModuleRef mod, LLVMTargetMachineRef tm,
   if (fzLLOptimizeModule(mod, tm, o->optLevel, &error))
     return true;
   fzEmitError(ctx, NULL, "%s", error ? error : "emit-llvm: out of memory");
-  free(error);
+  fzLLThreadFree(error);
   return false;
 }
 
@@ -210,10 +219,10 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
        fzLLOptimize(ctx, E.mod, tm, options);
   if (copy)
     fzOpDestroy(copy);
-  free(cpu);
-  free(features);
+  fzFree(ctx, cpu);
+  fzFree(ctx, features);
   if (!ok || !sitesOut)
-    fzLLSitesFree(&E.sites);
+    fzLLSitesFree(ctx, &E.sites);
   else
     *sitesOut = E.sites;
   if (!ok) {

@@ -127,6 +127,8 @@ static bool const_of(FzValue *v, int64_t *out) {
 
 FzValue *fzLkAdd(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(a, &x) && const_of(b, &y))
     return fzLkConstInt(kb, fzValueGetType(a), x + y);
   if (const_of(b, &y) && y == 0)
@@ -138,6 +140,8 @@ FzValue *fzLkAdd(FzLkBuild *kb, FzValue *a, FzValue *b) {
 
 FzValue *fzLkMul(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(a, &x) && const_of(b, &y))
     return fzLkConstInt(kb, fzValueGetType(a), x * y);
   if (const_of(b, &y) && y == 1)
@@ -151,6 +155,8 @@ FzValue *fzLkMul(FzLkBuild *kb, FzValue *a, FzValue *b) {
 
 FzValue *fzLkDiv(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(b, &y) && y == 1)
     return a;
   if (const_of(a, &x) && const_of(b, &y) && y > 0)
@@ -160,6 +166,8 @@ FzValue *fzLkDiv(FzLkBuild *kb, FzValue *a, FzValue *b) {
 
 FzValue *fzLkRem(FzLkBuild *kb, FzValue *a, FzValue *b) {
   int64_t x, y;
+  if (!a || !b) /* an operand failed */
+    return fail(kb);
   if (const_of(b, &y) && y == 1)
     return fzLkConstInt(kb, fzValueGetType(a), 0);
   if (const_of(a, &x) && const_of(b, &y) && y > 0)
@@ -365,6 +373,7 @@ typedef struct External {
   const FzLkMap *map;
   FzIRMapping *ir;
   bool missing;
+  bool outOfMemory;
 } External;
 
 static bool defined_in(FzValue *v, FzOp *root) {
@@ -384,7 +393,10 @@ static FzWalkResult map_externals(FzOp *op, void *ud) {
       x->missing = true;
       return FZ_WALK_INTERRUPT;
     }
-    fzIRMappingMap(x->ir, v, to);
+    if (!fzIRMappingMap(x->ir, v, to)) {
+      x->outOfMemory = true; /* recorded */
+      return FZ_WALK_INTERRUPT;
+    }
   }
   return FZ_WALK_ADVANCE;
 }
@@ -392,11 +404,11 @@ static FzWalkResult map_externals(FzOp *op, void *ud) {
 FzOp *fzLkClone(FzLkBuild *kb, FzLkMap *map, FzOp *op) {
   if (kb->failed)
     return NULL;
-  External x = {op, map, fzIRMappingCreate(kb->ctx), false};
+  External x = {op, map, fzIRMappingCreate(kb->ctx), false, false};
   if (!x.ir)
     return fail(kb), NULL;
   fzOpWalk(op, FZ_WALK_PRE_ORDER, map_externals, &x);
-  FzOp *c = x.missing ? NULL : fzOpClone(op, x.ir);
+  FzOp *c = x.missing || x.outOfMemory ? NULL : fzOpClone(op, x.ir);
   fzIRMappingDestroy(x.ir);
   if (x.missing) {
     fzOpEmitError(op, "lower-loop-to-kernel: internal error: a value this "
@@ -488,20 +500,20 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
   for (FzOp *op = fzBlockGetFirstOp(body); op && op != last;
        op = fzOpGetNextInBlock(op))
     U->numOps++;
-  U->ops = calloc(U->numOps + 1, sizeof *U->ops);
-  U->phase = calloc(U->numOps + 1, 1);
-  U->maps = calloc(count + 1, sizeof *U->maps);
-  U->views = calloc(U->numOps + 1, sizeof *U->views);
-  U->viewed = calloc(U->numOps + 1, sizeof *U->viewed);
-  U->skip = calloc(U->numOps + 1, sizeof *U->skip);
+  U->ops = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->ops);
+  U->phase = fzCalloc(kb->ctx, U->numOps + 1, 1);
+  U->maps = fzCalloc(kb->ctx, count + 1, sizeof *U->maps);
+  U->views = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->views);
+  U->viewed = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->viewed);
+  U->skip = fzCalloc(kb->ctx, U->numOps + 1, sizeof *U->skip);
   if (!U->ops || !U->phase || !U->maps || !U->views || !U->viewed ||
       !U->skip) {
-    free(U->ops);
-    free(U->phase);
-    free(U->maps);
-    free(U->views);
-    free(U->viewed);
-    free(U->skip);
+    fzFree(kb->ctx, U->ops);
+    fzFree(kb->ctx, U->phase);
+    fzFree(kb->ctx, U->maps);
+    fzFree(kb->ctx, U->views);
+    fzFree(kb->ctx, U->viewed);
+    fzFree(kb->ctx, U->skip);
     memset(U, 0, sizeof *U);
     return fail(kb), false;
   }
@@ -530,14 +542,16 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
 }
 
 void fzLkUnrollFree(FzLkUnroll *U) {
+  if (!U->kb)
+    return; /* never initialized, or its init failed */
   for (unsigned u = 0; U->maps && u < U->count; ++u)
     fzLkMapFree(&U->maps[u]);
-  free(U->ops);
-  free(U->phase);
-  free(U->maps);
-  free(U->views);
-  free(U->viewed);
-  free(U->skip);
+  fzFree(U->kb->ctx, U->ops);
+  fzFree(U->kb->ctx, U->phase);
+  fzFree(U->kb->ctx, U->maps);
+  fzFree(U->kb->ctx, U->views);
+  fzFree(U->kb->ctx, U->viewed);
+  fzFree(U->kb->ctx, U->skip);
   memset(U, 0, sizeof *U);
 }
 

@@ -104,7 +104,7 @@ bool fzLkDedupKernels(FzOp *module) {
     n += is_kernel_func(op);
   if (n < 2)
     return true;
-  Kernel *ks = calloc(n, sizeof *ks);
+  Kernel *ks = fzCalloc(ctx, n, sizeof *ks);
   bool ok = ks != NULL;
   size_t i = 0;
   for (FzOp *op = fzBlockGetFirstOp(top); ok && op;
@@ -136,7 +136,7 @@ bool fzLkDedupKernels(FzOp *module) {
   for (i = 0; ks && i < n; ++i)
     if (ks[i].text.data)
       fzBufFree(&ks[i].text);
-  free(ks);
+  fzFree(ctx, ks);
   if (!ok)
     return fzEmitError(ctx, fzOpGetLoc(module),
                        "lower-loop-to-kernel: out of memory while merging "

@@ -20,9 +20,9 @@
 
 static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                  FzLkPlan *p) {
-  FzLkNestPlan *np = calloc(1, sizeof *np);
-  if (!np)
-    return false;
+  FzLkNestPlan *np = fzCalloc(p->ctx, 1, sizeof *np);
+  if (!np) /* recorded */
+    return p->failed = true, false;
   /* The generic planner, forced to this mapping. */
   fzLkPlanNest(nest, o, np);
   if (np->mapping != FZ_LK_MAP_ELEMENTWISE) {
@@ -46,7 +46,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
 }
 
 static void release(FzLkPlan *p) {
-  free(p->state);
+  fzFree(p->ctx, p->state);
   p->state = NULL;
 }
 

@@ -80,12 +80,12 @@ typedef enum ChunkKind {
 
 static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                  FzLkPlan *p) {
-  FzLkNestPlan *np = calloc(1, sizeof *np);
-  if (!np)
-    return false;
+  FzLkNestPlan *np = fzCalloc(p->ctx, 1, sizeof *np);
+  if (!np) /* recorded */
+    return p->failed = true, false;
   fzLkPlanNest(nest, o, np);
   if (np->mapping == FZ_LK_MAP_ELEMENTWISE) {
-    free(np);
+    fzFree(p->ctx, np);
     return false;
   }
   p->state = np;
@@ -95,7 +95,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
 }
 
 static void release(FzLkPlan *p) {
-  free(p->state);
+  fzFree(p->ctx, p->state);
   p->state = NULL;
 }
 
@@ -249,11 +249,12 @@ typedef struct Chunk {
   int *input;    /* per op of the body: the staged input it loads, or -1 */
   bool *produce; /* per op: that input's load from global memory */
   FzValue *views[FZ_LK_MAX_STAGED]; /* the chunk's shared memory */
+  FzContext *ctx;                   /* input's and produce's */
 } Chunk;
 
 static void chunk_free(Chunk *ch) {
-  free(ch->input);
-  free(ch->produce);
+  fzFree(ch->ctx, ch->input);
+  fzFree(ch->ctx, ch->produce);
   fzLkUnrollFree(&ch->U);
   ch->input = NULL;
   ch->produce = NULL;
@@ -283,6 +284,7 @@ static bool chunk_begin(Group *G, Chunk *ch, const FzLkInnerPlan *ip,
   const FzLkNestPlan *p = G->p;
   memset(ch, 0, sizeof *ch);
   ch->ip = ip, ch->c = c, ch->kind = kind, ch->k = k;
+  ch->ctx = kb->ctx;
   FzBlock *body = fzLoopGetBody(ip->loop);
   if (!fzLkUnrollInit(&ch->U, kb, body, 1, ip->vec, G->map, NULL, NULL))
     return false;
@@ -296,8 +298,8 @@ static bool chunk_begin(Group *G, Chunk *ch, const FzLkInnerPlan *ip,
         fzLkAdd(kb, fzLkIndex(kb, ip->lb),
                 fzLkMul(kb, fzLkAdd(kb, first, fzLkIndex(kb, u)),
                         fzLkIndex(kb, ip->step))));
-  ch->input = calloc(U->numOps + 1, sizeof *ch->input);
-  ch->produce = calloc(U->numOps + 1, sizeof *ch->produce);
+  ch->input = fzCalloc(kb->ctx, U->numOps + 1, sizeof *ch->input);
+  ch->produce = fzCalloc(kb->ctx, U->numOps + 1, sizeof *ch->produce);
   ok = ok && ch->input && ch->produce;
   for (size_t i = 0; ok && i < U->numOps; ++i) {
     int s = kind == CHUNK_PLAIN ? -1 : fzLkStagedValueOf(p, ip, U->ops[i]);
@@ -395,7 +397,7 @@ static bool emit_staged_chunks(Group *G, const FzLkInnerPlan *ip,
                                int64_t n, FzValue **acc, size_t numAcc) {
   FzLkBuild *kb = G->kb;
   int64_t gs = G->p->group;
-  Chunk *ch = calloc((size_t)n + 1, sizeof *ch);
+  Chunk *ch = fzCalloc(kb->ctx, (size_t)n + 1, sizeof *ch);
   if (!ch)
     return kb->failed = true, false;
   bool produces = false;
@@ -422,7 +424,7 @@ static bool emit_staged_chunks(Group *G, const FzLkInnerPlan *ip,
   }
   for (int64_t j = 0; j < begun; ++j)
     chunk_free(&ch[j]);
-  free(ch);
+  fzFree(kb->ctx, ch);
   return ok;
 }
 
@@ -609,7 +611,8 @@ static bool setup_staging(Group *G) {
     for (size_t i = 0; i < p->numInner; ++i)
       if (p->inner[i].staged)
         vec = p->inner[i].vec;
-    G->regs[s] = calloc((size_t)(p->regChunks * vec + 1), sizeof(FzValue *));
+    G->regs[s] =
+        fzCalloc(kb->ctx, (size_t)(p->regChunks * vec + 1), sizeof(FzValue *));
     if (!G->regs[s])
       return kb->failed = true, false;
     if (si->sharedElems == 0)
@@ -653,7 +656,7 @@ static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
                                  : NULL;
   if (!loop) {
     for (size_t i = 0; i < p->numStaged; ++i)
-      free(G.regs[i]);
+      fzFree(kb->ctx, G.regs[i]);
     return false;
   }
   FzValue *item =
@@ -675,7 +678,7 @@ static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
   }
   fzLkMapFree(&map);
   for (size_t i = 0; i < p->numStaged; ++i)
-    free(G.regs[i]);
+    fzFree(kb->ctx, G.regs[i]);
   return ok && fzLkForEnd(kb, loop, 0, NULL) && !kb->failed;
 }
 

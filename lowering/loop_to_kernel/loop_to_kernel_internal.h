@@ -60,6 +60,8 @@ typedef struct FzLkPlan {
    * TFLOP/s figures; 0: none. */
   int64_t flops;
   void *state;               /* the mapping's own (released by it) */
+  FzContext *ctx;            /* the nest's: state's memory (set by the
+                                caller) */
   /* Set by a plan that reported an error (a bad option): the pass
    * fails instead of trying the next mapping. */
   bool failed;
@@ -98,7 +100,8 @@ typedef struct FzLkMapping {
   const char *name;
   /* Fills p and returns true when this mapping takes the nest; false
    * lets the next mapping try (nothing reported but remarks), unless it
-   * set p->failed after reporting an error. */
+   * set p->failed after reporting an error. Running out of memory fails
+   * the pass whatever plan returns (the context's sticky flag). */
   bool (*plan)(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                FzLkPlan *p);
   /* Builds the kernel body at kb's insertion point (the kernel's entry
@@ -111,6 +114,14 @@ typedef struct FzLkMapping {
 
 extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
 /* fzLkSmallMMapping: small_m.h. */
+/* Before the mappings plan a matmul nest (matmul_mapping.c): the batch
+ * dims of its rows operand that the other operand does not index, and
+ * that sit just before the row dim with contiguous rows in every buffer,
+ * are merged into the rows (dialects/loop/nest_rewrite.h): x [S, B, K]
+ * @ w [K, N] becomes one GEMM of S * B rows instead of S of B rows. The
+ * nest to lower, par itself when nothing merged; NULL after an error
+ * (reported). */
+FzOp *fzLkFoldMatmulBatch(FzOp *par);
 extern const FzLkMapping fzLkGroupedMapping;     /* grouped.c */
 extern const FzLkMapping fzLkElementwiseMapping; /* elementwise.c */
 

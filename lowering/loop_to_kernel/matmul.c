@@ -59,8 +59,8 @@ static FzValue *batch_index(Gen *G, FzMatmulIndex ix) {
 
 /*===--- Setup ----------------------------------------------------------===*/
 
-static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
-                       int64_t base) {
+void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
+                 int64_t base) {
   KB *K = &G->K;
   const FzMatmulTile *t = G->t;
   T->x = x;
@@ -114,8 +114,7 @@ static void setup_tile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
   }
 }
 
-/* Tile (pid_m, pid_n) in grouped order, batch ivs, warp and lane ids. */
-static void setup_ids(Gen *G) {
+void mmSetupIds(Gen *G) {
   KB *K = &G->K;
   const FzMatmulNest *m = G->m;
   const FzMatmulTile *t = G->t;
@@ -539,7 +538,7 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
 /* Issues this thread's cp.async copies of k-tile kt (index) into stage
  * `stage` (i32): one 16-byte copy per chunk of 8 16-bit elements, two
  * per chunk of 8 f32 (elements 0..3 and 4..7). */
-static void load_tile_async(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
+void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   KB *K = &G->K;
   FzValue *sbase = mmAdd(K, mmConstOf(K, K->i32, T->base),
                          mmMul(K, stage, T->stageElems));
@@ -609,7 +608,7 @@ static void load_tile_sync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
  * is free since the barrier, and the next barrier publishes it). */
 static void load_tile(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
   if (T->async)
-    load_tile_async(G, T, kt, stage);
+    mmLoadTileAsync(G, T, kt, stage);
   else
     load_tile_sync(G, T, kt, stage);
 }
@@ -678,9 +677,9 @@ static void compute_step(Gen *G, FzValue *stage, int ks, FzValue **acc) {
   mma_grid(G, a, b, acc, "m16n8k16");
 }
 
-static void main_loop(Gen *G, FzValue **acc) {
+FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,
+                     FzBuilder *saved, FzValue **stage, FzValue **next) {
   KB *K = &G->K;
-  size_t nacc = (size_t)G->MT * G->NT * 2;
   FzValue *zero = mmConstAttr(
       K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
       K->vacc);
@@ -702,23 +701,52 @@ static void main_loop(Gen *G, FzValue **acc) {
       }
       mmPlainOp(K, "kernel.cp_async_commit");
     }
-  FzValue *kt, *iters[2 * MAX_ACC + 1];
-  FzBuilder saved;
   FzOp *loop = mmForOpen(K, mmConst(K, 0), mmConst(K, G->KT), niter, inits,
-                         &kt, iters, &saved);
+                         kt, iters, saved);
+  if (!loop)
+    return NULL;
+  *next = NULL;
+  if (carryStage) {
+    *stage = iters[nacc];
+    FzValue *inc = mmAddC(K, *stage, 1);
+    FzValue *wrap = mmLtC(K, inc, G->S);
+    *next = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
+  } else {
+    *stage = G->async ? mmRemC(K, mmCast(K, *kt, K->i32), G->S)
+                      : mmConstOf(K, K->i32, 0);
+  }
+  return loop;
+}
+
+FzValue *mmRefillStage(Gen *G, FzValue *kt, FzValue *stage, FzValue *next) {
+  KB *K = &G->K;
+  if (G->KT <= G->S - 1)
+    return NULL;
+  return next ? mmSelect(K, mmLtC(K, stage, 1), mmConstOf(K, K->i32, G->S - 1),
+                         mmAddC(K, stage, -1))
+              : mmRemC(K, mmAddC(K, mmCast(K, kt, K->i32), G->S - 1), G->S);
+}
+
+void mmPipelineClose(Gen *G, FzOp *loop, size_t nacc, FzValue **iters,
+                     FzValue *next, const FzBuilder *saved, FzValue **acc) {
+  if (next)
+    iters[nacc] = next;
+  mmForClose(&G->K, loop, nacc + (next ? 1 : 0), iters, saved);
+  for (size_t i = 0; i < nacc; ++i)
+    acc[i] = fzOpGetResult(loop, i);
+}
+
+static void main_loop(Gen *G, FzValue **acc) {
+  KB *K = &G->K;
+  size_t nacc = (size_t)G->MT * G->NT * 2;
+  FzValue *kt, *iters[2 * MAX_ACC + 1], *stage, *nextStage;
+  FzBuilder saved;
+  FzOp *loop =
+      mmPipelineOpen(G, nacc, &kt, iters, &saved, &stage, &nextStage);
   if (!loop)
     return;
-  FzValue *stage, *nextStage = NULL, *prefetchStage = NULL;
+  FzValue *prefetchStage = NULL;
   FzValue *prefetch[8 * MAX_CHUNKS];
-  FzValue *kt32 = mmCast(K, kt, K->i32);
-  if (carryStage) {
-    stage = iters[nacc];
-    FzValue *inc = mmAddC(K, stage, 1);
-    FzValue *wrap = mmLtC(K, inc, G->S);
-    nextStage = mmSelect(K, wrap, inc, mmConstOf(K, K->i32, 0));
-  } else {
-    stage = G->async ? mmRemC(K, kt32, G->S) : mmConstOf(K, K->i32, 0);
-  }
   if (G->async) {
     FzOpState st;
     fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
@@ -730,19 +758,13 @@ static void main_loop(Gen *G, FzValue **acc) {
     /* Refill the stage the barrier freed with tile kt + S - 1. */
     FzValue *nk = mmAddC(K, kt, G->S - 1);
     bool refill = G->KT > G->S - 1;
-    /* Stage (kt + S - 1) % S: the one read in the previous iteration. */
-    FzValue *ws =
-        !refill      ? NULL
-        : carryStage ? mmSelect(K, mmLtC(K, stage, 1),
-                                mmConstOf(K, K->i32, G->S - 1),
-                                mmAddC(K, stage, -1))
-                     : mmRemC(K, mmAddC(K, kt32, G->S - 1), G->S);
+    FzValue *ws = mmRefillStage(G, kt, stage, nextStage);
     FzBuilder inIf;
     FzOp *guard = refill ? mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf) : NULL;
     if (refill) {
       if (G->A.async)
-        load_tile_async(G, &G->A, nk, ws);
-      load_tile_async(G, &G->B, nk, ws);
+        mmLoadTileAsync(G, &G->A, nk, ws);
+      mmLoadTileAsync(G, &G->B, nk, ws);
     }
     mmIfClose(K, guard, &inIf);
     mmPlainOp(K, "kernel.cp_async_commit");
@@ -768,11 +790,7 @@ static void main_loop(Gen *G, FzValue **acc) {
       compute_step(G, stage, ks, iters);
   if (prefetchStage)
     tile_put(G, &G->A, prefetch, prefetchStage);
-  if (carryStage)
-    iters[nacc] = nextStage;
-  mmForClose(K, loop, niter, iters, &saved);
-  for (size_t i = 0; i < nacc; ++i)
-    acc[i] = fzOpGetResult(loop, i);
+  mmPipelineClose(G, loop, nacc, iters, nextStage, &saved, acc);
 }
 
 bool fzMatmulTileFits(const FzMatmulNest *m, const FzMatmulTile *t,
@@ -877,19 +895,17 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                                          : "scalar tile loads");
 }
 
-bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
-                             FzBuilder *at, FzValue *const *caps) {
+Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
+                FzValue *const *caps, int64_t smemAlign) {
   FzOp *par = m->par;
   FzContext *ctx = fzOpGetContext(par);
-  char why[192];
-  if (!fzMatmulTileCheck(t, why, sizeof why) ||
-      !fzMatmulTileFits(m, t, why, sizeof why))
-    return fzOpEmitError(par, "matmul tile: %s", why);
   if (!fzRegisterKernelDialect(ctx))
-    return false;
+    return NULL;
   Gen *G = fzCalloc(ctx, 1, sizeof *G);
-  if (!G)
-    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+  if (!G) {
+    fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+    return NULL;
+  }
   KB *K = &G->K;
   K->ctx = ctx;
   K->loc = fzOpGetLoc(par);
@@ -921,19 +937,45 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   FzOpState st;
   fzOpStateInit(&st, ctx, FZ_STR("kernel.dynamic_shared"), K->loc);
   fzOpStateAddResults(&st, 1, &dynT);
+  if (smemAlign > 16)
+    fzOpStateAddProp(&st, FZ_STR("align"),
+                     fzIntegerAttrGet(ctx, fzIntegerTypeGet(ctx, 64),
+                                      smemAlign));
   G->smem = K->failed ? NULL : mmCreate(K, &st, 0);
   /* Constants go right after the shared buffer, before the body. */
   K->lastConst = G->smem ? fzValueGetDefiningOp(G->smem) : NULL;
   if (!K->lastConst) {
     fzFree(ctx, G);
-    return fzOpEmitError(par, "could not build the matmul kernel");
+    fzOpEmitError(par, "could not build the matmul kernel");
+    return NULL;
   }
   if (!G->async || m->conv.on)
     G->zeroElt = mmConstAttr(K, fzFloatAttrGet(ctx, m->elt, 0.0), m->elt);
-  setup_ids(G);
+  return G;
+}
+
+bool mmGenEnd(Gen *G, FzBuilder *at) {
+  bool ok = !G->K.failed;
+  FzOp *par = G->m->par;
+  *at = G->K.b;
+  fzFree(G->K.ctx, G);
+  return ok || fzOpEmitError(par, "could not build the matmul kernel");
+}
+
+bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
+                             FzBuilder *at, FzValue *const *caps) {
+  char why[192];
+  if (!fzMatmulTileCheck(t, why, sizeof why) ||
+      !fzMatmulTileFits(m, t, why, sizeof why))
+    return fzOpEmitError(m->par, "matmul tile: %s", why);
+  Gen *G = mmGenBegin(m, t, at, caps, 16);
+  if (!G)
+    return false;
+  KB *K = &G->K;
+  mmSetupIds(G);
   int64_t aStage = (int64_t)t->bm * t->bk;
-  setup_tile(G, &G->A, &m->a, true, 0);
-  setup_tile(G, &G->B, &m->b, false, G->S * aStage);
+  mmSetupTile(G, &G->A, &m->a, true, 0);
+  mmSetupTile(G, &G->B, &m->b, false, G->S * aStage);
   if (G->tf32)
     setup_fragments_tf32(G);
   else
@@ -942,8 +984,5 @@ bool fzKernelBuildMatmulBody(const FzMatmulNest *m, const FzMatmulTile *t,
   main_loop(G, acc);
   if (!K->failed)
     mmEpilogue(G, acc);
-  bool ok = !K->failed;
-  *at = K->b;
-  fzFree(ctx, G);
-  return ok || fzOpEmitError(par, "could not build the matmul kernel");
+  return mmGenEnd(G, at);
 }

@@ -160,7 +160,8 @@ void mmEpilogue(Gen *G, FzValue *const *acc) {
       mmAdd(K, mmAdd(K, G->n0, mmMul(K, G->wn, G->WN)), mmMul(K, G->tq, 2));
   for (int mi = 0; mi < G->MT; ++mi)
     for (int hi = 0; hi < 2; ++hi) {
-      FzValue *row = mmAddC(K, rowBase, mi * 16 + hi * 8);
+      FzValue *row = mmAddC(K, rowBase,
+                            mi * (G->miStride ? G->miStride : 16) + hi * 8);
       FzValue *rowOk = raggedM ? mmLtC(K, row, m->M) : NULL;
       for (int ni = 0; ni < G->NT; ++ni) {
         FzValue *col = mmAddC(K, colBase, ni * 8);

@@ -87,7 +87,45 @@ typedef struct Gen {
   bool tf32Pairs; /* both operands k-contiguous: k pairs per 8-byte load */
   FzValue *tfA[16][16][4], *tfB[16][64][2];
   FzValue *zeroElt; /* 0 of the element type (scalar path) */
+  /* Rows between the accumulators of m-block mi and mi + 1 of a thread
+   * (0: 16, the m16 tiles of mma.sync; wgmma: 64). */
+  int miStride;
 } Gen;
+
+/*===--- matmul.c: what the mma.sync and wgmma generators share --------===*/
+
+/* Starts the kernel body of nest m with tile t at `at` (caps: the
+ * kernel's values of m->captures): G's types, sizes, the dynamic shared
+ * buffer (aligned to smemAlign bytes when above 16). NULL after
+ * reporting an error. mmGenEnd moves `at` past what was built, frees G
+ * and reports a failure of the builders. */
+Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
+                FzValue *const *caps, int64_t smemAlign);
+bool mmGenEnd(Gen *G, FzBuilder *at);
+/* Tile (pid_m, pid_n) in grouped order, batch ivs, warp and lane ids. */
+void mmSetupIds(Gen *G);
+/* Operand x's tile T (A when isA) at element `base` of shared memory:
+ * this thread's 16-byte chunks (T->row/col/dst, mmSwizzle's layout) and
+ * the invariant half of their global indices. */
+void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
+                 int64_t base);
+/* The k loop of nacc accumulator pairs (zeros): the cp.async prologue
+ * (tiles 0 .. S-2, a commit each), the loop.for over the k tiles (its
+ * iv *kt, iter_args iters; the builder inside it, the previous one in
+ * *saved), the stage it reads (*stage, i32) and, when S is not a power
+ * of two, the carried next one (*next; NULL otherwise). NULL on
+ * failure. mmRefillStage: the stage of tile kt + S - 1 (read in the
+ * previous iteration), NULL when no tile is ever refilled.
+ * mmPipelineClose yields iters (and *next) and sets acc to the loop's
+ * accumulator results. */
+FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,
+                     FzBuilder *saved, FzValue **stage, FzValue **next);
+FzValue *mmRefillStage(Gen *G, FzValue *kt, FzValue *stage, FzValue *next);
+void mmPipelineClose(Gen *G, FzOp *loop, size_t nacc, FzValue **iters,
+                     FzValue *next, const FzBuilder *saved, FzValue **acc);
+/* Issues this thread's cp.async copies of k-tile kt into stage `stage`
+ * (i32) at T->dst (zero-filled past the matrix). */
+void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage);
 
 /*===--- matmul_match.c: what the matmul and conv matchers share -------===*/
 

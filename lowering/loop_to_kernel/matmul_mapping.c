@@ -2,7 +2,10 @@
  * mapping of lower-loop-to-kernel, first in its list (pass.c).
  *
  * plan: fzKernelMatchMatmulNest recognizes the nest (matmul.h), else
- * fzKernelMatchConvNest (a conv2d as an implicit GEMM); a nest both
+ * fzKernelMatchConvNest (a conv2d as an implicit GEMM); under the
+ * `wgmma` option (sm_90a) a bf16/f16 matmul that allows it takes the
+ * warp-group kernel (matmul_wgmma.h; the others mma.sync, with a remark
+ * why); a nest both
  * refuse goes to the next mapping, with the reason as a remark under
  * the `remarks` option when the nest holds a loop (an elementwise nest
  * is not a matmul candidate at all). An accepted nest gets its tile
@@ -22,12 +25,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dialects/loop/nest_rewrite.h"
+#include "ir/util.h"
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul.h"
+#include "lowering/loop_to_kernel/matmul_wgmma.h"
 
 typedef struct MatmulPlan {
   FzMatmulNest m;
   FzMatmulTile t;
+  bool wgmma; /* the sm_90a kernel (matmul_wgmma.c) */
 } MatmulPlan;
 
 /* Whether the nest's body holds a loop.for (a reduction: a candidate
@@ -41,14 +48,62 @@ static bool has_loop(FzOp *par) {
   return false;
 }
 
+FzOp *fzLkFoldMatmulBatch(FzOp *par) {
+  FzContext *ctx = fzOpGetContext(par);
+  FzMatmulNest *m = fzCalloc(ctx, 1, sizeof *m);
+  if (!m) {
+    fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+    return NULL;
+  }
+  bool failed = false;
+  while (fzKernelMatchMatmulNest(par, m, NULL, 0) && m->dimI > 0 &&
+         m->dimI - 1 != m->dimJ) {
+    FzOp *np = fzLoopCollapseParallelDims(par, (size_t)m->dimI - 1, &failed,
+                                          NULL, 0);
+    if (!np)
+      break;
+    par = np;
+  }
+  fzFree(ctx, m);
+  return failed ? NULL : par;
+}
+
+/* The wgmma kernel for s's nest when it applies (true: planned, or
+ * p->failed after an error about its tile); false with a remark (under
+ * `remarks`) when it does not: mma.sync then. */
+static bool plan_wgmma(const FzLkNest *nest, const FzLoopToKernelOptions *o,
+                       MatmulPlan *s, FzStringRef text, FzLkPlan *p) {
+  char why[256];
+  if (!fzWgmmaApplies(&s->m, why, sizeof why)) {
+    if (o->remarks)
+      fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
+                   "matmul nest not lowered to wgmma (mma.sync instead): "
+                   "%s", why);
+    return false;
+  }
+  if (!fzWgmmaTileChoose(&s->m, text, &s->t, why, sizeof why)) {
+    fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
+                "lower-loop-to-kernel: wgmma tile: %s", why);
+    fzFree(p->ctx, s);
+    p->failed = true;
+    return true;
+  }
+  s->wgmma = true;
+  fzMatmulGetLaunch(&s->m, &s->t, p->grid, p->block, &p->sharedBytes);
+  fzWgmmaDescribe(&s->m, &s->t, p->desc, sizeof p->desc);
+  p->flops = fzMatmulGetFlops(&s->m);
+  p->state = s;
+  return true;
+}
+
 static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                  FzLkPlan *p) {
   if (o->noMma)
     return false;
-  MatmulPlan *s = calloc(1, sizeof *s);
+  MatmulPlan *s = fzCalloc(p->ctx, 1, sizeof *s);
   if (!s) {
     p->failed = true;
-    return fzOpEmitError(nest->par, "lower-loop-to-kernel: out of memory");
+    return false; /* out of memory: recorded */
   }
   char why[256], convWhy[256];
   bool isConv = false;
@@ -59,7 +114,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
                    "%s nest not lowered to tensor cores: %s",
                    isConv ? "conv2d" : "matmul", isConv ? convWhy : why);
-    free(s);
+    fzFree(p->ctx, s);
     return false;
   }
   const char *what = s->m.conv.on ? "conv2d" : "matmul";
@@ -70,15 +125,21 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                    "%s nest not lowered to tensor cores: f32 operands "
                    "under precision=ieee (exact f32 needs CUDA cores; "
                    "tf32 rounds them to a 10-bit mantissa)", what);
-    free(s);
+    fzFree(p->ctx, s);
     return false;
   }
   FzStringRef text = fzStringRefFromCString(o->mmaTile ? o->mmaTile : "");
+  if (o->wgmma && plan_wgmma(nest, o, s, text, p))
+    return !p->failed;
+  if (p->failed) {
+    fzFree(p->ctx, s);
+    return false;
+  }
   if (!fzMatmulTileChoose(&s->m, text, &s->t, why, sizeof why) ||
       !fzMatmulTileFits(&s->m, &s->t, why, sizeof why)) {
     fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
                 "lower-loop-to-kernel: matmul tile: %s", why);
-    free(s);
+    fzFree(p->ctx, s);
     p->failed = true;
     return false;
   }
@@ -90,7 +151,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
 }
 
 static void release(FzLkPlan *p) {
-  free(p->state);
+  fzFree(p->ctx, p->state);
   p->state = NULL;
 }
 
@@ -102,7 +163,8 @@ static bool build(FzLkBuild *kb, const FzLkPlan *p) {
     if (!(caps[i] = fzLkMapGet(&kb->base, m->captures[i])))
       return fzOpEmitError(m->par, "lower-loop-to-kernel: a value the "
                                    "matmul nest uses is not in its kernel");
-  if (!fzKernelBuildMatmulBody(m, &s->t, &kb->b, caps))
+  if (!(s->wgmma ? fzKernelBuildWgmmaBody(m, &s->t, &kb->b, caps)
+                 : fzKernelBuildMatmulBody(m, &s->t, &kb->b, caps)))
     return false;
   if (kb->opts->remarks) {
     FzStringRef name = fzSymbolGetName(kb->kernel);

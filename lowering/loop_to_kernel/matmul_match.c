@@ -59,10 +59,12 @@ static int64_t elt_bytes(FzType *buf) {
 }
 
 /* Whether buffer value v starts at a multiple of `bytes` from its
- * allocation: function arguments and loop.alloc results do (the calling
- * convention's 16-byte alignment; device allocations are 256-byte
- * aligned), a view does when its source does and its constant offset
- * keeps it. */
+ * allocation: function arguments and loop.alloc results do (the
+ * calling convention's 16-byte alignment; device allocations are
+ * 256-byte aligned), and so do constant buffers (a large one is a device
+ * allocation the launch passes, a small one a global of 64-byte
+ * alignment: lowering/llvm/emit_memory.c); a view does when its source
+ * does and its constant offset keeps it. */
 bool mmAlignedBase(FzValue *v, int64_t bytes) {
   for (int depth = 0; depth < 16; ++depth) {
     FzOp *def = fzValueGetDefiningOp(v);
@@ -71,6 +73,8 @@ bool mmAlignedBase(FzValue *v, int64_t bytes) {
     FzLoopOpcode opc = fzLoopGetOpcode(def);
     if (opc == FZ_LOOP_OP_ALLOC)
       return true;
+    if (opc == FZ_LOOP_OP_CONSTANT_BUFFER)
+      return bytes <= 64;
     if (opc != FZ_LOOP_OP_VIEW)
       return false;
     int64_t off = 0;

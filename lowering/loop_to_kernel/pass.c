@@ -113,19 +113,32 @@ static bool analyze(FzOp *func, FzOp *par, FzLkNest *nest) {
 
 static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
                        unsigned *index) {
-  FzLkNest *nest = calloc(1, sizeof *nest);
-  if (!nest)
-    return fzOpEmitError(par, "lower-loop-to-kernel: out of memory");
+  if (!o->noMma && !(par = fzLkFoldMatmulBatch(par)))
+    return false;
+  FzContext *ctx = fzOpGetContext(par);
+  FzLkNest *nest = fzCalloc(ctx, 1, sizeof *nest);
+  if (!nest) /* recorded */
+    return false;
   bool ok = analyze(func, par, nest);
   if (ok && nest->items == 0) { /* nothing to do */
     fzOpErase(par);
-    free(nest);
+    fzFree(ctx, nest);
     return true;
   }
   for (size_t i = 0; ok && i < sizeof kMappings / sizeof kMappings[0]; ++i) {
     FzLkPlan plan;
     memset(&plan, 0, sizeof plan);
-    if (!kMappings[i]->plan(nest, o, &plan)) {
+    plan.ctx = ctx;
+    /* A plan that ran out of memory (its analyses among them) fails the
+     * pass: another mapping, or a plan without what it could not
+     * allocate, would give other kernels after an error. */
+    bool hadFailure = fzContextHadAllocationFailure(ctx);
+    bool took = kMappings[i]->plan(nest, o, &plan);
+    if (!hadFailure && fzContextHadAllocationFailure(ctx))
+      plan.failed = true;
+    if (!took || plan.failed) {
+      if (took && kMappings[i]->release)
+        kMappings[i]->release(&plan);
       if (!plan.failed)
         continue;
       ok = false;
@@ -134,13 +147,13 @@ static bool lower_nest(FzOp *func, FzOp *par, const FzLoopToKernelOptions *o,
     ok = fzLkOutline(nest, kMappings[i], &plan, o, (*index)++);
     if (kMappings[i]->release)
       kMappings[i]->release(&plan);
-    free(nest);
+    fzFree(ctx, nest);
     return ok;
   }
   if (ok)
     ok = fzOpEmitError(par, "lower-loop-to-kernel: no mapping takes this "
                             "nest");
-  free(nest);
+  fzFree(ctx, nest);
   return ok;
 }
 
@@ -305,6 +318,10 @@ static const FzPassOptionDef kOptions[] = {
      "(bf16 and fp16 act at the graph level: convert-contractions; here "
      "they mean tf32)",
      kPrecisions, 0, 0},
+    {"wgmma", FZ_PASS_OPTION_BOOL, "false",
+     "bf16/f16 matmul nests become warp-group mma kernels (kernel.wgmma: "
+     "sm_90a) instead of mma.sync ones",
+     NULL, 0, 0},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
      "kernel.func that every launch of them calls",
@@ -340,6 +357,7 @@ static bool run(FzPass *pass, FzOp *module) {
   o.rowRegisters = (unsigned)fzPassGetIntOption(pass, "row-registers");
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
+  o.wgmma = fzPassGetBoolOption(pass, "wgmma");
   o.noSmallM = !fzPassGetBoolOption(pass, "small-m");
   /* The option's choices are the policies' names: it always parses. */
   if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),

@@ -665,16 +665,16 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                  FzLkPlan *p) {
   if (o->noSmallM)
     return false;
-  SmallMPlan *sp = calloc(1, sizeof *sp);
-  if (!sp) {
+  SmallMPlan *sp = fzCalloc(p->ctx, 1, sizeof *sp);
+  if (!sp) { /* recorded */
     p->failed = true;
-    return fzOpEmitError(nest->par, "lower-loop-to-kernel: out of memory");
+    return false;
   }
   char why[256];
   bool bad = false;
   if (!fzSmallMMatch(nest->par, &sp->m, why, sizeof why) ||
       !fzSmallMChoose(&sp->m, o, &sp->s, &bad, why, sizeof why)) {
-    free(sp);
+    fzFree(p->ctx, sp);
     /* A bad shape text is an error, not a fallback: a benchmark never
      * measures something else by mistake. */
     if (bad)
@@ -699,7 +699,7 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
 }
 
 static void release(FzLkPlan *p) {
-  free(p->state);
+  fzFree(p->ctx, p->state);
   p->state = NULL;
 }
 

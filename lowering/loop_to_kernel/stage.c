@@ -388,11 +388,9 @@ void fzLkPlanStaging(const FzLkNest *n, FzLkNestPlan *p,
   Stored stored;
   memset(&stored, 0, sizeof stored);
   fzOpWalk(n->par, FZ_WALK_PRE_ORDER, collect_stored, &stored);
-  Cands *C = calloc(1, sizeof *C);
-  if (stored.overflow || !C) {
-    free(C);
+  Cands *C = stored.overflow ? NULL : fzCalloc(n->ctx, 1, sizeof *C);
+  if (!C) /* out of memory: recorded, and the pass fails */
     return;
-  }
   find_candidates(p, layout, &stored, C);
   choose_cut(p, C);
   size_t keep[kMaxCand], numKeep = 0;
@@ -464,5 +462,5 @@ void fzLkPlanStaging(const FzLkNest *n, FzLkNestPlan *p,
       if (C->later[c][j])
         p->inner[j].staged = true;
   }
-  free(C);
+  fzFree(n->ctx, C);
 }

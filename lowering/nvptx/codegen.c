@@ -9,9 +9,12 @@
  * machine of its own (job->tms, created by the caller); the NVPTX target
  * and LLVM's options were initialized once (ptx.c, pthread_once);
  * libdevice's bitcode is read once by the caller and only read here.
- * Nothing here touches a FzContext: diagnostic handlers are not
- * thread-safe, so a failure is a message in its unit, which the caller
- * reports after the threads are joined. Each LLVMContext gets a
+ * Nothing the threads run touches a FzContext: diagnostic handlers and
+ * the context's allocator are not thread-safe, so a failure is a message
+ * in its unit, which the caller reports after the threads are joined,
+ * and the texts and messages of the units are the C library's memory
+ * (fzLLThreadAlloc). Only the schedule, made on the calling thread before
+ * the threads start, comes from the context. Each LLVMContext gets a
  * diagnostic handler too, since LLVM's default one exits the process on
  * an error (unreadable bitcode, say).
  *
@@ -48,24 +51,9 @@ double fzNvNowSeconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* A malloc'ed message (NULL when out of memory: the caller says so). */
-static char *message(const char *fmt, ...) FZ_PRINTF(1, 2);
-static char *message(const char *fmt, ...) {
-  va_list ap, ap2;
-  va_start(ap, fmt);
-  va_copy(ap2, ap);
-  int n = vsnprintf(NULL, 0, fmt, ap);
-  va_end(ap);
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s)
-    vsnprintf(s, (size_t)n + 1, fmt, ap2);
-  va_end(ap2);
-  return s;
-}
-
 static bool fail(FzNvUnit *U, char *msg) {
-  free(U->error);
-  U->error = msg ? msg : message("emit-ptx: out of memory");
+  fzLLThreadFree(U->error);
+  U->error = msg ? msg : fzLLThreadPrintf("emit-ptx: out of memory");
   return false;
 }
 
@@ -78,16 +66,16 @@ static void on_llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ud) {
   if (LLVMGetDiagInfoSeverity(info) != LLVMDSError || U->llvmError)
     return;
   char *d = LLVMGetDiagInfoDescription(info);
-  U->llvmError = d ? strdup(d) : NULL;
+  U->llvmError = d ? fzLLThreadPrintf("%s", d) : NULL;
   LLVMDisposeMessage(d);
 }
 
-/* "MSG (LLVM's error)" or "MSG", malloc'ed. */
+/* "MSG (LLVM's error)" or "MSG", fzLLThreadAlloc'ed. */
 static char *with_llvm_error(FzNvUnit *U, char *msg) {
   if (!msg || !U->llvmError)
     return msg;
-  char *s = message("%s (%s)", msg, U->llvmError);
-  free(msg);
+  char *s = fzLLThreadPrintf("%s (%s)", msg, U->llvmError);
+  fzLLThreadFree(msg);
   return s;
 }
 
@@ -117,15 +105,17 @@ static bool link_libdevice(const FzNvCodegenJob *job, FzNvUnit *U) {
   if (buf)
     LLVMDisposeMemoryBuffer(buf);
   if (bad)
-    return fail(U, with_llvm_error(U, message("emit-ptx: '%s' is not LLVM "
-                                              "bitcode",
-                                              job->libdevicePath)));
+    return fail(
+        U, with_llvm_error(U, fzLLThreadPrintf("emit-ptx: '%s' is not LLVM "
+                                               "bitcode",
+                                               job->libdevicePath)));
   LLVMSetTarget(lib, LLVMGetTarget(U->mod));
   LLVMSetDataLayout(lib, LLVMGetDataLayoutStr(U->mod));
   if (LLVMLinkModules2(U->mod, lib))
     return fail(
-        U, with_llvm_error(U, message("emit-ptx: linking libdevice '%s' failed",
-                                      job->libdevicePath)));
+        U, with_llvm_error(
+               U, fzLLThreadPrintf("emit-ptx: linking libdevice '%s' failed",
+                                   job->libdevicePath)));
   for (LLVMValueRef f = LLVMGetFirstFunction(U->mod); f;
        f = LLVMGetNextFunction(f))
     if (!LLVMIsDeclaration(f) &&
@@ -147,14 +137,14 @@ static bool prefix_name(FzNvUnit *U, LLVMValueRef v) {
   if (n >= 5 && !strncmp(name, "llvm.", 5)) /* llvm.used and the like */
     return true;
   size_t e = strlen(U->name);
-  char *s = malloc(e + 1 + n + 1);
+  char *s = fzLLThreadAlloc(e + 1 + n + 1);
   if (!s)
     return fail(U, NULL);
   memcpy(s, U->name, e);
   s[e] = '$';
   memcpy(s + e + 1, name, n);
   LLVMSetValueName2(v, s, e + 1 + n);
-  free(s);
+  fzLLThreadFree(s);
   return true;
 }
 
@@ -177,7 +167,7 @@ static bool emit_text(const FzNvCodegenJob *job, FzNvUnit *U,
   if (job->emitIR) {
     char *ir = LLVMPrintModuleToString(U->mod);
     U->len = strlen(ir);
-    U->text = malloc(U->len + 1);
+    U->text = fzLLThreadAlloc(U->len + 1);
     if (U->text)
       memcpy(U->text, ir, U->len + 1);
     LLVMDisposeMessage(ir);
@@ -187,13 +177,13 @@ static bool emit_text(const FzNvCodegenJob *job, FzNvUnit *U,
   char *err = NULL;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, U->mod, LLVMAssemblyFile, &err,
                                           &buf)) {
-    fail(U,
-         message("emit-ptx: NVPTX code generation failed: %s", err ? err : ""));
+    fail(U, fzLLThreadPrintf("emit-ptx: NVPTX code generation failed: %s",
+                             err ? err : ""));
     LLVMDisposeMessage(err);
     return false;
   }
   U->len = LLVMGetBufferSize(buf);
-  U->text = malloc(U->len + 1);
+  U->text = fzLLThreadAlloc(U->len + 1);
   if (U->text) {
     memcpy(U->text, LLVMGetBufferStart(buf), U->len);
     U->text[U->len] = '\0';
@@ -265,51 +255,50 @@ static int by_size(const void *a, const void *b) {
   return x->index < y->index ? -1 : x->index > y->index;
 }
 
-void fzNvCodegenRun(FzNvCodegenJob *job) {
+bool fzNvCodegenRun(FzContext *ctx, FzNvCodegenJob *job) {
   size_t n = job->numUnits;
   unsigned threads = job->numThreads ? job->numThreads : 1;
   if (threads > n)
     threads = n ? (unsigned)n : 1;
   /* The schedule: largest modules first (ties in kernel order). */
-  Ranked *ranked = calloc(n + 1, sizeof *ranked);
-  size_t *order = calloc(n + 1, sizeof *order);
-  if (ranked && order) {
-    for (size_t i = 0; i < n; ++i)
-      ranked[i] = (Ranked){job->units[i].size, i};
-    qsort(ranked, n, sizeof *ranked, by_size);
-    for (size_t i = 0; i < n; ++i)
-      order[i] = ranked[i].index;
-  } else {
-    free(order);
-    order = NULL;
+  Ranked *ranked = fzCalloc(ctx, n + 1, sizeof *ranked);
+  size_t *order = ranked ? fzCalloc(ctx, n + 1, sizeof *order) : NULL;
+  Worker *workers = order ? fzCalloc(ctx, threads, sizeof *workers) : NULL;
+  if (!workers) {
+    fzFree(ctx, ranked);
+    fzFree(ctx, order);
+    return false;
   }
-  free(ranked);
+  for (size_t i = 0; i < n; ++i)
+    ranked[i] = (Ranked){job->units[i].size, i};
+  qsort(ranked, n, sizeof *ranked, by_size);
+  for (size_t i = 0; i < n; ++i)
+    order[i] = ranked[i].index;
+  fzFree(ctx, ranked);
   Pool pool = {job, order, 0};
-  Worker *workers = calloc(threads, sizeof *workers);
   unsigned started = 0;
-  if (workers) {
-    pthread_attr_t attr;
-    bool haveAttr = pthread_attr_init(&attr) == 0;
-    if (haveAttr)
-      pthread_attr_setstacksize(&attr, kStackBytes);
-    /* workers[0] is the calling thread; a thread that cannot be started
-     * leaves its share to the others. */
-    for (unsigned t = 1; t < threads; ++t) {
-      workers[t].pool = &pool;
-      workers[t].tm = job->tms[t];
-      if (pthread_create(&workers[t].thread, haveAttr ? &attr : NULL, work,
-                         &workers[t]) != 0)
-        break;
-      started = t;
-    }
-    if (haveAttr)
-      pthread_attr_destroy(&attr);
+  pthread_attr_t attr;
+  bool haveAttr = pthread_attr_init(&attr) == 0;
+  if (haveAttr)
+    pthread_attr_setstacksize(&attr, kStackBytes);
+  /* workers[0] is the calling thread; a thread that cannot be started
+   * leaves its share to the others. */
+  for (unsigned t = 1; t < threads; ++t) {
+    workers[t].pool = &pool;
+    workers[t].tm = job->tms[t];
+    if (pthread_create(&workers[t].thread, haveAttr ? &attr : NULL, work,
+                       &workers[t]) != 0)
+      break;
+    started = t;
   }
+  if (haveAttr)
+    pthread_attr_destroy(&attr);
   Worker self = {.pool = &pool, .tm = job->tms[0]};
   work(&self);
   for (unsigned t = 1; t <= started; ++t)
     pthread_join(workers[t].thread, NULL);
   job->threadsUsed = started + 1;
-  free(workers);
-  free(order);
+  fzFree(ctx, workers);
+  fzFree(ctx, order);
+  return true;
 }

@@ -25,30 +25,9 @@
 
 #include "lowering/nvptx/nvptx_internal.h"
 
-typedef struct Text {
-  char *data;
-  size_t len, cap;
-  bool failed;
-} Text;
-
-static void put(Text *t, const char *s, size_t n) {
-  if (t->failed || n == 0)
-    return;
-  if (t->len + n + 1 > t->cap) {
-    size_t cap = t->cap ? t->cap : 4096;
-    while (cap < t->len + n + 1)
-      cap *= 2;
-    char *d = realloc(t->data, cap);
-    if (!d) {
-      t->failed = true;
-      return;
-    }
-    t->data = d;
-    t->cap = cap;
-  }
-  memcpy(t->data + t->len, s, n);
-  t->len += n;
-  t->data[t->len] = '\0';
+static void put(FzBuf *t, const char *s, size_t n) {
+  if (n)
+    fzBufAppend(t, s, n);
 }
 
 static bool starts(const char *s, size_t n, const char *prefix) {
@@ -96,38 +75,29 @@ static long version_of(const char *s, size_t n) {
 }
 
 typedef struct Shared {
-  Text decls;  /* the hoisted statements, each once */
-  char **seen; /* their texts (malloc'ed), to drop repeats */
-  size_t numSeen, capSeen;
+  FzBuf decls;   /* the hoisted statements, each once */
+  FzPtrVec seen; /* their texts (the context's), to drop repeats */
   bool haveStatus;
 } Shared;
 
 static bool seen_before(Shared *sh, const char *s, size_t n) {
-  for (size_t i = 0; i < sh->numSeen; ++i)
-    if (strlen(sh->seen[i]) == n && !memcmp(sh->seen[i], s, n))
+  for (size_t i = 0; i < sh->seen.len; ++i) {
+    const char *t = sh->seen.data[i];
+    if (strlen(t) == n && !memcmp(t, s, n))
       return true;
-  if (sh->numSeen == sh->capSeen) {
-    size_t cap = sh->capSeen ? 2 * sh->capSeen : 8;
-    char **v = realloc(sh->seen, cap * sizeof *v);
-    if (!v) {
-      sh->decls.failed = true;
-      return true;
-    }
-    sh->seen = v;
-    sh->capSeen = cap;
   }
-  char *copy = strndup(s, n);
-  if (!copy) {
+  char *copy = fzStrDupN(sh->seen.ctx, s, n);
+  if (!copy || !fzPtrVecPush(&sh->seen, copy)) {
+    fzFree(sh->seen.ctx, copy);
     sh->decls.failed = true;
     return true;
   }
-  sh->seen[sh->numSeen++] = copy;
   return false;
 }
 
 /* Appends unit U's text after its header to body, moving the shared
  * declarations to sh. */
-static void split_body(const FzNvUnit *U, size_t bodyAt, Text *body,
+static void split_body(const FzNvUnit *U, size_t bodyAt, FzBuf *body,
                        Shared *sh) {
   size_t at = bodyAt;
   while (at < U->len) {
@@ -157,17 +127,21 @@ static void split_body(const FzNvUnit *U, size_t bodyAt, Text *body,
   }
 }
 
-char *fzNvJoinPtx(const FzNvUnit *units, size_t numUnits, size_t *len,
-                  char **error) {
-  *error = NULL;
-  Text head = {0}, body = {0};
-  Shared sh = {0};
+char *fzNvJoinPtx(FzContext *ctx, const FzNvUnit *units, size_t numUnits,
+                  size_t *len) {
+  bool error = false;
+  FzBuf head, body;
+  fzBufInit(&head, ctx);
+  fzBufInit(&body, ctx);
+  Shared sh = {.haveStatus = false};
+  fzBufInit(&sh.decls, ctx);
+  fzPtrVecInit(&sh.seen, ctx);
   const char *target = NULL, *addr = NULL;
   size_t targetLen = 0, addrLen = 0;
   const char *version = NULL;
   size_t versionLen = 0;
   long best = -1;
-  for (size_t u = 0; u < numUnits && !*error; ++u) {
+  for (size_t u = 0; u < numUnits && !error; ++u) {
     const FzNvUnit *U = &units[u];
     size_t at = 0;
     bool done = false;
@@ -192,28 +166,29 @@ char *fzNvJoinPtx(const FzNvUnit *units, size_t numUnits, size_t *len,
       }
     }
     if (!t || !a || v < 0) {
-      *error = strdup("emit-ptx: internal error: the PTX of a kernel has no "
-                      ".version, .target or .address_size");
+      fzEmitError(ctx, NULL,
+                  "emit-ptx: internal error: the PTX of a kernel has no "
+                  ".version, .target or .address_size");
+      error = true;
       break;
     }
     if (!target) {
       target = t, targetLen = tn, addr = a, addrLen = an;
     } else if (tn != targetLen || memcmp(t, target, tn) || an != addrLen ||
                memcmp(a, addr, an)) {
-      size_t m = strlen(U->name) + 128;
-      *error = malloc(m);
-      if (*error)
-        snprintf(*error, m,
-                 "emit-ptx: internal error: the PTX of kernel "
-                 "'%s' has another .target or .address_size",
-                 U->name);
+      fzEmitError(ctx, NULL,
+                  "emit-ptx: internal error: the PTX of kernel '%s' has "
+                  "another .target or .address_size",
+                  U->name);
+      error = true;
       break;
     }
     split_body(U, at, &body, &sh);
   }
   char *out = NULL;
-  if (!*error) {
-    Text all = {0};
+  if (!error) {
+    FzBuf all;
+    fzBufInit(&all, ctx);
     put(&all, head.data ? head.data : "", head.len);
     put(&all, version, versionLen);
     put(&all, "\n", 1);
@@ -228,17 +203,18 @@ char *fzNvJoinPtx(const FzNvUnit *units, size_t numUnits, size_t *len,
     put(&all, body.data ? body.data : "", body.len);
     if (all.failed || head.failed || body.failed || sh.decls.failed ||
         !all.data) {
-      free(all.data);
+      fzNoteAllocationFailure(ctx); /* (once: a failed append noted it) */
+      fzBufFree(&all);
     } else {
       out = all.data;
       *len = all.len;
     }
   }
-  free(head.data);
-  free(body.data);
-  free(sh.decls.data);
-  for (size_t i = 0; i < sh.numSeen; ++i)
-    free(sh.seen[i]);
-  free(sh.seen);
+  fzBufFree(&head);
+  fzBufFree(&body);
+  fzBufFree(&sh.decls);
+  for (size_t i = 0; i < sh.seen.len; ++i)
+    fzFree(ctx, sh.seen.data[i]);
+  fzPtrVecFree(&sh.seen);
   return out;
 }

@@ -127,11 +127,11 @@ bool fzNvEmitKernel(FzLLEmitter *E, FzNvKernelInfo *K) {
   fzOpWalk(kf, FZ_WALK_PRE_ORDER, scan_op, &scan);
   if (!scan.ok)
     return false;
-  LLVMTypeRef *params = calloc(n + 1, sizeof *params);
-  bool *invariant = calloc(n + 1, sizeof *invariant);
-  if (!params || !invariant) {
-    free(params);
-    free(invariant);
+  LLVMTypeRef *params = fzCalloc(E->ctx, n + 1, sizeof *params);
+  bool *invariant = fzCalloc(E->ctx, n + 1, sizeof *invariant);
+  if (!params || !invariant) { /* recorded */
+    fzFree(E->ctx, params);
+    fzFree(E->ctx, invariant);
     return E->failed = true, false;
   }
   bool ok = true;
@@ -147,9 +147,9 @@ bool fzNvEmitKernel(FzLLEmitter *E, FzNvKernelInfo *K) {
       ok ? LLVMAddFunction(E->mod, K->name,
                            LLVMFunctionType(E->tVoid, params, (unsigned)n, 0))
          : NULL;
-  free(params);
+  fzFree(E->ctx, params);
   if (!fn) {
-    free(invariant);
+    fzFree(E->ctx, invariant);
     return false;
   }
   LLVMSetFunctionCallConv(fn, 71 /* CallingConv::PTX_Kernel */);
@@ -215,6 +215,6 @@ bool fzNvEmitKernel(FzLLEmitter *E, FzNvKernelInfo *K) {
   }
   E->emitForeignOp = NULL;
   E->foreignData = NULL;
-  free(invariant);
+  fzFree(E->ctx, invariant);
   return ok && !E->failed;
 }

@@ -38,6 +38,9 @@
  *                          only for 64-bit shared pointers
  *   cp_async_commit/wait   llvm.nvvm.cp.async.{commit,wait}.group
  *   extract, from_elements extractelement / insertelement
+ *   mbarrier_*, bulk_copy, inline PTX (kernel_ops_sm90.c)
+ *   fence_proxy_async,
+ *   wgmma*
  * Fragment and copy ops count as synchronizing (warp collectives, copies
  * that complete at a wait): the kernel loses `nosync`.
  */
@@ -115,13 +118,20 @@ static bool emit_shared_alloc(FzLLEmitter *E, FzOp *op) {
   return true;
 }
 
+/* An `align` above 16 (kernel.wgmma's swizzled operands) is its own
+ * extern array, fz_dyn_smem_aN: every extern shared array starts at the
+ * dynamic shared memory, and the joined PTX declares each name once. */
 static bool emit_dynamic_shared(FzLLEmitter *E, FzOp *op) {
-  LLVMValueRef gv = LLVMGetNamedGlobal(E->mod, "fz_dyn_smem");
+  int64_t align = fzKernelDynamicSharedGetAlign(op);
+  char name[48] = "fz_dyn_smem";
+  if (align > 16)
+    snprintf(name, sizeof name, "fz_dyn_smem_a%lld", (long long)align);
+  LLVMValueRef gv = LLVMGetNamedGlobal(E->mod, name);
   if (!gv) {
     LLVMTypeRef at = LLVMArrayType2(E->tI8, 0);
-    gv = LLVMAddGlobalInAddressSpace(E->mod, at, "fz_dyn_smem", 3);
+    gv = LLVMAddGlobalInAddressSpace(E->mod, at, name, 3);
     LLVMSetLinkage(gv, LLVMExternalLinkage);
-    LLVMSetAlignment(gv, 16);
+    LLVMSetAlignment(gv, align > 16 ? (unsigned)align : 16);
   }
   FzValue *res = fzOpGetResult(op, 0);
   fzLLSet(E, res, gv);
@@ -539,6 +549,15 @@ static const KernelOpEmitter kOps[FZ_KERNEL_NUM_OPS] = {
     [FZ_KERNEL_OP_CP_ASYNC_WAIT] = {emit_cp_async_wait, true},
     [FZ_KERNEL_OP_EXTRACT] = {emit_extract, false},
     [FZ_KERNEL_OP_FROM_ELEMENTS] = {emit_from_elements, false},
+    [FZ_KERNEL_OP_MBARRIER_INIT] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_MBARRIER_ARRIVE] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_MBARRIER_WAIT] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_BULK_COPY] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_FENCE_PROXY_ASYNC] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_WGMMA_FENCE] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_WGMMA] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_WGMMA_COMMIT] = {fzNvEmitSm90Op, true},
+    [FZ_KERNEL_OP_WGMMA_WAIT] = {fzNvEmitSm90Op, true},
 };
 
 bool fzNvEmitKernelOp(FzLLEmitter *E, FzOp *op) {

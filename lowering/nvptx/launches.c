@@ -118,8 +118,8 @@ static bool passed_to_launch(FzValue *v) {
   return false;
 }
 
-/* The bytes of constant buffer op (a splat expanded) into a malloc'ed
- * block; false after reporting an error. */
+/* The bytes of constant buffer op (a splat expanded) into a block of the
+ * context's; false after reporting an error. */
 static bool constant_data(FzOp *op, void **data, int64_t *bytes) {
   FzAttr *a = fzOpGetInherentAttr(op, FZ_STR("value"));
   FzType *t = fzValueGetType(fzOpGetResult(op, 0));
@@ -136,9 +136,9 @@ static bool constant_data(FzOp *op, void **data, int64_t *bytes) {
     return error_at(op, "emit-ptx: this constant buffer's value has %zu "
                         "bytes, its type %zu",
                     fzDenseAttrGetNumBytes(a), total);
-  char *d = malloc(total ? total : 1);
-  if (!d)
-    return error_at(op, "emit-ptx: out of memory");
+  char *d = fzMalloc(fzOpGetContext(op), total ? total : 1);
+  if (!d) /* recorded */
+    return false;
   if (splat)
     for (size_t i = 0; i < total; i += esz)
       memcpy(d + i, src, esz);
@@ -199,9 +199,9 @@ static bool translate_launch(FzBlock *body, const Roots *roots, FzOp *op,
     return error_at(op, "emit-ptx: this launch does not match its kernel's "
                         "parameters");
   K->numArgs = n;
-  K->args = calloc(n + 1, sizeof *K->args);
-  if (!K->args)
-    return error_at(op, "emit-ptx: out of memory");
+  K->args = fzCalloc(fzOpGetContext(op), n + 1, sizeof *K->args);
+  if (!K->args) /* recorded */
+    return false;
   for (size_t i = 0; i < n; ++i) {
     FzValue *v = fzOpGetOperand(op, FZ_KERNEL_LAUNCH_NUM_CONFIG + i);
     FzType *t = fzValueGetType(v);
@@ -250,23 +250,24 @@ static bool translate_launch(FzBlock *body, const Roots *roots, FzOp *op,
   return true;
 }
 
-static void plan_of(FzNvKernelInfo *info, FzGpuKernel *K, bool *ok) {
+static void plan_of(FzContext *ctx, FzNvKernelInfo *info, FzGpuKernel *K,
+                    bool *ok) {
   FzAttr *p = fzOpGetAttr(info->func, FZ_STR("fuse.plan"));
   FzAttr *fl = fzOpGetAttr(info->func, FZ_STR("fuse.flops"));
   K->flops = fl && fzAttrGetKind(fl) == FZ_ATTR_INTEGER &&
                      fzIntegerAttrGetValue(fl) > 0
                  ? fzIntegerAttrGetValue(fl)
                  : 0;
-  K->name = strdup(info->name);
+  K->name = fzStrDup(ctx, info->name);
   if (p && fzAttrGetKind(p) == FZ_ATTR_STRING) {
     FzStringRef s = fzStringAttrGetValue(p);
-    K->plan = strndup(s.data, s.length);
+    K->plan = fzStrDupN(ctx, s.data, s.length);
     size_t w = 0;
     while (w < s.length && s.data[w] != ':' && s.data[w] != ' ')
       ++w;
-    K->mapping = strndup(s.data, w);
+    K->mapping = fzStrDupN(ctx, s.data, w);
   } else {
-    K->mapping = strdup("kernel");
+    K->mapping = fzStrDup(ctx, "kernel");
   }
   *ok = *ok && K->name && K->mapping && (!p || K->plan);
 }
@@ -279,12 +280,12 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
   int64_t numOut = num_outputs(func);
   if (numOut < 0 || (size_t)numOut > numArgs)
     numOut = 0;
-  plan->name = strndup(fname.data, fname.length);
+  plan->name = fzStrDupN(ctx, fname.data, fname.length);
   plan->numArgs = numArgs;
   plan->numOutputs = (size_t)numOut;
-  plan->argTypes = calloc(numArgs + 1, sizeof *plan->argTypes);
-  if (!plan->name || !plan->argTypes)
-    return fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  plan->argTypes = fzCalloc(ctx, numArgs + 1, sizeof *plan->argTypes);
+  if (!plan->name || !plan->argTypes) /* recorded */
+    return false;
   for (size_t i = 0; i < numArgs; ++i) {
     FzType *t = fzValueGetType(fzBlockGetArgument(body, i));
     plan->argTypes[i] = t;
@@ -311,12 +312,12 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
         ok = error_at(op, "emit-ptx: dynamically sized 'loop.alloc' is not "
                           "supported on the GPU");
       else if (!fzPtrVecPush(&R.temps, fzOpGetResult(op, 0)))
-        ok = error_at(op, "emit-ptx: out of memory");
+        ok = false; /* out of memory: recorded */
     } else if (c == FZ_LOOP_OP_CONSTANT_BUFFER &&
                fzOpGetNumResults(op) == 1 &&
                passed_to_launch(fzOpGetResult(op, 0))) {
       if (!fzPtrVecPush(&R.consts, fzOpGetResult(op, 0)))
-        ok = error_at(op, "emit-ptx: out of memory");
+        ok = false; /* out of memory: recorded */
     } else if (c == FZ_LOOP_OP_DEALLOC ||
                (is_named(op, "func.return") &&
                 fzOpGetNumOperands(op) == 0) ||
@@ -335,13 +336,12 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
     }
   }
   plan->numTemps = R.temps.len;
-  plan->tempBytes = calloc(R.temps.len + 1, sizeof *plan->tempBytes);
-  plan->constBytes = calloc(R.consts.len + 1, sizeof *plan->constBytes);
-  plan->constData = calloc(R.consts.len + 1, sizeof *plan->constData);
-  plan->kernels = calloc(numLaunches + 1, sizeof *plan->kernels);
-  if (ok && (!plan->tempBytes || !plan->kernels || !plan->constBytes ||
-             !plan->constData))
-    ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  plan->tempBytes = fzCalloc(ctx, R.temps.len + 1, sizeof *plan->tempBytes);
+  plan->constBytes = fzCalloc(ctx, R.consts.len + 1, sizeof *plan->constBytes);
+  plan->constData = fzCalloc(ctx, R.consts.len + 1, sizeof *plan->constData);
+  plan->kernels = fzCalloc(ctx, numLaunches + 1, sizeof *plan->kernels);
+  ok = ok && plan->tempBytes && plan->kernels && plan->constBytes &&
+       plan->constData;
   for (size_t i = 0; ok && i < R.consts.len; ++i) {
     ok = constant_data(fzValueGetDefiningOp(R.consts.data[i]),
                        &plan->constData[i], &plan->constBytes[i]);
@@ -370,7 +370,7 @@ bool fzNvTranslateHost(FzContext *ctx, FzOp *func, FzNvKernelInfo *kernels,
       break;
     }
     FzGpuKernel *K = &plan->kernels[plan->numKernels++];
-    plan_of(info, K, &ok);
+    plan_of(ctx, info, K, &ok);
     ok = ok && translate_launch(body, &R, op, info, K);
   }
   fzPtrVecFree(&R.temps);

@@ -13,7 +13,8 @@
  *   join.c         the PTX of the modules joined into one text
  *   launches.c     host functions -> launch plans (FzGpuFunction)
  *   kernel_func.c  kernel.func -> PTX entry (signature, metadata, body)
- *   kernel_ops.c   every kernel op, one table
+ *   kernel_ops.c   every kernel op, one table (kernel_ops_sm90.c: the
+ *                  Hopper ops)
  */
 #ifndef FZ_LOWERING_NVPTX_INTERNAL_H
 #define FZ_LOWERING_NVPTX_INTERNAL_H
@@ -25,22 +26,25 @@
 /* One kernel's LLVM module, compiled on its own: translated on the
  * calling thread (translate.c), then optimized and compiled to PTX on
  * any one thread of the pool (codegen.c), which disposes the module and
- * its context and leaves the text or the error. */
+ * its context and leaves the text or the error (text, error and
+ * llvmError are made there: fzLLThreadAlloc'ed). */
 typedef struct FzNvUnit {
-  char *name;            /* the PTX entry ("fuse_gpu": no kernel) */
+  char *name;            /* the PTX entry ("fuse_gpu": no kernel; the
+                            context's) */
   LLVMContextRef llctx;  /* NULL once disposed */
   LLVMModuleRef mod;
   size_t size;           /* LLVM instructions before O3: the schedule */
-  char *text;            /* PTX, or the LLVM IR after O3 (malloc'ed) */
+  char *text;            /* PTX, or the LLVM IR after O3 */
   size_t len;
-  char *error;           /* what failed (malloc'ed), or NULL */
-  char *llvmError;       /* LLVM's first error diagnostic (malloc'ed) */
+  char *error;           /* what failed, or NULL */
+  char *llvmError;       /* LLVM's first error diagnostic */
   bool usesStatus;       /* fz_status is still referenced after O3 */
   double seconds;        /* the thread's time on this unit */
 } FzNvUnit;
 
 typedef struct FzNvUnits {
-  FzNvUnit *v; /* in kernel order (malloc'ed) */
+  FzContext *ctx;
+  FzNvUnit *v; /* in kernel order (the context's) */
   size_t n;
   double planSeconds; /* of the translation: the host functions' plans */
 } FzNvUnits;
@@ -76,9 +80,10 @@ typedef struct FzNvCodegenJob {
 /* Links libdevice, optimizes, makes module-local names unique across
  * the units (ENTRY$NAME) and generates the PTX (or prints the IR) of
  * every unit, each on one thread: units must hold each module and its
- * context (disposed here). Reports nothing: the outcome of each unit is
- * its text or its error. (codegen.c) */
-void fzNvCodegenRun(FzNvCodegenJob *job);
+ * context (disposed here). Reports nothing but running out of ctx's
+ * memory for the schedule (then false, nothing done): the outcome of
+ * each unit is its text or its error. (codegen.c) */
+bool fzNvCodegenRun(FzContext *ctx, FzNvCodegenJob *job);
 /* Whether mod calls libdevice (declares an __nv_ function). */
 bool fzNvUsesLibdevice(LLVMModuleRef mod);
 /* Seconds on the monotonic clock (codegen.c). */
@@ -88,22 +93,22 @@ double fzNvNowSeconds(void);
  * header (.version, the highest; .target and .address_size, which must
  * agree), every module-level `.extern` declaration and the definition of
  * fz_status once, right after it, then each unit's body in order. The
- * text (malloc'ed, NUL-terminated) or NULL with *error set (malloc'ed;
- * NULL when out of memory). (join.c) */
-char *fzNvJoinPtx(const FzNvUnit *units, size_t numUnits, size_t *len,
-                  char **error);
+ * text (ctx's, NUL-terminated) or NULL after reporting an error to ctx.
+ * (join.c) */
+char *fzNvJoinPtx(FzContext *ctx, const FzNvUnit *units, size_t numUnits,
+                  size_t *len);
 
 /* One kernel.func of the module: what its launches say about it
  * (launches.c) and what its emission learns (kernel_func.c). */
 typedef struct FzNvKernelInfo {
   FzOp *func;        /* the kernel.func */
-  char *name;        /* its PTX entry name (malloc'ed) */
+  char *name;        /* its PTX entry name (the context's) */
   size_t numParams;
   bool launched;     /* at least one kernel.launch names it */
   unsigned block[3]; /* every launch's block size, when they agree */
   bool sameBlock;    /* launched, and every launch has the same block */
   bool wholeWarps;   /* every launch's block is a multiple of 32 threads */
-  /* Per parameter (malloc'ed, numParams): noalias: no launch passes the
+  /* Per parameter (the context's, numParams): noalias: no launch passes the
    * buffer together with another argument of the same root; written /
    * accessed: the kernel stores through it / loads or stores. */
   bool *noalias, *written, *accessed;
@@ -117,6 +122,9 @@ typedef struct FzNvKernelState {
 
 /* The translation of one kernel op (kernel_ops.c; E->emitForeignOp). */
 bool fzNvEmitKernelOp(FzLLEmitter *E, FzOp *op);
+/* The Hopper ops (mbarriers, bulk copies, the proxy fence, wgmma) as
+ * inline PTX (kernel_ops_sm90.c). */
+bool fzNvEmitSm90Op(FzLLEmitter *E, FzOp *op);
 /* Whether op is a kernel op that synchronizes or communicates with other
  * threads (barriers, shuffles, atomics, mma). */
 bool fzNvKernelOpSynchronizes(const FzOp *op);

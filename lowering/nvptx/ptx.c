@@ -40,32 +40,48 @@ static void init_nvptx(void) {
   LLVMInitializeNVPTXAsmPrinter();
 }
 
+/* A program and the context whose allocator holds all of it: the
+ * module's (docs/api.md, "Allocation"). */
+typedef struct ProgramBox {
+  FzGpuProgram prog; /* first: a FzGpuProgram * is a ProgramBox * */
+  FzContext *ctx;
+} ProgramBox;
+
+static FzGpuProgram *program_create(FzContext *ctx) {
+  ProgramBox *box = fzCalloc(ctx, 1, sizeof *box);
+  if (!box)
+    return NULL;
+  box->ctx = ctx;
+  return &box->prog;
+}
+
 void fzGpuProgramDestroy(FzGpuProgram *p) {
   if (!p)
     return;
+  FzContext *ctx = ((ProgramBox *)p)->ctx;
   for (size_t i = 0; i < p->numChecks; ++i)
-    free(p->checks[i].message);
-  free(p->checks);
-  for (size_t i = 0; i < p->numFunctions; ++i) {
+    fzFree(ctx, p->checks[i].message);
+  fzFree(ctx, p->checks);
+  for (size_t i = 0; p->functions && i < p->numFunctions; ++i) {
     FzGpuFunction *f = &p->functions[i];
-    for (size_t k = 0; k < f->numKernels; ++k) {
-      free(f->kernels[k].name);
-      free(f->kernels[k].plan);
-      free(f->kernels[k].mapping);
-      free(f->kernels[k].args);
+    for (size_t k = 0; f->kernels && k < f->numKernels; ++k) {
+      fzFree(ctx, f->kernels[k].name);
+      fzFree(ctx, f->kernels[k].plan);
+      fzFree(ctx, f->kernels[k].mapping);
+      fzFree(ctx, f->kernels[k].args);
     }
-    free(f->kernels);
-    free(f->tempBytes);
-    for (size_t c = 0; c < f->numConsts; ++c)
-      free(f->constData[c]);
-    free(f->constData);
-    free(f->constBytes);
-    free(f->argTypes);
-    free(f->name);
+    fzFree(ctx, f->kernels);
+    fzFree(ctx, f->tempBytes);
+    for (size_t c = 0; f->constData && c < f->numConsts; ++c)
+      fzFree(ctx, f->constData[c]);
+    fzFree(ctx, f->constData);
+    fzFree(ctx, f->constBytes);
+    fzFree(ctx, f->argTypes);
+    fzFree(ctx, f->name);
   }
-  free(p->functions);
-  free(p->ptx);
-  free(p);
+  fzFree(ctx, p->functions);
+  fzFree(ctx, p->ptx);
+  fzFree(ctx, p);
 }
 
 const FzGpuFunction *fzGpuProgramLookup(const FzGpuProgram *p,
@@ -169,6 +185,7 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.noMma = o->noMma;
   ko.noSmallM = o->noSmallM;
   ko.mmaTile = o->mmaTile;
+  ko.wgmma = o->arch && !strcmp(o->arch, "sm_90a");
   int cc = 0;
   if (o->arch)
     (void)sscanf(o->arch, "sm_%d", &cc);
@@ -180,36 +197,21 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   return clone;
 }
 
-/* For every launch of prog: "// fuse: KERNEL: PLAN" (when the kernel
- * has a plan) and "// fuse: KERNEL: launch grid (X, Y, Z), block (X, Y,
- * Z), shared N", malloc'ed (NULL when out of memory). */
-static char *plan_comments(const FzGpuProgram *prog, size_t *len) {
-  size_t n = 1;
-  for (size_t i = 0; i < prog->numFunctions; ++i)
-    for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
-      const FzGpuKernel *K = &prog->functions[i].kernels[k];
-      n += 2 * strlen(K->name) + strlen(K->plan ? K->plan : "") + 160;
-    }
-  char *s = malloc(n);
-  if (!s)
-    return NULL;
-  size_t at = 0;
+/* Appends, for every launch of prog: "// fuse: KERNEL: PLAN" (when the
+ * kernel has a plan) and "// fuse: KERNEL: launch grid (X, Y, Z), block
+ * (X, Y, Z), shared N". */
+static void plan_comments(const FzGpuProgram *prog, FzBuf *b) {
   for (size_t i = 0; i < prog->numFunctions; ++i)
     for (size_t k = 0; k < prog->functions[i].numKernels; ++k) {
       const FzGpuKernel *K = &prog->functions[i].kernels[k];
       if (K->plan)
-        at += (size_t)snprintf(s + at, n - at, "// fuse: %s: %s\n", K->name,
-                               K->plan);
-      at += (size_t)snprintf(
-          s + at, n - at,
-          "// fuse: %s: launch grid (%u, %u, %u), block (%u, %u, %u), "
-          "shared %u\n",
-          K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
-          K->block[1], K->block[2], K->sharedBytes);
+        fzBufPrintf(b, "// fuse: %s: %s\n", K->name, K->plan);
+      fzBufPrintf(b,
+                  "// fuse: %s: launch grid (%u, %u, %u), block (%u, %u, "
+                  "%u), shared %u\n",
+                  K->name, K->grid[0], K->grid[1], K->grid[2], K->block[0],
+                  K->block[1], K->block[2], K->sharedBytes);
     }
-  s[at] = '\0';
-  *len = at;
-  return s;
 }
 
 /* Hands one phase (or one item of it) to o's timing sink, if any. */
@@ -277,19 +279,17 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
     job.libdevice = lib ? LLVMGetBufferStart(lib) : NULL;
     job.libdeviceLen = lib ? LLVMGetBufferSize(lib) : 0;
   }
-  job.tms = calloc(job.numThreads, sizeof *job.tms);
-  if (ok && !job.tms)
-    ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  job.tms = ok ? fzCalloc(ctx, job.numThreads, sizeof *job.tms) : NULL;
+  ok = ok && job.tms;
   if (job.tms)
     job.tms[0] = tm0;
   for (unsigned t = 1; ok && t < job.numThreads; ++t)
     ok = (job.tms[t] = fzLLCreateTargetMachine(ctx, co, NULL, NULL)) != NULL;
-  if (ok)
-    fzNvCodegenRun(&job);
+  ok = ok && fzNvCodegenRun(ctx, &job);
   for (unsigned t = 1; job.tms && t < job.numThreads; ++t)
     if (job.tms[t])
       LLVMDisposeTargetMachine(job.tms[t]);
-  free(job.tms);
+  fzFree(ctx, job.tms);
   if (lib)
     LLVMDisposeMemoryBuffer(lib);
   if (!ok)
@@ -317,9 +317,7 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
     size_t n = 0;
     for (size_t i = 0; i < units->n; ++i)
       n += units->v[i].len;
-    *text = malloc(n + 1);
-    if (!*text)
-      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    ok = (*text = fzMalloc(ctx, n + 1)) != NULL;
     for (size_t i = 0, at = 0; ok && i < units->n; at += units->v[i++].len)
       memcpy(*text + at, units->v[i].text, units->v[i].len);
     if (ok) {
@@ -327,12 +325,7 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
       *len = n;
     }
   } else if (ok) {
-    char *error = NULL;
-    *text = fzNvJoinPtx(units->v, units->n, len, &error);
-    if (!*text)
-      ok = fzEmitError(ctx, NULL, "%s",
-                       error ? error : "emit-ptx: out of memory");
-    free(error);
+    ok = (*text = fzNvJoinPtx(ctx, units->v, units->n, len)) != NULL;
   }
   report(o, "LLVM optimize+codegen", NULL, fzNvNowSeconds() - t0, busy,
          job.threadsUsed, units->n);
@@ -341,7 +334,7 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
 
 /* The program of module for the GPU: its launch plans and checks in
  * prog, its PTX (or, with emitIR, its LLVM IR after O3) in *text
- * (malloc'ed, without the plan comments). False after reporting
+ * (the context's, without the plan comments). False after reporting
  * errors. */
 static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
                     bool emitIR, char **text, size_t *len) {
@@ -393,7 +386,7 @@ static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     report(o, "loop->kernel", NULL, fzNvNowSeconds() - t0, fzNvNowSeconds() - t0, 1,
            0);
   }
-  FzNvUnits units = {NULL, 0, 0};
+  FzNvUnits units = {ctx, NULL, 0, 0};
   if (ok) {
     double t0 = fzNvNowSeconds();
     ok = fzNvTranslateModule(&E, lowered ? lowered : module, prog, &units);
@@ -404,8 +397,8 @@ static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
   }
   if (lowered)
     fzOpDestroy(lowered);
-  free(cpu);
-  free(features);
+  fzFree(ctx, cpu);
+  fzFree(ctx, features);
   bool usesStatus = false;
   ok = ok && run_codegen(ctx, o, &co, tm, &units, libdevice, emitIR,
                          &usesStatus, text, len);
@@ -416,12 +409,11 @@ static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
    * neither does the plan (the runtime reads fz_status back only when
    * the plan lists checks). */
   if (!usesStatus)
-    fzLLSitesFree(&E.sites);
+    fzLLSitesFree(ctx, &E.sites);
   if (ok && E.sites.n) {
     /* The program takes the run-time checks (their messages). */
-    prog->checks = calloc(E.sites.n, sizeof *prog->checks);
-    if (!prog->checks)
-      ok = fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    ok =
+        (prog->checks = fzCalloc(ctx, E.sites.n, sizeof *prog->checks)) != NULL;
     for (size_t i = 0; ok && i < E.sites.n; ++i) {
       prog->checks[i] = (FzGpuCheck){E.sites.v[i].loc, E.sites.v[i].message};
       E.sites.v[i].message = NULL;
@@ -429,32 +421,30 @@ static bool compile(FzOp *module, const FzGpuOptions *o, FzGpuProgram *prog,
     if (ok)
       prog->numChecks = E.sites.n;
   }
-  fzLLSitesFree(&E.sites);
+  fzLLSitesFree(ctx, &E.sites);
   if (!ok && *text) {
-    free(*text);
+    fzFree(ctx, *text);
     *text = NULL;
   }
   return ok;
 }
 
-/* The plan comments of prog followed by body (freed), malloc'ed; NULL
- * after reporting that memory ran out. */
+/* The plan comments of prog followed by body (freed), the context's;
+ * NULL when memory ran out (recorded). */
 static char *with_plans(FzContext *ctx, const FzGpuProgram *prog, char *body,
                         size_t bodyLen, size_t *len) {
-  size_t headLen = 0;
-  char *head = plan_comments(prog, &headLen);
-  char *text = head ? malloc(headLen + bodyLen + 1) : NULL;
-  if (text) {
-    memcpy(text, head, headLen);
-    memcpy(text + headLen, body, bodyLen);
-    text[headLen + bodyLen] = '\0';
-    *len = headLen + bodyLen;
-  } else {
-    fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  FzBuf b;
+  fzBufInit(&b, ctx);
+  plan_comments(prog, &b);
+  fzBufAppend(&b, body, bodyLen);
+  fzFree(ctx, body);
+  if (b.failed || !b.data) {
+    fzNoteAllocationFailure(ctx); /* (once: a failed append noted it) */
+    fzBufFree(&b);
+    return NULL;
   }
-  free(head);
-  free(body);
-  return text;
+  *len = b.len;
+  return b.data;
 }
 
 FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options) {
@@ -464,11 +454,9 @@ FzGpuProgram *fzGpuCompile(FzOp *module, const FzGpuOptions *options) {
     fzGpuOptionsInit(&defaults);
     options = &defaults;
   }
-  FzGpuProgram *prog = calloc(1, sizeof *prog);
-  if (!prog) {
-    fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+  FzGpuProgram *prog = program_create(ctx);
+  if (!prog)
     return NULL;
-  }
   char *body = NULL;
   size_t bodyLen = 0;
   if (!compile(module, options, prog, false, &body, &bodyLen) ||
@@ -490,9 +478,9 @@ bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
     fzGpuOptionsInit(&defaults);
     options = &defaults;
   }
-  FzGpuProgram *prog = calloc(1, sizeof *prog);
+  FzGpuProgram *prog = program_create(ctx);
   if (!prog)
-    return fzEmitError(ctx, NULL, "emit-ptx: out of memory");
+    return false;
   bool ir = type == FZ_CODEGEN_LLVM_IR;
   char *text = NULL;
   size_t len = 0;
@@ -501,7 +489,7 @@ bool fzEmitPTX(FzOp *module, const FzGpuOptions *options,
     ok = (text = with_plans(ctx, prog, text, len, &len)) != NULL;
   if (ok)
     cb((FzStringRef){text, len}, userData);
-  free(text);
+  fzFree(ctx, text);
   fzGpuProgramDestroy(prog);
   return ok;
 }

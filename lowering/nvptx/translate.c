@@ -18,8 +18,8 @@
  * module that has a check declares its own fz_status.
  *
  * Ownership: the units' LLVM contexts and modules belong to the caller
- * (fzNvUnitsFree); the plan's arrays are malloc'ed and freed by
- * fzGpuProgramDestroy.
+ * (fzNvUnitsFree); the plan's arrays come from the module's context and
+ * are freed by fzGpuProgramDestroy.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,24 +69,28 @@ void fzNvUnitsFree(FzNvUnits *u) {
       LLVMDisposeModule(U->mod);
     if (U->llctx)
       LLVMContextDispose(U->llctx);
-    free(U->name);
-    free(U->text);
-    free(U->error);
-    free(U->llvmError);
+    fzFree(u->ctx, U->name);
+    fzLLThreadFree(U->text);
+    fzLLThreadFree(U->error);
+    fzLLThreadFree(U->llvmError);
   }
-  free(u->v);
+  fzFree(u->ctx, u->v);
+  FzContext *ctx = u->ctx;
   memset(u, 0, sizeof *u);
+  u->ctx = ctx;
 }
 
 /* Points E at a new LLVM context and module named name (the target's
- * triple and data layout), recorded as unit U. False when out of
- * memory. */
+ * triple and data layout), recorded as unit U. False after reporting
+ * that memory ran out. */
 static bool begin_unit(FzLLEmitter *E, FzNvUnit *U, const char *name) {
-  U->name = strdup(name);
+  U->name = fzStrDup(E->ctx, name);
   U->llctx = LLVMContextCreate();
   U->mod = U->llctx ? LLVMModuleCreateWithNameInContext(name, U->llctx) : NULL;
-  if (!U->name || !U->mod)
+  if (!U->name) /* recorded */
     return false;
+  if (!U->mod)
+    return fzEmitError(E->ctx, NULL, "emit-ptx: LLVM is out of memory");
   LLVMSetTarget(U->mod, "nvptx64-nvidia-cuda");
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(E->tm);
   LLVMSetModuleDataLayout(U->mod, td);
@@ -115,8 +119,8 @@ static void end_unit(FzLLEmitter *E, FzNvUnit *U) {
   E->status = NULL;
 }
 
-static char *entry_name(FzStringRef sym) {
-  char *s = strndup(sym.data, sym.length);
+static char *entry_name(FzContext *ctx, FzStringRef sym) {
+  char *s = fzStrDupN(ctx, sym.data, sym.length);
   for (char *c = s; c && *c; ++c)
     if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
           (*c >= '0' && *c <= '9') || *c == '_'))
@@ -124,14 +128,14 @@ static char *entry_name(FzStringRef sym) {
   return s;
 }
 
-static void free_kernels(FzNvKernelInfo *ks, size_t n) {
+static void free_kernels(FzContext *ctx, FzNvKernelInfo *ks, size_t n) {
   for (size_t i = 0; ks && i < n; ++i) {
-    free(ks[i].name);
-    free(ks[i].noalias);
-    free(ks[i].written);
-    free(ks[i].accessed);
+    fzFree(ctx, ks[i].name);
+    fzFree(ctx, ks[i].noalias);
+    fzFree(ctx, ks[i].written);
+    fzFree(ctx, ks[i].accessed);
   }
-  free(ks);
+  fzFree(ctx, ks);
 }
 
 /* Every kernel.func of top, with its parameters' facts initialized. */
@@ -140,7 +144,7 @@ static FzNvKernelInfo *collect_kernels(FzContext *ctx, FzBlock *top,
   size_t n = 0;
   for (FzOp *op = fzBlockGetFirstOp(top); op; op = fzOpGetNextInBlock(op))
     n += fzKernelGetOpcode(op) == FZ_KERNEL_OP_FUNC;
-  FzNvKernelInfo *ks = calloc(n + 1, sizeof *ks);
+  FzNvKernelInfo *ks = fzCalloc(ctx, n + 1, sizeof *ks);
   bool ok = ks != NULL;
   size_t i = 0;
   for (FzOp *op = fzBlockGetFirstOp(top); op && ok;
@@ -151,11 +155,14 @@ static FzNvKernelInfo *collect_kernels(FzContext *ctx, FzBlock *top,
     FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(op, 0));
     K->func = op;
     K->numParams = entry ? fzBlockGetNumArguments(entry) : 0;
-    K->name = entry_name(fzSymbolGetName(op));
-    K->noalias = calloc(K->numParams + 1, sizeof *K->noalias);
-    K->written = calloc(K->numParams + 1, sizeof *K->written);
-    K->accessed = calloc(K->numParams + 1, sizeof *K->accessed);
-    ok = entry && K->name && K->noalias && K->written && K->accessed;
+    K->name = entry_name(ctx, fzSymbolGetName(op));
+    K->noalias = fzCalloc(ctx, K->numParams + 1, sizeof *K->noalias);
+    K->written = fzCalloc(ctx, K->numParams + 1, sizeof *K->written);
+    K->accessed = fzCalloc(ctx, K->numParams + 1, sizeof *K->accessed);
+    ok = K->name && K->noalias && K->written && K->accessed;
+    if (ok && !entry)
+      ok = fzEmitError(ctx, fzOpGetLoc(op),
+                       "emit-ptx: this kernel.func has no body");
     for (size_t p = 0; ok && p < K->numParams; ++p)
       K->noalias[p] = true;
     for (size_t k = 0; ok && k + 1 < i; ++k)
@@ -165,9 +172,7 @@ static FzNvKernelInfo *collect_kernels(FzContext *ctx, FzBlock *top,
                          K->name);
   }
   if (!ok) {
-    free_kernels(ks, i);
-    if (ks)
-      fzEmitError(ctx, NULL, "emit-ptx: cannot collect the kernels");
+    free_kernels(ctx, ks, i);
     return NULL;
   }
   *num = n;
@@ -229,7 +234,7 @@ static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
   for (FzOp *op = fzBlockGetFirstOp(top); op; op = fzOpGetNextInBlock(op))
     numFuncs += is_named(op, "func.func") &&
                 fzRegionGetFirstBlock(fzOpGetRegion(op, 0)) != NULL;
-  prog->functions = calloc(numFuncs + 1, sizeof *prog->functions);
+  prog->functions = fzCalloc(E->ctx, numFuncs + 1, sizeof *prog->functions);
   bool ok = prog->functions != NULL;
   double t0 = fzNvNowSeconds();
   for (FzOp *op = fzBlockGetFirstOp(top); op && ok;
@@ -242,13 +247,12 @@ static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
   /* One unit per kernel; a program without kernels gets one empty
    * module, whose PTX is the header alone. */
   size_t numUnits = numKernels ? numKernels : 1;
-  units->v = ok ? calloc(numUnits, sizeof *units->v) : NULL;
-  if (ok && !units->v)
-    ok = fzEmitError(E->ctx, NULL, "emit-ptx: out of memory");
+  units->v = ok ? fzCalloc(E->ctx, numUnits, sizeof *units->v) : NULL;
+  ok = ok && units->v;
   for (size_t i = 0; ok && i < numUnits; ++i) {
     FzNvUnit *U = &units->v[units->n++];
     if (!begin_unit(E, U, numKernels ? ks[i].name : "fuse_gpu")) {
-      ok = fzEmitError(E->ctx, NULL, "emit-ptx: out of memory");
+      ok = false;
       break;
     }
     E->failed = false;
@@ -258,13 +262,14 @@ static bool translate_kernel_module(FzLLEmitter *E, FzOp *module,
   }
   if (ok)
     count_bytes(prog, ks, numKernels);
-  free_kernels(ks, numKernels);
+  free_kernels(E->ctx, ks, numKernels);
   return ok;
 }
 
 bool fzNvTranslateModule(FzLLEmitter *E, FzOp *module, FzGpuProgram *prog,
                          FzNvUnits *units) {
   memset(units, 0, sizeof *units);
+  units->ctx = E->ctx;
   init_emitter(E);
   bool ok = translate_kernel_module(E, module, prog, units);
   fini_emitter(E);

@@ -85,11 +85,15 @@ if os.path.isfile(ptxas) and os.access(ptxas, os.X_OK):
     # %ptxas_sm80: the same for sm_80 (A100), before %ptxas too.
     config.substitutions.append(
         ("%ptxas_sm80", "%s -arch=sm_80 -o /dev/null" % ptxas))
+    # %ptxas_sm90a: sm_90a (kernel.wgmma), before %ptxas too.
+    config.substitutions.append(
+        ("%ptxas_sm90a", "%s -arch=sm_90a -o /dev/null" % ptxas))
     config.substitutions.append(
         ("%ptxas", "%s -arch=sm_90 -o /dev/null" % ptxas))
 else:
     lit_config.note("ptxas not found (%s): PTX is not assembled" % ptxas)
     config.substitutions.append(("%ptxas_sm80", "test -s"))
+    config.substitutions.append(("%ptxas_sm90a", "test -s"))
     config.substitutions.append(("%ptxas", "test -s"))
 
 # The CUDA toolkit's libdevice, which the GPU back end links for math

@@ -1141,6 +1141,82 @@ START_TEST(test_allocation_failures) {
 }
 END_TEST
 
+/* fzOpClone when the value map cannot grow (a failed insertion used to
+ * leave later clones pointing at the original's values, silently): for
+ * every k, the clone of a function of 100 chained ops (one with a region
+ * whose block argument is used inside) fails cleanly or prints exactly
+ * like the clean clone, verifies, and leaks nothing. */
+static FzOp *clone_source(FzContext *ctx) {
+  TextBuf src = {0};
+  const char *head = "func.func @f(%a: f32) -> f32 {\n"
+                     "  %r = \"test.region\"(%a) ({\n"
+                     "  ^bb0(%x: f32):\n"
+                     "    \"test.use\"(%x, %a) : (f32, f32) -> ()\n"
+                     "  }) : (f32) -> f32\n"
+                     "  %v0 = \"test.add\"(%r, %a) : (f32, f32) -> f32\n";
+  text_cb(fzStringRefFromCString(head), &src);
+  for (int i = 1; i < 100; ++i) {
+    char line[96];
+    int n = snprintf(line, sizeof line,
+                     "  %%v%d = \"test.add\"(%%v%d, %%r) : (f32, f32) -> "
+                     "f32\n",
+                     i, i - 1);
+    text_cb((FzStringRef){line, (size_t)n}, &src);
+  }
+  text_cb(fzStringRefFromCString("  return %v99 : f32\n}\n"), &src);
+  FzOp *m = fzParseSource(ctx, (FzStringRef){src.data, src.len},
+                          FZ_STR("clone.fuse"), 0);
+  text_free(&src);
+  return m;
+}
+
+START_TEST(test_clone_allocation_failures) {
+  TextBuf clean = {0};
+  for (size_t k = 0;; ++k) {
+    CountingAlloc c = {0};
+    FzAllocator a = counting_allocator(&c);
+    FzContext *ctx = fzContextCreateWithAllocator(&a);
+    ck_assert(ctx && fzRegisterAllDialects(ctx));
+    fzContextSetAllowUnregisteredDialects(ctx, true);
+    DiagLog log; /* claims the "out of memory" errors */
+    diag_log_begin(&log, ctx);
+    FzOp *m = clone_source(ctx);
+    ck_assert_ptr_nonnull(m);
+    FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
+    ck_assert_ptr_nonnull(f);
+    c.failAt = k ? c.numAllocs + k : 0;
+    size_t before = c.numAllocs;
+    FzOp *copy = fzOpClone(f, NULL);
+    size_t used = c.numAllocs - before;
+    c.failAt = 0;
+    if (copy) {
+      TextBuf got = {0};
+      fzOpPrint(copy, 0, text_cb, &got);
+      ck_assert(fzOpVerify(copy));
+      if (k == 0)
+        clean = got;
+      else {
+        ck_assert_msg(got.len == clean.len &&
+                          memcmp(got.data, clean.data, got.len) == 0,
+                      "the clone after a failure at allocation %zu differs", k);
+        text_free(&got);
+      }
+      fzOpDestroy(copy);
+    } else {
+      ck_assert_msg(k > 0 && fzContextHadAllocationFailure(ctx),
+                    "the clone failed without an allocation failure");
+    }
+    fzOpDestroy(m);
+    diag_log_end(&log);
+    fzContextDestroy(ctx);
+    ck_assert_uint_eq(c.liveBlocks, 0);
+    if (k > 0 && k > used)
+      break;
+  }
+  text_free(&clean);
+}
+END_TEST
+
 /*===--- Suite ----------------------------------------------------------===*/
 
 static Suite *context_suite(void) {
@@ -1170,6 +1246,7 @@ static Suite *context_suite(void) {
   TCase *oom = tcase_create("allocation-failures");
   tcase_set_timeout(oom, 120);
   tcase_add_test(oom, test_allocation_failures);
+  tcase_add_test(oom, test_clone_allocation_failures);
   suite_add_tcase(s, oom);
   return s;
 }

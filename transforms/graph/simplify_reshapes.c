@@ -184,9 +184,10 @@ static bool sink_elementwise(FzOp *op, FzRewriter *rw, void *ud) {
   FzIRMapping *m = fzIRMappingCreate(ctx);
   if (!m)
     return false;
-  for (size_t i = 0; i < n; ++i)
-    fzIRMappingMap(m, fzOpGetOperand(f, i), ops[i]);
-  FzOp *clone = fzOpClone(f, m);
+  bool mapped = true;
+  for (size_t i = 0; i < n && mapped; ++i)
+    mapped = fzIRMappingMap(m, fzOpGetOperand(f, i), ops[i]);
+  FzOp *clone = mapped ? fzOpClone(f, m) : NULL;
   fzIRMappingDestroy(m);
   if (!clone)
     return false;

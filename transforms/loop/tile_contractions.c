@@ -467,9 +467,13 @@ static const FzPassOptionDef kOptions[] = {
     {"small-m-k-block", FZ_PASS_OPTION_INT, "0",
      "Small-M stream form: values of k per block (0: by M)", NULL, 0,
      1 << 20},
-    {"small-m-columns", FZ_PASS_OPTION_INT, "0",
-     "Small-M stream form: columns per parallel group (0: by M)", NULL, 0,
-     1 << 20},
+    {"small-m-k-split", FZ_PASS_OPTION_INT, "0",
+     "Small-M stream form: chunks of k, each a parallel iteration with its "
+     "own partial sums (0: by K)",
+     NULL, 0, 1 << 20},
+    {"small-m-prefetch", FZ_PASS_OPTION_INT, "0",
+     "Small-M: elements ahead to prefetch the weight (0: chosen, -1: none)",
+     NULL, -1, 1 << 20},
 };
 
 static const FzPassStatisticDef kStats[] = {
@@ -484,7 +488,8 @@ static bool tile_run(FzPass *pass, FzOp *op) {
   o.vectors = (unsigned)fzPassGetIntOption(pass, "vectors");
   o.smallM = (unsigned)fzPassGetIntOption(pass, "small-m");
   o.smallMKBlock = (unsigned)fzPassGetIntOption(pass, "small-m-k-block");
-  o.smallMColumns = (unsigned)fzPassGetIntOption(pass, "small-m-columns");
+  o.smallMKSplit = (unsigned)fzPassGetIntOption(pass, "small-m-k-split");
+  o.smallMPrefetch = (int)fzPassGetIntOption(pass, "small-m-prefetch");
   FzStringRef p = fzPassGetStringOption(pass, "pack");
   o.pack = fzStringRefEqual(p, FZ_STR("never"))    ? FZ_TILE_PACK_NEVER
            : fzStringRefEqual(p, FZ_STR("always")) ? FZ_TILE_PACK_ALWAYS

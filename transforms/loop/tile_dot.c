@@ -180,6 +180,10 @@ static FzValue *dot_value(Dot *D, FzValue *v, int r, int c) {
     FzType *t = fzValueGetType(v);
     res = tileMake1(G, b, vec ? "loop.vector_load" : "loop.load", n, ops,
                     vec ? tileVectorType(G, t) : t);
+    /* The weight's rows (the loads that vary with the column) are
+     * prefetched G->prefetch elements ahead along k. */
+    if (vec && ci >= 0 && G->prefetch > 0)
+      tilePrefetch(G, b, n, ops, G->prefetch);
   } else {
     for (size_t i = 0; i < n; ++i) {
       FzValue *o = fzOpGetOperand(def, i);

@@ -132,6 +132,18 @@ FzOp *tileMakeParallel(TileGen *G, size_t n, const int64_t *ub, FzValue **ivs,
   return par;
 }
 
+void tilePrefetch(TileGen *G, FzBuilder *b, size_t n, FzValue *const *ops,
+                  int64_t ahead) {
+  FzValue *pops[TILE_MAX_DIMS + 2];
+  if (n < 2 || n > TILE_MAX_DIMS + 2) {
+    G->failed = true;
+    return;
+  }
+  memcpy(pops, ops, n * sizeof *ops);
+  pops[n - 1] = tileAffine(G, b, ops[n - 1], 1, ahead);
+  tileMake(G, b, "loop.prefetch", n, pops, NULL);
+}
+
 /* A copy of op with the given operands and result type. */
 FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
                        FzType *rt) {
@@ -372,6 +384,10 @@ FzValue *tileMaterialize(TileInst *I, FzValue *v, int r, int c) {
     res = tileMake1(G, builder_for(I, def),
                     ci >= 0 ? "loop.vector_load" : "loop.load", n, ops,
                     ci >= 0 ? tileVectorType(G, elt) : elt);
+    /* y's vectors in the k loop: prefetched G->prefetch columns ahead
+     * (the small-M stream form sets it). */
+    if (ci >= 0 && G->prefetch > 0 && builder_for(I, def) == &I->kb)
+      tilePrefetch(G, &I->kb, n, ops, G->prefetch);
   } else {
     FzValue *ops[8];
     size_t n = fzOpGetNumOperands(def);

@@ -59,6 +59,7 @@ typedef struct TileGen {
   int64_t packedCols; /* Nv: columns the packed buffer holds */
   int64_t panelCols;  /* Nf: those in panels of NR columns */
   int64_t NR;
+  int64_t prefetch; /* small-M: elements ahead to prefetch y (0: none) */
   bool failed;
 } TileGen;
 
@@ -98,6 +99,11 @@ FzOp *tileMakeLoop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
 /* A loop.parallel at G->top over [0, ub[d]) for d < n; ivs out. */
 FzOp *tileMakeParallel(TileGen *G, size_t n, const int64_t *ub, FzValue **ivs,
                        FzBuilder *inner);
+/* A loop.prefetch at b of the element `ahead` after the one that the
+ * access operands ops (the buffer, then the indices) name, along the
+ * last index. */
+void tilePrefetch(TileGen *G, FzBuilder *b, size_t n, FzValue *const *ops,
+                  int64_t ahead);
 /* A copy of op (one result) with the given operands and result type. */
 FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
                        FzType *resultType);

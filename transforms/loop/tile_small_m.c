@@ -1,5 +1,5 @@
 /* transforms/loop/tile_small_m.c - tile-contractions for few rows: the
- * choice between the small-M mappings and the one for a weight that is
+ * choice between the small-M mappings, and the one for a weight that is
  * contiguous along the output columns j (the stream form).
  *
  * A contraction with M <= FzTileContractionsOptions.smallM rows (a
@@ -16,28 +16,33 @@
  *     (tile_dot.c);
  *   otherwise the ordinary tiles.
  *
- * The stream form, with W lanes, tiles of MR rows x NV vectors (NR = NV
- * W columns), groups of GT tiles and blocks of KB values of k:
+ * The stream form splits k into C chunks, so that each parallel
+ * iteration reads one contiguous block of the weight (rows k of its
+ * chunk, every column), whatever N and the thread count; with W lanes,
+ * tiles of MR rows x NV vectors and blocks of KB values of k:
  *
- *   S = loop.alloc [other dims, M, N] f32         (partial sums)
- *   loop.parallel (t) over (other dims x column groups):
- *     S[.., tile] = splat(init) for the group's tiles
- *     loop.for kb over blocks of KB:
- *       loop.for tile of the group:
- *         per row group: acc = S[..]; loop.for k in the block:
+ *   P = loop.alloc [other dims, C, M, Nv] f32      (partial sums)
+ *   loop.parallel (t) over (other dims x chunks c):
+ *     P[.., c, ..] = 0
+ *     loop.for kb over the chunk's blocks of KB:
+ *       loop.for tile (every column):
+ *         per row group: acc = P[..]; loop.for k in the block:
+ *           prefetch y(k, j0 + D ..)
  *           acc[r][c] = fma(splat(x(i0 + r, k)), y(k, j0 + c W ..), acc)
- *         S[..] = acc
- *     loop.for tile of the group: acc = S[..]; the epilogue on the
- *       accumulators as vector ops; vector stores
+ *         P[..] = acc
+ *   loop.parallel (t) over (other dims x tiles):
+ *     acc = init + the C partial sums; the epilogue on the accumulators
+ *     as vector ops; vector stores
  *
- * so that within a block the thread reads KB rows of the weight along
- * the group's columns: KB streams, each contiguous over the group, with
- * every accumulator in registers for KB fmas. The last N % W columns keep
- * the original nest, as in tile-contractions.
+ * Within a block the thread reads KB whole rows of the weight, one tile
+ * after the other (KB streams, every accumulator in registers for KB
+ * fmas), and prefetches D columns ahead in each. The last N % W columns
+ * keep the original nest, as in tile-contractions.
  *
  * Invariants: as tile-contractions' (a nest whose y cannot be read along
- * j or k stays for the ordinary tiles); the sums keep k in order within
- * an output (one fma per term), only the dot form reassociates.
+ * j or k stays for the ordinary tiles). Sums are reassociated as
+ * loop.reduction allows: k in order within a chunk, then the chunks'
+ * sums.
  */
 #include <stdio.h>
 #include <string.h>
@@ -51,9 +56,8 @@ static unsigned acc_budget(unsigned vectorBits) {
   return vectorBits >= 512 ? 24 : 12;
 }
 
-/* Parallel iterations wanted at least, where the columns allow: one
- * per thread of a 16-core machine. (A split of k across threads, with a
- * final reduction, for even fewer columns is not done.) */
+/* Parallel iterations wanted at least, where the shape allows: one per
+ * thread of a 16-core machine. */
 enum { kMinGroups = 16 };
 
 /* Rows per row group: M split into ceil(M / budget) even groups. */
@@ -67,87 +71,98 @@ static unsigned rows_per_group(int64_t M, unsigned budget) {
 typedef struct Stream {
   TileGen *G;
   TileNest *T;
-  FzValue *S; /* the partial sums [other dims, M, N] */
+  FzValue *P; /* the partial sums [other dims, C, M, Nv] f32 */
   FzValue *outer[TILE_MAX_DIMS];
-  int64_t KB;  /* values of k per block */
-  unsigned MR; /* rows per row group */
+  int64_t KB;       /* values of k per block */
+  int64_t C, chunk; /* chunks of k, values of k per chunk */
+  unsigned MR;      /* rows per row group */
+  const char *plan;
 } Stream;
 
-/* S's indices for row r and column col. */
-static size_t scratch_indices(Stream *P, FzValue *row, FzValue *col,
+/* P's indices for chunk c, row r and column col. */
+static size_t partial_indices(Stream *S, FzValue *c, FzValue *row, FzValue *col,
                               FzValue **ops) {
   size_t n = 0;
-  for (size_t d = 0; d < P->T->n; ++d)
-    if (d != P->T->dI && d != P->T->dJ)
-      ops[n++] = P->outer[d];
+  for (size_t d = 0; d < S->T->n; ++d)
+    if (d != S->T->dI && d != S->T->dJ)
+      ops[n++] = S->outer[d];
+  ops[n++] = c;
   ops[n++] = row;
   ops[n++] = col;
   return n;
 }
 
-static FzValue *load_acc(Stream *P, FzBuilder *b, FzValue *row, FzValue *col) {
-  FzValue *ops[TILE_MAX_DIMS + 3];
-  ops[0] = P->S;
-  size_t n = 1 + scratch_indices(P, row, col, ops + 1);
-  return tileMake1(P->G, b, "loop.vector_load", n, ops, P->G->vecF32);
-}
-
-static void store_acc(Stream *P, FzBuilder *b, FzValue *v, FzValue *row,
-                      FzValue *col) {
+static FzValue *load_partial(Stream *S, FzBuilder *b, FzValue *c, FzValue *row,
+                             FzValue *col) {
   FzValue *ops[TILE_MAX_DIMS + 4];
-  ops[0] = v;
-  ops[1] = P->S;
-  size_t n = 2 + scratch_indices(P, row, col, ops + 2);
-  tileMake(P->G, b, "loop.vector_store", n, ops, NULL);
+  ops[0] = S->P;
+  size_t n = 1 + partial_indices(S, c, row, col, ops + 1);
+  return tileMake1(S->G, b, "loop.vector_load", n, ops, S->G->vecF32);
 }
 
-/* A loop over the group's tiles [tb, te) at b; the columns of the
- * current tile's vectors go to cols. */
-static FzOp *tile_loop(Stream *P, FzBuilder *b, FzValue *tb, FzValue *te,
-                       const TileRegion *R, FzValue **cols, FzBuilder *inner) {
-  TileGen *G = P->G;
-  FzOp *loop =
-      tileMakeFor(G, b, tb, te, tileConstIndex(G, 1), 0, NULL, G->idx, inner);
-  if (!loop)
-    return NULL;
-  FzValue *tt = fzBlockGetArgument(fzLoopGetBody(loop), 0);
-  int64_t nr = (int64_t)R->nv * G->W;
-  FzValue *j0 = tileAffine(G, inner, tt, nr, R->col0);
+static void store_partial(Stream *S, FzBuilder *b, FzValue *v, FzValue *c,
+                          FzValue *row, FzValue *col) {
+  FzValue *ops[TILE_MAX_DIMS + 5];
+  ops[0] = v;
+  ops[1] = S->P;
+  size_t n = 2 + partial_indices(S, c, row, col, ops + 2);
+  tileMake(S->G, b, "loop.vector_store", n, ops, NULL);
+}
+
+/* The columns of tile tt's vectors (tiles of R->nv vectors from
+ * R->col0). */
+static void tile_columns(Stream *S, FzBuilder *b, const TileRegion *R,
+                         FzValue *tt, FzValue **cols) {
+  TileGen *G = S->G;
+  FzValue *j0 = tileAffine(G, b, tt, (int64_t)R->nv * G->W, R->col0);
   for (unsigned c = 0; c < R->nv; ++c)
-    cols[c] = c == 0 ? j0 : tileAffine(G, inner, j0, 1, (int64_t)c * G->W);
+    cols[c] = c == 0 ? j0 : tileAffine(G, b, j0, 1, (int64_t)c * G->W);
+}
+
+/* A loop over R's tiles at b; the columns of the current tile's vectors
+ * go to cols. */
+static FzOp *tile_loop(Stream *S, FzBuilder *b, const TileRegion *R,
+                       FzValue **cols, FzBuilder *inner) {
+  TileGen *G = S->G;
+  FzOp *loop =
+      tileMakeFor(G, b, tileConstIndex(G, 0), tileConstIndex(G, R->colBlocks),
+                  tileConstIndex(G, 1), 0, NULL, G->idx, inner);
+  if (loop)
+    tile_columns(S, inner, R, fzBlockGetArgument(fzLoopGetBody(loop), 0), cols);
   return loop;
 }
 
-/* Instance data shared by the accumulation and the epilogue. */
-static TileInst *stream_inst(Stream *P, const TileRegion *R, int64_t r0,
+/* An instance of rows [r0, r0 + R->mr) of a tile whose columns are
+ * cols, materializing at b. */
+static TileInst *stream_inst(Stream *S, const TileRegion *R, int64_t r0,
                              FzValue *const *cols, FzBuilder *b) {
-  TileInst *I = tileInstCreate(P->G, R);
+  TileInst *I = tileInstCreate(S->G, R);
   if (!I)
     return NULL;
   for (unsigned r = 0; r < R->mr; ++r)
-    I->rows[r] = tileConstIndex(P->G, r0 + r);
+    I->rows[r] = tileConstIndex(S->G, r0 + r);
   for (unsigned c = 0; c < R->nv; ++c)
     I->cols[c] = cols[c];
-  memcpy(I->outer, P->outer, sizeof I->outer);
+  memcpy(I->outer, S->outer, sizeof I->outer);
   I->pre = *b;
   I->post = *b;
   return I;
 }
 
-/* Rows [r0, r0 + R->mr) of one tile for k in [kbeg, kend): S in, the
- * k loop, S out. */
-static bool accumulate(Stream *P, const TileRegion *R, int64_t r0,
-                       FzValue *const *cols, FzBuilder *b, FzValue *kbeg,
-                       FzValue *kend) {
-  TileGen *G = P->G;
-  TileInst *I = stream_inst(P, R, r0, cols, b);
+/* Rows [r0, r0 + R->mr) of one tile for k in [kbeg, kend) of chunk c:
+ * P in, the k loop, P out. */
+static bool accumulate(Stream *S, const TileRegion *R, int64_t r0,
+                       FzValue *const *cols, FzBuilder *b, FzValue *c,
+                       FzValue *kbeg, FzValue *kend) {
+  TileGen *G = S->G;
+  TileInst *I = stream_inst(S, R, r0, cols, b);
   if (!I)
     return false;
   size_t na = (size_t)R->mr * R->nv;
   FzValue *init[TILE_MAX_ROWS * TILE_MAX_VECS];
   for (unsigned r = 0; r < R->mr; ++r)
-    for (unsigned c = 0; c < R->nv; ++c)
-      init[r * R->nv + c] = load_acc(P, b, I->rows[r], cols[c]);
+    for (unsigned v = 0; v < R->nv; ++v)
+      init[r * R->nv + v] = load_partial(S, b, c, I->rows[r], cols[v]);
   FzOp *loop = tileMakeFor(G, b, kbeg, kend, tileConstIndex(G, 1), na, init,
                            G->vecF32, &I->kb);
   if (loop) {
@@ -158,92 +173,81 @@ static bool accumulate(Stream *P, const TileRegion *R, int64_t r0,
     for (size_t a = 0; a < na; ++a)
       I->accIn[a] = fzBlockGetArgument(kbody, 1 + a);
     FzValue *next[TILE_MAX_ROWS * TILE_MAX_VECS];
-    FzValue *addRes = fzOpGetResult(P->T->add, 0);
+    FzValue *addRes = fzOpGetResult(S->T->add, 0);
     for (unsigned r = 0; r < R->mr; ++r)
-      for (unsigned c = 0; c < R->nv; ++c)
-        next[r * R->nv + c] = tileMaterialize(I, addRes, (int)r, (int)c);
+      for (unsigned v = 0; v < R->nv; ++v)
+        next[r * R->nv + v] = tileMaterialize(I, addRes, (int)r, (int)v);
     if (!G->failed && !fzOpSetOperands(fzBlockGetLastOp(kbody), na, next))
       G->failed = true;
     for (unsigned r = 0; r < R->mr && !G->failed; ++r)
-      for (unsigned c = 0; c < R->nv; ++c)
-        store_acc(P, b, fzOpGetResult(loop, r * R->nv + c), I->rows[r],
-                  cols[c]);
+      for (unsigned v = 0; v < R->nv; ++v)
+        store_partial(S, b, fzOpGetResult(loop, r * R->nv + v), c, I->rows[r],
+                      cols[v]);
   }
   tileInstDestroy(I);
   return !G->failed;
 }
 
-/* The epilogue of rows [r0, r0 + R->mr) of one tile: S as the
- * reduction's results, the stores of the original nest. */
-static bool finish(Stream *P, const TileRegion *R, int64_t r0,
-                   FzValue *const *cols, FzBuilder *b) {
-  TileInst *I = stream_inst(P, R, r0, cols, b);
-  if (!I)
-    return false;
-  for (unsigned r = 0; r < R->mr; ++r)
-    for (unsigned c = 0; c < R->nv; ++c)
-      I->accOut[r * R->nv + c] = load_acc(P, b, I->rows[r], cols[c]);
-  bool ok = !P->G->failed && tileEmitStores(I);
-  tileInstDestroy(I);
-  return ok;
-}
-
-/* One nest: R's tiles (R->colBlocks of them, every row) in groups of
- * GT tiles. */
-static bool emit_stream_region(Stream *P, TileRegion *R, int64_t GT,
-                               const char *plan) {
-  TileGen *G = P->G;
-  TileNest *T = P->T;
-  int64_t M = T->trips[T->dI], K = T->K;
-  int64_t groups = (R->colBlocks + GT - 1) / GT;
-  int64_t total = groups;
-  for (size_t d = 0; d < T->n; ++d)
-    if (d != T->dI && d != T->dJ)
-      total *= T->trips[d];
-  FzValue *t;
-  FzBuilder body;
-  FzOp *par = tileMakeParallel(G, 1, &total, &t, &body);
-  if (!par)
-    return false;
-  if (!fzOpSetAttr(par, FZ_STR("fuse.plan"),
-                   fzStringAttrGet(G->ctx, fzStringRefFromCString(plan))))
-    return G->failed = true, false;
-  FzValue *g =
-      tileIndexBinary(G, &body, "loop.remsi", t, tileConstIndex(G, groups));
-  FzValue *q =
-      tileIndexBinary(G, &body, "loop.divsi", t, tileConstIndex(G, groups));
+/* Splits t (a linear parallel index) into (t % n, the other dims). */
+static FzValue *split_outer(Stream *S, FzBuilder *b, FzValue *t, int64_t n) {
+  TileGen *G = S->G;
+  TileNest *T = S->T;
+  FzValue *i = tileIndexBinary(G, b, "loop.remsi", t, tileConstIndex(G, n));
+  FzValue *q = tileIndexBinary(G, b, "loop.divsi", t, tileConstIndex(G, n));
   for (size_t d = T->n; d-- > 0;) {
     if (d == T->dI || d == T->dJ)
       continue;
-    P->outer[d] = tileIndexBinary(G, &body, "loop.remsi", q,
-                                  tileConstIndex(G, T->trips[d]));
-    q = tileIndexBinary(G, &body, "loop.divsi", q,
-                        tileConstIndex(G, T->trips[d]));
+    S->outer[d] =
+        tileIndexBinary(G, b, "loop.remsi", q, tileConstIndex(G, T->trips[d]));
+    q = tileIndexBinary(G, b, "loop.divsi", q, tileConstIndex(G, T->trips[d]));
   }
-  FzValue *tb = tileAffine(G, &body, g, GT, 0);
-  FzValue *te =
-      tileIndexBinary(G, &body, "loop.minsi", tileAffine(G, &body, tb, 1, GT),
-                      tileConstIndex(G, R->colBlocks));
+  return i;
+}
+
+static int64_t outer_trips(TileNest *T) {
+  int64_t n = 1;
+  for (size_t d = 0; d < T->n; ++d)
+    if (d != T->dI && d != T->dJ)
+      n *= T->trips[d];
+  return n;
+}
+
+static FzOp *planned_parallel(Stream *S, int64_t total, FzValue **t,
+                              FzBuilder *body) {
+  TileGen *G = S->G;
+  FzOp *par = tileMakeParallel(G, 1, &total, t, body);
+  if (par &&
+      !fzOpSetAttr(par, FZ_STR("fuse.plan"),
+                   fzStringAttrGet(G->ctx, fzStringRefFromCString(S->plan))))
+    G->failed = true;
+  return G->failed ? NULL : par;
+}
+
+/* The first nest: each chunk of k into its partial sums, for the tiles of
+ * the regions R[0..nr). */
+static bool emit_partials(Stream *S, const TileRegion *R, size_t nr) {
+  TileGen *G = S->G;
+  TileNest *T = S->T;
+  int64_t M = T->trips[T->dI], K = T->K;
+  FzValue *t;
+  FzBuilder body, in;
+  if (!planned_parallel(S, S->C * outer_trips(T), &t, &body))
+    return false;
+  FzValue *c = split_outer(S, &body, t, S->C);
+  FzValue *kbeg = tileAffine(G, &body, c, S->chunk, 0);
   FzValue *cols[TILE_MAX_VECS];
-  FzBuilder in;
-  TileRegion part = *R;
-
-  /* S starts at the reduction's initial value. */
-  if (!tile_loop(P, &body, tb, te, R, cols, &in))
-    return false;
-  TileInst *I0 = stream_inst(P, R, 0, cols, &in);
-  if (!I0)
-    return false;
-  FzValue *init = tileAsVector(I0, fzOpGetOperand(T->red, 3), 0, 0);
-  for (int64_t r = 0; r < M && init; ++r)
-    for (unsigned c = 0; c < R->nv; ++c)
-      store_acc(P, &in, init, tileConstIndex(G, r), cols[c]);
-  tileInstDestroy(I0);
-  if (G->failed)
-    return false;
-
-  /* The blocks of k. */
-  int64_t blocks = (K + P->KB - 1) / P->KB;
+  FzValue *zero =
+      fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(G->ctx), 0.0);
+  FzValue *zv =
+      zero ? tileMake1(G, &G->consts, "loop.splat", 1, &zero, G->vecF32) : NULL;
+  for (size_t i = 0; i < nr && zv; ++i) {
+    if (!tile_loop(S, &body, &R[i], cols, &in))
+      return false;
+    for (int64_t r = 0; r < M; ++r)
+      for (unsigned v = 0; v < R[i].nv; ++v)
+        store_partial(S, &in, zv, c, tileConstIndex(G, r), cols[v]);
+  }
+  int64_t blocks = (S->chunk + S->KB - 1) / S->KB;
   FzBuilder kbb;
   FzOp *kloop =
       tileMakeFor(G, &body, tileConstIndex(G, 0), tileConstIndex(G, blocks),
@@ -251,63 +255,112 @@ static bool emit_stream_region(Stream *P, TileRegion *R, int64_t GT,
   if (!kloop)
     return false;
   FzValue *kb = fzBlockGetArgument(fzLoopGetBody(kloop), 0);
-  FzValue *kbeg = tileAffine(G, &kbb, kb, P->KB, 0);
-  FzValue *kend = K % P->KB == 0
-                      ? tileAffine(G, &kbb, kbeg, 1, P->KB)
-                      : tileIndexBinary(G, &kbb, "loop.minsi",
-                                        tileAffine(G, &kbb, kbeg, 1, P->KB),
-                                        tileConstIndex(G, K));
-  if (!tile_loop(P, &kbb, tb, te, R, cols, &in))
-    return false;
-  for (int64_t r0 = 0; r0 < M && !G->failed; r0 += P->MR) {
-    part.mr = (unsigned)(M - r0 < P->MR ? M - r0 : P->MR);
-    accumulate(P, &part, r0, cols, &in, kbeg, kend);
-  }
-
-  /* The epilogue. */
-  if (!G->failed && !tile_loop(P, &body, tb, te, R, cols, &in))
-    return false;
-  for (int64_t r0 = 0; r0 < M && !G->failed; r0 += P->MR) {
-    part.mr = (unsigned)(M - r0 < P->MR ? M - r0 : P->MR);
-    finish(P, &part, r0, cols, &in);
+  FzValue *b0 = tileIndexBinary(G, &kbb, "loop.addi", kbeg,
+                                tileAffine(G, &kbb, kb, S->KB, 0));
+  /* The block ends at the chunk's end or K (the last chunk may be
+   * shorter, and its last blocks empty). */
+  FzValue *b1 =
+      tileIndexBinary(G, &kbb, "loop.minsi", tileAffine(G, &kbb, b0, 1, S->KB),
+                      tileIndexBinary(G, &kbb, "loop.minsi",
+                                      tileAffine(G, &kbb, kbeg, 1, S->chunk),
+                                      tileConstIndex(G, K)));
+  TileRegion part;
+  for (size_t i = 0; i < nr && !G->failed; ++i) {
+    if (!tile_loop(S, &kbb, &R[i], cols, &in))
+      return false;
+    part = R[i];
+    for (int64_t r0 = 0; r0 < M && !G->failed; r0 += S->MR) {
+      part.mr = (unsigned)(M - r0 < S->MR ? M - r0 : S->MR);
+      accumulate(S, &part, r0, cols, &in, c, b0, b1);
+    }
   }
   return !G->failed;
 }
 
-/* Emits the stream form for the columns [0, N / W * W) and restricts
- * the original nest to the rest (or erases it). */
-static bool emit_stream(TileGen *G, unsigned NV, unsigned MR, int64_t KB,
-                        int64_t cols, const char *plan) {
-  TileNest *T = G->T;
+/* The second nest, per region: the chunks' partial sums added to the
+ * reduction's initial value, the epilogue, the stores. */
+static bool emit_final(Stream *S, const TileRegion *R) {
+  TileGen *G = S->G;
+  TileNest *T = S->T;
+  int64_t M = T->trips[T->dI];
+  FzValue *t;
+  FzBuilder body;
+  if (!planned_parallel(S, R->colBlocks * outer_trips(T), &t, &body))
+    return false;
+  FzValue *tt = split_outer(S, &body, t, R->colBlocks);
+  FzValue *cols[TILE_MAX_VECS];
+  tile_columns(S, &body, R, tt, cols);
+  TileRegion part = *R;
+  for (int64_t r0 = 0; r0 < M && !G->failed; r0 += S->MR) {
+    part.mr = (unsigned)(M - r0 < S->MR ? M - r0 : S->MR);
+    TileInst *I = stream_inst(S, &part, r0, cols, &body);
+    if (!I)
+      return false;
+    size_t na = (size_t)part.mr * part.nv;
+    FzValue *init[TILE_MAX_ROWS * TILE_MAX_VECS];
+    FzValue *iv = tileAsVector(I, fzOpGetOperand(T->red, 3), 0, 0);
+    for (size_t a = 0; a < na; ++a)
+      init[a] = iv;
+    FzBuilder cb;
+    FzOp *loop =
+        tileMakeFor(G, &body, tileConstIndex(G, 0), tileConstIndex(G, S->C),
+                    tileConstIndex(G, 1), na, init, G->vecF32, &cb);
+    if (loop) {
+      FzBlock *cbody = fzLoopGetBody(loop);
+      FzValue *c = fzBlockGetArgument(cbody, 0);
+      FzValue *next[TILE_MAX_ROWS * TILE_MAX_VECS];
+      for (unsigned r = 0; r < part.mr; ++r)
+        for (unsigned v = 0; v < part.nv; ++v) {
+          size_t a = r * part.nv + v;
+          FzValue *ops[2] = {fzBlockGetArgument(cbody, 1 + a),
+                             load_partial(S, &cb, c, I->rows[r], cols[v])};
+          next[a] = tileMake1(G, &cb, "loop.addf", 2, ops, G->vecF32);
+        }
+      if (!G->failed && !fzOpSetOperands(fzBlockGetLastOp(cbody), na, next))
+        G->failed = true;
+      for (size_t a = 0; a < na; ++a)
+        I->accOut[a] = fzOpGetResult(loop, a);
+      I->post = body;
+      if (!G->failed)
+        tileEmitStores(I);
+    }
+    tileInstDestroy(I);
+  }
+  return !G->failed;
+}
+
+/* Emits the stream form for the columns [0, N / W * W) with tiles of NV
+ * vectors (then single vectors); the caller restricts the original
+ * nest to the rest. */
+static bool emit_stream(Stream *S, unsigned NV) {
+  TileGen *G = S->G;
+  TileNest *T = S->T;
   unsigned W = G->W;
   int64_t M = T->trips[T->dI], N = T->trips[T->dJ];
   int64_t NR = (int64_t)NV * W, Nf = N / NR * NR, Nv = N / W * W;
-  int64_t shape[TILE_MAX_DIMS + 2];
+  int64_t shape[TILE_MAX_DIMS + 3];
   size_t rank = 0;
   for (size_t d = 0; d < T->n; ++d)
     if (d != T->dI && d != T->dJ)
       shape[rank++] = T->trips[d];
+  shape[rank++] = S->C;
   shape[rank++] = M;
   shape[rank++] = Nv;
   FzType *bt =
       fzBufferTypeGet(G->ctx, rank, shape, fzF32TypeGet(G->ctx), NULL, 0, NULL);
-  Stream P;
-  memset(&P, 0, sizeof P);
-  P.G = G;
-  P.T = T;
-  P.KB = KB;
-  P.MR = MR;
-  P.S = bt ? tileMake1(G, &G->top, "loop.alloc", 0, NULL, bt) : NULL;
-  if (!P.S)
+  S->P = bt ? tileMake1(G, &G->top, "loop.alloc", 0, NULL, bt) : NULL;
+  if (!S->P)
     return G->failed = true, false;
-  TileRegion full = {MR, NV, 0, M, 0, Nf / NR};
-  TileRegion single = {MR, 1, 0, M, Nf, (Nv - Nf) / W};
-  int64_t gt = cols / NR > 0 ? cols / NR : 1;
-  if (full.colBlocks > 0)
-    emit_stream_region(&P, &full, gt, plan);
-  if (single.colBlocks > 0 && !G->failed)
-    emit_stream_region(&P, &single, single.colBlocks, plan);
-  tileMake(G, &G->top, "loop.dealloc", 1, &P.S, NULL);
+  TileRegion R[2];
+  size_t nr = 0;
+  if (Nf > 0)
+    R[nr++] = (TileRegion){S->MR, NV, 0, M, 0, Nf / NR};
+  if (Nv > Nf)
+    R[nr++] = (TileRegion){S->MR, 1, 0, M, Nf, (Nv - Nf) / W};
+  emit_partials(S, R, nr);
+  for (size_t i = 0; i < nr && !G->failed; ++i)
+    emit_final(S, &R[i]);
+  tileMake(G, &G->top, "loop.dealloc", 1, &S->P, NULL);
   return !G->failed;
 }
 
@@ -348,21 +401,24 @@ TileSmallM tileSmallM(TileNest *T, const FzTileContractionsOptions *o) {
 
   unsigned budget = acc_budget(o->vectorBits);
   unsigned MR = rows_per_group(M, budget);
-  char plan[256];
+  char plan[320];
   if (dot) {
-    /* J rows of the weight stream at once; 4 measured best for M = 1
-     * (docs/benchmarks.md, "CPU: small-M contractions"). */
+    /* J rows of the weight stream at once (4 measured best for M = 1:
+     * docs/benchmarks.md, "CPU: small-M contractions"), as many as the
+     * accumulators allow; fewer when N leaves too few groups. */
     unsigned J = budget / MR;
     J = J < 1 ? 1 : J > 4 ? 4 : J;
-    /* Few columns: narrower groups, so that there are enough of them
-     * for the threads (kMinGroups). */
     while (J > 1 && N / J < kMinGroups)
       --J;
+    G.prefetch = o->smallMPrefetch < 0    ? 0
+                 : o->smallMPrefetch == 0 ? 256
+                                          : o->smallMPrefetch;
     snprintf(plan, sizeof plan,
              "small-M contraction, weight contiguous along k (dot form): "
              "%lld rows in groups of %u, %u columns per group, %u lanes "
-             "along k, lane sums, scalar epilogue",
-             (long long)M, MR, J, W);
+             "along k, lane sums, scalar epilogue; weight prefetched %lld "
+             "ahead",
+             (long long)M, MR, J, W, (long long)G.prefetch);
     if (!tileEmitDot(&G, J, MR, plan))
       return G.failed ? TILE_SMALL_M_FAILED : TILE_SMALL_M_DECLINED;
     fzOpErase(T->par);
@@ -370,20 +426,38 @@ TileSmallM tileSmallM(TileNest *T, const FzTileContractionsOptions *o) {
   }
   unsigned NV = budget / MR;
   NV = NV < 1 ? 1 : NV > 4 ? 4 : NV;
-  while (NV > 1 && N / ((int64_t)NV * W) < kMinGroups)
-    --NV;
-  int64_t KB = o->smallMKBlock ? o->smallMKBlock : M <= 2 ? 8 : 128;
-  int64_t cols = o->smallMColumns ? o->smallMColumns : 512;
-  snprintf(
-      plan, sizeof plan,
-      "small-M contraction, weight contiguous along n (stream form): "
-      "%lld rows in groups of %u, tiles of %u vectors of %u lanes, "
-      "groups of %lld columns, k in blocks of %lld",
-      (long long)M, MR, NV, W,
-      (long long)(cols / ((int64_t)NV * W) > 0 ? cols / ((int64_t)NV * W) : 1) *
-          NV * W,
-      (long long)KB);
-  if (!emit_stream(&G, NV, MR, KB, cols, plan))
+  Stream S;
+  memset(&S, 0, sizeof S);
+  S.G = &G;
+  S.T = T;
+  S.MR = MR;
+  /* Blocks of k: as many row streams as the prefetchers follow well for
+   * one row (8), 16 when more rows make each block longer in time. */
+  S.KB = o->smallMKBlock ? o->smallMKBlock : M <= 2 ? 8 : 16;
+  /* Chunks of k: one per thread (each reads one contiguous block of the
+   * weight), each at least 64 values of k long (its partial sums are
+   * re-read per block of k, and all of them summed at the end). */
+  int64_t C = o->smallMKSplit ? o->smallMKSplit
+              : o->threads    ? o->threads
+                              : kMinGroups;
+  if (!o->smallMKSplit && C > T->K / 64)
+    C = T->K / 64;
+  C = C < 1 ? 1 : C > T->K ? T->K : C;
+  S.chunk = (T->K + C - 1) / C;
+  S.C = (T->K + S.chunk - 1) / S.chunk;
+  /* Four tiles ahead in the row being read. */
+  G.prefetch = o->smallMPrefetch < 0    ? 0
+               : o->smallMPrefetch == 0 ? 4 * (int64_t)NV * W
+                                        : o->smallMPrefetch;
+  snprintf(plan, sizeof plan,
+           "small-M contraction, weight contiguous along n (stream form): "
+           "%lld rows in groups of %u, tiles of %u vectors of %u lanes, k "
+           "in %lld chunks of %lld in blocks of %lld, partial sums added "
+           "at the end; weight prefetched %lld ahead",
+           (long long)M, MR, NV, W, (long long)S.C, (long long)S.chunk,
+           (long long)S.KB, (long long)G.prefetch);
+  S.plan = plan;
+  if (!emit_stream(&S, NV))
     return G.failed ? TILE_SMALL_M_FAILED : TILE_SMALL_M_DECLINED;
   int64_t Nv = N / W * W;
   if (Nv == N) {

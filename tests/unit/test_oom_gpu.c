@@ -1,0 +1,241 @@
+/* test_oom_gpu.c - allocation-failure sweeps over the GPU half
+ * (tests/unit/oom_sweep.h states the contract each failing run must keep;
+ * docs/robustness.md, "Out of memory"), none of which needs a GPU:
+ *  - lower-loop-to-kernel: graph-to-loop, then the GPU mappings (a
+ *    tensor-core matmul with its bias and relu, a row reduction of an
+ *    elementwise chain, an elementwise kernel), the kernel IR printed;
+ *  - the PTX compile: fzLowerModuleForCpu and fzGpuCompile (loop to
+ *    kernel, the NVPTX translation, code generation on two threads, the
+ *    join, the launch plans and their comments);
+ *  - a call through the CUDA runtime against the fake driver
+ *    (tests/unit/fake_cuda.c, which runs no kernel): fzCudaCreate,
+ *    fzCudaCompileModule of the kernel-level module, fzCudaRunFunction;
+ *  - the kernel simulator (fuse-run --device sim's path): the graph
+ *    lowered to kernels and every launch simulated, outputs compared.
+ * The sweeps that run LLVM take every k-th allocation (kLlvmStride); the
+ * others take every one. About 20 s in a Release build.
+ */
+#include <unistd.h>
+
+#include "fz/cuda_run.h"
+#include "fz/gpu.h"
+#include "tests/unit/oom_sweep.h"
+
+/* A matmul with its bias and relu (the tensor-core mapping), tanh and
+ * exp summed along rows (the rows mapping), and an elementwise product
+ * (the elementwise mapping). */
+static const char kModel[] =
+    "func.func @main(%x: tensor<8x16xf32>, %w: tensor<16x16xf32>, "
+    "%b: tensor<16xf32>) -> (tensor<8x16xf32>, tensor<8x1xf32>, "
+    "tensor<8x16xf32>) {\n"
+    "  %m = graph.matmul %x, %w : tensor<8x16xf32>, tensor<16x16xf32> -> "
+    "tensor<8x16xf32>\n"
+    "  %h = graph.add %m, %b : tensor<8x16xf32>, tensor<16xf32> -> "
+    "tensor<8x16xf32>\n"
+    "  %r = graph.relu %h : tensor<8x16xf32>\n"
+    "  %c = graph.constant dense<0.5> : tensor<f32>\n"
+    "  %s = graph.mul %x, %c : tensor<8x16xf32>, tensor<f32> -> "
+    "tensor<8x16xf32>\n"
+    "  %t = graph.tanh %s : tensor<8x16xf32>\n"
+    "  %e = graph.exp %t : tensor<8x16xf32>\n"
+    "  %sum = graph.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : "
+    "tensor<8x16xf32> -> tensor<8x1xf32>\n"
+    "  %p = graph.mul %t, %x : tensor<8x16xf32>\n"
+    "  return %r, %sum, %p : tensor<8x16xf32>, tensor<8x1xf32>, "
+    "tensor<8x16xf32>\n"
+    "}\n";
+
+/* The sweeps that sample (FZ_OOM_STRIDE=1 takes every k): a compile
+ * with LLVM or a simulated launch costs milliseconds, and every k runs
+ * the workload four times. Odd strides, so that every kind of
+ * allocation (they tend to come in pairs) is hit. */
+enum { kLowerStride = 3, kSimStride = 5, kLlvmStride = 3 };
+
+static const char kToKernels[] =
+    "graph-to-loop,lower-loop-to-kernel{precision=tf32}";
+
+/* kModel's inputs: seeded values in +-[0.25, 2]. */
+static bool model_inputs(FzContext *ctx, FzTensor **in) {
+  static const int64_t sx[] = {8, 16}, sw[] = {16, 16}, sb[] = {16};
+  FzType *f32 = fzF32TypeGet(ctx);
+  if (!f32)
+    return false;
+  in[0] = fzTensorCreate(ctx, f32, 2, sx);
+  in[1] = fzTensorCreate(ctx, f32, 2, sw);
+  in[2] = fzTensorCreate(ctx, f32, 1, sb);
+  if (!in[0] || !in[1] || !in[2])
+    return false;
+  unsigned seed = 11;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 0; k < in[i]->numElements; ++k) {
+      seed = seed * 1103515245u + 12345u;
+      double v = 0.25 + (double)((seed >> 8) % 1000) / 570.0;
+      fzTensorSetF64(in[i], k, (seed >> 20) & 1 ? v : -v);
+    }
+  return true;
+}
+
+/* Appends what a program says: its PTX, then every launch's plan. */
+static void print_program(const FzGpuProgram *p, TextBuf *out) {
+  text_cb((FzStringRef){p->ptx, p->ptxLen}, out);
+  for (size_t i = 0; i < p->numFunctions; ++i) {
+    const FzGpuFunction *f = &p->functions[i];
+    char line[160];
+    int n = snprintf(line, sizeof line,
+                     "@%s: %zu args, %zu temps, %zu "
+                     "consts\n",
+                     f->name, f->numArgs, f->numTemps, f->numConsts);
+    text_cb((FzStringRef){line, (size_t)n}, out);
+    for (size_t k = 0; k < f->numKernels; ++k) {
+      const FzGpuKernel *K = &f->kernels[k];
+      n = snprintf(line, sizeof line, "%s %s %zu args %lld bytes\n", K->name,
+                   K->mapping, K->numArgs, (long long)K->bytesMoved);
+      text_cb((FzStringRef){line, (size_t)n}, out);
+    }
+  }
+}
+
+static void gpu_options(FzGpuOptions *go) {
+  fzGpuOptionsInit(go);
+  go->libdevice = "";     /* the inline polynomials, on every machine */
+  go->codegenThreads = 2; /* the pool, its schedule */
+}
+
+/*===--- Workloads ------------------------------------------------------===*/
+
+/* lower-loop-to-kernel called as fzGpuCompile calls it (no pass manager,
+ * whose verifier and sticky-flag check would turn a failure absorbed
+ * into invalid IR into an error): an absorbed failure shows as printed
+ * IR that differs from the clean run's. */
+static bool wl_lower(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, kModel);
+  FzCpuPipelineOptions po;
+  fzCpuPipelineOptionsInit(&po);
+  bool ok = m && fzLowerModuleForCpu(m, &po);
+  sweep_mark(); /* graph -> loop: test_oom.c's loop sweep */
+  FzLoopToKernelOptions ko;
+  fzLoopToKernelOptionsInit(&ko);
+  ko.precision = FZ_PRECISION_TF32;
+  ok = ok && fzLowerLoopToKernel(m, &ko) && printed_ok(ctx, m, out);
+  fzOpDestroy(m);
+  return ok;
+}
+
+/* kModel at the kernel level (wl_lower's clean result), made once. */
+static TextBuf g_kernels;
+
+/* The kernel level to PTX: fzGpuCompile (as fzCudaCompileModule calls
+ * it, after the graph -> loop pipeline and lower-loop-to-kernel, which
+ * test_oom.c's loop sweep and wl_lower cover): the NVPTX translation,
+ * code generation on two threads, the join, the plans. */
+static bool wl_ptx(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, g_kernels.data);
+  sweep_mark(); /* the parser has sweeps of its own */
+  FzGpuOptions go;
+  gpu_options(&go);
+  FzGpuProgram *p = m ? fzGpuCompile(m, &go) : NULL;
+  if (p)
+    print_program(p, out);
+  fzGpuProgramDestroy(p);
+  fzOpDestroy(m);
+  return p != NULL;
+}
+
+/* A call through the CUDA runtime against the fake driver: the device
+ * and fzCudaCompileModule (unoptimized: the PTX is not what is tested
+ * here), then the call swept (device buffers, kernel parameters, the
+ * module cache, the CUDA graph, the outputs copied back; no kernel runs
+ * in the fake). */
+static bool wl_cuda(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, kModel);
+  FzTensor *in[3] = {0}, **res = NULL;
+  size_t n = 0;
+  FzGpuOptions go;
+  gpu_options(&go);
+  go.optLevel = 0;
+  FzCuda *cu = m ? fzCudaCreate(ctx, 0) : NULL;
+  FzGpuProgram *p = cu ? fzCudaCompileModule(cu, m, true, &go) : NULL;
+  sweep_mark();
+  bool ok = p && model_inputs(ctx, in) &&
+            fzCudaRunFunction(cu, p, "main", 3, in, ctx, &n, &res);
+  if (ok)
+    print_tensors(out, n, res);
+  fzTensorArrayDestroy(ctx, n, res);
+  destroy_inputs(in, 3);
+  fzGpuProgramDestroy(p);
+  fzCudaDestroy(cu);
+  fzOpDestroy(m);
+  return ok;
+}
+
+/* fuse-run --device sim: the graph lowered to kernels, then the loop
+ * interpreter with every kernel.launch run by the simulator (swept). */
+static bool wl_sim(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, kModel);
+  FzPassManager *pm = m ? fzPassManagerCreate(ctx, "builtin.module") : NULL;
+  bool ok =
+      pm &&
+      fzPassManagerParsePipeline(pm, fzStringRefFromCString(kToKernels)) &&
+      fzPassManagerRun(pm, m);
+  fzPassManagerDestroy(pm);
+  sweep_mark(); /* lowering: wl_lower */
+  FzTensor *in[3] = {0}, **res = NULL;
+  size_t n = 0;
+  FzLoopInterpExtension sim;
+  fzKernelSimExtensionInit(&sim, NULL);
+  FzLoopInterpOptions o = {.extension = &sim};
+  ok = ok && model_inputs(ctx, in) &&
+       fzLoopRunFunction(main_of(m), 3, in, NULL, &o, &n, &res);
+  if (ok)
+    print_tensors(out, n, res);
+  fzTensorArrayDestroy(ctx, n, res);
+  destroy_inputs(in, 3);
+  fzOpDestroy(m);
+  return ok;
+}
+
+/*===--- Tests ----------------------------------------------------------===*/
+
+START_TEST(test_lower) {
+  sweep("lower-loop-to-kernel", wl_lower, kLowerStride);
+}
+END_TEST
+START_TEST(test_ptx) {
+  CountingAlloc c = {0};
+  FzContext *ctx = sweep_context(&c);
+  ck_assert(wl_lower(ctx, &g_kernels));
+  fzContextDestroy(ctx);
+  sweep("kernel level to PTX", wl_ptx, kLlvmStride);
+  text_free(&g_kernels);
+}
+END_TEST
+START_TEST(test_sim) {
+  sweep("kernel simulator", wl_sim, kSimStride);
+}
+END_TEST
+
+#ifdef FZ_FAKE_CUDA
+START_TEST(test_cuda) {
+  ck_assert_msg(access(FZ_FAKE_CUDA, R_OK) == 0, "no fake driver at %s",
+                FZ_FAKE_CUDA);
+  setenv("FZ_CUDA_LIBRARY", FZ_FAKE_CUDA, 1);
+  sweep("cuda call (fake driver)", wl_cuda, 1);
+  unsetenv("FZ_CUDA_LIBRARY");
+}
+END_TEST
+#endif
+
+static Suite *oom_gpu_suite(void) {
+  Suite *s = suite_create("oom_gpu");
+  add_case(s, "lower", test_lower);
+  add_case(s, "ptx", test_ptx);
+  add_case(s, "sim", test_sim);
+#ifdef FZ_FAKE_CUDA
+  add_case(s, "cuda", test_cuda);
+#endif
+  return s;
+}
+
+int main(void) {
+  return run_suite(oom_gpu_suite());
+}
