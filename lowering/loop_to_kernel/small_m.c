@@ -106,6 +106,32 @@ static void split_blocks(const FzSmallMNest *m, FzSmallMShape *s, int64_t sb,
   }
 }
 
+/* The time of splitting K into sb slices of `gran` units shared by S
+ * warps, in units of one warp's trip: the slowest warp's trips (its
+ * slice the longest, its share rounded up). */
+static int64_t split_cost(const FzSmallMNest *m, int64_t sb, int64_t gran,
+                          int64_t S) {
+  int64_t units = ceil_div(ceil_div(m->K, sb), gran);
+  return ceil_div(units, S) * S * ceil_div(m->K, units * gran);
+}
+
+/* Of the splits from two thirds of `want` to want, the one whose warps
+ * waste the fewest trips (slices and warps' shares that divide evenly:
+ * K = 4096 in 8 slices of 64 units for 16 warps rather than 9 of 57),
+ * the larger on a tie; forced: that one. */
+static int64_t balanced_blocks(const FzSmallMNest *m, const FzSmallMShape *s,
+                               int64_t want, int64_t forced, int64_t gran) {
+  if (forced || want <= 2)
+    return forced ? forced : want;
+  int64_t best = want, bestCost = split_cost(m, want, gran, s->splitWarps);
+  for (int64_t sb = want - 1; sb >= 2 && 3 * sb >= 2 * want; --sb) {
+    int64_t c = split_cost(m, sb, gran, s->splitWarps);
+    if (c < bestCost)
+      best = sb, bestCost = c;
+  }
+  return best;
+}
+
 /* The warps of an 8-warp block that share one column group's k (forced,
  * or doubled while the groups' warps are under the target and each lane
  * keeps two trips of chunks: a chunk is shared by `lanes` lanes of the
@@ -197,7 +223,8 @@ static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   int64_t sb = split ? want_blocks(m, warps > 1 ? warps : 1, chunks,
                                    S * unroll)
                      : 1;
-  split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32);
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, 32),
+               32);
   s->blocks = ceil_div(s->groups, s->warps / S);
   s->sharedBytes = S > 1 ? (int64_t)s->warps * (cols / 2) * 32 * 4 : 0;
   return true;
@@ -238,7 +265,9 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   int64_t sb = split ? want_blocks(m, s->groups * S, chunks,
                                    32 * S * s->unroll)
                      : 1;
-  split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32 * (int64_t)v);
+  int64_t gran = 32 * (int64_t)v;
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, gran),
+               gran);
   int64_t perBlock = s->warps / S;
   s->blocks = ceil_div(s->groups, perBlock);
   s->sharedBytes = S > 1 ? (int64_t)s->warps * pow2_ceil(m->M * s->cols) * 4
@@ -286,7 +315,7 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   s->splitWarps = (unsigned)S;
   s->warps = (unsigned)S;
   int64_t sb = split ? want_blocks(m, s->groups * S, chunks, 2 * S) : 1;
-  split_blocks(m, s, split && f->blocks ? f->blocks : sb, u);
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, u), u);
   s->blocks = s->groups;
   s->sharedBytes = S > 1 ? S * P * 32 * 4 : 0;
   return true;

@@ -249,7 +249,8 @@ static inline size_t check_pass_allocation_failures(const char *src,
     fzPassManagerDestroy(pm);
     fzOpDestroy(m);
     fzContextDestroy(ctx);
-    ck_assert_uint_eq(c.liveBlocks, 0);
+    ck_assert_msg(c.liveBlocks == 0, "failAt %zu: %zu blocks leaked", failAt,
+                  c.liveBlocks);
     if (ok && c.numFailures == 0)
       return failAt - 1;
     ck_assert_uint_lt(failAt, 200000);
