@@ -9,6 +9,8 @@
 #     python3 bench/gpu/conv_peers.py REPS NAME:N:C:H:OC:K:S:P ...
 import os
 import sys
+
+import cuda_timing  # bench/gpu/, the script's folder
 try:
     import torch
     import torch.nn.functional as F
@@ -21,16 +23,7 @@ torch.backends.cudnn.benchmark = True
 
 
 def med(fn, args):
-    for _ in range(3):
-        fn(*args)
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(REPS):
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record(); fn(*args); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+    return cuda_timing.median_ms(fn, args, REPS)
 
 
 for spec in sys.argv[2:]:

@@ -10,6 +10,8 @@
 # under torch.compile, and cuBLAS's mm alone (the limit: no epilogue).
 # TFLOP/s count 2 M N K.
 import sys
+
+import cuda_timing  # bench/gpu/, the script's folder
 try:
     import torch
     import torch.nn.functional as F
@@ -25,15 +27,7 @@ f32, bf16 = torch.float32, torch.bfloat16
 
 
 def med(fn, args):
-    for _ in range(3):
-        fn(*args)
-    ts = []
-    for _ in range(N):
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record(); fn(*args); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+    return cuda_timing.median_ms(fn, args, N)
 
 
 def nbytes(args, out):

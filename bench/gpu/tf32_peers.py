@@ -7,6 +7,8 @@
 # and the max abs difference of the tf32 result from the f32 one. Prints
 # nothing and exits 0 when torch or a GPU is missing.
 import sys
+
+import cuda_timing  # bench/gpu/, the script's folder
 try:
     import torch
     import torch.nn.functional as F
@@ -18,15 +20,7 @@ dev = "cuda"
 
 
 def med(fn, args):
-    for _ in range(3):
-        fn(*args)
-    ts = []
-    for _ in range(N):
-        a, b = torch.cuda.Event(True), torch.cuda.Event(True)
-        a.record(); fn(*args); b.record(); b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+    return cuda_timing.median_ms(fn, args, N)
 
 
 def mm_bias_gelu(a, b, bias):

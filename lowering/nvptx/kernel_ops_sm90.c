@@ -192,7 +192,9 @@ static bool emit_group(FzLLEmitter *E, FzOp *op) {
     return m > 256 ? fzLLError(E, op, "emit-ptx: too many accumulators")
                    : false;
   char cons[2048];
-  size_t at = out_cons(cons, sizeof cons, m) - 1; /* drop the last ',' */
+  size_t at = out_cons(cons, sizeof cons, m);
+  if (at > 0)
+    --at; /* drop the last ',' */
   at += tied_cons(cons + at, sizeof cons - at, m);
   snprintf(cons + at, sizeof cons - at, ",~{memory}");
   for (size_t i = 0; i < m; ++i)

@@ -53,6 +53,28 @@ static void print_tensors(TextBuf *out, size_t n, FzTensor *const *ts) {
     }
 }
 
+/* The three inputs of a matmul model x (m x n) @ w (n x n) + b (n):
+ * seeded values in +-[0.25, 2] (never 0). False when out of memory. */
+static inline bool seeded_inputs(FzContext *ctx, int64_t m, int64_t n,
+                                 unsigned seed, FzTensor **in) {
+  const int64_t sx[] = {m, n}, sw[] = {n, n}, sb[] = {n};
+  FzType *f32 = fzF32TypeGet(ctx);
+  if (!f32)
+    return false;
+  in[0] = fzTensorCreate(ctx, f32, 2, sx);
+  in[1] = fzTensorCreate(ctx, f32, 2, sw);
+  in[2] = fzTensorCreate(ctx, f32, 1, sb);
+  if (!in[0] || !in[1] || !in[2])
+    return false;
+  for (int i = 0; i < 3; ++i)
+    for (int64_t k = 0; k < in[i]->numElements; ++k) {
+      seed = seed * 1103515245u + 12345u;
+      double v = 0.25 + (double)((seed >> 8) % 1000) / 570.0;
+      fzTensorSetF64(in[i], k, (seed >> 20) & 1 ? v : -v);
+    }
+  return true;
+}
+
 /* The allocator of the sweep's current context. */
 static CountingAlloc *g_alloc;
 /* Allocations counted when the workload called sweep_mark(), or
