@@ -20,6 +20,9 @@ configuration (model, dtype, batch):
     processes run JOBS at a time, so that their compiles overlap, and
     time one at a time under LOCK; f32 models also run with
     `--precision ieee` (exact f32 on CUDA cores: the "fuse ieee" column);
+    with --alt ARGS, every configuration also runs with those extra
+    fuse-run arguments (the "fuse alt" column, and alt/fuse: an option's
+    A/B on whole models in one run, e.g. --alt '--gpu-arch sm_90a');
  3. peers, under the same lock while timing: GPU: torch eager,
     torch.compile (default) and torch.compile(mode="reduce-overhead")
     (CUDA graphs: the fair peer for fuse's graph replay), each checked
@@ -43,6 +46,7 @@ import fcntl
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -143,6 +147,8 @@ def fuse_once(args, d, variant, deadline):
     # Always explicit, so that no FZ_GPU_TF32 in the environment (the old
     # switch) decides it.
     cmd += ["--precision", "ieee" if variant == "ieee" else "default"]
+    if variant == "alt":
+        cmd += shlex.split(args.alt)
     env = dict(os.environ)
     r = {"variant": variant}
     left = deadline - time.monotonic()
@@ -357,6 +363,11 @@ def main():
                     help="seconds; work not started by then is reported as "
                          "not run")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--alt", default=None, metavar="ARGS",
+                    help="also run fuse with these extra fuse-run arguments "
+                         "(e.g. '--gpu-arch sm_90a'), checked like the "
+                         "default run: the 'fuse alt' column, an A/B of an "
+                         "option on whole models in one run")
     ap.add_argument("--ort-node-path", default="")
     ap.add_argument("--tol-f32", type=float, default=1e-3,
                     help="f32 on the CPU, and the GPU's ieee run")
@@ -408,6 +419,8 @@ def main():
         variants = ["fuse"]
         if cuda and cfg[1] == "f32" and not args.no_ieee:
             variants.append("ieee")
+        if args.alt:
+            variants.append("alt")
         for v in variants:
             futs[cfg, v] = pool.submit(run_fuse, args, dirs[cfg], v, deadline)
             if not cuda:  # the CPU: nothing overlaps a compile or a timing
@@ -474,6 +487,12 @@ def main():
             row["fuse_ms"] = r.get("ms") if err is None else None
             if err:
                 row["error"] = err
+        elif v == "alt":
+            row["fuse_alt_ms"] = r.get("ms") if err is None else None
+            row["fuse_alt_rel_err"] = r.get("rel_err")
+            row["fuse_alt_compile_s"] = r.get("compile_s")
+            if err:
+                row["fuse_alt_error"] = err
         else:
             row["fuse_ieee_ms"] = r.get("ms") if err is None else None
             row["fuse_ieee_rel_err"] = r.get("rel_err")
@@ -488,7 +507,8 @@ def main():
         print(f"Whole models on {card}: milliseconds per forward (median of "
               f"{args.reps}); ratios are fuse's time over the peer's")
         head = ("model", "dtype", "batch", "ok", "rel err", "fuse",
-                "fuse ieee", "eager", "compile", "compile+graphs",
+                "fuse ieee") + (("fuse alt", "alt/fuse") if args.alt else ()) + (
+                "eager", "compile", "compile+graphs",
                 "fuse/eager", "fuse/compile", "fuse/c+graphs", "kernels",
                 "fuse compile s", "torch compile s")
     else:
@@ -504,7 +524,9 @@ def main():
         if cuda:
             cells = (r["model"], r["dtype"], r["batch"],
                      "yes" if r["ok"] else "NO", fmt(r.get("rel_err"), ".1e"),
-                     fmt(f), fmt(r.get("fuse_ieee_ms")),
+                     fmt(f), fmt(r.get("fuse_ieee_ms"))) + ((
+                     fmt(r.get("fuse_alt_ms")),
+                     fmt(ratio(r.get("fuse_alt_ms"), f))) if args.alt else ()) + (
                      fmt(r.get("torch_eager_ms")),
                      fmt(r.get("torch_compile_ms")),
                      fmt(r.get("torch_compile_ro_ms")),

@@ -26,7 +26,7 @@
 #       library for Node.js) serves instead. Not part of the test command.
 # Options after BUILD_DIR go to bench.py: --models resnet18,bert_layer
 # --dtypes f32 --batches 1,tp --reps 50 --threads N --jobs N --budget S
-# --json FILE --no-ieee (python3 bench/models/bench.py --help).
+# --json FILE --no-ieee --alt 'FUSE-RUN ARGS' (python3 bench/models/bench.py --help).
 # Exits 1 when a model failed its check or was not run.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -103,8 +103,10 @@ void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
     FzValue *mn = mmAdd(K, mn0, mnOff);
     bool ragged = T->mnExtent % T->tileMN != 0;
     T->mnOk[p] = ragged ? mmLtC(K, mn, T->mnExtent) : NULL;
-    /* Clamped so that the address stays valid where nothing is read. */
-    int64_t hi = x->kLast ? T->mnExtent - 1 : T->mnExtent - 8;
+    /* Clamped so that the address stays valid where nothing is read
+     * (a 16-byte copy: 8 16-bit elements or 4 f32, inside the row). */
+    int64_t hi = x->kLast ? T->mnExtent - 1
+                          : T->mnExtent - (G->tf32 ? 4 : 8);
     if (!x->kLast && !T->async)
       hi = T->mnExtent - 1;
     T->mnIdx[p] = ragged ? mmMinC(K, mn, hi < 0 ? 0 : hi) : mn;
@@ -511,6 +513,7 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
   for (size_t d = 0; d < nb; ++d)
     idx[d] = batch_index(G, x->batch[d]);
   int64_t Kx = G->m->K;
+  int64_t copy = G->tf32 ? 4 : 8; /* elements per 16-byte copy */
   FzValue *k = mmAddC(K, mmAdd(K, mmMul(K, kt, G->t->bk), T->kOff[p]),
                     x->kLast ? e : 0);
   FzValue *mn = T->mnIdx[p];
@@ -521,14 +524,15 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
                         e);
     bool ragged = T->mnExtent % T->tileMN != 0;
     mnOk = ragged ? mmLtC(K, mnE, T->mnExtent) : NULL;
-    /* A later 16-byte copy of a chunk (f32: elements e = 4..7) keeps
-     * its 16 bytes inside the matrix. */
-    int64_t hi = T->async ? T->mnExtent - 8 + e : T->mnExtent - 1;
+    /* A 16-byte copy of a chunk (8 16-bit elements, or f32 elements
+     * 0..3 or 4..7) past the edge is zero-filled and keeps its source
+     * inside the matrix: the extent is a multiple of the copy. */
+    int64_t hi = T->async ? T->mnExtent - copy : T->mnExtent - 1;
     mn = ragged ? mmMinC(K, mnE, hi) : mnE;
   }
   bool kRagged = Kx % G->t->bk != 0;
   FzValue *kOk = kRagged ? mmLtC(K, k, Kx) : NULL;
-  int64_t kHi = x->kLast && T->async ? Kx - 8 + e : Kx - 1;
+  int64_t kHi = x->kLast && T->async ? Kx - copy : Kx - 1;
   FzValue *kc = kRagged ? mmMinC(K, k, kHi) : k;
   *ok = mmAnd(K, mnOk, kOk);
   idx[nb] = x->kLast ? mn : kc;

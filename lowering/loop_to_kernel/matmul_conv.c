@@ -73,8 +73,8 @@ static bool weight_async(FzValue *w, int64_t K) {
   int64_t st[4];
   mmStridesOf(t, st);
   int64_t eb = (int64_t)fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
-  return st[0] % 8 == 0 && K % 8 == 0 && (eb == 2 || eb == 4) &&
-         mmAlignedBase(w, 16);
+  return (eb == 2 || eb == 4) && mmWholeCopies(st[0], eb) &&
+         mmWholeCopies(K, eb) && mmAlignedBase(w, 16);
 }
 
 /* Fills m's operands and geometry from the matched C. */
@@ -154,8 +154,9 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
     m->b.numBatch = 1;
     m->b.batch[0] = (FzMatmulIndex){CV_N, 0};
     size_t eb = fzTypeGetStorageSize(elt);
-    m->b.asyncCopies = hw % 8 == 0 && mmAlignedBase(x, 16) &&
-                       (eb == 2 || eb == 4);
+    m->b.asyncCopies = (eb == 2 || eb == 4) &&
+                       mmWholeCopies(hw, (int64_t)eb) &&
+                       mmAlignedBase(x, 16);
   }
   return true;
 }

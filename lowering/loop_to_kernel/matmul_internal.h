@@ -136,6 +136,12 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen);
 /* Whether buffer value v starts at a multiple of `bytes` from its
  * allocation (arguments and allocations do; views by their offset). */
 bool mmAlignedBase(FzValue *v, int64_t bytes);
+
+/* Whether n elements of eb bytes are whole 16-byte copies (cp.async's
+ * chunk): 8 16-bit elements, 4 f32. */
+static inline bool mmWholeCopies(int64_t n, int64_t eb) {
+  return eb > 0 && (n * eb) % 16 == 0;
+}
 /* The element strides of a buffer type (identity layout computed). */
 void mmStridesOf(FzType *t, int64_t *st);
 /* A static-shaped global buffer defined outside the nest par. */

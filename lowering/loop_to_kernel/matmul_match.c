@@ -172,18 +172,20 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
 }
 
 /* Where the 16-byte copies apply (FzMatmulOperand.asyncCopies): the
- * contiguous extent is `extent` (K, or M or N). */
+ * contiguous extent is `extent` (K, or M or N); it and every other
+ * stride are whole 16-byte copies (8 16-bit elements, 4 f32). */
 static bool async_ok(const FzMatmulOperand *x, int64_t extent) {
   FzType *t = fzValueGetType(x->buffer);
   int64_t st[FZ_MATMUL_MAX_DIMS];
   mmStridesOf(t, st);
-  if (st[x->rank - 1] != 1 || extent % 8 != 0)
+  int64_t eb = elt_bytes(t);
+  if ((eb != 2 && eb != 4) || st[x->rank - 1] != 1 ||
+      !mmWholeCopies(extent, eb))
     return false;
   for (size_t d = 0; d + 1 < x->rank; ++d)
-    if (st[d] % 8 != 0)
+    if (!mmWholeCopies(st[d], eb))
       return false;
-  int64_t eb = elt_bytes(t);
-  return (eb == 2 || eb == 4) && mmAlignedBase(x->buffer, 16);
+  return mmAlignedBase(x->buffer, 16);
 }
 
 FzOp *mmKLoopProduct(FzOp *kl, char *why, size_t whyLen) {
