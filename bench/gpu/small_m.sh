@@ -10,7 +10,8 @@
 #     MS="1 16" TYPES=bf16 LAYOUTS=nk SHAPES="4096x4096" ...   a subset
 #     BASELINE=1 ...   also fuse with the small-M mapping off (FZ_GPU_SMALL_M=0:
 #                      the tensor-core tiles, tf32 for f32) per row (+1-2 min)
-#     FZ_GPU_SMALL_M_SHAPE=... the kernels' shape forced (docs/passes.md)
+#     FZ_GPU_SMALL_M_SHAPE=... the kernels' shape forced (docs/passes.md),
+#                      e.g. mma=0: 16-bit weights on CUDA cores at every M
 #     CHECK=0 ...      skips the correctness runs
 # BUILD_DIR is tests/gpu/pack.sh's folder (fuse-run, plain or xz). About
 # 2-3 minutes on an H100 (48 compilations by fuse-run, torch.compile's).
@@ -81,7 +82,12 @@ EOF
           out=$(FZ_GPU_SMALL_M=${off:-1} timeout 300 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --bench-cold --print-limit 0 2>&1)
           us=$(echo "$out" | sed -nE 's/^bench-cuda: @main: .* median ([0-9.]+) us.*/\1/p')
           kernels=$(echo "$out" | grep -c "^bench-cuda: kernel")
-          plan=$(echo "$out" | sed -nE 's/^bench-cuda: kernel main_k0: [^:]*: ([a-z-]+).*/\1/p' | head -1)
+          line=$(echo "$out" | grep -m1 "^bench-cuda: kernel main_k0:")
+          case "$line" in
+            *"tensor cores"*) plan=small-m/mma ;; *small-m*) plan=small-m/fma ;;
+            *matmul*) plan=matmul ;; *) plan=$(echo "$line" | sed -nE 's/^[^:]*: [^:]*: [^:]*: ([a-z-]+).*/\1/p') ;;
+          esac
+          case "$line" in *"k split"*) plan="$plan+split" ;; esac
           [ -z "$us" ] && { us=nan; echo "fuse-run failed ($l $t M=$m ${K}x$N $mode): $(echo "$out" | grep -m1 -i error)"; }
           echo "$l $t $m $K $N $mode $us $kernels ${plan:-?}" >>"$RES"
         done

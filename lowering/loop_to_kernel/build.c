@@ -536,8 +536,10 @@ bool fzLkUnrollInit(FzLkUnroll *U, FzLkBuild *kb, FzBlock *body,
   for (i = 0; i < U->numOps; ++i)
     if (!ok || count == 1)
       U->phase[i] = 1; /* the body's own order */
-  if (laneIv && count > 1 && !find_views(U))
+  if (laneIv && count > 1 && !find_views(U)) {
+    fzLkUnrollFree(U); /* the caller frees only what succeeded */
     return fail(kb), false;
+  }
   return true;
 }
 

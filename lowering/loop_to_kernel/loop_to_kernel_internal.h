@@ -17,14 +17,16 @@
  *                  loops compute, kept in registers and shared memory)
  *   elementwise.c  the elementwise mapping
  *   grouped.c      the rows and columns mappings
- *   matmul_mapping.c  the tensor-core matmul mapping (first in the list),
+ *   small_m*.c     the small-M contraction mapping (first in the list:
+ *                  x @ W of at most 16 rows; small_m.h)
+ *   matmul_mapping.c  the tensor-core matmul mapping (next in the list),
  *                  over the generator of matmul*.c (matmul.h)
  *
  * A mapping (FzLkMapping) plans a nest (the launch configuration and a
  * one-line description) and builds the kernel body. Mappings are tried
  * in the order of pass.c's list; the first whose plan accepts the nest
- * builds it. The specialized mapping (the tensor-core matmul) goes in
- * front of the generic ones.
+ * builds it. The specialized mappings (small-M contractions, the
+ * tensor-core matmul) go in front of the generic ones.
  *
  * Private to lowering/loop_to_kernel.
  */
@@ -111,6 +113,7 @@ typedef struct FzLkMapping {
 } FzLkMapping;
 
 extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
+/* fzLkSmallMMapping: small_m.h. */
 /* Before the mappings plan a matmul nest (matmul_mapping.c): the batch
  * dims of its rows operand that the other operand does not index, and
  * that sit just before the row dim with contiguous rows in every buffer,

@@ -60,6 +60,7 @@ static unsigned x_vector(const FzSmallMNest *m, unsigned lanes) {
  * (0: chosen; cols concerns a W contiguous along k only). */
 typedef struct Force {
   int64_t cols, unroll, warps, blocks;
+  int64_t mma; /* 0: chosen, 1: off, 2: on */
 } Force;
 
 /* Parses "cols=C,unroll=U,warps=S,blocks=B" (any of them, any order). */
@@ -67,22 +68,25 @@ static bool parse_force(const char *text, Force *f, char *why,
                         size_t whyLen) {
   memset(f, 0, sizeof *f);
   for (const char *p = text; p && *p;) {
-    static const char *const keys[] = {"cols", "unroll", "warps", "blocks"};
-    int64_t *vals[] = {&f->cols, &f->unroll, &f->warps, &f->blocks};
+    static const char *const keys[] = {"cols", "unroll", "warps", "blocks",
+                                       "mma"};
+    int64_t *vals[] = {&f->cols, &f->unroll, &f->warps, &f->blocks,
+                       &f->mma};
     size_t k = 0;
-    while (k < 4 && (strncmp(p, keys[k], strlen(keys[k])) ||
+    while (k < 5 && (strncmp(p, keys[k], strlen(keys[k])) ||
                      p[strlen(keys[k])] != '='))
       ++k;
-    if (k == 4)
-      return fzReasonf(why, whyLen, "expected cols=, unroll=, warps= or "
-                                    "blocks= at '%s'", p);
+    if (k == 5)
+      return fzReasonf(why, whyLen, "expected cols=, unroll=, warps=, "
+                                    "blocks= or mma= at '%s'", p);
     p += strlen(keys[k]) + 1;
     char *end;
     long long v = strtoll(p, &end, 10);
-    if (end == p || v < 1 || v > 65535 || (*end && *end != ','))
-      return fzReasonf(why, whyLen, "%s: expected a number from 1 to 65535",
-                       keys[k]);
-    *vals[k] = v;
+    long long lo = k == 4 ? 0 : 1, hi = k == 4 ? 1 : 65535;
+    if (end == p || v < lo || v > hi || (*end && *end != ','))
+      return fzReasonf(why, whyLen, "%s: expected a number from %lld to %lld",
+                       keys[k], lo, hi);
+    *vals[k] = k == 4 ? v + 1 : v;
     p = *end ? end + 1 : end;
   }
   return true;
@@ -102,13 +106,143 @@ static void split_blocks(const FzSmallMNest *m, FzSmallMShape *s, int64_t sb,
   }
 }
 
+/* The time of splitting K into sb slices of `gran` units shared by S
+ * warps, in units of one warp's trip: the slowest warp's trips (its
+ * slice the longest, its share rounded up). */
+static int64_t split_cost(const FzSmallMNest *m, int64_t sb, int64_t gran,
+                          int64_t S) {
+  int64_t units = ceil_div(ceil_div(m->K, sb), gran);
+  return ceil_div(units, S) * S * ceil_div(m->K, units * gran);
+}
+
+/* Of the splits from two thirds of `want` to want, the one whose warps
+ * waste the fewest trips (slices and warps' shares that divide evenly:
+ * K = 4096 in 8 slices of 64 units for 16 warps rather than 9 of 57),
+ * the larger on a tie; forced: that one. */
+static int64_t balanced_blocks(const FzSmallMNest *m, const FzSmallMShape *s,
+                               int64_t want, int64_t forced, int64_t gran) {
+  if (forced || want <= 2)
+    return forced ? forced : want;
+  int64_t best = want, bestCost = split_cost(m, want, gran, s->splitWarps);
+  for (int64_t sb = want - 1; sb >= 2 && 3 * sb >= 2 * want; --sb) {
+    int64_t c = split_cost(m, sb, gran, s->splitWarps);
+    if (c < bestCost)
+      best = sb, bestCost = c;
+  }
+  return best;
+}
+
+/* The warps of an 8-warp block that share one column group's k (forced,
+ * or doubled while the groups' warps are under the target and each lane
+ * keeps two trips of chunks: a chunk is shared by `lanes` lanes of the
+ * warp, 32 or 1). */
+static bool choose_warps(FzSmallMShape *s, const Force *f, int64_t chunks,
+                         int64_t lanes, char *why, size_t whyLen) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM, S = 1;
+  while (!f->warps && S < 8 && s->groups * S < T &&
+         chunks / (2 * lanes * S) >= s->unroll)
+    S *= 2;
+  if (f->warps)
+    S = f->warps;
+  if (!is_pow2(S) || S > 8)
+    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
+                                  "8) per column group", (long long)S);
+  s->splitWarps = (unsigned)S;
+  return true;
+}
+
+/* The split across blocks wanted for `warps` warps (each of `chunks`
+ * chunks of its slice, `perTrip` per loop trip) and the partials' bytes:
+ * none from a quarter of the target of warps on (the second kernel costs
+ * a launch), else to the target, at least a trip of chunks each,
+ * partials under an eighth of W's bytes. */
+static int64_t want_blocks(const FzSmallMNest *m, int64_t warps,
+                           int64_t chunks, int64_t perTrip) {
+  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
+  if (warps * 4 > T)
+    return 1;
+  int64_t sb = ceil_div(T, warps);
+  int64_t byChunks = chunks / perTrip;
+  int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
+  sb = sb < byChunks ? sb : byChunks;
+  return sb < byBytes ? sb : byBytes;
+}
+
+static const char kNoMma[] =
+    "mma=1: tensor cores need a bf16 or f16 W, x of its type, K a "
+    "multiple of 32, 16-byte loads of both (W along n: N a multiple of 8)";
+
+/* The tensor-core form (small_m_mma.c): a 16-bit W and x of the same
+ * type, 16-byte loads of both (W along its contiguous dim, x along k), K
+ * a multiple of 32; W along n: N a multiple of 8. */
+static bool mma_ok(const FzSmallMNest *m) {
+  FzTypeKind k = fzTypeGetKind(m->w.elt);
+  return (k == FZ_TYPE_BF16 || k == FZ_TYPE_F16) && m->x.elt == m->w.elt &&
+         m->K % 32 == 0 && m->sliceK % 32 == 0 &&
+         (m->kContig || m->N % 8 == 0) && vector_ok(&m->w, 8) &&
+         m->x.idx[m->x.rank - 1].dim == FZ_SMALL_M_K && vector_ok(&m->x, 8);
+}
+
+/* Tensor cores: a warp per `cols` (8 T) columns (W along n: 64),
+ * chunks of 32 k. */
+static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
+                       const Force *f, char *why, size_t whyLen) {
+  s->mma = true;
+  s->xvec = 8;
+  /* Along n, 64 columns per warp (16-byte loads) where the groups fill
+   * the SMs, else 32 (8-byte loads: twice the groups). */
+  int64_t cols = f->cols           ? f->cols
+                 : !m->kContig     ? (ceil_div(m->N, 64) >= FZ_SMALL_M_SMS
+                                          ? 64
+                                          : 32)
+                 : ceil_div(m->N, 8) * 8 < 32 ? ceil_div(m->N, 8) * 8
+                                              : 32;
+  int64_t unroll = f->unroll ? f->unroll : m->kContig || cols == 64 ? 2 : 4;
+  /* W's bytes in flight per lane, in 16-byte loads. */
+  int64_t loads = unroll * cols / 8;
+  if (cols % 8 != 0 || cols > 64 || unroll > 8 || loads > 16 ||
+      (!m->kContig && cols != 32 && cols != 64))
+    return fzReasonf(why, whyLen, "cols=%lld, unroll=%lld: tensor cores "
+                                  "take multiples of 8 columns up to 64 "
+                                  "(along n: 32 or 64), at most 8 chunks "
+                                  "per trip and 256 bytes of W per lane "
+                                  "(unroll x cols / 8 16-byte loads)",
+                     (long long)cols, (long long)unroll);
+  s->vec = m->kContig ? 8 : (unsigned)(cols / 8);
+  s->cols = (unsigned)cols;
+  s->unroll = (unsigned)unroll;
+  s->warps = 8;
+  s->groups = ceil_div(m->N, cols);
+  int64_t chunks = m->sliceK / 32;
+  if (!choose_warps(s, f, chunks, 1, why, whyLen))
+    return false;
+  int64_t S = s->splitWarps;
+  /* Warps with 8 16-byte loads in flight per lane, as the target
+   * counts them. */
+  int64_t warps = s->groups * S * loads / 8;
+  int64_t sb = split ? want_blocks(m, warps > 1 ? warps : 1, chunks,
+                                   S * unroll)
+                     : 1;
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, 32),
+               32);
+  s->blocks = ceil_div(s->groups, s->warps / S);
+  s->sharedBytes = S > 1 ? (int64_t)s->warps * (cols / 2) * 32 * 4 : 0;
+  return true;
+}
+
 /* W contiguous along k: a warp per `cols` columns, its lanes along k. */
 static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      const Force *f, char *why, size_t whyLen) {
-  int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
   unsigned v = (unsigned)(16 / elt_bytes(m->w.elt));
   if (m->K % v != 0 || m->sliceK % v != 0 || !vector_ok(&m->w, v))
     v = 1;
+  /* Tensor cores from 5 rows on, where the fma per row and weight would
+   * take most of the SM's issue rate. */
+  bool canMma = v == 8 && mma_ok(m);
+  if (f->mma == 2 && !canMma)
+    return fzReasonf(why, whyLen, "%s", kNoMma);
+  if (f->mma ? f->mma == 2 : canMma && m->M > 4)
+    return choose_mma(m, s, split, f, why, whyLen);
   s->vec = v;
   s->xvec = v > 1 ? x_vector(m, v) : 1;
   int64_t cols = f->cols ? f->cols : m->M >= 8 ? 4 : m->M >= 3 ? 2 : 1;
@@ -125,25 +259,15 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   s->warps = 8;
   s->groups = ceil_div(m->N, s->cols);
   int64_t chunks = ceil_div(m->sliceK, v);
-  int64_t S = 1;
-  while (!f->warps && S < 8 && s->groups * S < T &&
-         chunks / (64 * S) >= s->unroll)
-    S *= 2;
-  if (f->warps)
-    S = f->warps;
-  if (!is_pow2(S) || S > 8)
-    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
-                                  "8) per column group", (long long)S);
-  s->splitWarps = (unsigned)S;
-  int64_t sb = 1;
-  if (split && s->groups * S * 2 <= T) {
-    sb = ceil_div(T, s->groups * S);
-    int64_t byChunks = chunks / (32 * S * s->unroll);
-    int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
-    sb = sb < byChunks ? sb : byChunks;
-    sb = sb < byBytes ? sb : byBytes;
-  }
-  split_blocks(m, s, split && f->blocks ? f->blocks : sb, 32 * (int64_t)v);
+  if (!choose_warps(s, f, chunks, 32, why, whyLen))
+    return false;
+  int64_t S = s->splitWarps;
+  int64_t sb = split ? want_blocks(m, s->groups * S, chunks,
+                                   32 * S * s->unroll)
+                     : 1;
+  int64_t gran = 32 * (int64_t)v;
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, gran),
+               gran);
   int64_t perBlock = s->warps / S;
   s->blocks = ceil_div(s->groups, perBlock);
   s->sharedBytes = S > 1 ? (int64_t)s->warps * pow2_ceil(m->M * s->cols) * 4
@@ -167,6 +291,11 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   if (!is_pow2(u) || u > 8 || m->K % u != 0 || m->sliceK % u != 0)
     return fzReasonf(why, whyLen, "unroll=%lld: 1, 2, 4 or 8, dividing K "
                                   "(%lld)", (long long)u, (long long)m->K);
+  bool canMma = mma_ok(m);
+  if (f->mma == 2 && !canMma)
+    return fzReasonf(why, whyLen, "%s", kNoMma);
+  if (f->mma ? f->mma == 2 : canMma && m->M > 4)
+    return choose_mma(m, s, split, f, why, whyLen);
   s->unroll = (unsigned)u;
   s->xvec = x_vector(m, s->unroll);
   s->cols = 32 * v;
@@ -185,15 +314,8 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      (long long)S, (long long)S, (long long)P);
   s->splitWarps = (unsigned)S;
   s->warps = (unsigned)S;
-  int64_t sb = 1;
-  if (split && s->groups * S * 2 <= T) {
-    sb = ceil_div(T, s->groups * S);
-    int64_t byChunks = chunks / (2 * S);
-    int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
-    sb = sb < byChunks ? sb : byChunks;
-    sb = sb < byBytes ? sb : byBytes;
-  }
-  split_blocks(m, s, split && f->blocks ? f->blocks : sb, u);
+  int64_t sb = split ? want_blocks(m, s->groups * S, chunks, 2 * S) : 1;
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, u), u);
   s->blocks = s->groups;
   s->sharedBytes = S > 1 ? S * P * 32 * 4 : 0;
   return true;
@@ -243,7 +365,19 @@ void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
              ", k split over %lld blocks of %lld (partial sums; a second "
              "kernel adds them)",
              (long long)s->splitBlocks, (long long)s->sliceK);
-  if (m->kContig)
+  if (s->mma)
+    snprintf(buf, n,
+             "small-m %lldx%lldx%lld, W %s contiguous along %s, x %s: "
+             "tensor cores (mma m16n8k16, x's rows as A), a warp per %u "
+             "columns, %lld-byte loads of W (%u chunks of 32 k per trip), "
+             "%u warp%s per column group, %u warps per block, %lld "
+             "block%s%s",
+             (long long)m->M, (long long)m->N, (long long)m->K, wt,
+             m->kContig ? "k" : "n", xt, s->cols,
+             (long long)s->vec * elt_bytes(m->w.elt), s->unroll, s->splitWarps,
+             s->splitWarps == 1 ? "" : "s along k", s->warps,
+             (long long)s->blocks, plural(s->blocks), split);
+  else if (m->kContig)
     snprintf(buf, n,
              "small-m %lldx%lldx%lld, W %s contiguous along k, x %s: a warp "
              "per %u column%s, lanes along k (%u-element loads, %u per "
@@ -290,10 +424,18 @@ bool fzSmallMGenInit(FzSmallMGen *g, FzLkBuild *kb, const FzSmallMNest *m,
   g->kb = kb, g->m = m, g->s = s;
   g->f32 = fzF32TypeGet(kb->ctx);
   g->idx = fzIndexTypeGet(kb->ctx);
-  FzValue *c32 = fzLkIndex(kb, 32);
+  FzValue *c32 = fzLkIndex(kb, 32), *cS = fzLkIndex(kb, s->splitWarps);
   g->tid = fzLkId(kb, "kernel.thread_id");
   g->lane = fzLkRem(kb, g->tid, c32);
   g->warp = fzLkDiv(kb, g->tid, c32);
+  g->sIdx = fzLkRem(kb, g->warp, cS);
+  g->gIdx = fzLkDiv(kb, g->warp, cS);
+  g->group = fzLkAdd(kb,
+                     fzLkMul(kb, fzLkId(kb, "kernel.block_id"),
+                             fzLkIndex(kb, s->warps / s->splitWarps)),
+                     g->gIdx);
+  g->ragged = s->groups * s->cols != m->N ||
+              s->blocks * (s->warps / s->splitWarps) != s->groups;
   if (m->dimSplit >= 0) {
     g->sb = block_id_y(kb);
     g->kLo = fzLkMul(kb, g->sb, fzLkIndex(kb, m->sliceK));
@@ -326,80 +468,192 @@ static FzValue *dim_value(FzSmallMGen *g, int d, FzValue *row,
                  fzLkIndex(kb, m->extent[d]));
 }
 
-/* `lanes` elements of x (loads of lanes > 1: one vector) into out, as
- * f32, from indices idx (the last one advancing). */
-static bool load_elems(FzSmallMGen *g, const FzSmallMOperand *x,
-                       FzValue **idx, unsigned lanes, FzValue **out) {
+FzValue *fzSmallMExtract(FzLkBuild *kb, FzValue *vec, unsigned lane) {
+  FzType *vt = vec ? fzValueGetType(vec) : NULL;
+  if (!vt)
+    return kb->failed = true, NULL;
+  FzType *et = fzShapedTypeGetElementType(vt);
+  FzOpState st;
+  fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.extract"), kb->loc);
+  fzOpStateAddOperands(&st, 1, &vec);
+  fzOpStateAddProp(&st, FZ_STR("position"),
+                   fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
+                                    lane));
+  fzOpStateAddResults(&st, 1, &et);
+  FzOp *op = kb->failed ? NULL : fzBuilderCreate(&kb->b, &st);
+  if (!op) {
+    if (kb->failed)
+      fzOpStateDispose(&st);
+    return kb->failed = true, NULL;
+  }
+  return fzOpGetResult(op, 0);
+}
+
+/* x's (or W's) `lanes` elements from indices idx (the last one
+ * advancing): one kernel.vector_load where lanes > 1, else a load. */
+static FzValue *load_raw(FzSmallMGen *g, const FzSmallMOperand *x,
+                         FzValue **idx, unsigned lanes) {
   FzLkBuild *kb = g->kb;
   size_t r = x->rank;
   FzValue *buf = fzLkMapGet(&kb->base, x->buffer);
   if (!buf)
-    return kb->failed = true, false;
-  if (lanes > 1) {
-    int64_t n = lanes;
-    FzType *vt = fzVectorTypeGet(kb->ctx, 1, &n, x->elt, kb->loc);
-    FzValue *ops[FZ_SMALL_M_MAX_RANK + 1] = {buf};
-    for (size_t i = 0; i < r; ++i)
-      ops[1 + i] = idx[i];
-    FzValue *vec = vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops)
-                      : NULL;
-    for (unsigned u = 0; u < lanes; ++u) {
-      FzOpState st;
-      FzType *et = x->elt;
-      if (!vec)
-        return kb->failed = true, false;
-      fzOpStateInit(&st, kb->ctx, FZ_STR("kernel.extract"), kb->loc);
-      fzOpStateAddOperands(&st, 1, &vec);
-      fzOpStateAddProp(&st, FZ_STR("position"),
-                       fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
-                                        u));
-      fzOpStateAddResults(&st, 1, &et);
-      FzOp *op = fzBuilderCreate(&kb->b, &st);
-      if (!op)
-        return kb->failed = true, false;
-      out[u] = fzLkCast(kb, "loop.extf", fzOpGetResult(op, 0), g->f32);
-    }
-    return !kb->failed;
-  }
-  out[0] = fzLkCast(kb, "loop.extf", fzLkLoad(kb, buf, r, idx), g->f32);
+    return kb->failed = true, NULL;
+  if (lanes == 1)
+    return fzLkLoad(kb, buf, r, idx);
+  int64_t n = lanes;
+  FzType *vt = fzVectorTypeGet(kb->ctx, 1, &n, x->elt, kb->loc);
+  FzValue *ops[FZ_SMALL_M_MAX_RANK + 1] = {buf};
+  for (size_t i = 0; i < r; ++i)
+    ops[1 + i] = idx[i];
+  return vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops)
+            : (kb->failed = true, NULL);
+}
+
+/* The same, each element widened to f32 into out. */
+static bool load_elems(FzSmallMGen *g, const FzSmallMOperand *x,
+                       FzValue **idx, unsigned lanes, FzValue **out) {
+  FzLkBuild *kb = g->kb;
+  FzValue *v = load_raw(g, x, idx, lanes);
+  for (unsigned u = 0; u < lanes; ++u)
+    out[u] = fzLkCast(kb, "loop.extf",
+                      lanes > 1 ? fzSmallMExtract(kb, v, u) : v, g->f32);
   return !kb->failed;
+}
+
+/* x's indices for output row `row` (index) and k. */
+static void x_indices(FzSmallMGen *g, FzValue *row, FzValue *k,
+                      FzValue **idx) {
+  const FzSmallMOperand *x = &g->m->x;
+  for (size_t i = 0; i < x->rank; ++i) {
+    int d = x->idx[i].dim;
+    idx[i] = d == FZ_SMALL_M_K      ? k
+             : d == FZ_SMALL_M_CONST ? fzLkIndex(g->kb, x->idx[i].value)
+                                     : dim_value(g, d, row, NULL);
+  }
+}
+
+/* W's indices for (a, b): its constants, then a and b. */
+static void w_indices(FzSmallMGen *g, FzValue *a, FzValue *b,
+                      FzValue **idx) {
+  const FzSmallMOperand *w = &g->m->w;
+  for (size_t i = 0; i + 2 < w->rank; ++i)
+    idx[i] = fzLkIndex(g->kb, w->idx[i].value);
+  idx[w->rank - 2] = a;
+  idx[w->rank - 1] = b;
+}
+
+/* n elements of W (w: at (a, b ..)) or x (at row a, k b ..), `vec` per
+ * load where n allows, widened to f32 into out. */
+static bool load_run(FzSmallMGen *g, bool w, FzValue *a, FzValue *b,
+                     unsigned n, unsigned vec, FzValue **out) {
+  FzLkBuild *kb = g->kb;
+  unsigned lanes = vec > 1 && n % vec == 0 ? vec : 1;
+  for (unsigned u = 0; u < n; u += lanes) {
+    FzValue *idx[FZ_SMALL_M_MAX_RANK];
+    FzValue *bu = fzLkAdd(kb, b, fzLkIndex(kb, u));
+    if (w)
+      w_indices(g, a, bu, idx);
+    else
+      x_indices(g, a, bu, idx);
+    if (!load_elems(g, w ? &g->m->w : &g->m->x, idx, lanes, out + u))
+      return false;
+  }
+  return true;
 }
 
 bool fzSmallMLoadX(FzSmallMGen *g, int64_t row, FzValue *k, unsigned n,
                    FzValue **out) {
-  FzLkBuild *kb = g->kb;
-  const FzSmallMOperand *x = &g->m->x;
-  FzValue *rowv = fzLkIndex(kb, row);
-  unsigned lanes = g->s->xvec > 1 && n % g->s->xvec == 0 ? g->s->xvec : 1;
-  for (unsigned u = 0; u < n; u += lanes) {
-    FzValue *idx[FZ_SMALL_M_MAX_RANK];
-    for (size_t i = 0; i < x->rank; ++i) {
-      int d = x->idx[i].dim;
-      idx[i] = d == FZ_SMALL_M_K      ? fzLkAdd(kb, k, fzLkIndex(kb, u))
-               : d == FZ_SMALL_M_CONST ? fzLkIndex(kb, x->idx[i].value)
-                                       : dim_value(g, d, rowv, NULL);
-    }
-    if (!load_elems(g, x, idx, lanes, out + u))
-      return false;
-  }
-  return true;
+  return load_run(g, false, fzLkIndex(g->kb, row), k, n, g->s->xvec, out);
 }
 
 bool fzSmallMLoadW(FzSmallMGen *g, FzValue *a, FzValue *b, unsigned n,
                    FzValue **out) {
+  return load_run(g, true, a, b, n, g->s->vec, out);
+}
+
+FzValue *fzSmallMLoadXVector(FzSmallMGen *g, FzValue *row, FzValue *k,
+                             unsigned lanes) {
+  FzValue *idx[FZ_SMALL_M_MAX_RANK];
+  x_indices(g, row, k, idx);
+  return load_raw(g, &g->m->x, idx, lanes);
+}
+
+FzValue *fzSmallMLoadWVector(FzSmallMGen *g, FzValue *a, FzValue *b,
+                             unsigned lanes) {
+  FzValue *idx[FZ_SMALL_M_MAX_RANK];
+  w_indices(g, a, b, idx);
+  return load_raw(g, &g->m->w, idx, lanes);
+}
+
+FzValue *fzSmallMAnd(FzLkBuild *kb, FzValue *a, FzValue *b) {
+  return !a ? b : !b ? a : fzLkBin(kb, "loop.andi", a, b);
+}
+
+/* One loop: for c = lb to ub step `step`, n chunks per trip. */
+static bool chunk_loop(FzSmallMGen *g, FzValue *lb, FzValue *ub,
+                       FzValue *step, unsigned n, size_t na, FzValue **acc,
+                       FzSmallMTrip trip, void *ud) {
   FzLkBuild *kb = g->kb;
-  const FzSmallMOperand *w = &g->m->w;
-  unsigned lanes = g->s->vec > 1 && n % g->s->vec == 0 ? g->s->vec : 1;
-  for (unsigned u = 0; u < n; u += lanes) {
-    FzValue *idx[FZ_SMALL_M_MAX_RANK];
-    for (size_t i = 0; i + 2 < w->rank; ++i)
-      idx[i] = fzLkIndex(kb, w->idx[i].value);
-    idx[w->rank - 2] = a;
-    idx[w->rank - 1] = fzLkAdd(kb, b, fzLkIndex(kb, u));
-    if (!load_elems(g, w, idx, lanes, out + u))
-      return false;
-  }
+  FzValue *c;
+  FzOp *loop = fzLkForBegin(kb, lb, ub, step, na, acc, &c, acc);
+  if (!loop || !trip(ud, c, n) || !fzLkForEnd(kb, loop, na, acc))
+    return false;
+  for (size_t i = 0; i < na; ++i)
+    acc[i] = fzOpGetResult(loop, i);
   return true;
+}
+
+bool fzSmallMChunkLoops(FzSmallMGen *g, FzValue *start, FzValue *end,
+                        int64_t stride, unsigned unroll, size_t numAcc,
+                        FzValue **acc, FzSmallMTrip trip, void *ud) {
+  FzLkBuild *kb = g->kb;
+  if (unroll > 1) {
+    int64_t big = stride * unroll;
+    FzValue *ub = fzLkAdd(
+        kb, end, fzLkIndex(kb, -(int64_t)(unroll - 1) * stride));
+    if (!chunk_loop(g, start, ub, fzLkIndex(kb, big), unroll, numAcc, acc,
+                    trip, ud))
+      return false;
+    /* The rest starts after the trips the main loop made. */
+    FzValue *span = fzLkBin(kb, "loop.maxsi",
+                            fzLkBin(kb, "loop.subi", ub, start),
+                            fzLkIndex(kb, 0));
+    FzValue *trips = fzLkDiv(kb, fzLkAdd(kb, span, fzLkIndex(kb, big - 1)),
+                             fzLkIndex(kb, big));
+    start = fzLkAdd(kb, start, fzLkMul(kb, trips, fzLkIndex(kb, big)));
+  }
+  return chunk_loop(g, start, end, fzLkIndex(kb, stride), 1, numAcc, acc,
+                    trip, ud);
+}
+
+FzValue *fzSmallMShareVals(FzSmallMGen *g, FzValue *const *vals,
+                           unsigned nv) {
+  FzLkBuild *kb = g->kb;
+  FzValue *red = fzLkSharedAlloc(kb, g->f32, (int64_t)g->s->warps * nv * 32);
+  FzValue *mine = fzLkMul(kb, g->warp, fzLkIndex(kb, (int64_t)nv * 32));
+  for (unsigned v = 0; v < nv; ++v) {
+    FzValue *at = fzLkAdd(kb, fzLkAdd(kb, mine, fzLkIndex(kb, v * 32)),
+                          g->lane);
+    if (!fzLkStore(kb, vals[v], red, 1, &at))
+      return NULL;
+  }
+  return fzLkBarrier(kb) ? red : NULL;
+}
+
+FzValue *fzSmallMSumVal(FzSmallMGen *g, FzValue *red, unsigned nv,
+                        FzValue *v) {
+  FzLkBuild *kb = g->kb;
+  unsigned S = g->s->splitWarps;
+  FzValue *first = fzLkAdd(kb, fzLkMul(kb, g->gIdx, fzLkIndex(kb, S * nv)), v);
+  FzValue *at0 =
+      fzLkAdd(kb, fzLkMul(kb, first, fzLkIndex(kb, 32)), g->lane);
+  FzValue *sum = NULL;
+  for (unsigned w = 0; w < S; ++w) {
+    FzValue *at = fzLkAdd(kb, at0, fzLkIndex(kb, (int64_t)w * nv * 32));
+    FzValue *x = fzLkLoad(kb, red, 1, &at);
+    sum = sum ? fzLkBin(kb, "loop.addf", sum, x) : x;
+  }
+  return sum;
 }
 
 bool fzSmallMEpilogue(FzSmallMGen *g, FzValue *row, FzValue *col,
@@ -480,8 +734,9 @@ static void release(FzLkPlan *p) {
 
 static bool build(FzLkBuild *kb, const FzLkPlan *p) {
   const SmallMPlan *sp = p->state;
-  bool ok = sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
-                          : fzSmallMBuildN(kb, &sp->m, &sp->s);
+  bool ok = sp->s.mma       ? fzSmallMBuildMma(kb, &sp->m, &sp->s)
+            : sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
+                            : fzSmallMBuildN(kb, &sp->m, &sp->s);
   if (ok && kb->opts->remarks) {
     FzStringRef name = fzSymbolGetName(kb->kernel);
     fzEmitRemark(kb->ctx, kb->loc, "%s -> @%.*s", p->desc, (int)name.length,

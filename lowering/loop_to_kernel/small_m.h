@@ -24,8 +24,9 @@
  * small_m.c chooses the kernel's shape (fzSmallMChoose), describes it,
  * and is the mapping (fzLkSmallMMapping); small_m_k.c builds the kernel
  * of a W contiguous along k, small_m_n.c the one of a W contiguous along
- * n; small_m_split.c cuts K across blocks (partial sums and a second
- * nest that adds them: deterministic). Private to lowering/loop_to_kernel.
+ * n, small_m_mma.c either on tensor cores (16-bit, 5 rows or more);
+ * small_m_split.c cuts K across blocks (partial sums and a second nest
+ * that adds them: deterministic). Private to lowering/loop_to_kernel.
  */
 #ifndef FZ_LOWERING_SMALL_M_H
 #define FZ_LOWERING_SMALL_M_H
@@ -83,6 +84,10 @@ bool fzSmallMMatch(FzOp *par, FzSmallMNest *out, char *why, size_t whyLen);
 
 /* The kernel's shape (fzSmallMChoose). */
 typedef struct FzSmallMShape {
+  /* Tensor cores (small_m_mma.c): a 16-bit W and x of its type, from 5
+   * rows on; cols is then 8 x the mma tiles per warp, unroll the chunks
+   * of 32 k per trip, vec W's elements per load. */
+  bool mma;
   /* Elements of W per load along its contiguous dim (16 bytes: 8 bf16,
    * 4 f32; fewer where M x vec passes FZ_SMALL_M_MAX_ACC; 1: scalar
    * loads where the shape or alignment does not allow vectors). */
@@ -118,11 +123,14 @@ void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
                       char *buf, size_t n);
 
 /* Builds the kernel body (small_m_k.c: kContig; small_m_n.c: the other
- * layout) at kb's insertion point. False after an error (kb->failed). */
+ * layout; small_m_mma.c: s->mma) at kb's insertion point. False after an
+ * error (kb->failed). */
 bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
                     const FzSmallMShape *s);
 bool fzSmallMBuildN(FzLkBuild *kb, const FzSmallMNest *m,
                     const FzSmallMShape *s);
+bool fzSmallMBuildMma(FzLkBuild *kb, const FzSmallMNest *m,
+                      const FzSmallMShape *s);
 
 /* Shared by both builders (small_m.c). */
 typedef struct FzSmallMGen {
@@ -131,6 +139,11 @@ typedef struct FzSmallMGen {
   const FzSmallMShape *s;
   FzType *f32, *idx;
   FzValue *tid, *lane, *warp;
+  /* The warp's column group (block_id.x * (warps / S) + warp / S), its
+   * rank in the block (warp / S) and its share of k (warp % S). */
+  FzValue *group, *gIdx, *sIdx;
+  /* Some warp's columns pass N (loads clamped, stores skipped). */
+  bool ragged;
   FzValue *sb;        /* the block's k slice (block_id.y), index */
   FzValue *kLo, *kHi; /* its bounds */
 } FzSmallMGen;
@@ -148,6 +161,34 @@ bool fzSmallMLoadX(FzSmallMGen *g, int64_t row, FzValue *k, unsigned n,
  * of s->vec when vectorized), then converted to f32 into out. */
 bool fzSmallMLoadW(FzSmallMGen *g, FzValue *a, FzValue *b, unsigned n,
                    FzValue **out);
+/* x's `lanes` elements at output row `row` (index value) and k (+ 0 ..
+ * lanes - 1), W's at (a, b .. b + lanes - 1): one kernel.vector_load of
+ * the operand's element type (lanes > 1), as loaded. */
+FzValue *fzSmallMLoadXVector(FzSmallMGen *g, FzValue *row, FzValue *k,
+                             unsigned lanes);
+FzValue *fzSmallMLoadWVector(FzSmallMGen *g, FzValue *a, FzValue *b,
+                             unsigned lanes);
+/* Lane `lane` of vector vec (kernel.extract). */
+FzValue *fzSmallMExtract(FzLkBuild *kb, FzValue *vec, unsigned lane);
+/* a && b (i1; a NULL operand is true). */
+FzValue *fzSmallMAnd(FzLkBuild *kb, FzValue *a, FzValue *b);
+
+/* The body of a chunk loop: `n` chunks from chunk c (c, c + stride,
+ * ...), the accumulators acc[] updated in place. */
+typedef bool (*FzSmallMTrip)(void *ud, FzValue *c, unsigned n);
+/* The loops over a thread's chunks start, start + stride, ... < end:
+ * `unroll` per trip, then one per trip for the rest; acc[0..numAcc)
+ * carried (replaced by the loops' results). */
+bool fzSmallMChunkLoops(FzSmallMGen *g, FzValue *start, FzValue *end,
+                        int64_t stride, unsigned unroll, size_t numAcc,
+                        FzValue **acc, FzSmallMTrip trip, void *ud);
+/* Each lane's vals[0..nv) into shared memory [warps][nv][32] and a
+ * barrier; returns the array. */
+FzValue *fzSmallMShareVals(FzSmallMGen *g, FzValue *const *vals, unsigned nv);
+/* The sum of value v (index) of this lane over the S warps of its group
+ * in warp order, from fzSmallMShareVals's array. */
+FzValue *fzSmallMSumVal(FzSmallMGen *g, FzValue *red, unsigned nv,
+                        FzValue *v);
 /* The epilogue of output (row, col) with the sum acc: the nest's body
  * but for the k loop, cloned with the row's dims from `row` (index,
  * < M), n = col, the split dim = g->sb, the k loop's result = acc;

@@ -33,7 +33,8 @@ typedef struct KGen {
 } KGen;
 
 /* One trip over `n` chunks from c: loads, then the products. */
-static bool trip(KGen *G, FzValue *c, unsigned n) {
+static bool trip(void *ud, FzValue *c, unsigned n) {
+  KGen *G = ud;
   FzSmallMGen *g = &G->g;
   FzLkBuild *kb = g->kb;
   const FzSmallMShape *s = g->s;
@@ -61,23 +62,6 @@ static bool trip(KGen *G, FzValue *c, unsigned n) {
   return !kb->failed;
 }
 
-/* for c = lb to ub step `step` chunks, `n` per trip: acc carried. */
-static bool chunk_loop(KGen *G, FzValue *lb, FzValue *ub, FzValue *step,
-                       unsigned n) {
-  FzLkBuild *kb = G->g.kb;
-  FzValue *c;
-  FzOp *loop = fzLkForBegin(kb, lb, ub, step, G->numAcc, G->acc, &c, G->acc);
-  if (!loop || !trip(G, c, n) || !fzLkForEnd(kb, loop, G->numAcc, G->acc))
-    return false;
-  for (size_t i = 0; i < G->numAcc; ++i)
-    G->acc[i] = fzOpGetResult(loop, i);
-  return true;
-}
-
-static FzValue *i1_and(FzLkBuild *kb, FzValue *a, FzValue *b) {
-  return !a ? b : !b ? a : fzLkBin(kb, "loop.andi", a, b);
-}
-
 bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
                     const FzSmallMShape *s) {
   KGen G;
@@ -86,15 +70,8 @@ bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
   if (!fzSmallMGenInit(g, kb, m, s))
     return false;
   unsigned C = s->cols, V = s->vec, U = s->unroll, S = s->splitWarps;
-  unsigned perBlock = s->warps / S;
-  FzValue *cS = fzLkIndex(kb, S);
-  FzValue *sIdx = fzLkRem(kb, g->warp, cS);
-  FzValue *gIdx = fzLkDiv(kb, g->warp, cS);
-  FzValue *group = fzLkAdd(
-      kb, fzLkMul(kb, fzLkId(kb, "kernel.block_id"), fzLkIndex(kb, perBlock)),
-      gIdx);
-  FzValue *n0 = fzLkMul(kb, group, fzLkIndex(kb, C));
-  bool ragged = s->groups * C != m->N || s->blocks * perBlock != s->groups;
+  FzValue *n0 = fzLkMul(kb, g->group, fzLkIndex(kb, C));
+  bool ragged = g->ragged;
   for (unsigned ci = 0; ci < C; ++ci) {
     G.ncol[ci] = fzLkAdd(kb, n0, fzLkIndex(kb, ci));
     if (ragged)
@@ -106,27 +83,15 @@ bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
   FzValue *cHi = fzLkDiv(kb, g->kHi, cV);
   FzValue *start = fzLkAdd(
       kb, fzLkAdd(kb, fzLkDiv(kb, g->kLo, cV),
-                  fzLkMul(kb, sIdx, fzLkIndex(kb, 32))),
+                  fzLkMul(kb, g->sIdx, fzLkIndex(kb, 32))),
       g->lane);
   G.stride = fzLkIndex(kb, 32 * (int64_t)S);
   G.numAcc = (size_t)(m->M * C);
   FzValue *zero = fzLkConst(kb, g->f32, 0.0);
   for (size_t i = 0; i < G.numAcc; ++i)
     G.acc[i] = zero;
-  if (U > 1) {
-    int64_t big = 32 * (int64_t)S * U;
-    FzValue *ub = fzLkAdd(kb, cHi, fzLkIndex(kb, -(int64_t)(U - 1) * 32 * S));
-    if (!chunk_loop(&G, start, ub, fzLkIndex(kb, big), U))
-      return false;
-    FzValue *span = fzLkBin(kb, "loop.maxsi", fzLkBin(kb, "loop.subi", ub,
-                                                      start),
-                            fzLkIndex(kb, 0));
-    FzValue *trips =
-        fzLkDiv(kb, fzLkAdd(kb, span, fzLkIndex(kb, big - 1)),
-                fzLkIndex(kb, big));
-    start = fzLkAdd(kb, start, fzLkMul(kb, trips, fzLkIndex(kb, big)));
-  }
-  if (!chunk_loop(&G, start, cHi, G.stride, 1))
+  if (!fzSmallMChunkLoops(g, start, cHi, 32 * (int64_t)S, U, G.numAcc, G.acc,
+                          trip, &G))
     return false;
 
   /* Reduce-scatter across the warp's lanes. */
@@ -182,7 +147,7 @@ bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
     if ((owner && (!guard || !fzLkForEnd(kb, guard, 0, NULL))) ||
         !fzLkBarrier(kb))
       return false;
-    FzValue *first = fzLkMul(kb, gIdx, fzLkIndex(kb, (int64_t)S * Pp));
+    FzValue *first = fzLkMul(kb, g->gIdx, fzLkIndex(kb, (int64_t)S * Pp));
     for (int64_t i = 0; i < count; ++i) {
       FzValue *sum = NULL;
       for (unsigned w = 0; w < S; ++w) {
@@ -193,7 +158,7 @@ bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
       }
       vals[i] = sum;
     }
-    owner = i1_and(kb, owner, fzLkCmp(kb, "eq", sIdx, fzLkIndex(kb, 0)));
+    owner = fzSmallMAnd(kb, owner, fzLkCmp(kb, "eq", g->sIdx, fzLkIndex(kb, 0)));
   }
   for (int64_t i = 0; i < count; ++i) {
     FzValue *cC = fzLkIndex(kb, C);
@@ -201,9 +166,9 @@ bool fzSmallMBuildK(FzLkBuild *kb, const FzSmallMNest *m,
     FzValue *col = fzLkAdd(kb, n0, fzLkRem(kb, pv[i], cC));
     FzValue *cond = owner;
     if (Pp > P)
-      cond = i1_and(kb, cond, fzLkCmp(kb, "slt", pv[i], fzLkIndex(kb, P)));
+      cond = fzSmallMAnd(kb, cond, fzLkCmp(kb, "slt", pv[i], fzLkIndex(kb, P)));
     if (ragged)
-      cond = i1_and(kb, cond, fzLkCmp(kb, "slt", col, fzLkIndex(kb, m->N)));
+      cond = fzSmallMAnd(kb, cond, fzLkCmp(kb, "slt", col, fzLkIndex(kb, m->N)));
     if (!fzSmallMEpilogue(g, row, col, vals[i], cond))
       return false;
   }

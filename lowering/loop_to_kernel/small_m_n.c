@@ -27,10 +27,9 @@ bool fzSmallMBuildN(FzLkBuild *kb, const FzSmallMNest *m,
     return false;
   unsigned V = s->vec, U = s->unroll, S = s->splitWarps;
   int64_t P = m->M * V;
-  FzValue *n0 = fzLkAdd(
-      kb, fzLkMul(kb, fzLkId(kb, "kernel.block_id"), fzLkIndex(kb, 32 * V)),
-      fzLkMul(kb, g->lane, fzLkIndex(kb, V)));
-  bool ragged = s->blocks * 32 * V != m->N;
+  FzValue *n0 = fzLkAdd(kb, fzLkMul(kb, g->group, fzLkIndex(kb, 32 * V)),
+                        fzLkMul(kb, g->lane, fzLkIndex(kb, V)));
+  bool ragged = g->ragged;
   FzValue *nl = ragged ? fzLkBin(kb, "loop.minsi", n0,
                                  fzLkIndex(kb, m->N - V))
                        : n0;
@@ -76,28 +75,14 @@ bool fzSmallMBuildN(FzLkBuild *kb, const FzSmallMNest *m,
     }
     return !kb->failed;
   }
-  FzValue *red = fzLkSharedAlloc(kb, g->f32, (int64_t)S * P * 32);
-  FzValue *mine = fzLkMul(kb, g->warp, fzLkIndex(kb, P * 32));
-  for (int64_t p = 0; p < P; ++p) {
-    FzValue *at = fzLkAdd(kb, fzLkAdd(kb, mine, fzLkIndex(kb, p * 32)),
-                          g->lane);
-    if (!fzLkStore(kb, acc[p], red, 1, &at))
-      return false;
-  }
-  if (!fzLkBarrier(kb))
-    return false;
+  FzValue *red = fzSmallMShareVals(g, acc, (unsigned)P);
   FzValue *p;
-  FzOp *each = fzLkForBegin(kb, g->warp, fzLkIndex(kb, P), fzLkIndex(kb, S),
-                            0, NULL, &p, NULL);
+  FzOp *each = red ? fzLkForBegin(kb, g->warp, fzLkIndex(kb, P),
+                                  fzLkIndex(kb, S), 0, NULL, &p, NULL)
+                   : NULL;
   if (!each)
     return false;
-  FzValue *sum = NULL;
-  FzValue *at0 = fzLkAdd(kb, fzLkMul(kb, p, fzLkIndex(kb, 32)), g->lane);
-  for (unsigned ws = 0; ws < S; ++ws) {
-    FzValue *at = fzLkAdd(kb, at0, fzLkIndex(kb, (int64_t)ws * P * 32));
-    FzValue *v = fzLkLoad(kb, red, 1, &at);
-    sum = sum ? fzLkBin(kb, "loop.addf", sum, v) : v;
-  }
+  FzValue *sum = fzSmallMSumVal(g, red, (unsigned)P, p);
   FzValue *col = fzLkAdd(kb, n0, fzLkRem(kb, p, cV));
   FzValue *cond = ragged ? fzLkCmp(kb, "slt", col, cN) : NULL;
   if (!fzSmallMEpilogue(g, fzLkDiv(kb, p, cV), col, sum, cond) ||

@@ -11,10 +11,12 @@
  *     loop.store %acc, %part[%sb, %d...]
  *   }
  *   loop.parallel (%d...) {                  the nest itself, its k loop
- *     %acc = loop.for %sb = 0 to SB ... {    replaced by the sum of the
- *       add %part[%sb, %d...] }              partials in order; the
- *     ... the epilogue ...                   generic columns mapping
- *   }                                        takes it
+ *     %acc = 0 + %part[0, %d...] + ...       replaced by the sum of the
+ *     ... the epilogue ...                   partials in order; the
+ *   }                                        generic elementwise mapping
+ *                                            takes it (a loop.for over
+ *                                            more than 64 slices: the
+ *                                            columns mapping)
  *
  * Each output's sum is the same whatever the schedule (slices in a fixed
  * order, each slice's own order fixed by its kernel): no atomics. The
@@ -133,7 +135,12 @@ static FzOp *partial_nest(FzLkBuild *kb, const FzSmallMNest *m, int64_t sb,
   return p;
 }
 
-/* The nest after the partials: m's, its k loop summing them. */
+/* The nest after the partials: m's, its k loop replaced by their sum in
+ * order (init + p[0] + p[1] + ...): straight-line for up to
+ * FZ_SMALL_M_UNROLLED_SUM slices, so that the elementwise mapping takes
+ * it (a thread per 16 bytes of outputs), else a loop.for (the columns
+ * mapping). */
+#define FZ_SMALL_M_UNROLLED_SUM 64
 static FzOp *final_nest(FzLkBuild *kb, const FzSmallMNest *m, int64_t sb,
                         FzValue *part, FzOp *after) {
   FzOp *f = fzOpClone(m->par, NULL);
@@ -151,19 +158,32 @@ static FzOp *final_nest(FzLkBuild *kb, const FzSmallMNest *m, int64_t sb,
   if (!old)
     return kb->failed = true, NULL;
   fzBuilderSetInsertionPointBefore(&kb->b, old);
-  FzValue *init = fzOpGetOperand(old, 3), *iv, *it;
-  FzOp *loop = fzLkForBegin(kb, fzLkIndex(kb, 0), fzLkIndex(kb, sb),
-                            fzLkIndex(kb, 1), 1, &init, &iv, &it);
-  if (!loop)
-    return NULL;
-  FzValue *idx[FZ_SMALL_M_MAX_DIMS + 1] = {iv};
+  FzValue *idx[FZ_SMALL_M_MAX_DIMS + 1];
   for (size_t d = 0; d < m->numDims; ++d)
     idx[d + 1] = fzBlockGetArgument(body, d);
-  FzValue *sum = fzLkBin(kb, "loop.addf", it,
-                         fzLkLoad(kb, part, m->numDims + 1, idx));
-  if (!fzLkForEnd(kb, loop, 1, &sum))
-    return NULL;
-  fzValueReplaceAllUsesWith(fzOpGetResult(old, 0), fzOpGetResult(loop, 0));
+  FzValue *sum = fzOpGetOperand(old, 3);
+  if (sb <= FZ_SMALL_M_UNROLLED_SUM) {
+    for (int64_t i = 0; i < sb && sum; ++i) {
+      idx[0] = fzLkIndex(kb, i);
+      sum = fzLkBin(kb, "loop.addf", sum,
+                    fzLkLoad(kb, part, m->numDims + 1, idx));
+    }
+  } else {
+    FzValue *iv, *it;
+    FzOp *loop = fzLkForBegin(kb, fzLkIndex(kb, 0), fzLkIndex(kb, sb),
+                              fzLkIndex(kb, 1), 1, &sum, &iv, &it);
+    if (!loop)
+      return NULL;
+    idx[0] = iv;
+    sum = fzLkBin(kb, "loop.addf", it,
+                  fzLkLoad(kb, part, m->numDims + 1, idx));
+    if (!fzLkForEnd(kb, loop, 1, &sum))
+      return NULL;
+    sum = fzOpGetResult(loop, 0);
+  }
+  if (!sum)
+    return kb->failed = true, NULL;
+  fzValueReplaceAllUsesWith(fzOpGetResult(old, 0), sum);
   fzOpErase(old);
   return f;
 }

@@ -24,6 +24,7 @@
 
 #include "fz/dialects.h"
 #include "fz/ir.h"
+#include "fz/kernel.h"
 #include "fz/pass.h"
 
 /*===--- Recording diagnostics ------------------------------------------===*/
@@ -186,6 +187,39 @@ static inline FzAllocator counting_allocator(CountingAlloc *c) {
   return a;
 }
 
+/* A context with every dialect, the kernel dialect included. */
+static inline FzContext *ctx_with_kernel(void) {
+  FzContext *ctx = fzContextCreate();
+  ck_assert_ptr_nonnull(ctx);
+  ck_assert(fzRegisterAllDialects(ctx));
+  ck_assert(fzRegisterKernelDialect(ctx));
+  return ctx;
+}
+
+/* src with its first `from` replaced by `to` (from must occur);
+ * malloc'ed. */
+static inline char *text_replace(const char *src, const char *from,
+                                 const char *to) {
+  const char *at = strstr(src, from);
+  ck_assert_msg(at != NULL, "'%s' not in the text", from);
+  char *s = malloc(strlen(src) + strlen(to) + 1);
+  ck_assert_ptr_nonnull(s);
+  size_t pre = (size_t)(at - src);
+  memcpy(s, src, pre);
+  strcpy(s + pre, to);
+  strcat(s, at + strlen(from));
+  return s;
+}
+
+/* The module of src ("t.fuse"), parsed and verified (asserted). */
+static inline FzOp *parse_verified(FzContext *ctx, const char *src) {
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("t.fuse"),
+                          0);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(fzOpVerify(m));
+  return m;
+}
+
 /* Runs `pipeline` (anchored on builtin.module) over the module parsed
  * from src once per allocation the run makes, that allocation failing:
  * each run either succeeds or reports an error, and leaks nothing. Stops
@@ -199,9 +233,7 @@ static inline size_t check_pass_allocation_failures(const char *src,
     FzContext *ctx = fzContextCreateWithAllocator(&a);
     ck_assert(fzRegisterAllDialects(ctx));
     ck_assert(fzRegisterAllPasses(ctx));
-    FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src),
-                            FZ_STR("t.fuse"), 0);
-    ck_assert_ptr_nonnull(m);
+    FzOp *m = parse_verified(ctx, src);
     FzPassManager *pm = fzPassManagerCreate(ctx, "builtin.module");
     ck_assert_ptr_nonnull(pm);
     ck_assert(fzPassManagerParsePipeline(pm,
@@ -217,7 +249,8 @@ static inline size_t check_pass_allocation_failures(const char *src,
     fzPassManagerDestroy(pm);
     fzOpDestroy(m);
     fzContextDestroy(ctx);
-    ck_assert_uint_eq(c.liveBlocks, 0);
+    ck_assert_msg(c.liveBlocks == 0, "failAt %zu: %zu blocks leaked", failAt,
+                  c.liveBlocks);
     if (ok && c.numFailures == 0)
       return failAt - 1;
     ck_assert_uint_lt(failAt, 200000);

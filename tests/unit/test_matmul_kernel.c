@@ -211,30 +211,8 @@ static const char *kBase =
     "  return\n"
     "}\n";
 
-/* src with `from` replaced by `to` (once; must occur); malloc'ed. */
-static char *replace(const char *src, const char *from, const char *to) {
-  const char *at = strstr(src, from);
-  ck_assert_msg(at != NULL, "'%s' not in the nest", from);
-  size_t n = strlen(src) + strlen(to) + 1;
-  char *s = malloc(n);
-  ck_assert_ptr_nonnull(s);
-  size_t pre = (size_t)(at - src);
-  memcpy(s, src, pre);
-  strcpy(s + pre, to);
-  strcat(s, at + strlen(from));
-  return s;
-}
-
 static char *variant(const char *from, const char *to) {
-  return replace(kBase, from, to);
-}
-
-static FzContext *ctx_new(void) {
-  FzContext *ctx = fzContextCreate();
-  ck_assert_ptr_nonnull(ctx);
-  ck_assert(fzRegisterAllDialects(ctx));
-  ck_assert(fzRegisterKernelDialect(ctx));
-  return ctx;
+  return text_replace(kBase, from, to);
 }
 
 /* The first loop.parallel of @f in module m. */
@@ -249,17 +227,10 @@ static FzOp *first_nest(FzOp *m) {
   return NULL;
 }
 
-static FzOp *parse_src(FzContext *ctx, const char *src) {
-  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("t.fuse"),
-                          0);
-  ck_assert_ptr_nonnull(m);
-  ck_assert(fzOpVerify(m));
-  return m;
-}
 
 START_TEST(test_match_base) {
-  FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kBase);
+  FzContext *ctx = ctx_with_kernel();
+  FzOp *m = parse_verified(ctx, kBase);
   FzMatmulNest mm;
   char why[256] = "";
   ck_assert_msg(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why),
@@ -285,7 +256,7 @@ START_TEST(test_match_base) {
   /* Product written B * A: the roles still follow the indices. */
   fzOpDestroy(m);
   char *s = variant("%p = loop.mulf %af, %bf", "%p = loop.mulf %bf, %af");
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
   fb = fzRegionGetFirstBlock(
       fzOpGetRegion(fzSymbolTableLookupIn(m, FZ_STR("f")), 0));
@@ -353,15 +324,15 @@ static const Case kRefused[] = {
 };
 
 START_TEST(test_match_refused) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   for (size_t c = 0; c < sizeof kRefused / sizeof kRefused[0]; ++c) {
     char *s = variant(kRefused[c].from, kRefused[c].to);
     if (kRefused[c].from2) {
-      char *s2 = replace(s, kRefused[c].from2, kRefused[c].to2);
+      char *s2 = text_replace(s, kRefused[c].from2, kRefused[c].to2);
       free(s);
       s = s2;
     }
-    FzOp *m = parse_src(ctx, s);
+    FzOp *m = parse_verified(ctx, s);
     FzMatmulNest mm;
     char why[256] = "";
     ck_assert_msg(!fzKernelMatchMatmulNest(first_nest(m), &mm, why,
@@ -378,7 +349,7 @@ END_TEST
 
 /* Types and layouts the matcher refuses or routes to the scalar path. */
 START_TEST(test_match_types_layouts) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   const char *f16B =
       "func.func @f(%A: buffer<32x64xbf16>, %B: buffer<64x48xf16>, "
       "%C: buffer<32x48xf32>) attributes {loop.num_outputs = 1 : i64} {\n"
@@ -400,7 +371,7 @@ START_TEST(test_match_types_layouts) {
       "    }\n"
       "    loop.store %acc, %C[%i, %j] : buffer<32x48xf32>\n"
       "    loop.yield\n  }\n  return\n}\n";
-  FzOp *m = parse_src(ctx, f16B);
+  FzOp *m = parse_verified(ctx, f16B);
   FzMatmulNest mm;
   char why[256] = "";
   ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
@@ -412,10 +383,10 @@ START_TEST(test_match_types_layouts) {
                     "  %Bt = loop.view %B : buffer<64x48xbf16> -> "
                     "buffer<64x48xbf16, strides [1, 64]>\n"
                     "  loop.parallel (%i, %j)");
-  char *s2 = replace(s, "%b = loop.load %B[%k, %j] : buffer<64x48xbf16>",
+  char *s2 = text_replace(s, "%b = loop.load %B[%k, %j] : buffer<64x48xbf16>",
                      "%b = loop.load %Bt[%k, %j] : buffer<64x48xbf16, "
                      "strides [1, 64]>");
-  m = parse_src(ctx, s2);
+  m = parse_verified(ctx, s2);
   ck_assert_msg(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why),
                 "%s", why);
   ck_assert(mm.a.asyncCopies);
@@ -446,16 +417,16 @@ START_TEST(test_match_types_layouts) {
       "    }\n"
       "    loop.store %acc, %C[%b, %i, %j] : buffer<65536x16x16xf32>\n"
       "    loop.yield\n  }\n  return\n}\n";
-  m = parse_src(ctx, big);
+  m = parse_verified(ctx, big);
   ck_assert(!fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
   ck_assert_ptr_nonnull(strstr(why, "a batch of 65536 matrices"));
   fzOpDestroy(m);
   /* N odd: no pair stores. */
   s = variant("(%c32, %c48) step", "(%c32, %c47) step");
-  s2 = replace(s, "  %z =", "  %c47 = loop.constant 47 : index\n  %z =");
+  s2 = text_replace(s, "  %z =", "  %c47 = loop.constant 47 : index\n  %z =");
   free(s);
   s = s2;
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, why, sizeof why));
   ck_assert(!mm.pairStores);
   ck_assert_int_eq(mm.N, 47);
@@ -471,8 +442,8 @@ END_TEST
  * verifies, carries its plan and flops, the nest is gone, a launch with
  * the generator's configuration replaces it. */
 START_TEST(test_build) {
-  FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kBase);
+  FzContext *ctx = ctx_with_kernel();
+  FzOp *m = parse_verified(ctx, kBase);
   FzMatmulNest mm;
   ck_assert(fzKernelMatchMatmulNest(first_nest(m), &mm, NULL, 0));
   FzMatmulTile t = parse_ok("32x32x32:1w:2s");
@@ -519,8 +490,8 @@ END_TEST
 
 /* noMma: the same nest takes a generic mapping. */
 START_TEST(test_build_no_mma) {
-  FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kBase);
+  FzContext *ctx = ctx_with_kernel();
+  FzOp *m = parse_verified(ctx, kBase);
   FzLoopToKernelOptions o;
   fzLoopToKernelOptionsInit(&o);
   o.noMma = true;
@@ -606,12 +577,12 @@ static const char *kConv =
     "}\n";
 
 static char *conv_variant(const char *from, const char *to) {
-  return replace(kConv, from, to);
+  return text_replace(kConv, from, to);
 }
 
 START_TEST(test_conv_match) {
-  FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kConv);
+  FzContext *ctx = ctx_with_kernel();
+  FzOp *m = parse_verified(ctx, kConv);
   FzMatmulNest mm;
   char why[256] = "";
   bool isConv = false;
@@ -645,7 +616,7 @@ START_TEST(test_conv_match) {
   ck_assert(!fzMatmulUsesAsyncCopies(&mm, &t));
   fzOpDestroy(m);
   /* A matmul is no conv: no conv reason to report. */
-  m = parse_src(ctx, kBase);
+  m = parse_verified(ctx, kBase);
   ck_assert(!fzKernelMatchConvNest(first_nest(m), &mm, &isConv, why,
                                    sizeof why));
   ck_assert(!isConv);
@@ -684,11 +655,11 @@ START_TEST(test_conv_refused) {
        "buffer<2x8x9x9xbf16>\n    loop.yield\n  }",
        "writes one of the matmul's operands", NULL, NULL},
   };
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     char *s = conv_variant(cases[i].from, cases[i].to);
     if (cases[i].from2) {
-      char *s2 = replace(s, cases[i].from2, cases[i].to2);
+      char *s2 = text_replace(s, cases[i].from2, cases[i].to2);
       free(s);
       s = s2;
     }
@@ -713,8 +684,8 @@ END_TEST
 /* Through lower-loop-to-kernel: the implicit-GEMM kernel, its plan and
  * flops, the launch of fzMatmulGetLaunch, the nest gone. */
 START_TEST(test_conv_build) {
-  FzContext *ctx = ctx_new();
-  FzOp *m = parse_src(ctx, kConv);
+  FzContext *ctx = ctx_with_kernel();
+  FzOp *m = parse_verified(ctx, kConv);
   FzMatmulNest mm;
   ck_assert(fzKernelMatchConvNest(first_nest(m), &mm, NULL, NULL, 0));
   FzMatmulTile t = parse_ok("32x32x32:1w:2s");

@@ -69,35 +69,6 @@ static char *nest_src(int M, int N, int K, const char *t, bool trans) {
   return s;
 }
 
-/* src with `from` replaced by `to` (once; must occur); malloc'ed. */
-static char *replace(const char *src, const char *from, const char *to) {
-  const char *at = strstr(src, from);
-  ck_assert_msg(at != NULL, "'%s' not in the nest", from);
-  char *s = malloc(strlen(src) + strlen(to) + 1);
-  ck_assert_ptr_nonnull(s);
-  size_t pre = (size_t)(at - src);
-  memcpy(s, src, pre);
-  strcpy(s + pre, to);
-  strcat(s, at + strlen(from));
-  return s;
-}
-
-static FzContext *ctx_new(void) {
-  FzContext *ctx = fzContextCreate();
-  ck_assert_ptr_nonnull(ctx);
-  ck_assert(fzRegisterAllDialects(ctx));
-  ck_assert(fzRegisterKernelDialect(ctx));
-  return ctx;
-}
-
-static FzOp *parse_src(FzContext *ctx, const char *src) {
-  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("t.fuse"),
-                          0);
-  ck_assert_ptr_nonnull(m);
-  ck_assert(fzOpVerify(m));
-  return m;
-}
-
 static FzBlock *body_of(FzOp *m) {
   FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("f"));
   ck_assert_ptr_nonnull(f);
@@ -117,11 +88,11 @@ static FzOp *first_nest(FzOp *m) {
  * an f32 nest loads straight into the product. */
 static char *f32_nest(int M, int N, int K, bool trans) {
   char *s = nest_src(M, N, K, "f32", trans);
-  char *t = replace(s, "      %af = loop.addf %a, %z : f32\n", "");
+  char *t = text_replace(s, "      %af = loop.addf %a, %z : f32\n", "");
   free(s);
-  s = replace(t, "      %bf = loop.addf %b, %z : f32\n", "");
+  s = text_replace(t, "      %bf = loop.addf %b, %z : f32\n", "");
   free(t);
-  t = replace(s, "%p = loop.mulf %af, %bf", "%p = loop.mulf %a, %b");
+  t = text_replace(s, "%p = loop.mulf %af, %bf", "%p = loop.mulf %a, %b");
   free(s);
   return t;
 }
@@ -129,10 +100,10 @@ static char *f32_nest(int M, int N, int K, bool trans) {
 /*===--- The matcher ----------------------------------------------------===*/
 
 START_TEST(test_match_layouts) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   for (int trans = 0; trans < 2; ++trans) {
     char *s = nest_src(4, 48, 64, "bf16", trans);
-    FzOp *m = parse_src(ctx, s);
+    FzOp *m = parse_verified(ctx, s);
     FzSmallMNest n;
     char why[256] = "";
     ck_assert_msg(fzSmallMMatch(first_nest(m), &n, why, sizeof why), "%s",
@@ -155,8 +126,8 @@ START_TEST(test_match_layouts) {
   }
   /* f32, no extf; the product written W * x. */
   char *s = f32_nest(3, 40, 32, true);
-  char *t = replace(s, "%p = loop.mulf %a, %b", "%p = loop.mulf %b, %a");
-  FzOp *m = parse_src(ctx, t);
+  char *t = text_replace(s, "%p = loop.mulf %a, %b", "%p = loop.mulf %b, %a");
+  FzOp *m = parse_verified(ctx, t);
   FzSmallMNest n;
   ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
   ck_assert(n.kContig && n.M == 3 && n.N == 40 && n.K == 32);
@@ -172,10 +143,10 @@ END_TEST
 /* x @ W where W is 1 column wide and x's rows are many: W is the wider
  * operand's (y = W x with x a column). */
 START_TEST(test_match_orientation) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   /* out[i, j] = sum_k X[i, k] W[k, j], i: 64, j: 1. */
   char *s = nest_src(64, 1, 32, "bf16", false);
-  FzOp *m = parse_src(ctx, s);
+  FzOp *m = parse_verified(ctx, s);
   FzSmallMNest n;
   ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
   ck_assert_int_eq(n.dimN, 0); /* X's rows are the columns */
@@ -186,7 +157,7 @@ START_TEST(test_match_orientation) {
   free(s);
   /* Both 16 wide: W stays the operand of the output's last dim. */
   s = nest_src(24, 16, 32, "bf16", false);
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
   ck_assert_int_eq(n.dimN, 1);
   ck_assert_int_eq(n.M, 24);
@@ -255,14 +226,14 @@ static const Case kRefused[] = {
 };
 
 START_TEST(test_match_refused) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   char *base = nest_src(4, 48, 64, "bf16", false);
-  char *withC1 = replace(base, "  %z = loop.constant 0.000000e+00 : f32\n",
+  char *withC1 = text_replace(base, "  %z = loop.constant 0.000000e+00 : f32\n",
                          "  %z = loop.constant 0.000000e+00 : f32\n"
                          "  %c1f = loop.constant 1.000000e+00 : f32\n");
   for (size_t c = 0; c < sizeof kRefused / sizeof kRefused[0]; ++c) {
-    char *s = replace(withC1, kRefused[c].from, kRefused[c].to);
-    FzOp *m = parse_src(ctx, s);
+    char *s = text_replace(withC1, kRefused[c].from, kRefused[c].to);
+    FzOp *m = parse_verified(ctx, s);
     FzSmallMNest n;
     char why[256] = "";
     ck_assert_msg(!fzSmallMMatch(first_nest(m), &n, why, sizeof why),
@@ -288,7 +259,7 @@ static bool try_choose(FzContext *ctx, int M, int N, int K, const char *t,
                        bool *bad, char *why) {
   char *s = strcmp(t, "f32") ? nest_src(M, N, K, t, trans)
                              : f32_nest(M, N, K, trans);
-  FzOp *m = parse_src(ctx, s);
+  FzOp *m = parse_verified(ctx, s);
   FzSmallMNest n;
   ck_assert(fzSmallMMatch(first_nest(m), &n, NULL, 0));
   FzLoopToKernelOptions o;
@@ -311,59 +282,82 @@ static FzSmallMShape choose(FzContext *ctx, int M, int N, int K,
   return sh;
 }
 
+/* A shape chosen, and the numbers expected (-1: not looked at). */
+typedef struct ShapeCase {
+  int M, N, K;
+  const char *type;
+  bool trans;
+  const char *force;
+  int vec, xvec, cols, unroll, splitWarps;
+  int64_t blocks, splitBlocks, sliceK, sharedBytes;
+} ShapeCase;
+
+static const ShapeCase kShapes[] = {
+    /* Along k, M = 1: a warp per column, 8 16-byte loads per lane. */
+    {1, 4096, 4096, "bf16", true, NULL, 8, 8, 1, 8, 1, 512, 1, 4096, 0},
+    /* M = 16: tensor cores, 32 columns per warp, 2 chunks of 32 k per
+     * trip, 8 warps share k (no split: 1024 warps). */
+    {16, 4096, 4096, "bf16", true, NULL, 8, 8, 32, 2, 8, 128, 1, 4096,
+     8 * 16 * 32 * 4},
+    /* The same on CUDA cores: 4 columns per warp, 2 loads each, 4 warps
+     * share k. */
+    {16, 4096, 4096, "bf16", true, "mma=0", 8, 8, 4, 2, 4, 512, 1, -1,
+     8 * 64 * 4},
+    /* 5 rows: tensor cores; 24 columns: one group of 3 tiles. */
+    {5, 24, 64, "bf16", true, NULL, 8, 8, 24, 2, -1, 1, 1, -1, -1},
+    /* 4 rows: CUDA cores. */
+    {4, 4096, 4096, "bf16", true, NULL, 8, 8, 2, 4, -1, -1, 1, -1, -1},
+    /* Along n, M = 1: 16 blocks of 256 columns cannot fill the GPU: k is
+     * split across 8 blocks (9 wanted; 8 slices of 64 chunks of 8 k divide
+     * evenly among 16 warps). */
+    {1, 4096, 4096, "bf16", false, NULL, 8, 8, 256, 8, 16, 16, 8, 512, -1},
+    /* M = 16 along n: tensor cores, 32 columns per warp (8-byte loads:
+     * 64 would make 64 blocks), 8 warps share k, no split (256 bytes in
+     * flight per lane). */
+    {16, 4096, 4096, "bf16", false, NULL, 4, 8, 32, 4, 8, 128, 1, 4096,
+     8 * 16 * 32 * 4},
+    /* 11008 columns: 64 per warp (16-byte loads), 172 blocks. */
+    {16, 11008, 4096, "bf16", false, NULL, 8, 8, 64, 2, -1, -1, 1, -1, -1},
+    /* On CUDA cores: 4 columns per thread (64 accumulators); the split
+     * capped by the partials' bytes (an eighth of W's). */
+    {16, 4096, 4096, "bf16", false, "mma=0", 4, -1, 128, -1, 4, 32, 8, -1,
+     -1},
+    /* f32, 11008 columns along n: enough warps, no split. */
+    {3, 11008, 4096, "f32", false, NULL, 4, 4, -1, 8, -1, 86, 1, -1, -1},
+    /* Odd sizes: scalar loads. */
+    {3, 37, 45, "bf16", false, NULL, 1, 1, 32, 1, -1, -1, -1, -1, -1},
+    {3, 37, 45, "bf16", true, NULL, 1, 1, 2, -1, -1, -1, -1, -1, -1},
+    /* Forced. */
+    {16, 4096, 4096, "bf16", true, "cols=2,unroll=4,warps=1,mma=0", -1, -1, 2,
+     4, 1, 256, -1, -1, 0},
+    {16, 4096, 4096, "bf16", true, "cols=64,unroll=1,warps=2", -1, -1, 64, 1,
+     2, 16, -1, -1, 8 * 32 * 32 * 4},
+    {1, 4096, 4096, "bf16", true, "blocks=4", -1, -1, -1, -1, -1, -1, 4, 1024,
+     -1},
+};
+
+#define EXPECT(field, want)                                                 \
+  if ((want) >= 0)                                                          \
+  ck_assert_msg((int64_t)s.field == (int64_t)(want),                        \
+                "case %zu: " #field " %lld, expected %lld", c,              \
+                (long long)s.field, (long long)(want))
+
 START_TEST(test_choose) {
-  FzContext *ctx = ctx_new();
-  /* Along k, M = 1: a warp per column, 8 16-byte loads per lane. */
-  FzSmallMShape s = choose(ctx, 1, 4096, 4096, "bf16", true, NULL);
-  ck_assert_uint_eq(s.vec, 8);
-  ck_assert_uint_eq(s.xvec, 8);
-  ck_assert_uint_eq(s.cols, 1);
-  ck_assert_uint_eq(s.unroll, 8);
-  ck_assert_uint_eq(s.splitWarps, 1);
-  ck_assert_int_eq(s.splitBlocks, 1);
-  ck_assert_int_eq(s.blocks, 512);
-  /* M = 16: 4 columns per warp, 2 loads each, 4 warps share k. */
-  s = choose(ctx, 16, 4096, 4096, "bf16", true, NULL);
-  ck_assert_uint_eq(s.cols, 4);
-  ck_assert_uint_eq(s.unroll, 2);
-  ck_assert_uint_eq(s.splitWarps, 4);
-  ck_assert_int_eq(s.sharedBytes, 8 * 64 * 4);
-  /* Along n, M = 1: 16 blocks of 256 columns cannot fill the GPU: k is
-   * split across 9 blocks. */
-  s = choose(ctx, 1, 4096, 4096, "bf16", false, NULL);
-  ck_assert_uint_eq(s.vec, 8);
-  ck_assert_uint_eq(s.unroll, 8);
-  ck_assert_uint_eq(s.splitWarps, 16);
-  ck_assert_int_eq(s.blocks, 16);
-  ck_assert_int_eq(s.splitBlocks, 9);
-  ck_assert_int_eq(s.sliceK, 456);
-  /* M = 16 along n: 4 columns per thread (64 accumulators); the split
-   * capped by the partials' bytes (an eighth of W's). */
-  s = choose(ctx, 16, 4096, 4096, "bf16", false, NULL);
-  ck_assert_uint_eq(s.vec, 4);
-  ck_assert_uint_eq(s.splitWarps, 4);
-  ck_assert_int_eq(s.splitBlocks, 8);
-  /* f32 11008 columns along n: enough warps, no split. */
-  s = choose(ctx, 3, 11008, 4096, "f32", false, NULL);
-  ck_assert_uint_eq(s.vec, 4);
-  ck_assert_int_eq(s.splitBlocks, 1);
-  ck_assert_int_eq(s.blocks, 86);
-  /* Odd sizes: scalar loads. */
-  s = choose(ctx, 3, 37, 45, "bf16", false, NULL);
-  ck_assert_uint_eq(s.vec, 1);
-  ck_assert_uint_eq(s.unroll, 1);
-  s = choose(ctx, 3, 37, 45, "bf16", true, NULL);
-  ck_assert_uint_eq(s.vec, 1);
-  ck_assert_uint_eq(s.xvec, 1);
-  /* Forced. */
-  s = choose(ctx, 16, 4096, 4096, "bf16", true, "cols=2,unroll=4,warps=1");
-  ck_assert_uint_eq(s.cols, 2);
-  ck_assert_uint_eq(s.unroll, 4);
-  ck_assert_uint_eq(s.splitWarps, 1);
-  ck_assert_int_eq(s.blocks, 256);
-  s = choose(ctx, 1, 4096, 4096, "bf16", true, "blocks=4");
-  ck_assert_int_eq(s.splitBlocks, 4);
-  ck_assert_int_eq(s.sliceK, 1024);
+  FzContext *ctx = ctx_with_kernel();
+  for (size_t c = 0; c < sizeof kShapes / sizeof kShapes[0]; ++c) {
+    const ShapeCase *k = &kShapes[c];
+    FzSmallMShape s = choose(ctx, k->M, k->N, k->K, k->type, k->trans,
+                             k->force);
+    EXPECT(vec, k->vec);
+    EXPECT(xvec, k->xvec);
+    EXPECT(cols, k->cols);
+    EXPECT(unroll, k->unroll);
+    EXPECT(splitWarps, k->splitWarps);
+    EXPECT(blocks, k->blocks);
+    EXPECT(splitBlocks, k->splitBlocks);
+    EXPECT(sliceK, k->sliceK);
+    EXPECT(sharedBytes, k->sharedBytes);
+  }
   fzContextDestroy(ctx);
 }
 END_TEST
@@ -380,14 +374,25 @@ static void choose_bad(FzContext *ctx, bool trans, const char *force,
 }
 
 START_TEST(test_choose_bad) {
-  FzContext *ctx = ctx_new();
-  choose_bad(ctx, true, "cols", "expected cols=, unroll=, warps= or blocks=");
+  FzContext *ctx = ctx_with_kernel();
+  choose_bad(ctx, true, "cols", "expected cols=, unroll=, warps=, blocks= or mma=");
+  choose_bad(ctx, true, "mma=2", "mma: expected a number from 0 to 1");
   choose_bad(ctx, true, "cols=0", "cols: expected a number from 1 to 65535");
   choose_bad(ctx, true, "cols=2x", "cols: expected a number");
   choose_bad(ctx, true, "warps=3", "warps=3: 1, 2, 4 or 8");
-  choose_bad(ctx, true, "cols=4,unroll=4", "at most 4 columns");
+  choose_bad(ctx, true, "cols=4,unroll=4,mma=0", "at most 4 columns");
+  choose_bad(ctx, true, "cols=12", "tensor cores take multiples of 8");
+  FzSmallMShape sh;
+  bool bad = false;
+  char why[256];
+  ck_assert(!try_choose(ctx, 3, 37, 45, "bf16", false, "mma=1", &sh, &bad,
+                        why));
+  ck_assert(bad);
+  ck_assert_msg(strstr(why, "mma=1: tensor cores need"), "%s", why);
   choose_bad(ctx, false, "unroll=3", "unroll=3: 1, 2, 4 or 8, dividing K");
-  choose_bad(ctx, false, "warps=8", "within 48 KiB");
+  choose_bad(ctx, false, "warps=8,mma=0", "within 48 KiB");
+  choose_bad(ctx, false, "unroll=8", "256 bytes of W per lane");
+  choose_bad(ctx, false, "cols=48", "along n: 32 or 64");
   fzContextDestroy(ctx);
 }
 END_TEST
@@ -412,10 +417,10 @@ static FzStringRef plan_of(FzOp *m, const char *kernel) {
 }
 
 START_TEST(test_pass) {
-  FzContext *ctx = ctx_new();
+  FzContext *ctx = ctx_with_kernel();
   char *s = nest_src(4, 48, 64, "bf16", true);
   /* The default: one small-M kernel. */
-  FzOp *m = parse_src(ctx, s);
+  FzOp *m = parse_verified(ctx, s);
   FzLoopToKernelOptions o;
   fzLoopToKernelOptionsInit(&o);
   ck_assert(fzLowerLoopToKernel(m, &o));
@@ -428,7 +433,7 @@ START_TEST(test_pass) {
   /* Split in two (W along n: slices of 8 k): a temporary and two
    * kernels. */
   char *sn = nest_src(4, 48, 64, "bf16", false);
-  m = parse_src(ctx, sn);
+  m = parse_verified(ctx, sn);
   free(sn);
   o.smallMShape = "blocks=2";
   ck_assert(fzLowerLoopToKernel(m, &o));
@@ -438,10 +443,10 @@ START_TEST(test_pass) {
   p = plan_of(m, "f_k0");
   ck_assert(strstr(p.data, "k split over 2 blocks of 32"));
   p = plan_of(m, "f_k1");
-  ck_assert(p.length > 8 && !memcmp(p.data, "columns:", 8));
+  ck_assert(p.length > 12 && !memcmp(p.data, "elementwise:", 12));
   fzOpDestroy(m);
   /* Off: the tensor-core tiles. */
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   o.smallMShape = NULL;
   o.noSmallM = true;
   ck_assert(fzLowerLoopToKernel(m, &o));
@@ -449,7 +454,7 @@ START_TEST(test_pass) {
   ck_assert(p.length > 7 && !memcmp(p.data, "matmul ", 7));
   fzOpDestroy(m);
   /* A bad shape: an error at the nest, the pass fails. */
-  m = parse_src(ctx, s);
+  m = parse_verified(ctx, s);
   o.noSmallM = false;
   o.smallMShape = "warps=5";
   DiagLog log;
