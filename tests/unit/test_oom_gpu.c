@@ -106,10 +106,12 @@ static void gpu_options(FzGpuOptions *go) {
 
 /* lower-loop-to-kernel called as fzGpuCompile calls it (no pass manager,
  * whose verifier and sticky-flag check would turn a failure absorbed
- * into invalid IR into an error): an absorbed failure shows as printed
- * IR that differs from the clean run's. */
-static bool wl_lower(FzContext *ctx, TextBuf *out) {
-  FzOp *m = parse_text(ctx, kModel);
+ * into invalid IR into an error) on `text` after graph -> loop, with
+ * split-k `splitK`: an absorbed failure shows as printed IR that differs
+ * from the clean run's. */
+static bool lower_text(FzContext *ctx, const char *text, const char *splitK,
+                       TextBuf *out) {
+  FzOp *m = parse_text(ctx, text);
   FzCpuPipelineOptions po;
   fzCpuPipelineOptionsInit(&po);
   bool ok = m && fzLowerModuleForCpu(m, &po);
@@ -117,25 +119,20 @@ static bool wl_lower(FzContext *ctx, TextBuf *out) {
   FzLoopToKernelOptions ko;
   fzLoopToKernelOptionsInit(&ko);
   ko.precision = FZ_PRECISION_TF32;
+  ko.splitK = splitK;
   ok = ok && fzLowerLoopToKernel(m, &ko) && printed_ok(ctx, m, out);
   fzOpDestroy(m);
   return ok;
 }
 
+static bool wl_lower(FzContext *ctx, TextBuf *out) {
+  return lower_text(ctx, kModel, NULL, out);
+}
+
 /* split-K: kSplitModel lowered with split-k=2 (the printed IR must show
  * both splits, checked by test_split). */
 static bool wl_split(FzContext *ctx, TextBuf *out) {
-  FzOp *m = parse_text(ctx, kSplitModel);
-  FzCpuPipelineOptions po;
-  fzCpuPipelineOptionsInit(&po);
-  bool ok = m && fzLowerModuleForCpu(m, &po);
-  sweep_mark(); /* graph -> loop: test_oom.c's loop sweep */
-  FzLoopToKernelOptions ko;
-  fzLoopToKernelOptionsInit(&ko);
-  ko.splitK = "2";
-  ok = ok && fzLowerLoopToKernel(m, &ko) && printed_ok(ctx, m, out);
-  fzOpDestroy(m);
-  return ok;
+  return lower_text(ctx, kSplitModel, "2", out);
 }
 
 /* kModel at the kernel level (wl_lower's clean result), made once. */
