@@ -190,14 +190,11 @@ static bool check_axis(const ConvNest *C, FzValue *idx, FzValue *const *conds,
 
 /*===--- Matching ---------------------------------------------------------===*/
 
-/* op is loop.for over [0, *ext) step 1 with one f32 iteration argument. */
-static bool red_loop(FzOp *op, int64_t *ext) {
-  int64_t lb, st;
+/* op is a loop.for with one f32 iteration argument whose body yields
+ * one value. */
+static bool red_shape(FzOp *op) {
   if (!op || fzLoopGetOpcode(op) != FZ_LOOP_OP_FOR ||
       fzOpGetNumOperands(op) != 4 || fzOpGetNumResults(op) != 1 ||
-      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 0), &lb) || lb != 0 ||
-      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 1), ext) || *ext <= 0 ||
-      !fzLoopValueGetConstantInt(fzOpGetOperand(op, 2), &st) || st != 1 ||
       fzTypeGetKind(fzValueGetType(fzOpGetResult(op, 0))) != FZ_TYPE_F32)
     return false;
   FzBlock *b = fzLoopGetBody(op);
@@ -206,10 +203,33 @@ static bool red_loop(FzOp *op, int64_t *ext) {
          fzLoopGetOpcode(y) == FZ_LOOP_OP_YIELD && fzOpGetNumOperands(y) == 1;
 }
 
+/* op is red_shape's loop over [0, *ext) step 1. */
+static bool red_loop(FzOp *op, int64_t *ext) {
+  int64_t lb, st;
+  return red_shape(op) &&
+         fzLoopValueGetConstantInt(fzOpGetOperand(op, 0), &lb) && lb == 0 &&
+         fzLoopValueGetConstantInt(fzOpGetOperand(op, 1), ext) && *ext > 0 &&
+         fzLoopValueGetConstantInt(fzOpGetOperand(op, 2), &st) && st == 1;
+}
+
+/* The c loop of a k split's partial nest: red_shape's loop over slice
+ * sb, the nest's 5th dim (its extent: operand 5 + 4, the upper bounds
+ * following the 5 lower ones). */
+static bool split_loop(ConvNest *C, FzOp *op) {
+  int dim;
+  return red_shape(op) &&
+         splitMatchBounds(C->T.par, op, &dim, &C->sliceC, &C->ext[0]) &&
+         dim == 4 &&
+         fzLoopValueGetConstantInt(fzOpGetOperand(C->T.par, 5 + 4),
+                                   &C->slices);
+}
+
 /* The chain of three reductions starting at C->loops[0]. */
 static bool match_loops(ConvNest *C) {
   for (int l = 0; l < 3; ++l) {
-    if (!red_loop(C->loops[l], &C->ext[l]))
+    bool split = l == 0 && fzLoopParallelGetNumDims(C->T.par) == 5;
+    if (split ? !split_loop(C, C->loops[l])
+              : !red_loop(C->loops[l], &C->ext[l]))
       return false;
     C->bodies[l] = fzLoopGetBody(C->loops[l]);
     C->vars[CV_C + l] = fzBlockGetArgument(C->bodies[l], 0);
@@ -304,23 +324,27 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
   TileNest *T = &C->T;
   if (isConv)
     *isConv = false;
-  if (fzLoopGetOpcode(par) != FZ_LOOP_OP_PARALLEL ||
-      fzLoopParallelGetNumDims(par) != 4)
+  size_t nd = fzLoopGetOpcode(par) == FZ_LOOP_OP_PARALLEL
+                  ? fzLoopParallelGetNumDims(par)
+                  : 0;
+  if (nd != 4 && !(nd == 5 && C->allowSplit))
     return fzReasonf(why, whyLen, "not a 4-d loop.parallel");
   T->par = par;
   T->body = fzLoopGetBody(par);
   T->n = 4;
   T->dI = CV_M;
   T->dJ = CV_OW;
-  for (size_t d = 0; d < 4; ++d) {
+  for (size_t d = 0; d < nd; ++d) {
     int64_t lb, ub, st;
     if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &lb) || lb != 0 ||
-        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 4 + d), &ub) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, nd + d), &ub) ||
         ub <= 0 ||
-        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 8 + d), &st) ||
+        !fzLoopValueGetConstantInt(fzOpGetOperand(par, 2 * nd + d), &st) ||
         st != 1)
       return fzReasonf(why, whyLen, "the nest's bounds are not constants 0..N "
                                  "step 1");
+    if (d == 4)
+      break; /* the slice: no iv of the index expressions */
     T->trips[d] = ub;
     C->vars[d] = fzBlockGetArgument(T->body, d);
   }

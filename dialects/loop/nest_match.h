@@ -47,6 +47,14 @@ bool tilePlainOp(FzOp *op);
 /* Whether v is defined inside T's nest. */
 bool tileInNest(TileNest *T, FzValue *v);
 
+/* Whether reduction loop `loop` (in par's body) has the bounds of a k
+ * slice (split_match.c): lo = muli(sb, KS), hi = minsi(addi(lo, KS), K)
+ * with sb the iv of a parallel dim of par whose extent is ceil(K / KS)
+ * (bounds 0..extent step 1), the loop's step 1. Fills *dim (sb's dim),
+ * *sliceK (KS) and *K. */
+bool splitMatchBounds(FzOp *par, FzOp *loop, int *dim, int64_t *sliceK,
+                      int64_t *K);
+
 /*===--- conv2d nests (conv_match.c) ------------------------------------===*
  *
  * The matcher is shared by tile-convolutions (the CPU's register tiles,
@@ -79,6 +87,12 @@ bool tileInNest(TileNest *T, FzValue *v);
  * What each user needs beyond it (the CPU: stores contiguous along ow
  * and an epilogue that vectorizes; the GPU: groups == 1 and a plain
  * weight load) its own file checks.
+ *
+ * With allowSplit, the matcher also takes the partial nest of a k split
+ * (lower-loop-to-kernel's split-k, lowering/loop_to_kernel/split_k.c): a
+ * fifth parallel dim, the slice sb, last, and the c loop over
+ * [sb CS, min(sb CS + CS, CG)) (splitMatchBounds); the index expressions
+ * never use sb.
  *===------------------------------------------------------------------===*/
 
 /* The ivs the index expressions may use, in this order. */
@@ -108,6 +122,9 @@ typedef struct ConvNest {
                               copy (padding, sw > 1 or a 16-bit input) */
   int64_t *chTab;          /* ch(m, c) at m * CG + c (context memory; the
                               caller frees it, also after a refusal) */
+  bool allowSplit;         /* in: a k split's partial nest is accepted */
+  int64_t slices, sliceC;  /* out: its slices (the 5th dim's extent) and
+                              channels per slice; 0 when not split */
 } ConvNest;
 
 /* Fills C (ctx and deps set, the rest zero) when par is a conv2d nest as

@@ -9,7 +9,7 @@
  * fzGpuCompile and fzEmitPTX run lower-loop-to-kernel (fz/kernel.h) on a
  * clone of a module that still has top-level loop nests, with this
  * file's blockSize, vector, rowChunks, noRowStage, rowRegisters, noMma,
- * noSmallM, mmaTile and precision (resolved for the arch: tf32 by default), and
+ * noSmallM, mmaTile, splitK and precision (resolved for the arch: tf32 by default), and
  * the shared memory the arch allows; a module
  * already at the kernel
  * level (kernel.func + host functions of kernel.launch ops) is compiled
@@ -91,6 +91,10 @@ typedef struct FzGpuOptions {
    * "": $FZ_GPU_MMA_TILE when set, else chosen by size; not owned). */
   bool noMma;
   const char *mmaTile;
+  /* Split-K of the tensor-core kernels: "auto", "off" or a number of
+   * slices (FzLoopToKernelOptions.splitK; NULL or "": $FZ_GPU_SPLIT_K,
+   * else auto; not owned). */
+  const char *splitK;
   /* The small-M mapping (contractions of at most 16 rows: fz/kernel.h
    * FzLoopToKernelOptions.noSmallM) is off. */
   bool noSmallM;

@@ -293,6 +293,13 @@ typedef struct FzLoopToKernelOptions {
    * nest (docs/passes.md); NULL or "": $FZ_GPU_MMA_TILE when set, else
    * chosen by size. A bad text is an error. Not owned. */
   const char *mmaTile;
+  /* Split-K of the tensor-core kernels (docs/codegen.md "Split-K"):
+   * "auto" (a matmul or conv2d whose output tiles cannot fill the GPU has
+   * its k cut into slices: partial sums, then a kernel that adds them and
+   * applies the epilogue), "off", or a number of slices N (1..64) forced
+   * on every tensor-core nest; NULL or "": $FZ_GPU_SPLIT_K when set, else
+   * auto. A bad text is an error. Not owned. */
+  const char *splitK;
   /* The small-M mapping (tried before the tensor-core one: contractions
    * of at most 16 rows stream the weight on CUDA cores, docs/codegen.md
    * "Small-M contractions on the GPU") is off: they take the tensor-core
@@ -342,7 +349,8 @@ fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options);
 
 /* Registers lower-loop-to-kernel (on builtin.module; options block-size,
  * vector, row-chunks, row-stage, row-registers, max-shared, small-m,
- * small-m-shape, mma, mma-tile, precision, wgmma, dedup, remarks) and the
+ * small-m-shape, mma, mma-tile, split-k, precision, wgmma, dedup,
+ * remarks) and the
  * named pipeline
  * graph-to-kernel (graph-to-loop,lower-loop-to-kernel). Twice is
  * harmless. */

@@ -21,6 +21,9 @@
  *                  x @ W of at most 16 rows; small_m.h)
  *   matmul_mapping.c  the tensor-core matmul mapping (next in the list),
  *                  over the generator of matmul*.c (matmul.h)
+ *   split_k.c      a contraction nest's k cut into slices (partial sums,
+ *                  then a nest that adds them): small_m_split.c and
+ *                  matmul_split.c decide when
  *
  * A mapping (FzLkMapping) plans a nest (the launch configuration and a
  * one-line description) and builds the kernel body. Mappings are tried
@@ -146,6 +149,45 @@ bool fzLkOutline(const FzLkNest *nest, const FzLkMapping *m,
  * FZ_LK_INLINE_CONSTANT_BYTES, which outlined kernels take as a
  * parameter. */
 bool fzLkIsConstantRoot(FzOp *op);
+
+/*===--- split_k.c --------------------------------------------------------===*/
+
+/* SMs the launch shapes of the GPU mappings aim to fill (an H100 SXM and
+ * an H200 have 132; the pass does not know the device). */
+#define FZ_LK_TARGET_SMS 132
+
+/* A k split of a contraction nest. */
+typedef struct FzLkSplit {
+  FzOp *kloop;    /* the nest's reduction: a loop.for of its body over
+                     0..K step 1 with one accumulator */
+  int64_t K;      /* its trip count */
+  int64_t slices; /* S = ceil(K / sliceK); below 2: nothing to do */
+  int64_t sliceK; /* iterations of the k loop per slice */
+  bool sliceLast; /* the slice is the partial nest's last dim (the
+                     tensor-core mapping's form), else its first
+                     (small-M's) */
+} FzLkSplit;
+
+/* Replaces *par (a top-level loop.parallel of func, with constant
+ * bounds 0..extent step 1) by a nest of partial sums over k slices into
+ * a new f32 temporary (*par becomes it) followed by a nest that adds
+ * them in order and applies the epilogue (the next op), as split_k.c
+ * draws. False after an error (reported, naming `what`). */
+bool fzLkSplitNest(FzOp *func, FzOp **par, const FzLkSplit *s,
+                   const char *what);
+
+/* The tensor-core mapping's k split (matmul_split.c): when nest *par is
+ * a matmul or conv2d nest that the tensor-core mapping takes and
+ * fzMatmulSplitChoose (or the `split-k` option) cuts, fzLkSplitNest
+ * with the slice last; otherwise nothing. False after an error
+ * (reported: a bad `split-k` text among them). */
+bool fzLkMatmulSplitK(FzOp *func, FzOp **par, const FzLoopToKernelOptions *o);
+
+/* Parses a split-k text (NULL or "": $FZ_GPU_SPLIT_K, else "auto"):
+ * "auto" (0), "off" (1) or a count of slices 2..FZ_MATMUL_MAX_SPLIT
+ * into *out. False with the reason in why. */
+bool fzLkSplitKParse(const char *text, int64_t *out, char *why,
+                     size_t whyLen);
 
 /*===--- dedup.c ----------------------------------------------------------===*/
 

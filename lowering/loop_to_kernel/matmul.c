@@ -5,7 +5,9 @@
  * the setup, the tile loads and the k loop; matmul_epilogue.c the rest,
  * with matmul_kb.c's builders.
  *
- * Kernel structure (T = 32 * warps threads, S stages, KT = ceil(K / BK)):
+ * Kernel structure (T = 32 * warps threads, S stages, KT = ceil(K / BK);
+ * a split nest's slice, block_id.y, takes KT = ceil(KS / BK) tiles from
+ * k = slice * KS: FzMatmulNest.splitK):
  *
  *   setup: tile (pid_m, pid_n) from block_id.x in grouped order, batch
  *          indices from block_id.z, warp (wm, wn), lane (g, t);
@@ -154,10 +156,25 @@ void mmSetupIds(Gen *G) {
   if (m->conv.pointwise)
     G->batchIv[0] = bz; /* grid.z is the batch */
   for (size_t d = m->conv.on ? 0 : m->numDims; d-- > 0;) {
-    if ((int)d == m->dimI || (int)d == m->dimJ)
+    if ((int)d == m->dimI || (int)d == m->dimJ ||
+        (m->splitK && (int)d == m->dimSplit))
       continue;
     G->batchIv[d] = mmRemC(K, mmDivC(K, bz, inner), m->extent[d]);
     inner *= m->extent[d];
+  }
+  /* A split nest: its slice is block_id.y, its k range [kLo, kEnd). */
+  G->kMask = m->K % t->bk != 0;
+  if (m->splitK) {
+    FzValue *sb = mmId(K, "kernel.block_id", "y");
+    G->batchIv[m->dimSplit] = sb;
+    G->kLo = mmMul(K, sb, m->sliceK);
+    G->kLo32 = mmCast(K, G->kLo, K->i32);
+    G->kMask = m->splitK * m->sliceK != m->K;
+    if (m->sliceK % t->bk != 0) {
+      G->kEnd = mmMinC(K, mmAddC(K, G->kLo, m->sliceK), m->K);
+      G->kEnd32 = mmCast(K, G->kEnd, K->i32);
+      G->kMask = true;
+    }
   }
   G->tid = mmId(K, "kernel.thread_id", "x");
   G->lane = mmId(K, "kernel.lane_id", NULL);
@@ -516,6 +533,8 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
   int64_t copy = T->copy;
   FzValue *k = mmAddC(K, mmAdd(K, mmMul(K, kt, G->t->bk), T->kOff[p]),
                     x->kLast ? e : 0);
+  if (G->kLo)
+    k = mmAdd(K, k, G->kLo);
   FzValue *mn = T->mnIdx[p];
   FzValue *mnOk = T->mnOk[p];
   if (!x->kLast && e) {
@@ -531,10 +550,11 @@ static void chunk_indices(Gen *G, Tile *T, int p, FzValue *kt, int e,
     int64_t hi = T->async ? T->mnExtent - copy : T->mnExtent - 1;
     mn = ragged ? mmMinC(K, mnE, hi) : mnE;
   }
-  bool kRagged = Kx % G->t->bk != 0;
-  FzValue *kOk = kRagged ? mmLtC(K, k, Kx) : NULL;
+  FzValue *kOk = !G->kMask ? NULL
+                 : G->kEnd ? mmLt(K, k, G->kEnd)
+                           : mmLtC(K, k, Kx);
   int64_t kHi = x->kLast && T->async ? Kx - copy : Kx - 1;
-  FzValue *kc = kRagged ? mmMinC(K, k, kHi) : k;
+  FzValue *kc = G->kMask ? mmMinC(K, k, kHi) : k;
   *ok = mmAnd(K, mnOk, kOk);
   idx[nb] = x->kLast ? mn : kc;
   idx[nb + 1] = x->kLast ? kc : mn;
@@ -855,7 +875,8 @@ static int64_t batch_of(const FzMatmulNest *m) {
   if (m->conv.on)
     return m->conv.pointwise ? m->conv.batch : 1;
   for (size_t d = 0; d < m->numDims; ++d)
-    if ((int)d != m->dimI && (int)d != m->dimJ)
+    if ((int)d != m->dimI && (int)d != m->dimJ &&
+        !(m->splitK && (int)d == m->dimSplit))
       batch *= m->extent[d];
   return batch;
 }
@@ -865,7 +886,7 @@ void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
                        int64_t *sharedBytes) {
   int64_t tiles = ((m->M + t->bm - 1) / t->bm) * ((m->N + t->bn - 1) / t->bn);
   grid[0] = tiles;
-  grid[1] = 1;
+  grid[1] = m->splitK ? m->splitK : 1;
   grid[2] = batch_of(m);
   block[0] = 32 * t->warpsM * t->warpsN;
   block[1] = block[2] = 1;
@@ -878,10 +899,21 @@ int64_t fzMatmulGetFlops(const FzMatmulNest *m) {
   return 2 * batch_of(m) * m->M * m->N * m->K;
 }
 
+void fzMatmulSplitText(const FzMatmulNest *m, char *buf, size_t n) {
+  if (!m->splitK) {
+    snprintf(buf, n, "%s", "");
+    return;
+  }
+  snprintf(buf, n, ", split-k %lld (k slices of %lld; f32 partial sums, a "
+           "second kernel adds them)",
+           (long long)m->splitK, (long long)m->sliceK);
+}
+
 void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *buf, size_t n) {
-  char tt[96], batch[48] = "";
+  char tt[96], batch[48] = "", split[128];
   fzMatmulTileFormat(t, tt, sizeof tt);
+  fzMatmulSplitText(m, split, sizeof split);
   const char *elt = fzTypeGetKind(m->elt) == FZ_TYPE_BF16  ? "bf16"
                     : fzTypeGetKind(m->elt) == FZ_TYPE_F32 ? "f32 (tf32)"
                                                            : "f16";
@@ -907,7 +939,7 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
     bool async = fzMatmulUsesAsyncCopies(m, t);
     snprintf(buf, n, "conv2d implicit GEMM %lldx%lldx%lldx%lld -> %lld "
              "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
-             "dilation %lldx%lld (%s) %s, tile %s, %s%s",
+             "dilation %lldx%lld (%s) %s, tile %s, %s%s%s",
              (long long)cv->batch, (long long)cv->C, (long long)cv->H,
              (long long)cv->W, (long long)(cv->pointwise ? m->M : m->N),
              (long long)cv->KH, (long long)cv->KW, (long long)cv->sh,
@@ -916,16 +948,16 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
              !async           ? "scalar tile loads"
              : cv->pointwise ? "cp.async pipeline"
                              : "cp.async weights, gathered input",
-             async ? narrow : "");
+             async ? narrow : "", split);
     return;
   }
   if (batch_of(m) > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
   bool async = fzMatmulUsesAsyncCopies(m, t);
-  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s%s",
+  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s%s%s",
            (long long)m->M, (long long)m->N, (long long)m->K, elt, batch,
            tt, async ? "cp.async pipeline" : "scalar tile loads",
-           async ? narrow : "");
+           async ? narrow : "", split);
 }
 
 Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
@@ -957,7 +989,7 @@ Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
   G->WN = t->bn / t->warpsN;
   G->MT = G->WM / 16;
   G->NT = G->WN / 8;
-  G->KT = (int)((m->K + t->bk - 1) / t->bk);
+  G->KT = (int)(((m->splitK ? m->sliceK : m->K) + t->bk - 1) / t->bk);
   G->async = fzMatmulUsesAsyncCopies(m, t);
   G->S = G->async ? t->stages : 1;
   G->tf32 = fzTypeGetKind(m->elt) == FZ_TYPE_F32;

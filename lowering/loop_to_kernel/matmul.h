@@ -133,6 +133,13 @@ typedef struct FzMatmulNest {
    * (k-major), M = OC, N = OH * OW, K = C, dimI 1, dimJ -1 (the columns
    * span dims 2, 3), batch dim 0; pairStores of (ow, ow + 1). */
   FzMatmulConv conv;
+  /* The partial nest of a k split (split_k.c; docs/codegen.md "Split-K"):
+   * splitK > 0 slices of sliceK of the GEMM's k (the last one shorter
+   * where they overhang K) along parallel dim dimSplit, the last one (a
+   * conv's fifth), whose block is grid.y; the nest stores each slice's
+   * partial sum. splitK 0: not a split nest (dimSplit, sliceK unused). */
+  int64_t splitK, sliceK;
+  int dimSplit;
 } FzMatmulNest;
 
 /* Recognizes `par` (a loop.parallel) as a matmul nest with a fused
@@ -200,6 +207,24 @@ void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
 bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t);
 /* 2 * batch * M * N * K: the floating-point operations of the product. */
 int64_t fzMatmulGetFlops(const FzMatmulNest *m);
+/* The k split of nest m (not itself split) with tile t: the slices S
+ * (1: none) and the GEMM's k per slice into *sliceK (a multiple of
+ * `unit`: the tile's BK for a matmul, lcm(KH KW, 8) for a conv so that
+ * a slice is whole input channels and keeps 16-byte copies aligned; K
+ * when S is 1). `forced` > 1 asks for that many (clamped to what K
+ * allows), else chosen (docs/codegen.md "Split-K"): only where the
+ * output tiles cannot fill half of the FZ_LK_TARGET_SMS SMs, S for
+ * about one block per SM, each slice at least 4 k-tiles, the f32
+ * partials (S M N 4 bytes) within the operands' bytes, at most
+ * FZ_MATMUL_MAX_SPLIT; even slices. */
+#define FZ_MATMUL_MAX_SPLIT 64
+int64_t fzMatmulSplitChoose(const FzMatmulNest *m, const FzMatmulTile *t,
+                            int64_t forced, int64_t *sliceK);
+
+/* ", split-k S (k slices of KS; ...)" for a split nest, else "", into
+ * buf (the plans' suffix). */
+void fzMatmulSplitText(const FzMatmulNest *m, char *buf, size_t n);
+
 /* The kernel's one-line plan (its fuse.plan), e.g. "matmul 4096x4096x4096
  * bf16, tile 128x256x32:2x4w:4s:g8, cp.async pipeline", into buf. */
 void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,

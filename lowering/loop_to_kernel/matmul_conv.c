@@ -16,7 +16,10 @@
  * 16-byte aligned; the input never does (a gather), except in a
  * pointwise conv (1x1, stride 1, no padding: FzMatmulConv.pointwise),
  * which is a plain GEMM per image whose B, the image [C, OH*OW], allows
- * them when OH*OW % 8 == 0.
+ * them when OH*OW % 8 == 0. The partial nest of a k split (split_k.c:
+ * a fifth dim, the slice, and the c loop over the slice's channels) is
+ * one too (FzMatmulNest.splitK; its weights' copies stay 16-byte aligned
+ * where a slice is a multiple of 8 k).
  *
  * Nothing is allocated that outlives the call: the description points
  * into the IR.
@@ -130,12 +133,20 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
   m->numDims = 4;
   for (int d = 0; d < 4; ++d)
     m->extent[d] = T->trips[d];
+  if (C->slices) { /* a k split's partial nest: slices of whole channels */
+    m->numDims = 5;
+    m->extent[4] = m->splitK = C->slices;
+    m->dimSplit = 4;
+    m->sliceK = C->sliceC * cv->KH * cv->KW;
+  }
   m->dimI = -1;
   m->dimJ = CV_M;
   m->a = (FzMatmulOperand){.buffer = x, .load = C->xLoad, .rank = 4,
                            .kLast = true};
+  /* A slice starts at k = sb KS: 16-byte aligned where KS % 8 == 0. */
   m->b = (FzMatmulOperand){.buffer = w, .load = wl, .rank = 4, .kLast = true,
-                           .asyncCopies = weight_async(w, m->K)};
+                           .asyncCopies = weight_async(w, m->K) &&
+                                          (!m->splitK || m->sliceK % 8 == 0)};
   cv->pointwise = cv->KH == 1 && cv->KW == 1 && cv->sh == 1 &&
                   cv->sw == 1 && !cv->edgeH && !cv->edgeW &&
                   C->hOff == 0 && C->wOff == 0 && cv->OH == cv->H &&
@@ -199,6 +210,7 @@ bool fzKernelMatchConvNest(FzOp *par, FzMatmulNest *out, bool *isConv,
   ConvNest C;
   memset(&C, 0, sizeof C);
   C.T.ctx = ctx;
+  C.allowSplit = true;
   fzPtrMapInit(&C.T.deps, ctx);
   bool ok = convMatch(&C, par, isConv, why, whyLen) &&
             fill(&C, m, why, whyLen);

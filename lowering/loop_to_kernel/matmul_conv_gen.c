@@ -79,10 +79,13 @@ static KTerms k_terms(Gen *G, FzValue *kt, FzValue *kOff, int e) {
       K, mmAdd(K, mmMul(K, mmCast(K, kt, K->i32), G->t->bk),
                mmCast(K, kOff, K->i32)),
       e);
+  if (G->kLo32)
+    k = mmAdd(K, k, G->kLo32);
   KTerms r;
-  bool kRagged = Kx % G->t->bk != 0;
-  r.ok = kRagged ? mmLtC(K, k, Kx) : NULL;
-  FzValue *kc = kRagged ? mmMinC(K, k, Kx - 1) : k;
+  r.ok = !G->kMask ? NULL
+         : G->kEnd32 ? mmLt(K, k, G->kEnd32)
+                     : mmLtC(K, k, Kx);
+  FzValue *kc = G->kMask ? mmMinC(K, k, Kx - 1) : k;
   int64_t taps = cv->KH * cv->KW;
   FzValue *tap = mmRemC(K, kc, taps);
   FzValue *c = mmDivC(K, kc, taps);

@@ -12,8 +12,8 @@
 /*===--- Epilogue -------------------------------------------------------===*/
 
 /* Whether op only feeds the reduction (a conv's index arithmetic before
- * its loops): every use of its results is inside kloop or in such an
- * op. */
+ * its loops, a split nest's slice bounds): every use of its results is
+ * inside kloop (its bounds included) or in such an op. */
 static bool feeds_only_reduction(FzOp *op, FzOp *kloop, int depth) {
   if (depth > 16 || fzLoopGetOpcode(op) == FZ_LOOP_OP_STORE)
     return false;
@@ -34,6 +34,8 @@ static FzValue *dim_value(Gen *G, size_t d, FzValue *row, FzValue *col) {
   KB *K = &G->K;
   const FzMatmulNest *m = G->m;
   const FzMatmulConv *cv = &m->conv;
+  if (m->splitK && (int)d == m->dimSplit)
+    return G->batchIv[d]; /* the slice: block_id.y */
   if (!cv->on)
     return (int)d == m->dimI   ? row
            : (int)d == m->dimJ ? col
@@ -91,7 +93,7 @@ static FzIRMapping *clone_epilogue(Gen *G, FzValue *row, FzValue *col,
       continue;
     if (!withStores && fzLoopGetOpcode(op) == FZ_LOOP_OP_STORE)
       continue;
-    if (m->conv.on && feeds_only_reduction(op, m->kloop, 0))
+    if ((m->conv.on || m->splitK) && feeds_only_reduction(op, m->kloop, 0))
       continue;
     /* Every operand is mapped (a failed map insertion would leave a clone
      * using a value of the host function). */

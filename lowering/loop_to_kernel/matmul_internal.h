@@ -91,6 +91,12 @@ typedef struct Gen {
   /* Rows between the accumulators of m-block mi and mi + 1 of a thread
    * (0: 16, the m16 tiles of mma.sync; wgmma: 64). */
   int miStride;
+  /* The k range of the block: [kLo, kEnd) of a split nest's slice
+   * (block_id.y; index and i32), else kLo NULL (from 0) and kEnd NULL
+   * (K). kMask: the tiles of the range overhang it (K % BK, a slice
+   * not a multiple of BK, the last slice past K): k is checked. */
+  FzValue *kLo, *kEnd, *kLo32, *kEnd32;
+  bool kMask;
 } Gen;
 
 /*===--- matmul.c: what the mma.sync and wgmma generators share --------===*/
@@ -207,6 +213,8 @@ FzValue *mmCast(KB *K, FzValue *v, FzType *t);
 /* a < c as an i1 guard; NULL when always true (a constant below c).
  * mmAnd of guards treats NULL as true. mmUltC: 0 <= a < c (unsigned). */
 FzValue *mmLtC(KB *K, FzValue *a, int64_t c);
+/* a < b (signed) as an i1. */
+FzValue *mmLt(KB *K, FzValue *a, FzValue *b);
 FzValue *mmUltC(KB *K, FzValue *a, int64_t c);
 /* a clamped into [lo, hi] (signed). */
 FzValue *mmClampC(KB *K, FzValue *a, int64_t lo, int64_t hi);

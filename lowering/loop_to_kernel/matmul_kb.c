@@ -206,6 +206,11 @@ FzValue *mmLtC(KB *K, FzValue *a, int64_t c) {
   return mmOp(K, "loop.cmpi", 2, ops, K->i1, "slt");
 }
 
+FzValue *mmLt(KB *K, FzValue *a, FzValue *b) {
+  FzValue *ops[2] = {a, b};
+  return mmOp(K, "loop.cmpi", 2, ops, K->i1, "slt");
+}
+
 FzValue *mmUltC(KB *K, FzValue *a, int64_t c) {
   int64_t x;
   if (mmIsConst(a, &x) && x >= 0 && x < c)

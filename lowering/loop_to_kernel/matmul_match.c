@@ -2,7 +2,8 @@
  * lower-graph-to-loop makes of a matmul group (matmul.h shows it).
  *
  * Accepted: a loop.parallel with constant bounds 0..extent, step 1, whose
- * body holds exactly one loop.for, over k = 0..K step 1 with one f32
+ * body holds exactly one loop.for, over k = 0..K step 1 (or a k slice of
+ * a split nest: matmul.h, FzMatmulNest.splitK) with one f32
  * accumulator starting at 0.0, whose body is exactly
  *   load A, extf, load B, extf, mulf, addf(acc, product), yield
  * (A and B both bf16 or both f16), or
@@ -20,6 +21,7 @@
  */
 #include <string.h>
 
+#include "dialects/loop/nest_match.h" /* splitMatchBounds */
 #include "ir/util.h"
 #include "lowering/loop_to_kernel/matmul_internal.h"
 
@@ -177,6 +179,15 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
   return true;
 }
 
+static int64_t gcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 /* The cp.async copies of operand x (FzMatmulOperand.asyncCopies and
  * copyBytes): the contiguous extent is `extent` (K, or M or N); it and
  * every other stride are whole copies, 16 bytes where they can be (8
@@ -217,24 +228,39 @@ FzOp *mmKLoopProduct(FzOp *kl, char *why, size_t whyLen) {
   return mul;
 }
 
-/* The k loop: bounds 0..K step 1, one f32 accumulator from 0.0, body
- * load/extf x2 (f32: loads alone), mulf, addf, yield. */
+/* The k loop's bounds: 0..K step 1, or a k slice of a split nest
+ * (splitMatchBounds) along the nest's last dim. */
+static bool match_bounds(FzOp *par, FzOp *kl, FzMatmulNest *m) {
+  int64_t lb, ub, step;
+  if (const_int(fzOpGetOperand(kl, 0), &lb) &&
+      const_int(fzOpGetOperand(kl, 1), &ub) &&
+      const_int(fzOpGetOperand(kl, 2), &step) && lb == 0 && step == 1 &&
+      ub >= 1) {
+    m->K = ub;
+    return true;
+  }
+  int d;
+  if (!splitMatchBounds(par, kl, &d, &m->sliceK, &m->K) ||
+      d != (int)m->numDims - 1)
+    return false;
+  m->dimSplit = d;
+  m->splitK = m->extent[d];
+  return true;
+}
+
+/* The k loop: bounds 0..K step 1 (or a slice), one f32 accumulator from
+ * 0.0, body load/extf x2 (f32: loads alone), mulf, addf, yield. */
 static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
                         size_t whyLen) {
-  int64_t lb, ub, step;
   double init;
   if (fzOpGetNumOperands(kl) != 4 || fzOpGetNumResults(kl) != 1 ||
-      !const_int(fzOpGetOperand(kl, 0), &lb) ||
-      !const_int(fzOpGetOperand(kl, 1), &ub) ||
-      !const_int(fzOpGetOperand(kl, 2), &step) || lb != 0 || step != 1 ||
-      ub < 1)
+      !match_bounds(par, kl, m))
     return fzReasonf(why, whyLen, "the reduction loop is not 0..K step 1 with "
                                "one accumulator");
   if (fzTypeGetKind(fzValueGetType(fzOpGetResult(kl, 0))) != FZ_TYPE_F32 ||
       !const_float(fzOpGetOperand(kl, 3), &init) || init != 0.0)
     return fzReasonf(why, whyLen, "the accumulator is not an f32 starting at "
                                "0.0");
-  m->K = ub;
   FzBlock *body = fzLoopGetBody(kl);
   FzValue *kiv = fzBlockGetArgument(body, 0);
   FzOp *mul = mmKLoopProduct(kl, why, whyLen);
@@ -261,8 +287,12 @@ static bool match_kloop(FzOp *par, FzOp *kl, FzMatmulNest *m, char *why,
     return false;
   if (mnA == mnB)
     return fzReasonf(why, whyLen, "both operands use the same output index");
-  /* B supplies the columns: prefer the last (contiguous) output dim. */
-  if (mnA == (int)m->numDims - 1) {
+  if (m->splitK && (mnA == m->dimSplit || mnB == m->dimSplit))
+    return fzReasonf(why, whyLen, "the k slice indexes a matrix row or "
+                               "column");
+  /* B supplies the columns: prefer the last (contiguous) output dim (a
+   * split nest's before its slice). */
+  if (mnA == (int)m->numDims - (m->splitK ? 2 : 1)) {
     FzMatmulOperand t = m->a;
     m->a = m->b;
     m->b = t;
@@ -479,13 +509,17 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
   m->N = m->extent[m->dimJ];
   int64_t batch = 1;
   for (size_t d = 0; d < n; ++d)
-    if ((int)d != m->dimI && (int)d != m->dimJ)
+    if ((int)d != m->dimI && (int)d != m->dimJ &&
+        !(m->splitK && (int)d == m->dimSplit))
       batch *= m->extent[d];
   if (batch > 65535)
     return fzReasonf(why, whyLen, "a batch of %lld matrices (more than the "
                                "65535 blocks of grid.z)", (long long)batch);
-  set_copies(&m->a, m->a.kLast ? m->K : m->M);
-  set_copies(&m->b, m->b.kLast ? m->K : m->N);
+  /* A slice starts at k = sb KS: a copy's start where KS, like K, is
+   * whole copies. */
+  int64_t kx = m->splitK ? gcd(m->K, m->sliceK) : m->K;
+  set_copies(&m->a, m->a.kLast ? kx : m->M);
+  set_copies(&m->b, m->b.kLast ? kx : m->N);
   return mmMatchEpilogue(m, why, whyLen);
 }
 

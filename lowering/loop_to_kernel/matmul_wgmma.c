@@ -133,18 +133,20 @@ bool fzWgmmaTileChoose(const FzMatmulNest *m, FzStringRef text,
 
 void fzWgmmaDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                      char *buf, size_t n) {
-  char tt[96], batch[48] = "";
+  char tt[96], batch[48] = "", split[128];
   fzMatmulTileFormat(t, tt, sizeof tt);
+  fzMatmulSplitText(m, split, sizeof split);
   int64_t b = fzMatmulGetFlops(m) / (2 * m->M * m->N * m->K);
   if (b > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)b);
   int groups = warp_groups(t);
   snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, wgmma (sm_90a) "
            "m64n%dk16 x%d per warp group, %d warp group%s, cp.async "
-           "pipeline into 128-byte-swizzled stages",
+           "pipeline into 128-byte-swizzled stages%s",
            (long long)m->M, (long long)m->N, (long long)m->K,
            fzTypeGetKind(m->elt) == FZ_TYPE_BF16 ? "bf16" : "f16", batch, tt,
-           t->bn, t->bm / (64 * groups), groups, groups > 1 ? "s" : "");
+           t->bn, t->bm / (64 * groups), groups, groups > 1 ? "s" : "",
+           split);
 }
 
 /*===--- The body -------------------------------------------------------===*/

@@ -232,6 +232,11 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
     return fzEmitError(ctx, fzOpGetLoc(module),
                        "lower-loop-to-kernel: mma-tile=%s: %s",
                        options->mmaTile, why);
+  int64_t split;
+  if (!options->noMma &&
+      !fzLkSplitKParse(options->splitK, &split, why, sizeof why))
+    return fzEmitError(ctx, fzOpGetLoc(module), "lower-loop-to-kernel: %s",
+                       why);
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   if (!fzKernelWrapSequentialNests(module))
     return false;
@@ -247,10 +252,12 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
     unsigned index = 0;
     FzOp *after;
     for (FzOp *op = fzBlockGetFirstOp(body); op && ok; op = after) {
-      /* A small-M nest cut along k becomes two nests: the next one is
-       * the second (fzSmallMSplit). */
-      ok = fzLoopGetOpcode(op) != FZ_LOOP_OP_PARALLEL ||
-           fzSmallMSplit(f, &op, options);
+      /* A small-M nest, or a tensor-core one of few output tiles, cut
+       * along k becomes two nests: the next one is the second
+       * (fzSmallMSplit, fzLkMatmulSplitK). */
+      bool par = fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL;
+      ok = !par || (fzSmallMSplit(f, &op, options) &&
+                    fzLkMatmulSplitK(f, &op, options));
       after = fzOpGetNextInBlock(op);
       if (ok && fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
         ok = lower_nest(f, op, options, &index);
@@ -311,6 +318,12 @@ static const FzPassOptionDef kOptions[] = {
      "Tensor-core tile BMxBNxBK:Ww:Ss[:gG][:sync] (default: "
      "$FZ_GPU_MMA_TILE, else chosen by size)",
      NULL, 0, 0},
+    {"split-k", FZ_PASS_OPTION_STRING, NULL,
+     "Split-K of tensor-core matmul and conv2d kernels whose output tiles "
+     "cannot fill the GPU: auto (chosen by a cost rule), off, or a number "
+     "of k slices forced on every tensor-core nest (default: "
+     "$FZ_GPU_SPLIT_K, else auto)",
+     NULL, 0, 0},
     {"precision", FZ_PASS_OPTION_STRING, "default",
      "Precision policy of f32 matmul and conv2d nests: default and tf32 "
      "make them tensor-core kernels on tf32 (mma m16n8k8: operands rounded "
@@ -364,12 +377,14 @@ static bool run(FzPass *pass, FzOp *module) {
                         &o.precision))
     o.precision = FZ_PRECISION_DEFAULT;
   o.remarks = fzPassGetBoolOption(pass, "remarks");
-  char tile[128], shape[128];
+  char tile[128], shape[128], split[128];
   if (!string_option(pass, module, "mma-tile", tile) ||
-      !string_option(pass, module, "small-m-shape", shape))
+      !string_option(pass, module, "small-m-shape", shape) ||
+      !string_option(pass, module, "split-k", split))
     return false;
   o.mmaTile = tile;
   o.smallMShape = shape;
+  o.splitK = split;
   return fzLowerLoopToKernel(module, &o);
 }
 

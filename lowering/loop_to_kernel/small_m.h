@@ -42,7 +42,7 @@
 #define FZ_SMALL_M_MAX_DIMS 16
 /* SMs the launch shapes aim to fill (an H100 SXM has 132) and warps
  * each: 16 of 64 resident, each with 8 16-byte loads in flight. */
-#define FZ_SMALL_M_SMS 132
+#define FZ_SMALL_M_SMS FZ_LK_TARGET_SMS
 #define FZ_SMALL_M_WARPS_PER_SM 16
 
 /* One index of an operand's load (matmul.h's FzMatmulIndex): a parallel

@@ -18,6 +18,7 @@
  */
 #include <string.h>
 
+#include "dialects/loop/nest_match.h" /* splitMatchBounds */
 #include "ir/util.h"
 #include "lowering/loop_to_kernel/matmul_internal.h" /* mm* helpers */
 #include "lowering/loop_to_kernel/small_m.h"
@@ -49,49 +50,6 @@ static FzValue *root_of(FzValue *v) {
     v = fzOpGetOperand(d, 0);
   }
   return v;
-}
-
-/* A loop.op of opcode c defined in par's body, or NULL. */
-static FzOp *body_op(FzOp *par, FzValue *v, FzLoopOpcode c) {
-  FzOp *d = v ? fzValueGetDefiningOp(v) : NULL;
-  return d && fzLoopGetOpcode(d) == c && fzOpGetBlock(d) == fzLoopGetBody(par)
-             ? d
-             : NULL;
-}
-
-/* The operand of binary op d other than `one`, or NULL. */
-static FzValue *other_operand(FzOp *d, FzValue *one) {
-  if (fzOpGetOperand(d, 0) == one)
-    return fzOpGetOperand(d, 1);
-  if (fzOpGetOperand(d, 1) == one)
-    return fzOpGetOperand(d, 0);
-  return NULL;
-}
-
-/* The split form's bounds: lo = muli(iv sb, KS), hi = minsi(addi(lo,
- * KS), K). */
-static bool match_split(FzSmallMNest *m, FzValue *lo, FzValue *hi) {
-  FzOp *mul = body_op(m->par, lo, FZ_LOOP_OP_MULI);
-  FzOp *min = body_op(m->par, hi, FZ_LOOP_OP_MINSI);
-  if (!mul || !min)
-    return false;
-  int64_t ks = 0, k = 0, ks2 = 0;
-  int d = -1;
-  for (int i = 0; i < 2 && d < 0; ++i)
-    if (const_int(fzOpGetOperand(mul, 1 - i), &ks))
-      d = iv_dim(m->par, fzOpGetOperand(mul, i));
-  FzOp *add = NULL;
-  for (int i = 0; i < 2 && !add; ++i)
-    if (const_int(fzOpGetOperand(min, 1 - i), &k))
-      add = body_op(m->par, fzOpGetOperand(min, i), FZ_LOOP_OP_ADDI);
-  FzValue *c = add ? other_operand(add, lo) : NULL;
-  if (d < 0 || !c || !const_int(c, &ks2) || ks2 != ks || ks < 1 || k < 1 ||
-      m->extent[d] != (k + ks - 1) / ks)
-    return false;
-  m->dimSplit = d;
-  m->K = k;
-  m->sliceK = ks;
-  return true;
 }
 
 /* The load feeding a product, through extf (bf16/f16/f32) or directly
@@ -191,7 +149,8 @@ static bool match_kloop(FzSmallMNest *m, char *why, size_t whyLen) {
   if (const_int(fzOpGetOperand(kl, 0), &lb) &&
       const_int(fzOpGetOperand(kl, 1), &ub) && lb == 0 && ub >= 1) {
     m->K = m->sliceK = ub;
-  } else if (!match_split(m, fzOpGetOperand(kl, 0), fzOpGetOperand(kl, 1))) {
+  } else if (!splitMatchBounds(m->par, kl, &m->dimSplit, &m->sliceK,
+                               &m->K)) {
     return fzReasonf(why, whyLen, "the reduction loop is not 0..K");
   }
   FzBlock *body = fzLoopGetBody(kl);

@@ -185,6 +185,7 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.noMma = o->noMma;
   ko.noSmallM = o->noSmallM;
   ko.mmaTile = o->mmaTile;
+  ko.splitK = o->splitK;
   ko.wgmma = o->arch && !strcmp(o->arch, "sm_90a");
   int cc = 0;
   if (o->arch)

@@ -4,6 +4,8 @@
  *  - lower-loop-to-kernel: graph-to-loop, then the GPU mappings (a
  *    tensor-core matmul with its bias and relu, a row reduction of an
  *    elementwise chain, an elementwise kernel), the kernel IR printed;
+ *    and split-K (a matmul and a conv2d cut in two k slices: the nests
+ *    rewritten, then their kernels);
  *  - the PTX compile: fzLowerModuleForCpu and fzGpuCompile (loop to
  *    kernel, the NVPTX translation, code generation on two threads, the
  *    join, the launch plans and their comments);
@@ -43,6 +45,21 @@ static const char kModel[] =
     "  %p = graph.mul %t, %x : tensor<8x16xf32>\n"
     "  return %r, %sum, %p : tensor<8x16xf32>, tensor<8x1xf32>, "
     "tensor<8x16xf32>\n"
+    "}\n";
+
+/* A matmul and a conv2d with bias and relu that split-k=2 cuts in two k
+ * slices each (16-bit: the tensor-core mapping, not small-M's). */
+static const char kSplitModel[] =
+    "func.func @main(%x: tensor<24x64xf16>, %w: tensor<64x16xf16>, "
+    "%i: tensor<1x16x4x4xf16>, %k: tensor<8x16x3x3xf16>, "
+    "%b: tensor<8xf16>) -> (tensor<24x16xf16>, tensor<1x8x4x4xf16>) {\n"
+    "  %m = graph.matmul %x, %w : tensor<24x64xf16>, tensor<64x16xf16> -> "
+    "tensor<24x16xf16>\n"
+    "  %c = graph.conv2d %i, %k, %b {pads = array<i64: 1, 1, 1, 1>} : "
+    "tensor<1x16x4x4xf16>, tensor<8x16x3x3xf16>, tensor<8xf16> -> "
+    "tensor<1x8x4x4xf16>\n"
+    "  %r = graph.relu %c : tensor<1x8x4x4xf16>\n"
+    "  return %m, %r : tensor<24x16xf16>, tensor<1x8x4x4xf16>\n"
     "}\n";
 
 /* The sweeps that sample (FZ_OOM_STRIDE=1 takes every k): a compile
@@ -89,10 +106,12 @@ static void gpu_options(FzGpuOptions *go) {
 
 /* lower-loop-to-kernel called as fzGpuCompile calls it (no pass manager,
  * whose verifier and sticky-flag check would turn a failure absorbed
- * into invalid IR into an error): an absorbed failure shows as printed
- * IR that differs from the clean run's. */
-static bool wl_lower(FzContext *ctx, TextBuf *out) {
-  FzOp *m = parse_text(ctx, kModel);
+ * into invalid IR into an error) on `text` after graph -> loop, with
+ * split-k `splitK`: an absorbed failure shows as printed IR that differs
+ * from the clean run's. */
+static bool lower_text(FzContext *ctx, const char *text, const char *splitK,
+                       TextBuf *out) {
+  FzOp *m = parse_text(ctx, text);
   FzCpuPipelineOptions po;
   fzCpuPipelineOptionsInit(&po);
   bool ok = m && fzLowerModuleForCpu(m, &po);
@@ -100,9 +119,20 @@ static bool wl_lower(FzContext *ctx, TextBuf *out) {
   FzLoopToKernelOptions ko;
   fzLoopToKernelOptionsInit(&ko);
   ko.precision = FZ_PRECISION_TF32;
+  ko.splitK = splitK;
   ok = ok && fzLowerLoopToKernel(m, &ko) && printed_ok(ctx, m, out);
   fzOpDestroy(m);
   return ok;
+}
+
+static bool wl_lower(FzContext *ctx, TextBuf *out) {
+  return lower_text(ctx, kModel, NULL, out);
+}
+
+/* split-K: kSplitModel lowered with split-k=2 (the printed IR must show
+ * both splits, checked by test_split). */
+static bool wl_split(FzContext *ctx, TextBuf *out) {
+  return lower_text(ctx, kSplitModel, "2", out);
 }
 
 /* kModel at the kernel level (wl_lower's clean result), made once. */
@@ -184,6 +214,19 @@ START_TEST(test_lower) {
   sweep("lower-loop-to-kernel", wl_lower, kLowerStride);
 }
 END_TEST
+START_TEST(test_split) {
+  CountingAlloc c = {0};
+  FzContext *ctx = sweep_context(&c);
+  TextBuf clean = {0};
+  ck_assert(wl_split(ctx, &clean));
+  ck_assert_msg(clean.data && strstr(clean.data, "buffer<2x24x16xf32>") &&
+                    strstr(clean.data, "buffer<2x1x8x4x4xf32>"),
+                "split-k=2 did not split both nests");
+  text_free(&clean);
+  fzContextDestroy(ctx);
+  sweep("split-k", wl_split, kLowerStride);
+}
+END_TEST
 START_TEST(test_ptx) {
   CountingAlloc c = {0};
   FzContext *ctx = sweep_context(&c);
@@ -212,6 +255,7 @@ END_TEST
 static Suite *oom_gpu_suite(void) {
   Suite *s = suite_create("oom_gpu");
   add_case(s, "lower", test_lower);
+  add_case(s, "split", test_split);
   add_case(s, "ptx", test_ptx);
   add_case(s, "sim", test_sim);
 #ifdef FZ_FAKE_CUDA
