@@ -23,6 +23,10 @@
  *                          memory [G][32]); the loop's init is folded in
  *                          last
  *       loop.parallel      its chunks are dealt to the group's threads
+ *                          (COLUMNS: a store along its variable goes
+ *                          through a shared-memory tile per chunk rank,
+ *                          written out along the variable after a
+ *                          barrier: emit_transposed_phase)
  *       loop.barrier       kernel.barrier; nothing when the nest stores
  *                          into no buffer it reads (no phase reads what
  *                          another one wrote)
