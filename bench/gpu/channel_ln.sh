@@ -69,14 +69,7 @@ if [ "${CHECK:-1}" != 0 ]; then
         f=$TMP/check_${p}_${t}_$small.fuse
         gen "$p" "$t" "$small" "$f"
         case $t in f32) tol="--rtol 1e-4 --atol 1e-5" ;; *) tol="--rtol 1e-2 --atol 8e-3" ;; esac
-        out=$(timeout 300 "$RUN" "$f" --device cuda --random-inputs 3 --check-interp $tol --print-limit 0 2>&1)
-        rc=$?
-        res=$(echo "$out" | grep "check-interp:" | tr '\n' ' ')
-        if [ $rc -eq 0 ] && [ -n "$res" ] && ! echo "$out" | grep -q MISMATCH; then
-          echo "PASS $p $t $small: $res"
-        else
-          status=1; echo "FAIL $p $t $small (exit $rc):"; echo "$out" | tail -n 4
-        fi
+        fz_check_cuda "$p $t $small" "$f" --random-inputs 3 $tol || status=1
       done
     done
   done

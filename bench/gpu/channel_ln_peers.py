@@ -19,16 +19,10 @@ import cuda_timing  # noqa: E402
 
 rows = [l.split(None, 5) for l in open(sys.argv[1]) if l.strip()]
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 50
-try:
-    import torch
+torch = cuda_timing.torch_on_gpu()
+if torch:
     import torch.nn.functional as F
-    assert torch.cuda.is_available()
-    dev = "cuda"
-except Exception:
-    torch = None
-
-DT = {"f16": "float16", "f32": "float32", "bf16": "bfloat16"}
-EB = {"f16": 2, "bf16": 2, "f32": 4}
+dev = "cuda"
 flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev) if torch else None
 
 
@@ -61,11 +55,11 @@ for r in rows:
     plan = r[5].strip() if len(r) > 5 else "?"
     n, c, h, w = (int(v) for v in shape.split("x"))
     us = float(us)
-    nbytes = n * c * h * w * EB[ty]
+    nbytes = n * c * h * w * cuda_timing.ELT_BYTES[ty]
     tus = cus = cp = float("nan")
     if torch:
         gen = torch.Generator(device=dev).manual_seed(n + c + h)
-        dt = getattr(torch, DT[ty])
+        dt = getattr(torch, cuda_timing.TORCH_DTYPES[ty])
         x = torch.randn(n, c, h, w, device=dev, generator=gen).to(dt)
         g = torch.rand(c, device=dev, generator=gen).to(dt) + 0.5
         b = torch.randn(c, device=dev, generator=gen).to(dt) * 0.1
@@ -76,13 +70,7 @@ for r in rows:
             cus = med(lambda: cfn(x, g, b))
         except Exception as e:
             print(f"# torch.compile failed: {e}", file=sys.stderr)
-        if nbytes not in copy_us:
-            src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
-            dst = torch.empty_like(src)
-            src.fill_(1)
-            copy_us[nbytes] = med(lambda: dst.copy_(src))
-            del src, dst
-        cp = copy_us[nbytes]
+        cp = cuda_timing.copy_us(nbytes, REPS, flush, copy_us)
     gbs = 2 * nbytes / (us * 1e3) if us == us else float("nan")
     copy_gbs = 2 * nbytes / (cp * 1e3) if cp == cp else float("nan")
     frac = gbs / copy_gbs if copy_gbs == copy_gbs else float("nan")
@@ -91,11 +79,8 @@ for r in rows:
           f"{f(frac, 2):>9} {f(tus):>9} {f(tus / us, 2):>6} {f(cus):>10} "
           f"{f(cus / us, 2):>6}  {nkern:>2} {plan}", flush=True)
     bad |= us != us
-name = torch.cuda.get_device_name() if torch else "torch not found"
-cps = ", ".join(f"{b / 2**20:.1f} MiB: {2 * b / (u * 1e3):.0f} GB/s"
-                for b, u in sorted(copy_us.items()))
 print(f"(GB/s: (x + y bytes) / time; copy_frac: that over a device copy of "
-      f"x's bytes (read + write) [{cps}]; t/fuse, c/fuse: torch eager and "
-      f"torch.compile time over fuse's; all L2-cold, median of {REPS}; "
-      f"{name}; torch {torch.__version__ if torch else '-'})")
+      f"x's bytes (read + write) [{cuda_timing.copy_rates(copy_us)}]; "
+      f"t/fuse, c/fuse: torch eager and torch.compile time over fuse's; all "
+      f"L2-cold, median of {REPS}; {cuda_timing.device_text(torch)})")
 sys.exit(1 if bad else 0)
