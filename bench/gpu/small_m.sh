@@ -46,14 +46,7 @@ if [ "${CHECK:-1}" != 0 ]; then
   C=bench/gpu/small_m_check.fuse
   for e in $(sed -n 's/^func.func @\([a-z0-9_]*\).*/\1/p' "$C"); do
     case $e in *f32*) tol="--rtol 1e-4 --atol 1e-3" ;; *) tol="--rtol 2e-2 --atol 0.25" ;; esac
-    out=$(timeout 300 "$RUN" "$C" --entry "$e" --device cuda --random-inputs 5 --check-interp $tol --print-limit 0 2>&1)
-    rc=$?
-    res=$(echo "$out" | grep "check-interp:" | tr '\n' ' ')
-    if [ $rc -eq 0 ] && [ -n "$res" ] && ! echo "$out" | grep -q MISMATCH; then
-      echo "PASS $e: $res"
-    else
-      status=1; echo "FAIL $e (exit $rc):"; echo "$out" | tail -n 4
-    fi
+    fz_check_cuda "$e" "$C" --entry "$e" --random-inputs 5 $tol || status=1
   done
 fi
 

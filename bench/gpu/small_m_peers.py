@@ -17,6 +17,9 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cuda_timing  # noqa: E402
+
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 20
 BUDGET = float(os.environ.get("COMPILE_BUDGET_S", "90"))
@@ -93,13 +96,7 @@ for r in rows:
                 cus = med(lambda: c(x, w))
             except Exception as e:
                 print(f"# torch.compile failed: {e}", file=sys.stderr)
-        if wbytes not in copy_us:
-            src = torch.empty(wbytes, dtype=torch.uint8, device=dev)
-            dst = torch.empty_like(src)
-            src.fill_(1)
-            copy_us[wbytes] = med(lambda: dst.copy_(src))
-            del src, dst
-        cp = copy_us[wbytes]
+        cp = cuda_timing.copy_us(wbytes, REPS, flush, copy_us)
     gbs = ideal / (us * 1e3) if us == us else float("nan")
     copy_gbs = 2 * wbytes / (cp * 1e3) if cp == cp else float("nan")
     frac = gbs / copy_gbs if copy_gbs == copy_gbs else float("nan")
@@ -110,11 +107,9 @@ for r in rows:
           f"{f(cus / us, 2):>6}  {nkern:>2} {plan if label == 'small-m' else 'off: ' + plan}",
           flush=True)
     bad |= us != us
-name = torch.cuda.get_device_name() if torch else "torch not found"
-cps = ", ".join(f"{b / 2**20:.0f} MiB: {2 * b / (u * 1e3):.0f} GB/s"
-                for b, u in sorted(copy_us.items()))
 print(f"(GB/s: (W + x + y bytes) / time; copy_frac: that over a device copy "
-      f"of W's bytes (read + write) [{cps}]; t/fuse, c/fuse: torch and "
-      f"torch.compile time over fuse's; all L2-cold, median of {REPS}; "
-      f"{name}; torch {torch.__version__ if torch else '-'}, tf32 off)")
+      f"of W's bytes (read + write) [{cuda_timing.copy_rates(copy_us)}]; "
+      f"t/fuse, c/fuse: torch and torch.compile time over fuse's; all "
+      f"L2-cold, median of {REPS}; {cuda_timing.device_text(torch)}, "
+      f"tf32 off)")
 sys.exit(1 if bad else 0)

@@ -36,12 +36,12 @@ FzOp *fzLoopCollapseParallelDims(FzOp *par, size_t d, bool *failed,
                                  char *why, size_t whyLen);
 
 /* fzLoopSplitRowNest (nest_split.c): a flat loop.parallel whose
- * reductions (top-level loop.for ops) depend on its first p dims only
- * becomes the rows form that lower-graph-to-loop makes of a
- * normalization, a loop.parallel over those p dims holding the
+ * reductions (top-level loop.for ops) depend on some of its dims only
+ * (the rows' dims) becomes the rows form that lower-graph-to-loop makes
+ * of a normalization, a loop.parallel over the rows' dims holding the
  * row-level ops (the reductions and the effect-free ops that depend on
- * the p dims at most) and then a loop.parallel over the other dims
- * holding the rest:
+ * the rows' dims at most) and then a loop.parallel over the other dims
+ * holding the rest, each keeping the dims in their order:
  *
  *   loop.parallel (%s, %b, %c) = ... {          LayerNorm whose output is
  *     %m = loop.for ... %x[%b, %s, %k] ...      stored transposed: each
@@ -53,7 +53,12 @@ FzOp *fzLoopCollapseParallelDims(FzOp *par, size_t d, bool *failed,
  *     loop.barrier
  *     loop.parallel (%c) = ... { ... loop.store %v, %y[%s, %b, %c] }
  *   }
- * Done when 1 <= p < the nest's dims, some inner dim has an extent
+ * The rows' dims need not lead: a LayerNorm over the channels of an NCHW
+ * tensor stored back as NCHW, reducing %x[%n, %k, %h, %w] in a nest over
+ * (%n, %c, %h, %w), becomes loop.parallel (%n, %h, %w) around
+ * loop.parallel (%c).
+ * Done when the rows' dims are some but not all of the nest's, some
+ * inner dim has an extent
  * above 1 (a keepdims reduction's unit dims gain nothing), every
  * top-level loop.for goes to the row level, and no row-level op uses a
  * value of the inner level.

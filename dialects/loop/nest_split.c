@@ -1,15 +1,18 @@
 /* dialects/loop/nest_split.c - fzLoopSplitRowNest (nest_rewrite.h): a
- * flat loop.parallel whose reductions depend on its leading dims only
- * becomes a row-level loop.parallel around an inner one.
+ * flat loop.parallel whose reductions depend on some of its dims only
+ * becomes a row-level loop.parallel over those dims around an inner one
+ * over the others.
  *
  * Each top-level op of the body gets the mask of the nest's dims it
  * depends on (its operands' and, for an op with regions, those of every
- * value its regions use from outside it). The reductions' masks give p,
- * the number of leading dims the rows span; an op goes to the row level
- * when it depends on those dims at most, reads memory at most (loads,
- * and loop.for reductions of loads and pure ops), and uses no
- * inner-level value. The ops move, in their order, into the new nests;
- * the ivs are replaced by the new nests' ivs.
+ * value its regions use from outside it). The reductions' masks give the
+ * rows' dims (the leading ones of a LayerNorm stored transposed, or
+ * (n, h, w) of a LayerNorm over the channels of NCHW stored back as
+ * NCHW); an op goes to the row level when it depends on those dims at
+ * most, reads memory at most (loads, and loop.for reductions of loads
+ * and pure ops), and uses no inner-level value. The ops move, in their
+ * order, into the new nests; the ivs are replaced by the new nests'
+ * ivs. Both new nests keep the dims in their order.
  */
 #include "dialects/loop/nest_rewrite.h"
 #include "fz/pass.h" /* fzOpIsEffectFree */
@@ -81,16 +84,17 @@ static FzWalkResult visit(FzOp *op, void *ud) {
   return FZ_WALK_ADVANCE;
 }
 
-/* A loop.parallel of the bounds of dims [lo, hi) of par, with an empty
- * body (a yield), created by b. */
-static FzOp *make_parallel(FzBuilder *b, FzOp *par, size_t lo, size_t hi) {
+/* A loop.parallel of the bounds of dims dims[0..k) of par, with an
+ * empty body (a yield), created by b. */
+static FzOp *make_parallel(FzBuilder *b, FzOp *par, const size_t *dims,
+                           size_t k) {
   FzContext *ctx = fzOpGetContext(par);
-  size_t n = fzLoopParallelGetNumDims(par), k = hi - lo;
+  size_t n = fzLoopParallelGetNumDims(par);
   FzValue *ops[3 * MAX_DIMS];
   FzType *types[MAX_DIMS];
   for (size_t g = 0; g < 3; ++g)
-    for (size_t i = lo; i < hi; ++i)
-      ops[g * k + i - lo] = fzOpGetOperand(par, g * n + i);
+    for (size_t i = 0; i < k; ++i)
+      ops[g * k + i] = fzOpGetOperand(par, g * n + dims[i]);
   for (size_t i = 0; i < k; ++i)
     types[i] = fzIndexTypeGet(ctx);
   FzBlock *body = fzBlockCreate(ctx, k, types, NULL);
@@ -114,9 +118,9 @@ static FzOp *make_parallel(FzBuilder *b, FzOp *par, size_t lo, size_t hi) {
   return fzBuilderCreate(b, &st);
 }
 
-/* Decides p and which ops go to the row level; false when the split does
- * not apply. */
-static bool plan(Split *s, size_t n, size_t *rowsDims) {
+/* Decides the rows' dims (a mask) and which ops go to the row level;
+ * false when the split does not apply. */
+static bool plan(Split *s, size_t n, uint64_t *rowsMask) {
   uint64_t red = 0;
   bool any = false;
   size_t i = 0;
@@ -136,23 +140,23 @@ static bool plan(Split *s, size_t n, size_t *rowsDims) {
         return false;
     }
   }
-  size_t p = 1;
-  while (p < 64 && (red >> p) != 0)
-    ++p;
-  if (!any || p >= n)
+  uint64_t all = n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1;
+  uint64_t rows = red & all;
+  if (!any || rows == 0 || rows == all)
     return false;
   /* Inner dims of extent 1 (a reduction's kept dims, keepdims) gain
    * nothing from a level of their own. */
   bool wide = false;
-  for (size_t d = p; d < n; ++d) {
+  for (size_t d = 0; d < n; ++d) {
     int64_t ub;
+    if (rows & ((uint64_t)1 << d))
+      continue;
     wide = wide ||
            !fzLoopValueGetConstantInt(fzOpGetOperand(s->par, n + d), &ub) ||
            ub > 1;
   }
   if (!wide)
     return false;
-  uint64_t rows = ((uint64_t)1 << p) - 1;
   /* Row level: within the rows' dims, reading at most, and using only
    * row-level values (positions in order, so the flag of an operand's
    * definition is final when an op is decided). */
@@ -165,7 +169,7 @@ static bool plan(Split *s, size_t n, size_t *rowsDims) {
     if (fzLoopGetOpcode(op) == FZ_LOOP_OP_FOR && !s->outer[i])
       return false;
   }
-  *rowsDims = p;
+  *rowsMask = rows;
   return true;
 }
 
@@ -189,17 +193,25 @@ FzOp *fzLoopSplitRowNest(FzOp *par) {
        op = fzOpGetNextInBlock(op))
     ok = fzPtrMapPut(&s.index, op, (void *)(uintptr_t)++i);
   FzOp *outerPar = NULL;
-  size_t p = 0;
-  if (ok && plan(&s, n, &p)) {
+  uint64_t rows = 0;
+  size_t dims[MAX_DIMS], at[MAX_DIMS], p = 0;
+  if (ok && plan(&s, n, &rows)) {
+    /* The rows' dims first, then the others; at[d]: d's place there. */
+    for (size_t d = 0; d < n; ++d)
+      if (rows & ((uint64_t)1 << d))
+        at[d] = p, dims[p++] = d;
+    for (size_t d = 0, q = p; d < n; ++d)
+      if (!(rows & ((uint64_t)1 << d)))
+        at[d] = q, dims[q++] = d;
     FzBuilder b;
     fzBuilderInit(&b, ctx);
     fzBuilderSetInsertionPointBefore(&b, par);
-    outerPar = make_parallel(&b, par, 0, p);
+    outerPar = make_parallel(&b, par, dims, p);
     FzOp *innerPar = NULL;
     if (outerPar) {
       FzBlock *ob = fzLoopGetBody(outerPar);
       fzBuilderSetInsertionPointBefore(&b, fzBlockGetLastOp(ob));
-      innerPar = make_parallel(&b, par, p, n);
+      innerPar = make_parallel(&b, par, dims + p, n - p);
     }
     ok = innerPar != NULL;
     if (ok) {
@@ -220,8 +232,8 @@ FzOp *fzLoopSplitRowNest(FzOp *par) {
       for (size_t d = 0; d < n; ++d)
         fzValueReplaceAllUsesWith(
             fzBlockGetArgument(body, d),
-            d < p ? fzBlockGetArgument(fzLoopGetBody(outerPar), d)
-                  : fzBlockGetArgument(ib, d - p));
+            at[d] < p ? fzBlockGetArgument(fzLoopGetBody(outerPar), at[d])
+                      : fzBlockGetArgument(ib, at[d] - p));
       fzOpErase(par);
       split = true;
     } else if (outerPar) {

@@ -23,6 +23,10 @@
  *                          memory [G][32]); the loop's init is folded in
  *                          last
  *       loop.parallel      its chunks are dealt to the group's threads
+ *                          (COLUMNS: a store along its variable goes
+ *                          through a shared-memory tile per chunk rank,
+ *                          written out along the variable after a
+ *                          barrier: emit_transposed_phase)
  *       loop.barrier       kernel.barrier; nothing when the nest stores
  *                          into no buffer it reads (no phase reads what
  *                          another one wrote)
@@ -57,6 +61,8 @@ typedef struct Group {
   const FzLkNestPlan *p;
   FzValue *tid;    /* index */
   FzValue *g;      /* index: this thread's rank in its group */
+  FzValue *local;  /* index: its item's rank in the block */
+  FzValue *blk;    /* index: the block's item group (block-uniform) */
   FzValue *valid;  /* i1: the thread's item exists */
   FzValue *leader; /* i1: valid and g == 0 */
   FzLkMap *map;    /* the item's values */
@@ -530,8 +536,12 @@ static bool emit_reduction(Group *G, const FzLkInnerPlan *ip) {
   return !kb->failed;
 }
 
+static bool emit_transposed_phase(Group *G, const FzLkInnerPlan *ip);
+
 static bool emit_phase(Group *G, const FzLkInnerPlan *ip) {
   FzLkBuild *kb = G->kb;
+  if (ip->transposed)
+    return emit_transposed_phase(G, ip);
   /* Items past the end write nothing (their reads were clamped). */
   bool ragged = G->nest->items % G->p->itemsPerBlock != 0;
   FzOp *guard = ragged ? fzLkIfBegin(kb, G->valid, 0, NULL, NULL) : NULL;
@@ -551,12 +561,11 @@ static const FzLkInnerPlan *inner_plan(const FzLkNestPlan *p, FzOp *op) {
   return NULL;
 }
 
-static bool emit_item(Group *G, FzValue *item) {
+/* The nest's variables of item (row-major) into map. */
+static bool bind_item(Group *G, FzLkMap *map, FzValue *item) {
   FzLkBuild *kb = G->kb;
   const FzLkNest *nest = G->nest;
-  const FzLkNestPlan *p = G->p;
   FzBlock *body = fzLoopGetBody(nest->par);
-  /* Delinearize (row-major) into the nest's variables. */
   FzValue *q = item;
   for (size_t d = nest->numDims; d-- > 0;) {
     FzValue *k = q;
@@ -565,11 +574,21 @@ static bool emit_item(Group *G, FzValue *item) {
       k = fzLkRem(kb, q, tr);
       q = fzLkDiv(kb, q, tr);
     }
-    if (!fzLkMapPut(G->map, fzBlockGetArgument(body, d),
+    if (!fzLkMapPut(map, fzBlockGetArgument(body, d),
                     fzLkAdd(kb, fzLkIndex(kb, nest->lb[d]),
                             fzLkMul(kb, k, fzLkIndex(kb, nest->step[d])))))
       return kb->failed = true, false;
   }
+  return !kb->failed;
+}
+
+static bool emit_item(Group *G, FzValue *item) {
+  FzLkBuild *kb = G->kb;
+  const FzLkNest *nest = G->nest;
+  const FzLkNestPlan *p = G->p;
+  FzBlock *body = fzLoopGetBody(nest->par);
+  if (!bind_item(G, G->map, item))
+    return false;
   FzOp *last = fzBlockGetLastOp(body);
   for (FzOp *op = fzBlockGetFirstOp(body); op && !kb->failed;
        op = fzOpGetNextInBlock(op)) {
@@ -628,6 +647,181 @@ static bool setup_staging(Group *G) {
   return true;
 }
 
+/*===--- Columns phases stored along their variable -----------------------===*/
+
+/* Whether op is a store of ip's body whose last index is its variable. */
+static bool is_transposed_store(const FzLkInnerPlan *ip, FzOp *op) {
+  return fzLoopGetOpcode(op) == FZ_LOOP_OP_STORE &&
+         fzOpGetNumOperands(op) >= 3 &&
+         fzOpGetOperand(op, fzLkAccessLastIndex(op)) ==
+             fzBlockGetArgument(fzLoopGetBody(ip->loop), 0);
+}
+
+/* v for another iteration, whose variables map binds: the pure index
+ * arithmetic (plan.c: fzLkIndexIsPure) cloned again. */
+static FzValue *recompute(FzLkBuild *kb, FzLkMap *map, FzValue *v,
+                          unsigned depth) {
+  FzValue *r = fzLkMapGet(map, v);
+  if (r || kb->failed)
+    return r;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || depth > 32) {
+    kb->failed = true;
+    return NULL;
+  }
+  for (size_t i = 0; i < fzOpGetNumOperands(def); ++i)
+    if (!recompute(kb, map, fzOpGetOperand(def, i), depth + 1))
+      return NULL;
+  return fzLkClone(kb, map, def) ? fzLkMapGet(map, v) : NULL;
+}
+
+/* Transposed stores: per store, two tiles of G x FZ_LK_TILE_PITCH (the
+ * chunk ranks alternate between them); what the write-out of every
+ * chunk shares. */
+typedef struct Tiles {
+  FzOp *stores[FZ_LK_MAX_TRANSPOSED];
+  FzValue *tiles[FZ_LK_MAX_TRANSPOSED];
+  size_t n;
+  FzValue *cl;    /* index: the element of the chunk this thread writes */
+  FzValue *at;    /* index: its place in a tile, cl * pitch + column */
+  FzValue *valid; /* i1: its column exists */
+  FzLkMap outer;  /* the nest's variables of its column */
+} Tiles;
+
+/* Chunk rank k (index; the same in every thread) of a transposed phase:
+ * the thread's chunk c = g + k * G (clamped to the last when past the
+ * end: it takes part in the barrier, its results are not stored) with
+ * its transposed stores written to the tile at [g][column], its other
+ * stores guarded; a barrier; then the tile written out, thread t taking
+ * the block's column t / G at chunk k * G + t % G, so that consecutive
+ * threads store consecutive elements along the variable. */
+static bool emit_transposed_chunk(Group *G, const FzLkInnerPlan *ip,
+                                  const Tiles *T, FzValue *k) {
+  FzLkBuild *kb = G->kb;
+  const FzLkNestPlan *p = G->p;
+  int64_t gs = p->group;
+  FzBlock *body = fzLoopGetBody(ip->loop);
+  FzValue *iv = fzBlockGetArgument(body, 0);
+  FzValue *c = fzLkAdd(kb, G->g, fzLkMul(kb, k, fzLkIndex(kb, gs)));
+  FzValue *chunks = fzLkIndex(kb, ip->chunks);
+  FzValue *inb = NULL;
+  if (ip->chunks % gs != 0) {
+    inb = fzLkCmp(kb, "slt", c, chunks);
+    c = fzLkSelect(kb, inb, c, fzLkIndex(kb, ip->chunks - 1));
+  }
+  FzValue *half = fzLkMul(kb, fzLkRem(kb, k, fzLkIndex(kb, 2)),
+                          fzLkIndex(kb, gs * FZ_LK_TILE_PITCH));
+  FzLkUnroll U;
+  if (!fzLkUnrollInit(&U, kb, body, 1, 1, G->map, NULL, NULL))
+    return kb->failed = true, false;
+  bool ok = fzLkMapPut(&U.maps[0], iv,
+                       fzLkAdd(kb, fzLkIndex(kb, ip->lb),
+                               fzLkMul(kb, c, fzLkIndex(kb, ip->step))));
+  for (size_t i = 0; i < U.numOps; ++i)
+    U.skip[i] = fzLoopGetOpcode(U.ops[i]) == FZ_LOOP_OP_STORE;
+  for (unsigned ph = 0; ph < 3 && ok; ++ph)
+    ok = fzLkUnrollPhase(&U, 0, ph);
+  FzValue *mine = fzLkAdd(kb, fzLkAdd(kb, half, G->local),
+                          fzLkMul(kb, G->g, fzLkIndex(kb, FZ_LK_TILE_PITCH)));
+  FzValue *keep = inb ? fzLkBin(kb, "loop.andi", G->valid, inb) : G->valid;
+  for (size_t i = 0; i < U.numOps && ok; ++i) {
+    FzOp *st = U.ops[i];
+    if (!U.skip[i])
+      continue;
+    size_t t = 0;
+    while (t < T->n && T->stores[t] != st)
+      ++t;
+    if (t < T->n) {
+      FzValue *v = fzLkMapGet(&U.maps[0], fzOpGetOperand(st, 0));
+      ok = v && fzLkStore(kb, v, T->tiles[t], 1, &mine);
+      continue;
+    }
+    FzOp *guard = fzLkIfBegin(kb, keep, 0, NULL, NULL);
+    ok = guard && fzLkClone(kb, &U.maps[0], st) &&
+         fzLkForEnd(kb, guard, 0, NULL);
+  }
+  fzLkUnrollFree(&U);
+  if (!ok || !fzLkBarrier(kb))
+    return kb->failed = true, false;
+  /* The write-out. */
+  FzValue *at = fzLkAdd(kb, half, T->at);
+  FzValue *c2 = fzLkAdd(kb, fzLkMul(kb, k, fzLkIndex(kb, gs)), T->cl);
+  FzValue *out = T->valid;
+  if (ip->chunks % gs != 0)
+    out = fzLkBin(kb, "loop.andi", out, fzLkCmp(kb, "slt", c2, chunks));
+  FzOp *guard = fzLkIfBegin(kb, out, 0, NULL, NULL);
+  if (!guard)
+    return kb->failed = true, false;
+  FzLkMap m;
+  fzLkMapInit(&m, kb->ctx, &T->outer);
+  ok = fzLkMapPut(&m, iv,
+                  fzLkAdd(kb, fzLkIndex(kb, ip->lb),
+                          fzLkMul(kb, c2, fzLkIndex(kb, ip->step))));
+  for (size_t t = 0; t < T->n && ok; ++t) {
+    FzOp *st = T->stores[t];
+    size_t n = fzOpGetNumOperands(st);
+    FzValue *idx[FZ_LK_MAX_DIMS];
+    FzValue *buf = recompute(kb, &m, fzOpGetOperand(st, 1), 0);
+    ok = buf && n - 2 <= FZ_LK_MAX_DIMS;
+    for (size_t d = 2; d < n && ok; ++d)
+      ok = (idx[d - 2] = recompute(kb, &m, fzOpGetOperand(st, d), 0)) !=
+           NULL;
+    FzValue *v = ok ? fzLkLoad(kb, T->tiles[t], 1, &at) : NULL;
+    ok = v && fzLkStore(kb, v, buf, n - 2, idx);
+  }
+  fzLkMapFree(&m);
+  if (!ok || !fzLkForEnd(kb, guard, 0, NULL))
+    return kb->failed = true, false;
+  return !kb->failed;
+}
+
+/* A columns phase whose stores along its variable (ip->transposed) go
+ * through shared memory: chunk ranks 0..perThread-1, unrolled or in a
+ * loop, each thread doing every rank (the barriers are block-wide). */
+static bool emit_transposed_phase(Group *G, const FzLkInnerPlan *ip) {
+  FzLkBuild *kb = G->kb;
+  Tiles T;
+  memset(&T, 0, sizeof T);
+  FzBlock *body = fzLoopGetBody(ip->loop);
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    if (!is_transposed_store(ip, op))
+      continue;
+    if (T.n == FZ_LK_MAX_TRANSPOSED)
+      return kb->failed = true, false; /* planned: cannot happen */
+    FzType *elt = fzValueGetType(fzOpGetOperand(op, 0));
+    T.stores[T.n] = op;
+    if (!(T.tiles[T.n++] = fzLkSharedAlloc(
+              kb, elt, 2 * (int64_t)G->p->group * FZ_LK_TILE_PITCH)))
+      return kb->failed = true, false;
+  }
+  G->usedShared = true;
+  /* Thread t writes out column t / G of the block, element t % G of
+   * each chunk. */
+  int64_t gs = G->p->group;
+  FzValue *xo = fzLkDiv(kb, G->tid, fzLkIndex(kb, gs));
+  T.cl = fzLkRem(kb, G->tid, fzLkIndex(kb, gs));
+  T.at = fzLkAdd(kb, xo, fzLkMul(kb, T.cl, fzLkIndex(kb, FZ_LK_TILE_PITCH)));
+  FzValue *item = fzLkAdd(
+      kb, fzLkMul(kb, G->blk, fzLkIndex(kb, G->p->itemsPerBlock)), xo);
+  T.valid = fzLkCmp(kb, "slt", item, fzLkIndex(kb, G->nest->items));
+  item = fzLkSelect(kb, T.valid, item, fzLkIndex(kb, G->nest->items - 1));
+  fzLkMapInit(&T.outer, kb->ctx, &kb->base);
+  bool ok = bind_item(G, &T.outer, item);
+  if (ok && ip->unroll) {
+    for (int64_t k = 0; k < ip->perThread && ok; ++k)
+      ok = emit_transposed_chunk(G, ip, &T, fzLkIndex(kb, k));
+  } else if (ok) {
+    FzValue *k;
+    FzOp *loop =
+        fzLkForBegin(kb, fzLkIndex(kb, 0), fzLkIndex(kb, ip->perThread),
+                     fzLkIndex(kb, 1), 0, NULL, &k, NULL);
+    ok = loop && emit_transposed_chunk(G, ip, &T, k) &&
+         fzLkForEnd(kb, loop, 0, NULL);
+  }
+  fzLkMapFree(&T.outer);
+  return ok && !kb->failed;
+}
+
 static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
   const FzLkNestPlan *p = plan->state;
   const FzLkNest *nest = kb->nest;
@@ -649,6 +843,7 @@ static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
     G.g = fzLkDiv(kb, G.tid, c32);
     local = fzLkRem(kb, G.tid, c32);
   }
+  G.local = local;
   FzValue *numBlocks = fzLkIndex(kb, p->numBlocks);
   FzValue *blk;
   FzOp *loop = setup_staging(&G) ? fzLkForBegin(kb, bid, numBlocks, nb, 0,
@@ -659,6 +854,7 @@ static bool build(FzLkBuild *kb, const FzLkPlan *plan) {
       fzFree(kb->ctx, G.regs[i]);
     return false;
   }
+  G.blk = blk;
   FzValue *item =
       fzLkAdd(kb, fzLkMul(kb, blk, fzLkIndex(kb, p->itemsPerBlock)), local);
   FzValue *items = fzLkIndex(kb, nest->items);

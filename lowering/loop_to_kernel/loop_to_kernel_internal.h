@@ -309,6 +309,12 @@ bool fzLkSerializeNested(FzLkBuild *kb, FzOp *op);
 #define FZ_LK_MAX_INNER 16
 #define FZ_LK_MAX_ACCUMULATORS 8
 #define FZ_LK_MAX_STAGED 8
+/* Stores of a columns phase along its inner variable (transposed
+ * through shared memory, grouped.c), and the pitch of their tiles: 32
+ * columns and one element of padding, so that neither the columns'
+ * writes nor the channels' reads of a tile conflict in banks. */
+#define FZ_LK_MAX_TRANSPOSED 4
+#define FZ_LK_TILE_PITCH 33
 
 typedef enum FzLkMappingKind {
   FZ_LK_MAP_ELEMENTWISE, /* one iteration per thread, grid-stride loop */
@@ -335,6 +341,13 @@ typedef struct FzLkInnerPlan {
    * then its first regChunks unrolled; it computes staged values (their
    * producer) or takes them from registers and shared memory. */
   bool staged;
+  /* Columns: the phase's stores whose last index is its variable (a
+   * channel written along the contiguous dim), and their element sizes
+   * summed. Each goes through a shared-memory tile: the G threads of
+   * each of the block's 32 columns write their chunk, then the block
+   * writes the tile out along the channels (grouped.c). */
+  unsigned transposed;
+  size_t transposedBytes;
 } FzLkInnerPlan;
 
 /* A value of the row that several inner loops of a one-row-per-block
@@ -407,6 +420,16 @@ void fzLkPlanStaging(const FzLkNest *n, FzLkNestPlan *p,
  * of staged inner loop ip, computes, or -1. */
 int fzLkStagedValueOf(const FzLkNestPlan *p, const FzLkInnerPlan *ip,
                       FzOp *op);
+/* The operand of access op (a loop.load or loop.store) that indexes its
+ * buffer's last dim of more than one element: the last index, before
+ * those of trailing unit dims (always 0: [n, c, h, w] of an N x C x 1 x
+ * 1 buffer runs along c). */
+size_t fzLkAccessLastIndex(FzOp *op);
+/* Whether index value v is computed from the variables of nest's loops,
+ * values defined outside nest and effect-free ops without regions (no
+ * load, no reduction result), at most depth 32 deep: the columns mapping
+ * computes such an address again for another column. */
+bool fzLkIndexIsPure(FzOp *nest, FzValue *v, unsigned depth);
 /* The op of reduction loop forOp that folds iteration argument i into
  * its accumulator (its yield's operand i), or NULL when there is none of
  * the kinds that combine partial results (add, mul, max, min, and, or,

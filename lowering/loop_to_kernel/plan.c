@@ -12,11 +12,15 @@
  *            c = g + k*G. G <= 32: several rows per block, combined by
  *            warp shuffles; G > 32: one row per block, shuffles then
  *            shared memory.
- *  COLUMNS   the inner loops are reductions whose iteration variable
- *            indexes a non-last dimension while the outer last variable
- *            indexes the last one (column sums): 32 outer iterations per
- *            block along threadIdx % 32 (coalesced), the reduced axis
- *            split over blockDim / 32 threads, combined in shared memory.
+ *  COLUMNS   the inner loops (reductions and phases) have iteration
+ *            variables that index a non-last dimension while the outer
+ *            last variable indexes the last one (column sums, a layer
+ *            norm over the channels of NCHW): 32 outer iterations per
+ *            block along threadIdx % 32 (coalesced), each inner loop
+ *            split over blockDim / 32 threads, reductions combined in
+ *            shared memory; a phase's stores along its own variable (an
+ *            NHWC result) go through a shared-memory tile and are
+ *            written out along it.
  *  ELEMENTWISE  anything else: one iteration per thread (fz/gpu.h).
  *
  * A ROWS nest of one row per block whose chunks are not unrolled (long
@@ -25,6 +29,7 @@
  */
 #include <string.h>
 
+#include "fz/pass.h" /* fzOpIsEffectFree */
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -92,11 +97,82 @@ static bool combinable_type(FzType *t) {
 typedef struct Access {
   FzValue *iv;        /* the inner loop's iteration variable */
   FzValue *outerLast; /* the nest's last outer variable */
+  FzOp *nest;         /* the nest's loop.parallel */
   int ivLast, ivOther, outerLastLast;
+  /* Stores whose last index is iv (ivLast counts them too), and those
+   * whose indices are not pure functions of the nest's variables (the
+   * columns mapping cannot recompute their addresses for another
+   * column). */
+  int ivLastStores, impureStores;
+  size_t ivLastStoreBytes; /* their elements' sizes, summed */
+  /* Loads whose last index is iv and whose address depends on outer
+   * variables but not on the last one (a row of a row-major operand that
+   * the threads of a warp share: x[i, k] of a matmul). A load along iv
+   * that uses the outer last variable too (a layer norm's input computed
+   * from an NHWC tensor, x[n, h, w, c]) reads 32 rows per warp, each
+   * thread of a column its chunk: the block reads the 32 rows whole
+   * (through L1), and the columns mapping takes it. */
+  int ivLastRowLoads;
   size_t widest;
   bool straight;
   bool stores;
 } Access;
+
+size_t fzLkAccessLastIndex(FzOp *op) {
+  size_t bi = fzLoopMemGetBufferOperand(op);
+  size_t n = fzOpGetNumOperands(op);
+  FzType *bt = fzValueGetType(fzOpGetOperand(op, bi));
+  size_t rank = fzShapedTypeGetRank(bt);
+  size_t k = n - 1;
+  while (k > bi + 1 && rank == n - bi - 1 &&
+         fzShapedTypeGetDim(bt, k - bi - 1) == 1)
+    --k;
+  return k;
+}
+
+/* Which variables of nest's own body (the outer ones) index value v
+ * depends on: bit 0 the last one, bit 1 another; both when unsure (too
+ * deep). */
+static unsigned uses_outer(FzOp *nest, FzValue *v, unsigned depth) {
+  if (depth > 16)
+    return 3;
+  FzBlock *body = fzLoopGetBody(nest);
+  if (fzValueIsBlockArgument(v)) {
+    if (fzValueGetParentBlock(v) != body)
+      return 0;
+    return fzValueGetIndex(v) + 1 == fzBlockGetNumArguments(body) ? 1 : 2;
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || !fzOpIsAncestor(nest, def))
+    return 0;
+  unsigned m = 0;
+  for (size_t i = 0; i < fzOpGetNumOperands(def); ++i)
+    m |= uses_outer(nest, fzOpGetOperand(def, i), depth + 1);
+  return m;
+}
+
+bool fzLkIndexIsPure(FzOp *nest, FzValue *v, unsigned depth) {
+  if (depth > 32)
+    return false;
+  if (fzValueIsBlockArgument(v)) {
+    FzOp *owner = fzBlockGetParentOp(fzValueGetParentBlock(v));
+    if (!owner || !fzOpIsAncestor(nest, owner))
+      return true; /* outside the nest */
+    FzLoopOpcode c = fzLoopGetOpcode(owner);
+    return c == FZ_LOOP_OP_PARALLEL ||
+           (c == FZ_LOOP_OP_FOR && fzValueGetIndex(v) == 0);
+  }
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || !fzOpIsAncestor(nest, def))
+    return true;
+  if (fzOpGetNumRegions(def) != 0 || !fzOpIsEffectFree(def) ||
+      fzLoopGetOpcode(def) == FZ_LOOP_OP_LOAD)
+    return false;
+  for (size_t i = 0; i < fzOpGetNumOperands(def); ++i)
+    if (!fzLkIndexIsPure(nest, fzOpGetOperand(def, i), depth + 1))
+      return false;
+  return true;
+}
 
 static FzWalkResult scan_inner(FzOp *op, void *ud) {
   Access *a = ud;
@@ -117,30 +193,46 @@ static FzWalkResult scan_inner(FzOp *op, void *ud) {
   }
   if (c != FZ_LOOP_OP_LOAD && c != FZ_LOOP_OP_STORE)
     return FZ_WALK_ADVANCE;
-  if (c == FZ_LOOP_OP_STORE)
+  bool store = c == FZ_LOOP_OP_STORE;
+  if (store)
     a->stores = true;
   size_t bi = fzLoopMemGetBufferOperand(op);
   FzType *bt = fzValueGetType(fzOpGetOperand(op, bi));
   size_t sz = fzTypeGetStorageSize(fzShapedTypeGetElementType(bt));
   if (sz > a->widest)
     a->widest = sz;
-  size_t n = fzOpGetNumOperands(op);
+  size_t n = fzOpGetNumOperands(op), lastAt = fzLkAccessLastIndex(op);
   for (size_t k = bi + 1; k < n; ++k) {
     FzValue *v = fzOpGetOperand(op, k);
-    bool last = k + 1 == n;
-    if (v == a->iv)
+    bool last = k == lastAt;
+    if (v == a->iv) {
       last ? a->ivLast++ : a->ivOther++;
-    else if (last && v == a->outerLast)
+      if (last && !store) {
+        unsigned m = 0;
+        for (size_t j = bi + 1; j < lastAt; ++j)
+          m |= uses_outer(a->nest, fzOpGetOperand(op, j), 0);
+        a->ivLastRowLoads += m == 2;
+      }
+      if (last && store) {
+        a->ivLastStores++;
+        a->ivLastStoreBytes += sz;
+      }
+    } else if (last && v == a->outerLast) {
       a->outerLastLast++;
+    }
+    if (store && !fzLkIndexIsPure(a->nest, v, 0))
+      a->impureStores++;
   }
+  if (store && !fzLkIndexIsPure(a->nest, fzOpGetOperand(op, bi), 0))
+    a->impureStores++;
   return FZ_WALK_ADVANCE;
 }
 
 /* Fills ip for inner loop `loop` (a loop.for reduction or a 1-D
  * loop.parallel). False when the loop does not qualify for a grouped
  * mapping. */
-static bool plan_inner(FzOp *loop, FzValue *outerLast, FzLkInnerPlan *ip,
-                       Access *acc) {
+static bool plan_inner(FzOp *nest, FzOp *loop, FzValue *outerLast,
+                       FzLkInnerPlan *ip, Access *acc) {
   bool isFor = fzLoopGetOpcode(loop) == FZ_LOOP_OP_FOR;
   FzBlock *body = fzLoopGetBody(loop);
   if (!body)
@@ -168,6 +260,7 @@ static bool plan_inner(FzOp *loop, FzValue *outerLast, FzLkInnerPlan *ip,
   memset(acc, 0, sizeof *acc);
   acc->iv = fzBlockGetArgument(body, 0);
   acc->outerLast = outerLast;
+  acc->nest = nest;
   acc->widest = 1;
   acc->straight = true;
   for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
@@ -202,8 +295,8 @@ static void plan_elementwise(const FzLkNest *n, FzLkNestPlan *p,
 static FzLkMappingKind classify(const FzLkNest *n, FzLkNestPlan *p) {
   FzBlock *body = fzLoopGetBody(n->par);
   FzValue *outerLast = fzBlockGetArgument(body, n->numDims - 1);
-  int ivLast = 0, ivOther = 0, outerLastLast = 0;
-  bool phases = false;
+  int ivLast = 0, ivOther = 0, outerLastLast = 0, ivLastStores = 0;
+  int impureStores = 0, ivLastRowLoads = 0;
   p->numInner = 0;
   for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
     FzLoopOpcode c = fzLoopGetOpcode(op);
@@ -217,20 +310,21 @@ static FzLkMappingKind classify(const FzLkNest *n, FzLkNestPlan *p) {
       Access a;
       FzLkInnerPlan *ip = &p->inner[p->numInner];
       memset(ip, 0, sizeof *ip);
-      if (!plan_inner(op, outerLast, ip, &a))
+      if (!plan_inner(n->par, op, outerLast, ip, &a))
         return FZ_LK_MAP_ELEMENTWISE;
       ip->widest = a.widest;
       ip->contiguous = a.ivOther == 0 && a.ivLast > 0;
+      ip->transposed = (unsigned)a.ivLastStores;
+      ip->transposedBytes = a.ivLastStoreBytes;
       ivLast += a.ivLast;
       ivOther += a.ivOther;
       outerLastLast += a.outerLastLast;
-      phases |= c == FZ_LOOP_OP_PARALLEL;
+      ivLastStores += a.ivLastStores;
+      impureStores += a.impureStores;
+      ivLastRowLoads += a.ivLastRowLoads;
       p->numInner++;
       break;
     }
-    case FZ_LOOP_OP_BARRIER:
-      phases = true;
-      break;
     case FZ_LOOP_OP_ALLOC:
     case FZ_LOOP_OP_DEALLOC:
     case FZ_LOOP_OP_UNKNOWN:
@@ -244,7 +338,17 @@ static FzLkMappingKind classify(const FzLkNest *n, FzLkNestPlan *p) {
     return FZ_LK_MAP_ELEMENTWISE;
   if (ivOther == 0 && ivLast > 0)
     return FZ_LK_MAP_ROWS;
-  if (!phases && ivLast == 0 && ivOther > 0 && outerLastLast > 0)
+  /* Columns: the inner variables index strided dims, the outer last one
+   * the contiguous dim. A phase may also store along the inner variable
+   * (a layer norm over NCHW channels stored NHWC): those stores go
+   * through shared memory, their addresses computed again for the
+   * columns a thread writes out, so they must be pure index arithmetic.
+   * Loads along the inner variable are read as they are when they are
+   * the same for every column (a layer norm's scale and shift); a load
+   * of rows along it (x[i, k] of a matmul) is not a columns nest. */
+  if (ivOther > 0 && outerLastLast > 0 && ivLastRowLoads == 0 &&
+      (ivLastStores == 0 || impureStores == 0) &&
+      ivLastStores <= FZ_LK_MAX_TRANSPOSED)
     return FZ_LK_MAP_COLUMNS;
   return FZ_LK_MAP_ELEMENTWISE;
 }
@@ -282,12 +386,19 @@ static void plan_rows(const FzLkNest *n, FzLkNestPlan *p,
 
 static void plan_columns(const FzLkNest *n, FzLkNestPlan *p) {
   /* Enough threads to fill the GPU (~2^18) with 32 columns per block;
-   * 4..32 threads share each column's reduction. */
+   * 4..32 threads share each column's inner loops, no more than their
+   * longest has iterations. */
   int64_t cols32 = ceil_div(n->items, 32) * 32;
   int64_t ty = ((int64_t)1 << 18) / cols32;
+  int64_t maxTrips = 1;
+  for (size_t i = 0; i < p->numInner; ++i)
+    if (p->inner[i].trips > maxTrips)
+      maxTrips = p->inner[i].trips;
   unsigned g = 4;
-  while ((int64_t)g * 2 <= ty && g < 32)
+  while ((int64_t)g * 2 <= ty && g < 32 && (int64_t)g < maxTrips)
     g *= 2;
+  while (g > 1 && (int64_t)g / 2 >= maxTrips)
+    g /= 2;
   for (size_t i = 0; i < p->numInner; ++i) {
     p->inner[i].vec = 1;
     p->inner[i].chunks = p->inner[i].trips;
@@ -350,7 +461,9 @@ static bool shares_memory(FzOp *par) {
 }
 
 /* Static shared memory the grouped kernel needs: per reduction result,
- * one slot per warp of a row (rows, G > 32) or per thread (columns). */
+ * one slot per warp of a row (rows, G > 32) or per thread (columns);
+ * per store of a columns phase along its inner variable, two tiles of
+ * G x 33 elements (FZ_LK_TILE_PITCH). */
 static int64_t shared_bytes(const FzLkNestPlan *p) {
   int64_t slots = p->mapping == FZ_LK_MAP_COLUMNS ? (int64_t)p->group * 32
                   : p->group > 32                 ? p->group / 32
@@ -358,6 +471,9 @@ static int64_t shared_bytes(const FzLkNestPlan *p) {
   int64_t total = 0;
   for (size_t i = 0; i < p->numInner; ++i) {
     FzOp *loop = p->inner[i].loop;
+    if (p->mapping == FZ_LK_MAP_COLUMNS)
+      total += 2 * (int64_t)p->group * FZ_LK_TILE_PITCH *
+               (int64_t)p->inner[i].transposedBytes;
     if (!p->inner[i].isReduction)
       continue;
     for (size_t k = 0; k < fzOpGetNumResults(loop); ++k) {
@@ -380,6 +496,11 @@ void fzLkPlanNest(const FzLkNest *n, const FzLoopToKernelOptions *o,
     plan_columns(n, p);
   else
     plan_elementwise(n, p, o);
+  for (size_t i = 0; p->mapping != FZ_LK_MAP_COLUMNS && i < p->numInner;
+       ++i) {
+    p->inner[i].transposed = 0; /* the columns mapping's only */
+    p->inner[i].transposedBytes = 0;
+  }
   if (p->mapping != FZ_LK_MAP_ELEMENTWISE && shared_bytes(p) > 40 * 1024)
     plan_elementwise(n, p, o); /* static limit */
   p->phasesShareMemory = shares_memory(n->par);
@@ -441,6 +562,10 @@ void fzLkPlanDescribe(const FzLkNest *nest, const FzLkNestPlan *p, char *buf,
                "memory%s)", (long long)p->regChunks,
                (long long)(ip->perThread - p->regChunks),
                produces ? "; keeps the row" : "");
+    else if (ip->transposed)
+      snprintf(how, sizeof how, " (%s; %u store%s along it through "
+               "shared memory)", ip->unroll ? "unrolled" : "loop",
+               ip->transposed, ip->transposed == 1 ? "" : "s");
     else
       snprintf(how, sizeof how, ip->unroll ? " (unrolled)" : " (loop)");
     n += snprintf(buf + n, size - (size_t)n,

@@ -135,6 +135,24 @@ static bool relaid_level(const Shape *s, const Shape *S, uint32_t axes,
   return false;
 }
 
+/* Whether s has S's dims in another order (same rank, same dims as a
+ * multiset, not S itself). Static shapes only. */
+static bool permuted_shape(const Shape *s, const Shape *S) {
+  if (s->rank != S->rank || s->rank == 0 || shape_eq(s, S) ||
+      !static_shape(s) || !static_shape(S))
+    return false;
+  bool used[32] = {false};
+  for (size_t i = 0; i < s->rank; ++i) {
+    size_t j = 0;
+    while (j < S->rank && (used[j] || S->dims[j] != s->dims[i]))
+      ++j;
+    if (j == S->rank)
+      return false;
+    used[j] = true;
+  }
+  return true;
+}
+
 /* Elements per row of s reduced over axes, when the reduced dims are the
  * trailing ones (each row contiguous in memory); 0 otherwise. */
 static double trailing_row_length(const Shape *s, uint32_t axes) {
@@ -466,9 +484,32 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
   }
   if (reduction != NO_NODE) {
     const FNode *rn = &F->nodes[reduction];
-    Shape S, keep, drop, s;
+    Shape S, keep, drop, s, P;
     reduction_sig(rn, &S);
     reduced_shapes(&S, rn->reduceAxes, &keep, &drop);
+    /* The reduced input's elements in another order P: the result of an
+     * injective op (a transpose) of an S-shaped value, as LayerNorm2d
+     * permutes NHWC back to NCHW. lower-graph-to-loop then iterates over
+     * P, its rows being the dims of P that S keeps (nest_rewrite.h). One
+     * such order per group. */
+    P.rank = 0;
+    for (size_t i = 0; i < c->nm; ++i) {
+      const FNode *n = &F->nodes[c->m[i]];
+      if (n->kind != FZ_FUSION_INJECTIVE || fzOpGetNumOperands(n->op) < 1)
+        continue;
+      shape_of(result_type(n), &s);
+      Shape o;
+      shape_of(fzValueGetType(fzOpGetOperand(n->op, 0)), &o);
+      if (!shape_eq(&o, &S) || !permuted_shape(&s, &S))
+        continue;
+      if (P.rank && !shape_eq(&s, &P))
+        return refuse(a, R_KIND, "the reduced input %s in two other orders: "
+                                 "%s and %s",
+                      shape_str(&S, b1, sizeof b1),
+                      shape_str(&P, b2, sizeof b2),
+                      shape_str(&s, b3, sizeof b3));
+      P = s;
+    }
     d->kind = FZ_FUSION_GROUP_REDUCTION;
     d->points = shape_numel(&S);
     d->rows = shape_numel(&drop);
@@ -491,7 +532,7 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
       }
       shape_of(result_type(n), &s);
       bool level = shape_eq(&s, &S) || shape_eq(&s, &keep) ||
-                   shape_eq(&s, &drop) ||
+                   shape_eq(&s, &drop) || (P.rank && shape_eq(&s, &P)) ||
                    relaid_level(&s, &S, rn->reduceAxes, d->rows);
       if (!level && (c->isOut[i] || !broadcasts_to(&s, &S)))
         return refuse(a, R_KIND, "'%s' of shape %s is neither the reduced "
