@@ -6,9 +6,10 @@
 # invocation under valgrind logs to its own file. Under valgrind: every
 # fuse-opt; fuse-translate unless it generates code (--emit: LLVM's own
 # code is not ours to check, and is slow under memcheck); fuse-run when it
-# runs an interpreter (--device interp, loop-interp or sim). Any memcheck
-# error (invalid read/write, use of uninitialized memory, a definite or
-# indirect leak) fails the script, also when the test expected the tool
+# runs an interpreter (--device interp, loop-interp or sim; sim only for
+# the files FZ_VALGRIND_SIM selects). Any memcheck error (invalid
+# read/write, use of uninitialized memory, a definite or indirect leak)
+# fails the script, also when the test expected the tool
 # to fail (`not fuse-opt ...` would otherwise hide valgrind's exit status).
 # scripts/test.sh runs it with CI=true.
 #
@@ -19,6 +20,14 @@
 #                           the fuzzers cover under ASan, and
 #                           format/roundtrip-all.fuse, ~600 runs on the
 #                           other lit files; "" runs them)
+#   FZ_VALGRIND_SIM         which `--device sim` runs go under memcheck:
+#                           a bash regex on the arguments (default: files
+#                           under tests/lit/kernel, fuse-run, loop,
+#                           regressions and simplify -- the simulator's
+#                           own tests; the tensor-core kernels of
+#                           tests/lit/matmul and gpu, 256 sim runs, run
+#                           natively here and under ASan+UBSan in the
+#                           sanitizer stage), `all` for every one
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
@@ -28,6 +37,8 @@ jobs=${FZ_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 2)}
 tests=${FZ_VALGRIND_TESTS:-tests/lit}
 [[ "$tests" == all ]] && tests=tests/lit
 filterOut=${FZ_VALGRIND_FILTER_OUT-invalid-fuzz|invalid-truncated-sweep|roundtrip-all}
+simFiles=${FZ_VALGRIND_SIM:-/tests/lit/(kernel|fuse-run|loop|regressions|simplify)/}
+[[ "$simFiles" == all ]] && simFiles=.
 
 command -v valgrind >/dev/null || { echo "valgrind.sh: valgrind is not installed" >&2; exit 1; }
 [[ -x "$build/bin/fuse-opt" ]] || { echo "valgrind.sh: no $build/bin/fuse-opt (build first)" >&2; exit 1; }
@@ -45,6 +56,7 @@ wrap() {
   rm -f "$vg/bin/$tool"
   cat >"$vg/bin/$tool" <<WRAP
 #!/usr/bin/env bash
+simre='$simFiles'
 if $cond; then
   exec valgrind --tool=memcheck --quiet --error-exitcode=99 \\
     --leak-check=full --errors-for-leak-kinds=definite,indirect \\
@@ -56,7 +68,7 @@ WRAP
 }
 wrap fuse-opt 'true'
 wrap fuse-translate '[[ " $* " != *" --emit"* ]]'
-wrap fuse-run '[[ " $* " =~ \ --device[\ =](interp|loop-interp|sim)\  ]]'
+wrap fuse-run '[[ " $* " =~ \ --device[\ =](interp|loop-interp)\  ]] || { [[ " $* " =~ \ --device[\ =]sim\  ]] && [[ " $* " =~ $simre ]]; }'
 
 lit_paths=()
 for t in $tests; do lit_paths+=("$root/$t"); done
