@@ -39,6 +39,16 @@
 #include "fz/kernel.h"
 #include "ir/util.h"
 
+/* The greatest common divisor of a and b (non-negative; gcd(a, 0) = a). */
+static inline int64_t fzLkGcd(int64_t a, int64_t b) {
+  while (b) {
+    int64_t t = a % b;
+    a = b;
+    b = t;
+  }
+  return a;
+}
+
 #define FZ_LK_MAX_DIMS 64
 
 /* A top-level loop.parallel of a host function, with constant bounds. */

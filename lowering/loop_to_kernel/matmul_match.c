@@ -23,6 +23,7 @@
 
 #include "dialects/loop/nest_match.h" /* splitMatchBounds */
 #include "ir/util.h"
+#include "lowering/loop_to_kernel/loop_to_kernel_internal.h" /* fzLkGcd */
 #include "lowering/loop_to_kernel/matmul_internal.h"
 
 static bool const_int(FzValue *v, int64_t *out) {
@@ -177,15 +178,6 @@ static bool classify_load(FzOp *par, FzValue *kiv, FzOp *load,
     x->batch[d] = (FzMatmulIndex){dim, c};
   }
   return true;
-}
-
-static int64_t gcd(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
 }
 
 /* The cp.async copies of operand x (FzMatmulOperand.asyncCopies and
@@ -517,7 +509,7 @@ bool fzKernelMatchMatmulNest(FzOp *par, FzMatmulNest *out, char *why,
                                "65535 blocks of grid.z)", (long long)batch);
   /* A slice starts at k = sb KS: a copy's start where KS, like K, is
    * whole copies. */
-  int64_t kx = m->splitK ? gcd(m->K, m->sliceK) : m->K;
+  int64_t kx = m->splitK ? fzLkGcd(m->K, m->sliceK) : m->K;
   set_copies(&m->a, m->a.kLast ? kx : m->M);
   set_copies(&m->b, m->b.kLast ? kx : m->N);
   return mmMatchEpilogue(m, why, whyLen);

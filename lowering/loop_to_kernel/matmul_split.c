@@ -22,15 +22,6 @@
 
 static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-static int64_t gcd(int64_t a, int64_t b) {
-  while (b) {
-    int64_t t = a % b;
-    a = b;
-    b = t;
-  }
-  return a;
-}
-
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
 int64_t fzMatmulSplitChoose(const FzMatmulNest *m, const FzMatmulTile *t,
@@ -43,7 +34,7 @@ int64_t fzMatmulSplitChoose(const FzMatmulNest *m, const FzMatmulTile *t,
    * aligned): lcm(KH KW, 8); a 1x1 conv's and a matmul's, whole k
    * tiles. */
   int64_t taps = m->conv.on ? m->conv.KH * m->conv.KW : 1;
-  int64_t unit = taps > 1 ? taps / gcd(taps, 8) * 8 : t->bk;
+  int64_t unit = taps > 1 ? taps / fzLkGcd(taps, 8) * 8 : t->bk;
   int64_t units = ceil_div(m->K, unit);
   int64_t S = forced;
   if (forced < 2) {
