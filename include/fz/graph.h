@@ -53,6 +53,20 @@ FZ_API FZ_MUST_CHECK bool fzRegisterFoldConstantsPass(FzContext *ctx);
  * error. */
 FZ_API FzOp *fzGraphCreateConstant(FzBuilder *b, FzAttr *value, FzLoc *loc);
 
+/* The data layout of graph.conv2d and the pooling ops, their optional
+ * string attribute `layout` (docs/dialects/graph.md): "nchw" (channels
+ * first; also when absent) or "nhwc" (channels last: the input is
+ * [N, H, W, C] and the result [N, OH, OW, M]; a conv's weight stays
+ * [M, C / groups, kH, kW]). */
+typedef enum FzGraphLayout {
+  FZ_GRAPH_LAYOUT_NCHW,
+  FZ_GRAPH_LAYOUT_NHWC,
+} FzGraphLayout;
+/* The layout op's `layout` attribute names: FZ_GRAPH_LAYOUT_NHWC for
+ * "nhwc", FZ_GRAPH_LAYOUT_NCHW otherwise (absent, or any op without
+ * one; the verifier rejects other values). op must not be NULL. */
+FZ_API FzGraphLayout fzGraphOpGetLayout(const FzOp *op);
+
 /* Host tensors (FzTensor) and .npy files: fz/tensor.h, included above. */
 
 /*===------------------------------------------------------------------===*
