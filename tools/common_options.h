@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fz/layout.h"
+
 /* The exit status of a usage error (mlir-opt's). */
 #define TOOL_EXIT_USAGE 1
 
@@ -98,6 +100,11 @@ int toolParseOption(const ToolParser *p, void *opts, int argc, char **argv,
  * TOOL_EXIT_USAGE. */
 int toolUsageError(const char *tool, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* --layout=VALUE, for every tool alike: the layout of convolution
+ * regions (fz/layout.h) into *out. Returns 0, or TOOL_EXIT_USAGE after
+ * printing the error. */
+int toolParseLayout(const char *tool, const char *value, FzGraphLayout *out);
 
 /* The table's lines for --help ("  --name=METAVAR   help"), with the
  * choices of CHOICE options and a line per alias. */

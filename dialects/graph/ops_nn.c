@@ -142,18 +142,45 @@ static bool read_pair(FzGraphDiag *d, const FzGraphAttrs *a, const char *name,
   return true;
 }
 
+/*===--- Layouts (fz/layout.h) -------------------------------------------===*/
+
+/* Indexed by FzGraphLayout. */
+#define NAME(id, name) name,
+static const char *const kLayoutNames[FZ_GRAPH_NUM_LAYOUTS + 1] = {
+    FZ_GRAPH_LAYOUTS(NAME) NULL};
+#undef NAME
+
+bool fzGraphLayoutParse(FzStringRef text, FzGraphLayout *out) {
+  for (int i = 0; i < FZ_GRAPH_NUM_LAYOUTS; ++i)
+    if (fzStringRefEqual(text, fzStringRefFromCString(kLayoutNames[i]))) {
+      *out = (FzGraphLayout)i;
+      return true;
+    }
+  return false;
+}
+
+const char *fzGraphLayoutGetName(FzGraphLayout l) {
+  return (unsigned)l < FZ_GRAPH_NUM_LAYOUTS ? kLayoutNames[l] : NULL;
+}
+
+const char *fzGraphLayoutGetChoicesText(void) {
+  return "nchw or nhwc";
+}
+
 /* The `layout` attribute into *nhwc: "nchw" (or absent) or "nhwc". */
 static bool read_layout(FzGraphDiag *d, const FzGraphAttrs *a, bool *nhwc) {
   FzStringRef s;
+  FzGraphLayout l = FZ_GRAPH_LAYOUT_NCHW;
+  *nhwc = false;
   if (!fzGraphGetString(d, a, "layout", "nchw", &s))
     return false;
-  *nhwc = fzStringRefEqual(s, FZ_STR("nhwc"));
-  if (*nhwc || fzStringRefEqual(s, FZ_STR("nchw")))
-    return true;
-  return fzGraphError(d,
-                      "attribute 'layout' must be \"nchw\" or \"nhwc\", "
-                      "got \"%.*s\"",
-                      (int)(s.length > 64 ? 64 : s.length), s.data);
+  if (!fzGraphLayoutParse(s, &l))
+    return fzGraphError(d,
+                        "attribute 'layout' must be \"nchw\" or \"nhwc\", "
+                        "got \"%.*s\"",
+                        (int)(s.length > 64 ? 64 : s.length), s.data);
+  *nhwc = l == FZ_GRAPH_LAYOUT_NHWC;
+  return true;
 }
 
 static bool read_window(FzGraphDiag *d, const FzGraphAttrs *a, bool pool,
@@ -343,10 +370,11 @@ FZ_GRAPH_INFER_HOOK(shape_global_pool)
 FzGraphLayout fzGraphOpGetLayout(const FzOp *op) {
   FzGraphAttrs a = fzGraphAttrsOfOp(op);
   FzAttr *v = fzGraphAttrsLookup(&a, "layout");
-  return v && fzAttrGetKind(v) == FZ_ATTR_STRING &&
-                 fzStringRefEqual(fzStringAttrGetValue(v), FZ_STR("nhwc"))
-             ? FZ_GRAPH_LAYOUT_NHWC
-             : FZ_GRAPH_LAYOUT_NCHW;
+  FzGraphLayout l = FZ_GRAPH_LAYOUT_NCHW;
+  if (v && fzAttrGetKind(v) == FZ_ATTR_STRING &&
+      !fzGraphLayoutParse(fzStringAttrGetValue(v), &l))
+    l = FZ_GRAPH_LAYOUT_NCHW;
+  return l;
 }
 
 /* Reads op's window attributes (already verified). */
