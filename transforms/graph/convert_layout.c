@@ -244,7 +244,7 @@ static FzValue *make(ClLayout *L, FzValue *base, const int64_t *perm,
   bool reshape = only_unit_dims_move(from, perm);
   FzAttr *c = fzValueGetConstant(base);
   if (c && fzAttrGetKind(c) == FZ_ATTR_DENSE &&
-      fzShapedTypeHasStaticShape(from)) {
+      fzShapedTypeHasStaticShape(from) && fzShapedTypeGetRank(from) == 4) {
     out = permuted_constant(L, base, c, fzShapedTypeGetShape(from), perm, to);
   } else {
     FzOpState st;
@@ -266,6 +266,8 @@ static FzValue *make(ClLayout *L, FzValue *base, const int64_t *perm,
       return NULL;
     }
     out = fzOpGetResult(op, 0);
+    if (!fzPtrVecPush(&L->madeOps, op))
+      L->failed = true;
     L->stats[reshape ? CL_STAT_RESHAPES : CL_STAT_TRANSPOSES]++;
     if (!reshape)
       remark_kept(L, base, user, dir);
@@ -471,6 +473,11 @@ static void finish(ClLayout *L) {
       if (fzPtrMapContains(&dying, owner))
         continue;
       FzValue *v = nchw(L, f, owner);
+      /* reshape(reshape(y)) is reshape(y): a flatten after an NHWC
+       * global pool reads the pool's result directly. */
+      FzOp *def = v ? fzValueGetDefiningOp(v) : NULL;
+      if (is_named(owner, "graph.reshape") && is_named(def, "graph.reshape"))
+        v = fzOpGetOperand(def, 0);
       if (v)
         fzOpOperandSet(u, v);
     }
@@ -480,7 +487,36 @@ static void finish(ClLayout *L) {
     if (!fzValueHasUses(fzOpGetResult(op, 0)))
       fzOpErase(op);
   }
+  /* A reshape made for a flatten that now reads around it. */
+  for (size_t i = L->madeOps.len; !L->failed && i-- > 0;) {
+    FzOp *op = L->madeOps.data[i];
+    if (!fzValueHasUses(fzOpGetResult(op, 0))) {
+      L->stats[is_named(op, "graph.reshape") ? CL_STAT_RESHAPES
+                                             : CL_STAT_TRANSPOSES]--;
+      fzOpErase(op);
+    }
+  }
   fzPtrMapFree(&dying);
+}
+
+static bool results_used(FzOp *op) {
+  for (size_t i = 0; i < fzOpGetNumResults(op); ++i)
+    if (fzValueHasUses(fzOpGetResult(op, i)))
+      return true;
+  return false;
+}
+
+/* Erases the pure ops of ops (block order) that had users before the
+ * walk and have none now: a model transpose whose users all read its
+ * operand's form instead (ConvNeXt's permute back), and what only it
+ * read. Dead code the input had stays (that is dce's to remove). */
+static void erase_orphans(FzPtrVec *ops, const bool *used) {
+  for (size_t i = ops->len; i-- > 0;) {
+    FzOp *op = ops->data[i];
+    if (op && used[i] && fzOpIsEffectFree(op) && fzOpGetNumRegions(op) == 0 &&
+        !results_used(op))
+      fzOpErase(op);
+  }
 }
 
 static const char *const kLayouts[] = {"nhwc", "nchw", NULL};
@@ -526,6 +562,7 @@ static bool run(FzPass *pass, FzOp *func) {
   fzPtrMapInit(&L.made, L.ctx);
   fzPtrMapInit(&L.wanted, L.ctx);
   fzPtrVecInit(&L.converted, L.ctx);
+  fzPtrVecInit(&L.madeOps, L.ctx);
   fzArenaInit(&L.arena, L.ctx);
   /* The ops as they are before the walk inserts any. */
   FzPtrVec ops;
@@ -541,10 +578,30 @@ static bool run(FzPass *pass, FzOp *func) {
     if (clConvConverts(&L, ops.data[i], &c, &min) &&
         !fzPtrMapPut(&L.wanted, fzOpGetOperand(ops.data[i], 0), &L))
       L.failed = true;
+  bool *used = ops.len ? fzCalloc(L.ctx, ops.len, sizeof *used) : NULL;
+  if (ops.len && !used)
+    L.failed = true;
+  for (size_t i = 0; !L.failed && i < ops.len; ++i)
+    used[i] = results_used(ops.data[i]);
   for (size_t i = 0; !L.failed && i < ops.len; ++i)
     clConvertOp(&L, ops.data[i]);
+  if (!L.failed) {
+    /* finish erases the converted ops: forget them first. */
+    FzPtrMap gone;
+    fzPtrMapInit(&gone, L.ctx);
+    for (size_t i = 0; i < L.converted.len; ++i)
+      if (!fzPtrMapPut(&gone, L.converted.data[i], &gone))
+        L.failed = true;
+    for (size_t i = 0; i < ops.len; ++i)
+      if (fzPtrMapContains(&gone, ops.data[i]))
+        ops.data[i] = NULL;
+    fzPtrMapFree(&gone);
+  }
   if (!L.failed)
     finish(&L);
+  if (!L.failed)
+    erase_orphans(&ops, used);
+  fzFree(L.ctx, used);
   for (int s = 0; s < CL_NUM_STATS; ++s)
     fzPassAddStatistic(pass, (size_t)s, L.stats[s]);
   bool ok = !L.failed && !fzContextHadAllocationFailure(L.ctx);
@@ -554,6 +611,7 @@ static bool run(FzPass *pass, FzOp *func) {
                 "memory)");
   fzPtrVecFree(&ops);
   fzPtrVecFree(&L.converted);
+  fzPtrVecFree(&L.madeOps);
   fzPtrMapFree(&L.forms);
   fzPtrMapFree(&L.made);
   fzPtrMapFree(&L.wanted);

@@ -67,6 +67,7 @@ typedef struct ClLayout {
   FzPtrMap made;  /* base -> ClMade list (arena) */
   FzPtrMap wanted; /* values a converted conv2d will read in NHWC */
   FzPtrVec converted; /* original ops to erase, in block order */
+  FzPtrVec madeOps;   /* the transposes and reshapes made, in order */
   FzArena arena;
   uint64_t stats[CL_NUM_STATS];
   bool failed;
