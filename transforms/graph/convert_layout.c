@@ -241,7 +241,10 @@ static FzValue *make(ClLayout *L, FzValue *base, const int64_t *perm,
         fzValueGetType(m->value) == to)
       return m->value;
   FzValue *out = NULL;
-  bool reshape = only_unit_dims_move(from, perm);
+  /* A change of rank (perm the identity) is a reshape too. */
+  bool reshape = fzShapedTypeGetRank(from) != 4 ||
+                 fzShapedTypeGetRank(to) != 4 ||
+                 only_unit_dims_move(from, perm);
   FzAttr *c = fzValueGetConstant(base);
   if (c && fzAttrGetKind(c) == FZ_ATTR_DENSE &&
       fzShapedTypeHasStaticShape(from) && fzShapedTypeGetRank(from) == 4) {
