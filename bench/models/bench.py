@@ -342,7 +342,7 @@ def main():
     ap.add_argument("--fuse-run", required=True)
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     ap.add_argument("--work", default="/tmp/fz-models")
-    ap.add_argument("--models", default=",".join(models.ALL))
+    ap.add_argument("--models", default=",".join(models.DEFAULT))
     ap.add_argument("--dtypes", default=None,
                     help="f32,f16 (default: both on cuda, f32 on cpu)")
     ap.add_argument("--batches", default=None,

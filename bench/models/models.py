@@ -10,6 +10,11 @@ is zero and no layer is an identity.
 Models (NAME: what, inputs at batch B):
     resnet18, resnet50, mobilenet_v2, vit_b_16, convnext_tiny
         torchvision's classifiers, x [B, 3, 224, 224]
+    alexnet, vgg11
+        torchvision's, x [B, 3, 224, 224]: at batch 1 their classifiers
+        are fully connected layers of M = 1 row against weights of up to
+        25088 x 4096 (issue 29's small-M contractions); not in the
+        default list (--models alexnet,vgg11 selects them)
     bert_layer
         a BERT-base encoder layer written out by hand (post-norm, 12 heads
         of 64, FFN 3072 with erf GELU), x [B, 128, 768]
@@ -27,10 +32,12 @@ from torch import nn
 import torch.nn.functional as F
 
 VISION = ("resnet18", "resnet50", "mobilenet_v2", "vit_b_16", "convnext_tiny")
+EXTRA_VISION = ("alexnet", "vgg11")
 TEXT = {"bert_layer": 128, "gpt2_block": 256}  # name: sequence length
-ALL = VISION + tuple(TEXT)
-THROUGHPUT_BATCH = {**{m: 32 for m in VISION}, "bert_layer": 8,
-                    "gpt2_block": 8}
+DEFAULT = VISION + tuple(TEXT)  # what bench.py runs without --models
+ALL = DEFAULT + EXTRA_VISION
+THROUGHPUT_BATCH = {**{m: 32 for m in VISION + EXTRA_VISION},
+                    "bert_layer": 8, "gpt2_block": 8}
 
 
 class BertLayer(nn.Module):
@@ -107,7 +114,7 @@ def _randomize(model, gen):
 def build(name, seed=0):
     """The f32 model NAME in eval mode, its weights from seed."""
     torch.manual_seed(seed)
-    if name in VISION:
+    if name in VISION + EXTRA_VISION:
         import torchvision
         model = getattr(torchvision.models, name)(weights=None)
     elif name == "bert_layer":
@@ -124,7 +131,7 @@ def build(name, seed=0):
 def make_input(name, batch, seed=0):
     """The f32 input of NAME at batch, on the CPU."""
     gen = torch.Generator().manual_seed(seed + 2)
-    if name in VISION:
+    if name in VISION + EXTRA_VISION:
         return torch.randn(batch, 3, 224, 224, generator=gen)
     return torch.randn(batch, TEXT[name], 768, generator=gen)
 

@@ -152,7 +152,19 @@ static bool kfunc_verify(FzOp *op) {
   FzOp *term = fzBlockGetLastOp(entry);
   if (!term || fzKernelGetOpcode(term) != FZ_KERNEL_OP_RETURN)
     return fzOpEmitError(op, "body must end with kernel.return");
+  FzAttr *mb = fzOpGetAttr(op, FZ_STR("kernel.min_blocks_per_sm"));
+  if (mb && (fzAttrGetKind(mb) != FZ_ATTR_INTEGER ||
+             fzIntegerAttrGetValue(mb) < 1 || fzIntegerAttrGetValue(mb) > 32))
+    return fzOpEmitError(op, "'kernel.min_blocks_per_sm' must be an integer "
+                             "from 1 to 32");
   return true;
+}
+
+int64_t fzKernelFuncGetMinBlocksPerSm(const FzOp *op) {
+  FzAttr *mb = fzOpGetAttr(op, FZ_STR("kernel.min_blocks_per_sm"));
+  return mb && fzAttrGetKind(mb) == FZ_ATTR_INTEGER
+             ? fzIntegerAttrGetValue(mb)
+             : 0;
 }
 
 static void kfunc_print(FzOp *op, FzAsmPrinter *p) {

@@ -4,6 +4,7 @@
  * Custom forms:
  *   %old = kernel.atomic add %v, %b[%i, %j] : buffer<4x8xf32>
  *   %v = kernel.vector_load %b[%i, %j] : buffer<4x8xf32>, vector<4xf32>
+ *   %v = kernel.vector_load stream %b[%i, %j] : buffer<...>, vector<...>
  *   kernel.vector_store %v, %b[%i, %j] : buffer<4x8xf32>, vector<4xf32>
  *   %d0, %d1 = kernel.mma m16n8k16 [%a0, %a1, %a2, %a3], [%b0, %b1],
  *        [%c0, %c1] : vector<2xbf16>, vector<2xf32>
@@ -13,7 +14,10 @@
  * kernel.vector_load/store differ from loop's by the hardware contract:
  * a vector of 4, 8 or 16 bytes (ld/st.v2/.v4), the last dimension of
  * stride 1, and an address aligned to the vector's size (the simulator
- * checks it; buffers start 16-byte aligned). kernel.mma is PTX
+ * checks it; buffers start 16-byte aligned). `stream` (a unit `stream`
+ * property, global memory only) marks data read once: PTX's
+ * .L1::no_allocate, so that it does not evict from L1 what other loads
+ * reuse; the value is the same. kernel.mma is PTX
  * mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}.{bf16,f16}.f32 with
  * one operand per PTX register: A is four .b32 registers of two 16-bit
  * values (vector<2xbf16>), B two, C and D four f32 registers as two
@@ -145,20 +149,31 @@ static bool vector_verify(FzOp *op) {
     return fzOpEmitError(op, "moves %lld bytes in %lld lanes; a vector "
                              "access moves 4, 8 or 16 bytes in 2 or more "
                              "lanes", (long long)bytes, (long long)lanes);
+  FzAttr *stream = fzOpGetInherentAttr(op, FZ_STR("stream"));
+  if (stream && (isStore || fzAttrGetKind(stream) != FZ_ATTR_UNIT))
+    return fzOpEmitError(op, "'stream' is a unit property of vector loads");
+  if (stream && fzBufferTypeGetMemorySpace(bt) != FZ_KERNEL_SPACE_GLOBAL)
+    return fzOpEmitError(op, "'stream' loads read global memory (space 0)");
   return true;
+}
+
+bool fzKernelVectorLoadIsStream(const FzOp *op) {
+  return fzKernelGetOpcode(op) == FZ_KERNEL_OP_VECTOR_LOAD &&
+         fzOpGetInherentAttr(op, FZ_STR("stream")) != NULL;
 }
 
 static void vector_print(FzOp *op, FzAsmPrinter *p) {
   bool isStore = fzKernelGetOpcode(op) == FZ_KERNEL_OP_VECTOR_STORE;
   size_t bi = isStore ? 1 : 0;
-  fzAsmPrint(p, " ");
+  static const char *const elided[] = {"stream", NULL};
+  fzAsmPrint(p, fzKernelVectorLoadIsStream(op) ? " stream " : " ");
   if (isStore) {
     fzAsmPrintOperand(p, fzOpGetOperand(op, 0));
     fzAsmPrint(p, ", ");
   }
   fzAsmPrintOperand(p, fzOpGetOperand(op, bi));
   fzKernelPrintIndices(p, op, bi + 1);
-  fzKernelPrintAttrs(p, op);
+  fzAsmPrintOptionalAttrDict(p, fzOpGetAttrDict(op), elided, false);
   fzAsmPrint(p, " : ");
   fzAsmPrintType(p, fzKernelOperandType(op, bi));
   fzAsmPrint(p, ", ");
@@ -166,10 +181,15 @@ static void vector_print(FzOp *op, FzAsmPrinter *p) {
                             : fzKernelResultType(op, 0));
 }
 
-/* vector_load ::= %b `[` indices `]` attr-dict? `:` buffer-type `,` vtype
- * vector_store ::= %v `,` vector_load-syntax */
+/* vector_load ::= `stream`? %b `[` indices `]` attr-dict? `:` buffer-type
+ *                 `,` vtype
+ * vector_store ::= %v `,` %b `[` indices `]` attr-dict? `:` buffer-type
+ *                  `,` vtype */
 static bool vector_parse_common(FzAsmParser *p, FzOpState *st, bool isStore) {
   FzLoc *loc = fzAsmParserGetCurrentLoc(p);
+  if (!isStore && fzAsmParseOptionalKeyword(p, "stream"))
+    fzOpStateAddProp(st, FZ_STR("stream"),
+                     fzUnitAttrGet(fzAsmParserGetContext(p)));
   FzUnresolvedOperand v, b, idx[FZ_GRAPH_MAX_RANK];
   size_t n;
   FzAttr *attrs;
@@ -200,8 +220,10 @@ static bool vstore_parse(FzAsmParser *p, FzOpState *st) {
 }
 
 /* clang-format off */
+static const char *const kStreamAttr[] = {"stream", NULL};
+
 FZ_KERNEL_OP(VECTOR_LOAD, "kernel.vector_load", "reads 4, 8 or 16 aligned "
-             "contiguous bytes as a vector", 0, FZ_VARIADIC, 1, 0, NULL,
+             "contiguous bytes as a vector", 0, FZ_VARIADIC, 1, 0, kStreamAttr,
              vector_verify, vector_print, vload_parse)
 FZ_KERNEL_OP(VECTOR_STORE, "kernel.vector_store", "writes a vector of 4, 8 "
              "or 16 bytes to aligned contiguous memory", 0, FZ_VARIADIC, 0, 0,

@@ -101,7 +101,9 @@ FZ_API int fzKernelGetDimension(const FzOp *op);
  *    another op or a bad property);
  *  - kernel.cp_async_wait: the number of most recent groups that may stay
  *    pending (-1 for another op);
- *  - kernel.extract: the lane read (-1 for another op). */
+ *  - kernel.extract: the lane read (-1 for another op);
+ *  - kernel.vector_load: whether it reads data used once (the `stream`
+ *    property: PTX .L1::no_allocate); false for another op. */
 FZ_API int fzKernelLdmatrixGetNum(const FzOp *op);
 FZ_API bool fzKernelLdmatrixIsTransposed(const FzOp *op);
 FZ_API size_t fzKernelCpAsyncGetSourceOperand(const FzOp *op);
@@ -109,6 +111,11 @@ FZ_API bool fzKernelCpAsyncHasSourceSize(const FzOp *op);
 FZ_API int64_t fzKernelCpAsyncGetSize(const FzOp *op);
 FZ_API int64_t fzKernelCpAsyncWaitGetPending(const FzOp *op);
 FZ_API int64_t fzKernelExtractGetPosition(const FzOp *op);
+FZ_API bool fzKernelVectorLoadIsStream(const FzOp *op);
+/* kernel.func's `kernel.min_blocks_per_sm` (PTX .minnctapersm: the
+ * registers of a thread limited so that that many blocks fit on an SM);
+ * 0 when absent or for another op. */
+FZ_API int64_t fzKernelFuncGetMinBlocksPerSm(const FzOp *op);
 /* kernel.dynamic_shared's `align` (bytes: 16 unless the property asks
  * for more, up to 1024: the 128-byte swizzle of kernel.wgmma operands
  * repeats every 1024 bytes of the shared address); 0 for another op. */

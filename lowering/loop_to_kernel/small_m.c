@@ -132,36 +132,45 @@ static int64_t balanced_blocks(const FzSmallMNest *m, const FzSmallMShape *s,
   return best;
 }
 
-/* The warps of an 8-warp block that share one column group's k (forced,
- * or doubled while the groups' warps are under the target and each lane
- * keeps two trips of chunks: a chunk is shared by `lanes` lanes of the
- * warp, 32 or 1). */
+/* The warps that share one column group's k (forced, or doubled while
+ * the groups' warps are under the target and each lane keeps two trips
+ * of chunks: a chunk is shared by `lanes` lanes of the warp, 32 or 1), at
+ * most maxS; the block has max(8, S) warps. */
 static bool choose_warps(FzSmallMShape *s, const Force *f, int64_t chunks,
-                         int64_t lanes, char *why, size_t whyLen) {
+                         int64_t lanes, int64_t maxS, int64_t hardMax,
+                         char *why, size_t whyLen) {
   int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM, S = 1;
-  while (!f->warps && S < 8 && s->groups * S < T &&
+  while (!f->warps && S < maxS && s->groups * S < T &&
          chunks / (2 * lanes * S) >= s->unroll)
     S *= 2;
   if (f->warps)
     S = f->warps;
-  if (!is_pow2(S) || S > 8)
-    return fzReasonf(why, whyLen, "warps=%lld: 1, 2, 4 or 8 (of a block's "
-                                  "8) per column group", (long long)S);
+  if (!is_pow2(S) || S > hardMax)
+    return fzReasonf(why, whyLen, "warps=%lld: a power of two up to %lld "
+                                  "per column group", (long long)S,
+                     (long long)hardMax);
   s->splitWarps = (unsigned)S;
+  s->warps = S > 8 ? (unsigned)S : 8;
   return true;
 }
 
-/* The split across blocks wanted for `warps` warps (each of `chunks`
- * chunks of its slice, `perTrip` per loop trip) and the partials' bytes:
- * none from a quarter of the target of warps on (the second kernel costs
- * a launch), else to the target, at least a trip of chunks each,
- * partials under an eighth of W's bytes. */
+/* The split across blocks wanted for `warps` warps in `blocks` blocks
+ * (each warp of `chunks` chunks of its slice, `perTrip` per loop trip)
+ * and the partials' bytes: none from a quarter of the target of warps on
+ * while the blocks cover three quarters of the SMs (the second kernel
+ * costs a launch); else to the target of warps and to a block per SM
+ * (an SM without a block streams nothing: W of 11008 bf16 columns along
+ * n was 43 blocks on 132 SMs, 0.32 of the copy rate), at least a trip
+ * of chunks each, partials under an eighth of W's bytes. */
 static int64_t want_blocks(const FzSmallMNest *m, int64_t warps,
-                           int64_t chunks, int64_t perTrip) {
+                           int64_t blocks, int64_t chunks, int64_t perTrip) {
   int64_t T = FZ_SMALL_M_SMS * FZ_SMALL_M_WARPS_PER_SM;
-  if (warps * 4 > T)
+  bool fewBlocks = blocks * 4 < FZ_SMALL_M_SMS * 3;
+  if (warps * 4 > T && !fewBlocks)
     return 1;
   int64_t sb = ceil_div(T, warps);
+  if (fewBlocks && sb < ceil_div(FZ_SMALL_M_SMS, blocks))
+    sb = ceil_div(FZ_SMALL_M_SMS, blocks);
   int64_t byChunks = chunks / perTrip;
   int64_t byBytes = m->K * elt_bytes(m->w.elt) / (64 * m->M);
   sb = sb < byChunks ? sb : byChunks;
@@ -197,7 +206,10 @@ static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                                           : 32)
                  : ceil_div(m->N, 8) * 8 < 32 ? ceil_div(m->N, 8) * 8
                                               : 32;
-  int64_t unroll = f->unroll ? f->unroll : m->kContig || cols == 64 ? 2 : 4;
+  /* 256 bytes of W in flight per lane (16 16-byte loads): 128 left an
+   * SM of 8 warps with 32 KiB in flight, 0.32-0.38 of the copy rate on
+   * an H200 (docs/benchmarks.md, "GPU: small-M contractions"). */
+  int64_t unroll = f->unroll ? f->unroll : cols == 64 ? 2 : 4;
   /* W's bytes in flight per lane, in 16-byte loads. */
   int64_t loads = unroll * cols / 8;
   if (cols % 8 != 0 || cols > 64 || unroll > 8 || loads > 16 ||
@@ -211,21 +223,28 @@ static bool choose_mma(const FzSmallMNest *m, FzSmallMShape *s, bool split,
   s->vec = m->kContig ? 8 : (unsigned)(cols / 8);
   s->cols = (unsigned)cols;
   s->unroll = (unsigned)unroll;
-  s->warps = 8;
   s->groups = ceil_div(m->N, cols);
   int64_t chunks = m->sliceK / 32;
-  if (!choose_warps(s, f, chunks, 1, why, whyLen))
+  /* Up to 16 warps along k (a block of 16) where the column groups
+   * alone cover the SMs: 128 groups (N = 4096) by 8 warps were one block
+   * of 8 warps per SM; as many as the sums' shared array ([warps][cols /
+   * 2][32] f32) allows in the 48 KiB of static shared memory (64
+   * columns: 8). Fewer groups keep 8 and split k across more blocks. */
+  int64_t hardMax = 48 * 1024 / ((cols / 2) * 32 * 4) >= 16 ? 16 : 8;
+  int64_t maxS =
+      ceil_div(m->N, cols) * 4 >= FZ_SMALL_M_SMS * 3 ? hardMax : 8;
+  if (!choose_warps(s, f, chunks, 1, maxS, hardMax, why, whyLen))
     return false;
   int64_t S = s->splitWarps;
   /* Warps with 8 16-byte loads in flight per lane, as the target
    * counts them. */
   int64_t warps = s->groups * S * loads / 8;
-  int64_t sb = split ? want_blocks(m, warps > 1 ? warps : 1, chunks,
-                                   S * unroll)
+  s->blocks = ceil_div(s->groups, s->warps / S);
+  int64_t sb = split ? want_blocks(m, warps > 1 ? warps : 1, s->blocks,
+                                   chunks, S * unroll)
                      : 1;
   split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, 32),
                32);
-  s->blocks = ceil_div(s->groups, s->warps / S);
   s->sharedBytes = S > 1 ? (int64_t)s->warps * (cols / 2) * 32 * 4 : 0;
   return true;
 }
@@ -256,20 +275,18 @@ static bool choose_k(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      (long long)cols, (long long)unroll, FZ_SMALL_M_MAX_ACC);
   s->cols = (unsigned)cols;
   s->unroll = (unsigned)unroll;
-  s->warps = 8;
   s->groups = ceil_div(m->N, s->cols);
   int64_t chunks = ceil_div(m->sliceK, v);
-  if (!choose_warps(s, f, chunks, 32, why, whyLen))
+  if (!choose_warps(s, f, chunks, 32, 8, 8, why, whyLen))
     return false;
   int64_t S = s->splitWarps;
-  int64_t sb = split ? want_blocks(m, s->groups * S, chunks,
+  s->blocks = ceil_div(s->groups, s->warps / S);
+  int64_t sb = split ? want_blocks(m, s->groups * S, s->blocks, chunks,
                                    32 * S * s->unroll)
                      : 1;
   int64_t gran = 32 * (int64_t)v;
   split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, gran),
                gran);
-  int64_t perBlock = s->warps / S;
-  s->blocks = ceil_div(s->groups, perBlock);
   s->sharedBytes = S > 1 ? (int64_t)s->warps * pow2_ceil(m->M * s->cols) * 4
                          : 0;
   return true;
@@ -314,9 +331,10 @@ static bool choose_n(const FzSmallMNest *m, FzSmallMShape *s, bool split,
                      (long long)S, (long long)S, (long long)P);
   s->splitWarps = (unsigned)S;
   s->warps = (unsigned)S;
-  int64_t sb = split ? want_blocks(m, s->groups * S, chunks, 2 * S) : 1;
-  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, u), u);
   s->blocks = s->groups;
+  int64_t sb = split ? want_blocks(m, s->groups * S, s->blocks, chunks, 2 * S)
+                     : 1;
+  split_blocks(m, s, balanced_blocks(m, s, sb, split ? f->blocks : 0, u), u);
   s->sharedBytes = S > 1 ? S * P * 32 * 4 : 0;
   return true;
 }
@@ -490,7 +508,12 @@ FzValue *fzSmallMExtract(FzLkBuild *kb, FzValue *vec, unsigned lane) {
 }
 
 /* x's (or W's) `lanes` elements from indices idx (the last one
- * advancing): one kernel.vector_load where lanes > 1, else a load. */
+ * advancing): one kernel.vector_load where lanes > 1, else a load. W's
+ * vector loads are `stream` (PTX .L1::no_allocate): W is read once, and
+ * in L1 it would evict x, which every warp of the SM reads again (W
+ * contiguous along k with f32 M = 4..16: x from L2 at M / cols times W's
+ * bytes, the rows of the H200 table that ran at 0.29-0.55 of the copy
+ * rate fit L2 at 6-7 TB/s). */
 static FzValue *load_raw(FzSmallMGen *g, const FzSmallMOperand *x,
                          FzValue **idx, unsigned lanes) {
   FzLkBuild *kb = g->kb;
@@ -505,8 +528,14 @@ static FzValue *load_raw(FzSmallMGen *g, const FzSmallMOperand *x,
   FzValue *ops[FZ_SMALL_M_MAX_RANK + 1] = {buf};
   for (size_t i = 0; i < r; ++i)
     ops[1 + i] = idx[i];
-  return vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops)
-            : (kb->failed = true, NULL);
+  FzValue *v = vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops) : NULL;
+  if (v && x == &g->m->w &&
+      !fzOpSetProp(fzValueGetDefiningOp(v), FZ_STR("stream"),
+                   fzUnitAttrGet(kb->ctx)))
+    v = NULL;
+  if (!v)
+    kb->failed = true;
+  return v;
 }
 
 /* The same, each element widened to f32 into out. */
@@ -737,6 +766,19 @@ static bool build(FzLkBuild *kb, const FzLkPlan *p) {
   bool ok = sp->s.mma       ? fzSmallMBuildMma(kb, &sp->m, &sp->s)
             : sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
                             : fzSmallMBuildN(kb, &sp->m, &sp->s);
+  /* CUDA-core kernels of 48 accumulators and more (f32 with 16 rows):
+   * at most 128 registers a thread, so that 16 warps fit on an SM. ptxas
+   * gave them 168-212 (8-12 warps, 32-48 KiB of W in flight per SM);
+   * under the cap it spills 32-48 bytes (ptxas -v). Not for the
+   * others: asked for the cap, ptxas spends up to it (M = 1 along k: 86
+   * registers instead of 35, 23 warps an SM instead of 64). */
+  int64_t threads = 32 * (int64_t)sp->s.warps;
+  int64_t acc = sp->m.M * (sp->m.kContig ? sp->s.cols : sp->s.vec);
+  if (ok && !sp->s.mma && acc >= 48 && threads < 512 &&
+      !fzOpSetAttr(kb->kernel, FZ_STR("kernel.min_blocks_per_sm"),
+                   fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
+                                    512 / threads)))
+    ok = false;
   if (ok && kb->opts->remarks) {
     FzStringRef name = fzSymbolGetName(kb->kernel);
     fzEmitRemark(kb->ctx, kb->loc, "%s -> @%.*s", p->desc, (int)name.length,

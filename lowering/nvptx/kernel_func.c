@@ -181,6 +181,11 @@ bool fzNvEmitKernel(FzLLEmitter *E, FzNvKernelInfo *K) {
     add_annotation(E, fn, "maxntidy", (int)K->block[1]);
     add_annotation(E, fn, "maxntidz", (int)K->block[2]);
   }
+  /* .minnctapersm (LLVM emits it beside .maxntid, which ptxas needs to
+   * turn it into a register budget). */
+  int64_t minBlocks = fzKernelFuncGetMinBlocksPerSm(kf);
+  if (minBlocks > 0 && K->sameBlock)
+    add_annotation(E, fn, "minctasm", (int)minBlocks);
 
   FzNvKernelState st = {K, K->launched && K->wholeWarps};
   fzPtrMapFree(&E->values);

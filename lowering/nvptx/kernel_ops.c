@@ -24,7 +24,8 @@
  *                          NVPTX has no instruction for, as a
  *                          compare-and-swap loop on the bits computing
  *                          llvm.maximum/minimum (loop.maxf's NaN rule)
- *   vector_load/store      one <N x T> access aligned to its size
+ *   vector_load/store      one <N x T> access aligned to its size; a
+ *                          `stream` load: inline ld.global[.nc].L1::no_allocate
  *   mma                    llvm.nvvm.mma.m16n8k16.row.col.{bf16,f32.f32};
  *                          m16n8k8: llvm.nvvm.f2tf32.rna per A/B register,
  *                          then llvm.nvvm.mma.m16n8k8.row.col.tf32
@@ -45,6 +46,7 @@
  * that complete at a wait): the kernel loses `nosync`.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lowering/nvptx/nvptx_internal.h"
@@ -313,6 +315,59 @@ static bool emit_atomic(FzLLEmitter *E, FzOp *op) {
 
 /*===--- vector accesses --------------------------------------------------===*/
 
+/* Whether buf is a kernel parameter that no thread writes and no other
+ * argument aliases (its loads may be ld.global.nc). */
+static bool invariant_param(FzLLEmitter *E, FzValue *buf) {
+  const FzNvKernelState *st = E->foreignData;
+  FzValue *root = (FzValue *)fzLLGetRoot(E, buf);
+  if (!st || !st->info || !root || !fzValueIsBlockArgument(root))
+    return false;
+  FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(st->info->func, 0));
+  size_t i = fzValueGetIndex(root);
+  return fzValueGetParentBlock(root) == entry && i < st->info->numParams &&
+         st->info->noalias[i] && !st->info->written[i];
+}
+
+/* A `stream` load (data read once): ld.global[.nc].L1::no_allocate of
+ * one, two or four b32 registers, as inline PTX (LLVM 19 has no cache
+ * eviction hints on NVPTX loads), without side effects: the data does
+ * not change while the kernel runs, so LLVM may move or merge it like
+ * the !invariant.load it replaces. */
+static LLVMValueRef stream_load(FzLLEmitter *E, FzValue *buf, LLVMValueRef p,
+                                LLVMTypeRef mem, unsigned bytes) {
+  unsigned words = bytes / 4;
+  LLVMTypeRef global = LLVMPointerTypeInContext(E->llctx, 1);
+  LLVMValueRef addr = LLVMBuildAddrSpaceCast(E->b, p, global, "");
+  LLVMTypeRef elems[4] = {E->tI32, E->tI32, E->tI32, E->tI32};
+  LLVMTypeRef ret =
+      words == 1 ? E->tI32 : LLVMStructTypeInContext(E->llctx, elems, words, 0);
+  LLVMTypeRef fty = LLVMFunctionType(ret, &global, 1, 0);
+  const char *nc = invariant_param(E, buf) ? ".nc" : "";
+  char text[96], cons[32];
+  if (words == 1)
+    snprintf(text, sizeof text, "ld.global%s.L1::no_allocate.u32 $0, [$1];",
+             nc);
+  else
+    snprintf(text, sizeof text,
+             "ld.global%s.L1::no_allocate.v%u.u32 {%s}, [$%u];", nc, words,
+             words == 2 ? "$0, $1" : "$0, $1, $2, $3", words);
+  snprintf(cons, sizeof cons, "%s,l",
+           words == 1 ? "=r" : words == 2 ? "=r,=r" : "=r,=r,=r,=r");
+  LLVMValueRef fn =
+      LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons),
+                       /*sideEffects=*/0, /*alignStack=*/0,
+                       LLVMInlineAsmDialectATT, /*canThrow=*/0);
+  LLVMValueRef r = LLVMBuildCall2(E->b, fty, fn, &addr, 1, "");
+  LLVMValueRef v = r;
+  if (words > 1) {
+    v = LLVMGetPoison(LLVMVectorType(E->tI32, words));
+    for (unsigned w = 0; w < words; ++w)
+      v = LLVMBuildInsertElement(E->b, v, LLVMBuildExtractValue(E->b, r, w, ""),
+                                 i32c(E, w), "");
+  }
+  return LLVMBuildBitCast(E->b, v, mem, "");
+}
+
 static bool emit_vector_access(FzLLEmitter *E, FzOp *op) {
   bool isStore = fzKernelGetOpcode(op) == FZ_KERNEL_OP_VECTOR_STORE;
   size_t bi = isStore ? 1 : 0;
@@ -331,6 +386,13 @@ static bool emit_vector_access(FzLLEmitter *E, FzOp *op) {
     if (!v)
       return false;
     LLVMSetAlignment(LLVMBuildStore(E->b, v, p), align);
+    return true;
+  }
+  /* .L1::no_allocate needs PTX 7.4, which LLVM picks from sm_90 on (sm_80
+   * gets 7.0): a plain load there. */
+  if (fzKernelVectorLoadIsStream(op) && E->cpu &&
+      strncmp(E->cpu, "sm_", 3) == 0 && atoi(E->cpu + 3) >= 90) {
+    fzLLSet(E, fzOpGetResult(op, 0), stream_load(E, buf, p, mem, align));
     return true;
   }
   LLVMValueRef v = LLVMBuildLoad2(E->b, mem, p, "");

@@ -295,16 +295,20 @@ typedef struct ShapeCase {
 static const ShapeCase kShapes[] = {
     /* Along k, M = 1: a warp per column, 8 16-byte loads per lane. */
     {1, 4096, 4096, "bf16", true, NULL, 8, 8, 1, 8, 1, 512, 1, 4096, 0},
-    /* M = 16: tensor cores, 32 columns per warp, 2 chunks of 32 k per
-     * trip, 8 warps share k (no split: 1024 warps). */
-    {16, 4096, 4096, "bf16", true, NULL, 8, 8, 32, 2, 8, 128, 1, 4096,
-     8 * 16 * 32 * 4},
+    /* M = 16: tensor cores, 32 columns per warp, 4 chunks of 32 k per
+     * trip (256 bytes of W in flight per lane), 16 warps share k in a
+     * block of 16 (128 groups cover the SMs; no split). */
+    {16, 4096, 4096, "bf16", true, NULL, 8, 8, 32, 4, 16, 128, 1, 4096,
+     16 * 16 * 32 * 4},
+    /* 256 columns: 8 groups cannot fill the SMs: 8 warps a block, k
+     * split, in 4 slices of 1024 (each warp keeps a trip of 4 chunks). */
+    {16, 256, 4096, "bf16", true, NULL, 8, 8, 32, 4, 8, 8, 4, 1024, -1},
     /* The same on CUDA cores: 4 columns per warp, 2 loads each, 4 warps
      * share k. */
     {16, 4096, 4096, "bf16", true, "mma=0", 8, 8, 4, 2, 4, 512, 1, -1,
      8 * 64 * 4},
     /* 5 rows: tensor cores; 24 columns: one group of 3 tiles. */
-    {5, 24, 64, "bf16", true, NULL, 8, 8, 24, 2, -1, 1, 1, -1, -1},
+    {5, 24, 64, "bf16", true, NULL, 8, 8, 24, 4, -1, 1, 1, -1, -1},
     /* 4 rows: CUDA cores. */
     {4, 4096, 4096, "bf16", true, NULL, 8, 8, 2, 4, -1, -1, 1, -1, -1},
     /* Along n, M = 1: 16 blocks of 256 columns cannot fill the GPU: k is
@@ -312,18 +316,24 @@ static const ShapeCase kShapes[] = {
      * evenly among 16 warps). */
     {1, 4096, 4096, "bf16", false, NULL, 8, 8, 256, 8, 16, 16, 8, 512, -1},
     /* M = 16 along n: tensor cores, 32 columns per warp (8-byte loads:
-     * 64 would make 64 blocks), 8 warps share k, no split (256 bytes in
+     * 64 would make 64 blocks), 16 warps share k, no split (256 bytes in
      * flight per lane). */
-    {16, 4096, 4096, "bf16", false, NULL, 4, 8, 32, 4, 8, 128, 1, 4096,
-     8 * 16 * 32 * 4},
-    /* 11008 columns: 64 per warp (16-byte loads), 172 blocks. */
-    {16, 11008, 4096, "bf16", false, NULL, 8, 8, 64, 2, -1, -1, 1, -1, -1},
+    {16, 4096, 4096, "bf16", false, NULL, 4, 8, 32, 4, 16, 128, 1, 4096,
+     16 * 16 * 32 * 4},
+    /* 11008 columns: 64 per warp (16-byte loads), 172 blocks of 8 warps
+     * (16 would pass 48 KiB of shared memory for the sums). */
+    {16, 11008, 4096, "bf16", false, NULL, 8, 8, 64, 2, 8, 172, 1, -1,
+     8 * 32 * 32 * 4},
     /* On CUDA cores: 4 columns per thread (64 accumulators); the split
      * capped by the partials' bytes (an eighth of W's). */
     {16, 4096, 4096, "bf16", false, "mma=0", 4, -1, 128, -1, 4, 32, 8, -1,
      -1},
-    /* f32, 11008 columns along n: enough warps, no split. */
-    {3, 11008, 4096, "f32", false, NULL, 4, 4, -1, 8, -1, 86, 1, -1, -1},
+    /* f32, 11008 columns along n: enough warps, but 86 blocks for 132
+     * SMs: k split in 2. */
+    {3, 11008, 4096, "f32", false, NULL, 4, 4, -1, 8, -1, 86, 2, 2048, -1},
+    /* bf16 M = 1, 11008 columns along n: 43 blocks of 16 warps (688
+     * warps, over a quarter of the target): k split in 4, 172 blocks. */
+    {1, 11008, 4096, "bf16", false, NULL, 8, 8, 256, 8, 16, 43, 4, 1024, -1},
     /* Odd sizes: scalar loads. */
     {3, 37, 45, "bf16", false, NULL, 1, 1, 32, 1, -1, -1, -1, -1, -1},
     {3, 37, 45, "bf16", true, NULL, 1, 1, 2, -1, -1, -1, -1, -1, -1},
@@ -379,7 +389,9 @@ START_TEST(test_choose_bad) {
   choose_bad(ctx, true, "mma=2", "mma: expected a number from 0 to 1");
   choose_bad(ctx, true, "cols=0", "cols: expected a number from 1 to 65535");
   choose_bad(ctx, true, "cols=2x", "cols: expected a number");
-  choose_bad(ctx, true, "warps=3", "warps=3: 1, 2, 4 or 8");
+  choose_bad(ctx, true, "warps=3", "warps=3: a power of two up to 16");
+  choose_bad(ctx, true, "warps=16,mma=0", "warps=16: a power of two up to 8");
+  choose_bad(ctx, true, "cols=64,warps=16", "warps=16: a power of two up to 8");
   choose_bad(ctx, true, "cols=4,unroll=4,mma=0", "at most 4 columns");
   choose_bad(ctx, true, "cols=12", "tensor cores take multiples of 8");
   FzSmallMShape sh;
