@@ -13,6 +13,7 @@
 #     FZ_GPU_SMALL_M_SHAPE=... the kernels' shape forced (docs/passes.md),
 #                      e.g. mma=0: 16-bit weights on CUDA cores at every M
 #     CHECK=0 ...      skips the correctness runs
+#     VARIANTS=0 ...   skips part 3 (below); VARIANT_ROWS="..." replaces its rows
 # BUILD_DIR is tests/gpu/pack.sh's folder (fuse-run, plain or xz). About
 # 2-3 minutes on an H100 (48 compilations by fuse-run, torch.compile's).
 # Part 1, correctness (`fuse-run --device cuda --check-interp`, PASS/FAIL
@@ -24,8 +25,12 @@
 # and y once) and fraction of the device copy rate (a device-to-device
 # copy of W's bytes, read + write, measured L2-cold in the same run),
 # torch's and torch.compile's times timed the same way, and the ratios
-# (peer time / fuse time: above 1, fuse is faster). Exits 1 when a check
-# failed.
+# (peer time / fuse time: above 1, fuse is faster). Part 3, variants: a
+# few rows again with a shape forced (FZ_GPU_SMALL_M_SHAPE: the previous
+# defaults, W's loads kept in L1 with stream=0, the register cap off with
+# cap=0, other splits and widths), one line each after the table's rows,
+# so that one visit says which change did what (docs/benchmarks.md, "GPU:
+# small-M contractions"). Exits 1 when a check failed.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=${1:-build-gpu-carry}
@@ -88,6 +93,51 @@ EOF
     done
   done
 done
+# Part 3: rows with a shape forced ("layout type M KxN shape"; the
+# defaults' rows are in the table above).
+VARIANT_ROWS=${VARIANT_ROWS:-"
+nk bf16 1 4096x4096 stream=0
+nk bf16 1 4096x11008 stream=0
+kn bf16 1 4096x11008 blocks=1
+kn bf16 1 4096x11008 blocks=8
+kn bf16 1 4096x4096 stream=0
+nk bf16 16 4096x4096 unroll=2,warps=8
+nk bf16 16 4096x4096 warps=8
+nk bf16 16 4096x4096 stream=0
+nk bf16 8 4096x11008 unroll=2
+kn bf16 16 4096x4096 warps=8
+kn bf16 16 4096x11008 cols=32
+nk f32 16 4096x11008 stream=0
+nk f32 16 4096x11008 cap=0
+nk f32 16 4096x11008 stream=0,cap=0
+nk f32 16 4096x11008 cols=2,unroll=4
+nk f32 8 4096x11008 stream=0
+nk f32 4 4096x11008 stream=0
+kn f32 16 4096x4096 cap=0
+kn f32 1 4096x11008 blocks=1
+kn f32 8 4096x11008 blocks=1
+"}
+if [ "${VARIANTS:-1}" != 0 ]; then
+  while read -r l t m s shape; do
+    [ -z "$l" ] && continue
+    K=${s%x*} N=${s#*x}
+    f=$TMP/v_${l}_${t}_${m}_${K}x${N}.fuse
+    if [ "$l" = kn ]; then w="${K}x${N}x$t" attr=""; else w="${N}x${K}x$t" attr=" {transpose_b = true}"; fi
+    cat >"$f" <<EOF
+func.func @main(%x: tensor<${m}x${K}x$t>, %w: tensor<$w>) -> tensor<${m}x${N}x$t> {
+  %0 = graph.matmul %x, %w$attr : tensor<${m}x${K}x$t>, tensor<$w> -> tensor<${m}x${N}x$t>
+  return %0 : tensor<${m}x${N}x$t>
+}
+EOF
+    out=$(FZ_GPU_SMALL_M_SHAPE=$shape timeout 300 "$RUN" "$f" --device cuda --random-inputs 1 --bench "$REPS" --bench-cold --print-limit 0 2>&1)
+    us=$(echo "$out" | sed -nE 's/^bench-cuda: @main: .* median ([0-9.]+) us.*/\1/p')
+    kernels=$(echo "$out" | grep -c "^bench-cuda: kernel")
+    [ -z "$us" ] && { us=nan; echo "fuse-run failed ($l $t M=$m ${K}x$N $shape): $(echo "$out" | grep -m1 -i error)"; }
+    plan=$(echo "$out" | grep -m1 "^bench-cuda: kernel main_k0:" | sed 's/.*shared [0-9]*: //' | tr ' ' '_')
+    echo "$l $t $m $K $N v:$shape $us $kernels ${plan:-?}" >>"$RES"
+  done <<<"$VARIANT_ROWS"
+fi
+
 # The kernels of one row of each kind, for the record.
 for l in $LAYOUTS; do
   f=$TMP/${l}_$(echo $TYPES | cut -d' ' -f1)_1_4096x4096.fuse

@@ -9,8 +9,10 @@
 # timed the same way: the copy rate (read + write) that the fractions
 # use. torch.compile compiles each shape once (default mode: inductor);
 # past a budget of compile time (COMPILE_BUDGET_S, default 90 s) the
-# remaining rows print "-" for it. Without torch or a GPU the table has
-# fuse's columns only.
+# remaining rows print "-" for it. Rows whose mode is "v:SHAPE" (part 3
+# of small_m.sh: a shape forced) reuse the peers' times of their
+# configuration and print the shape and fuse's plan (spaces as "_").
+# Without torch or a GPU the table has fuse's columns only.
 #     python3 bench/gpu/small_m_peers.py FUSE_RESULTS [REPS]
 import math
 import os
@@ -58,6 +60,7 @@ def nk(x, w):
 
 
 copy_us = {}
+peers = {}  # (layout, type, M, K, N): (torch us, compile us, copy us)
 compiled = {"kn": None, "nk": None}
 spent = 0.0
 if torch:
@@ -78,7 +81,10 @@ for r in rows:
     wbytes = k * n * eb
     ideal = wbytes + m * k * eb + m * n * eb
     tus = cus = cp = float("nan")
-    if torch:
+    key = (lay, ty, m, k, n)
+    if torch and key in peers:
+        tus, cus, cp = peers[key]
+    elif torch:
         g = torch.Generator(device=dev).manual_seed(m * 7 + k + n)
         dt = getattr(torch, DT[ty])
         x = torch.randn(m, k, device=dev, generator=g).to(dt)
@@ -97,11 +103,14 @@ for r in rows:
             except Exception as e:
                 print(f"# torch.compile failed: {e}", file=sys.stderr)
         cp = cuda_timing.copy_us(wbytes, REPS, flush, copy_us)
+        peers[key] = (tus, cus, cp)
     gbs = ideal / (us * 1e3) if us == us else float("nan")
     copy_gbs = 2 * wbytes / (cp * 1e3) if cp == cp else float("nan")
     frac = gbs / copy_gbs if copy_gbs == copy_gbs else float("nan")
     f = lambda v, p=1: "-" if v != v else f"{v:.{p}f}"
     label = "small-m" if mode == "small-m" else "tiles"
+    if mode.startswith("v:"):
+        label, plan = "small-m", f"shape {mode[2:]}: {plan.replace('_', ' ')}"
     print(f"{lay:6} {ty:4} {m:2} {k:5} x {n:<5}  {f(us):>7} {f(gbs, 0):>5} "
           f"{f(frac, 2):>9} {f(tus):>9} {f(tus / us, 2):>6} {f(cus):>10} "
           f"{f(cus / us, 2):>6}  {nkern:>2} {plan if label == 'small-m' else 'off: ' + plan}",

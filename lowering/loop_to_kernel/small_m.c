@@ -60,33 +60,40 @@ static unsigned x_vector(const FzSmallMNest *m, unsigned lanes) {
  * (0: chosen; cols concerns a W contiguous along k only). */
 typedef struct Force {
   int64_t cols, unroll, warps, blocks;
-  int64_t mma; /* 0: chosen, 1: off, 2: on */
+  /* The switches, 0: chosen, 1: off, 2: on: tensor cores, W's loads
+   * `stream` (not kept in L1), the register cap of 16 warps per SM. */
+  int64_t mma, stream, cap;
 } Force;
 
-/* Parses "cols=C,unroll=U,warps=S,blocks=B" (any of them, any order). */
+enum { NUM_NUMBERS = 4, NUM_KEYS = 7 };
+
+/* Parses "cols=C,unroll=U,warps=S,blocks=B,mma=0|1,stream=0|1,cap=0|1"
+ * (any of them, any order). */
 static bool parse_force(const char *text, Force *f, char *why,
                         size_t whyLen) {
   memset(f, 0, sizeof *f);
   for (const char *p = text; p && *p;) {
-    static const char *const keys[] = {"cols", "unroll", "warps", "blocks",
-                                       "mma"};
-    int64_t *vals[] = {&f->cols, &f->unroll, &f->warps, &f->blocks,
-                       &f->mma};
+    static const char *const keys[NUM_KEYS] = {
+        "cols", "unroll", "warps", "blocks", "mma", "stream", "cap"};
+    int64_t *vals[NUM_KEYS] = {&f->cols, &f->unroll, &f->warps, &f->blocks,
+                               &f->mma,  &f->stream, &f->cap};
     size_t k = 0;
-    while (k < 5 && (strncmp(p, keys[k], strlen(keys[k])) ||
-                     p[strlen(keys[k])] != '='))
+    while (k < NUM_KEYS && (strncmp(p, keys[k], strlen(keys[k])) ||
+                            p[strlen(keys[k])] != '='))
       ++k;
-    if (k == 5)
+    if (k == NUM_KEYS)
       return fzReasonf(why, whyLen, "expected cols=, unroll=, warps=, "
-                                    "blocks= or mma= at '%s'", p);
+                                    "blocks=, mma=, stream= or cap= at '%s'",
+                       p);
     p += strlen(keys[k]) + 1;
     char *end;
     long long v = strtoll(p, &end, 10);
-    long long lo = k == 4 ? 0 : 1, hi = k == 4 ? 1 : 65535;
+    bool sw = k >= NUM_NUMBERS;
+    long long lo = sw ? 0 : 1, hi = sw ? 1 : 65535;
     if (end == p || v < lo || v > hi || (*end && *end != ','))
       return fzReasonf(why, whyLen, "%s: expected a number from %lld to %lld",
                        keys[k], lo, hi);
-    *vals[k] = k == 4 ? v + 1 : v;
+    *vals[k] = sw ? v + 1 : v;
     p = *end ? end + 1 : end;
   }
   return true;
@@ -362,6 +369,16 @@ bool fzSmallMChoose(const FzSmallMNest *m, const FzLoopToKernelOptions *o,
     *bad = true;
     return fzReasonf(why, whyLen, "small-m-shape=%s: %s", text, inner);
   }
+  s->stream = f.stream != 1;
+  /* CUDA-core kernels of 48 accumulators and more (f32 with 16 rows):
+   * at most 128 registers a thread, so that 16 warps fit on an SM. ptxas
+   * gave them 168-212 (8-12 warps, 32-48 KiB of W in flight per SM);
+   * under the cap it spills 32-48 bytes (ptxas -v). Not for the others:
+   * asked for the cap, ptxas spends up to it (M = 1 along k: 86
+   * registers instead of 35, 23 warps an SM instead of 64). */
+  int64_t acc = m->M * (m->kContig ? s->cols : s->vec);
+  bool cap = f.cap ? f.cap == 2 : !s->mma && acc >= 48;
+  s->minBlocksPerSm = cap && s->warps < 16 ? 16 / s->warps : 0;
   if (m->dimSplit >= 0)
     s->splitBlocks = m->extent[m->dimSplit];
   if (s->blocks > 0x7fffffff || s->splitBlocks > 65535)
@@ -375,14 +392,21 @@ static const char *plural(int64_t n) { return n == 1 ? "" : "s"; }
 
 void fzSmallMDescribe(const FzSmallMNest *m, const FzSmallMShape *s,
                       char *buf, size_t n) {
-  char wt[16], xt[16], split[160] = "";
+  char wt[16], xt[16], split[240] = "";
   fzTypeText(m->w.elt, wt, sizeof wt);
   fzTypeText(m->x.elt, xt, sizeof xt);
+  size_t at = 0;
   if (m->dimSplit >= 0)
-    snprintf(split, sizeof split,
-             ", k split over %lld blocks of %lld (partial sums; a second "
-             "kernel adds them)",
-             (long long)s->splitBlocks, (long long)s->sliceK);
+    at = (size_t)snprintf(split, sizeof split,
+                          ", k split over %lld blocks of %lld (partial sums; "
+                          "a second kernel adds them)",
+                          (long long)s->splitBlocks, (long long)s->sliceK);
+  if (s->minBlocksPerSm > 0 && at < sizeof split)
+    at += (size_t)snprintf(split + at, sizeof split - at,
+                           ", registers for %lld blocks per SM",
+                           (long long)s->minBlocksPerSm);
+  if (!s->stream && at < sizeof split)
+    snprintf(split + at, sizeof split - at, ", W kept in L1");
   if (s->mma)
     snprintf(buf, n,
              "small-m %lldx%lldx%lld, W %s contiguous along %s, x %s: "
@@ -529,7 +553,7 @@ static FzValue *load_raw(FzSmallMGen *g, const FzSmallMOperand *x,
   for (size_t i = 0; i < r; ++i)
     ops[1 + i] = idx[i];
   FzValue *v = vt ? fzLkOp(kb, "kernel.vector_load", vt, r + 1, ops) : NULL;
-  if (v && x == &g->m->w &&
+  if (v && x == &g->m->w && g->s->stream &&
       !fzOpSetProp(fzValueGetDefiningOp(v), FZ_STR("stream"),
                    fzUnitAttrGet(kb->ctx)))
     v = NULL;
@@ -766,18 +790,10 @@ static bool build(FzLkBuild *kb, const FzLkPlan *p) {
   bool ok = sp->s.mma       ? fzSmallMBuildMma(kb, &sp->m, &sp->s)
             : sp->m.kContig ? fzSmallMBuildK(kb, &sp->m, &sp->s)
                             : fzSmallMBuildN(kb, &sp->m, &sp->s);
-  /* CUDA-core kernels of 48 accumulators and more (f32 with 16 rows):
-   * at most 128 registers a thread, so that 16 warps fit on an SM. ptxas
-   * gave them 168-212 (8-12 warps, 32-48 KiB of W in flight per SM);
-   * under the cap it spills 32-48 bytes (ptxas -v). Not for the
-   * others: asked for the cap, ptxas spends up to it (M = 1 along k: 86
-   * registers instead of 35, 23 warps an SM instead of 64). */
-  int64_t threads = 32 * (int64_t)sp->s.warps;
-  int64_t acc = sp->m.M * (sp->m.kContig ? sp->s.cols : sp->s.vec);
-  if (ok && !sp->s.mma && acc >= 48 && threads < 512 &&
+  if (ok && sp->s.minBlocksPerSm > 0 &&
       !fzOpSetAttr(kb->kernel, FZ_STR("kernel.min_blocks_per_sm"),
                    fzIntegerAttrGet(kb->ctx, fzIntegerTypeGet(kb->ctx, 64),
-                                    512 / threads)))
+                                    sp->s.minBlocksPerSm)))
     ok = false;
   if (ok && kb->opts->remarks) {
     FzStringRef name = fzSymbolGetName(kb->kernel);

@@ -107,12 +107,15 @@ typedef struct FzSmallMShape {
   int64_t groups;      /* column groups (a warp, or splitWarps warps) */
   int64_t blocks;      /* grid.x */
   int64_t sharedBytes; /* static shared memory of the reduction */
+  bool stream;         /* W's vector loads are `stream` (not kept in L1) */
+  /* kernel.min_blocks_per_sm of the kernel (a register cap), 0: none. */
+  int64_t minBlocksPerSm;
 } FzSmallMShape;
 
 /* Whether the mapping takes nest m (M within its limits, options) and
  * its shape: chosen by size, numbers of o->smallMShape (else
- * $FZ_GPU_SMALL_M_SHAPE) "cols=C,unroll=U,warps=S,blocks=B" forced. For a
- * nest not in split form, splitBlocks may exceed 1: the nest is then
+ * $FZ_GPU_SMALL_M_SHAPE) "cols=C,unroll=U,warps=S,blocks=B,mma=0|1,
+ * stream=0|1,cap=0|1" forced. For a nest not in split form, splitBlocks may exceed 1: the nest is then
  * split first (fzSmallMSplit). False with the reason; *bad when it is a
  * bad shape text (an error, not a refusal). */
 bool fzSmallMChoose(const FzSmallMNest *m, const FzLoopToKernelOptions *o,

@@ -372,6 +372,27 @@ START_TEST(test_choose) {
 }
 END_TEST
 
+/* W's loads `stream` unless stream=0; the register cap for f32 with 16
+ * rows (64 accumulators), off with cap=0, forced with cap=1. */
+START_TEST(test_choose_switches) {
+  FzContext *ctx = ctx_with_kernel();
+  FzSmallMShape s = choose(ctx, 16, 4096, 4096, "f32", true, NULL);
+  ck_assert(s.stream);
+  ck_assert_int_eq(s.minBlocksPerSm, 2);
+  s = choose(ctx, 16, 4096, 4096, "f32", true, "stream=0,cap=0");
+  ck_assert(!s.stream);
+  ck_assert_int_eq(s.minBlocksPerSm, 0);
+  s = choose(ctx, 1, 4096, 4096, "bf16", true, NULL);
+  ck_assert_int_eq(s.minBlocksPerSm, 0);
+  s = choose(ctx, 1, 4096, 4096, "bf16", true, "cap=1");
+  ck_assert_int_eq(s.minBlocksPerSm, 2);
+  /* Blocks of 16 warps: no cap to ask for. */
+  s = choose(ctx, 1, 4096, 4096, "bf16", false, "cap=1");
+  ck_assert_int_eq(s.minBlocksPerSm, 0);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 static void choose_bad(FzContext *ctx, bool trans, const char *force,
                        const char *reason) {
   FzSmallMShape sh;
@@ -385,8 +406,9 @@ static void choose_bad(FzContext *ctx, bool trans, const char *force,
 
 START_TEST(test_choose_bad) {
   FzContext *ctx = ctx_with_kernel();
-  choose_bad(ctx, true, "cols", "expected cols=, unroll=, warps=, blocks= or mma=");
+  choose_bad(ctx, true, "cols", "expected cols=, unroll=, warps=, blocks=, mma=, stream= or cap=");
   choose_bad(ctx, true, "mma=2", "mma: expected a number from 0 to 1");
+  choose_bad(ctx, true, "stream=2", "stream: expected a number from 0 to 1");
   choose_bad(ctx, true, "cols=0", "cols: expected a number from 1 to 65535");
   choose_bad(ctx, true, "cols=2x", "cols: expected a number");
   choose_bad(ctx, true, "warps=3", "warps=3: a power of two up to 16");
@@ -507,6 +529,7 @@ static Suite *small_m_suite(void) {
   tcase_add_test(tc, test_match_orientation);
   tcase_add_test(tc, test_match_refused);
   tcase_add_test(tc, test_choose);
+  tcase_add_test(tc, test_choose_switches);
   tcase_add_test(tc, test_choose_bad);
   tcase_add_test(tc, test_pass);
   tcase_add_test(tc, test_allocation_failures);
