@@ -330,9 +330,11 @@ static bool invariant_param(FzLLEmitter *E, FzValue *buf) {
 
 /* A `stream` load (data read once): ld.global[.nc].L1::no_allocate of
  * one, two or four b32 registers, as inline PTX (LLVM 19 has no cache
- * eviction hints on NVPTX loads), without side effects: the data does
- * not change while the kernel runs, so LLVM may move or merge it like
- * the !invariant.load it replaces. */
+ * eviction hints on NVPTX loads). From a parameter no thread writes
+ * (.nc) it has no side effects: the data does not change while the
+ * kernel runs, so LLVM may move or merge it like the !invariant.load it
+ * replaces; otherwise it clobbers memory, which keeps it in order with
+ * the kernel's stores. */
 static LLVMValueRef stream_load(FzLLEmitter *E, FzValue *buf, LLVMValueRef p,
                                 LLVMTypeRef mem, unsigned bytes) {
   unsigned words = bytes / 4;
@@ -342,7 +344,8 @@ static LLVMValueRef stream_load(FzLLEmitter *E, FzValue *buf, LLVMValueRef p,
   LLVMTypeRef ret =
       words == 1 ? E->tI32 : LLVMStructTypeInContext(E->llctx, elems, words, 0);
   LLVMTypeRef fty = LLVMFunctionType(ret, &global, 1, 0);
-  const char *nc = invariant_param(E, buf) ? ".nc" : "";
+  bool invariant = invariant_param(E, buf);
+  const char *nc = invariant ? ".nc" : "";
   char text[96], cons[32];
   if (words == 1)
     snprintf(text, sizeof text, "ld.global%s.L1::no_allocate.u32 $0, [$1];",
@@ -351,11 +354,12 @@ static LLVMValueRef stream_load(FzLLEmitter *E, FzValue *buf, LLVMValueRef p,
     snprintf(text, sizeof text,
              "ld.global%s.L1::no_allocate.v%u.u32 {%s}, [$%u];", nc, words,
              words == 2 ? "$0, $1" : "$0, $1, $2, $3", words);
-  snprintf(cons, sizeof cons, "%s,l",
-           words == 1 ? "=r" : words == 2 ? "=r,=r" : "=r,=r,=r,=r");
+  snprintf(cons, sizeof cons, "%s,l%s",
+           words == 1 ? "=r" : words == 2 ? "=r,=r" : "=r,=r,=r,=r",
+           invariant ? "" : ",~{memory}");
   LLVMValueRef fn =
       LLVMGetInlineAsm(fty, text, strlen(text), cons, strlen(cons),
-                       /*sideEffects=*/0, /*alignStack=*/0,
+                       /*sideEffects=*/!invariant, /*alignStack=*/0,
                        LLVMInlineAsmDialectATT, /*canThrow=*/0);
   LLVMValueRef r = LLVMBuildCall2(E->b, fty, fn, &addr, 1, "");
   LLVMValueRef v = r;
