@@ -143,7 +143,8 @@ def compile(model, device="auto", **options):  # noqa: A001  (fuse.compile)
     """
     for key, value in options.items():
         if key not in _COMPILE_OPTIONS:
-            near = _difflib.get_close_matches(key, list(_COMPILE_OPTIONS), 1)
+            near = _difflib.get_close_matches(
+                key, ["device"] + list(_COMPILE_OPTIONS), 1)
             raise TypeError("fuse.compile() got an unknown option %r%s"
                             % (key, "; did you mean %r?" % near[0]
                                if near else ""))

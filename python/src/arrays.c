@@ -347,7 +347,7 @@ static int from_buffer(PyObject *obj, FzpyArray *a, size_t align,
     return 1;
   int flags = PyBUF_RECORDS_RO | (writable ? PyBUF_WRITABLE : 0);
   if (PyObject_GetBuffer(obj, &a->view, flags) < 0) {
-    if (writable && PyErr_ExceptionMatches(PyExc_BufferError)) {
+    if (writable) {
       PyErr_Clear();
       if (PyObject_GetBuffer(obj, &a->view, PyBUF_RECORDS_RO) == 0) {
         PyBuffer_Release(&a->view);
