@@ -107,6 +107,9 @@ class TorchModel:
         self.onnx = onnx
         self._rebuild = rebuild
         self._out = [(_DTYPES[d], s) for d, s in compiled.outputs]
+        # numpy has no bfloat16 torch.from_numpy takes: those outputs are
+        # torch tensors given as out=.
+        self._bf16 = any(d == _torch.bfloat16 for d, _ in self._out)
 
     @property
     def device(self):
@@ -122,13 +125,19 @@ class TorchModel:
     def __call__(self, *inputs):
         args = [t.detach() if isinstance(t, _torch.Tensor) and t.requires_grad
                 else t for t in inputs]
-        dev = _torch.device("cpu")
+        dev = None
         if self.compiled.device == "cuda":
             for t in args:
                 if isinstance(t, _torch.Tensor) and t.is_cuda:
                     dev = t.device
                     break
-        outs = [_torch.empty(shape, dtype=dtype, device=dev)
+        if dev is None and not self._bf16:
+            # Host outputs: numpy arrays made by fuse, shared by torch.
+            outs = self.compiled(*args)
+            if len(self._out) == 1:
+                outs = (outs,)
+            return self._rebuild([_torch.from_numpy(a) for a in outs])
+        outs = [_torch.empty(shape, dtype=dtype, device=dev or "cpu")
                 for dtype, shape in self._out]
         self.compiled(*args, out=outs)
         return self._rebuild(outs)

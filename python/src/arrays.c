@@ -387,6 +387,26 @@ static int from_buffer(PyObject *obj, FzpyArray *a, size_t align,
   return make_copy(a, a->view.buf, contig ? NULL : strides, align, true);
 }
 
+/* The DLManagedTensor of obj.__dlpack__(**kw) (kw may be NULL), taken
+ * out of its capsule; NULL with an exception. */
+static DLManagedTensor *take_dlpack(PyObject *fn, PyObject *kw) {
+  PyObject *none = PyTuple_New(0);
+  PyObject *cap = none ? PyObject_Call(fn, none, kw) : NULL;
+  Py_XDECREF(none);
+  if (!cap)
+    return NULL;
+  DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
+  if (m && PyCapsule_SetName(cap, "used_dltensor") < 0)
+    m = NULL;
+  Py_DECREF(cap);
+  return m;
+}
+
+static void drop_dlpack(DLManagedTensor *m) {
+  if (m && m->deleter)
+    m->deleter(m);
+}
+
 /* __dlpack__. 1: not a DLPack object, 0, -1. */
 static int from_dlpack(PyObject *obj, FzpyArray *a, size_t align,
                        bool allowDevice, const char *what) {
@@ -395,48 +415,30 @@ static int from_dlpack(PyObject *obj, FzpyArray *a, size_t align,
     PyErr_Clear();
     return 1;
   }
-  int32_t devType = kDLCPU, devId = 0;
-  PyObject *dev = PyObject_CallMethod(obj, "__dlpack_device__", NULL);
-  if (dev) {
-    PyObject *t0 = PySequence_GetItem(dev, 0), *t1 = PySequence_GetItem(dev, 1);
-    if (t0 && t1) {
-      devType = (int32_t)PyLong_AsLong(t0);
-      devId = (int32_t)PyLong_AsLong(t1);
-    }
-    Py_XDECREF(t0);
-    Py_XDECREF(t1);
-    Py_DECREF(dev);
-  }
-  PyErr_Clear();
-  bool cuda = devType == kDLCUDA || devType == kDLCUDAManaged;
-  if (cuda && !allowDevice) {
+  /* Asked without a stream first: __dlpack_device__ can cost more than
+   * the export (12 us in PyTorch 1.13), and CPU memory needs none. */
+  DLManagedTensor *m = take_dlpack(fn, NULL);
+  int32_t dev = m ? m->dl_tensor.device.device_type : kDLCPU;
+  bool cuda = dev == kDLCUDA || dev == kDLCUDAManaged;
+  if (m && cuda && !allowDevice) {
+    drop_dlpack(m);
     Py_DECREF(fn);
     fzpyRaise("fuse: %s is on a CUDA device, but the model was compiled for "
               "the CPU (compile with device='cuda', or move it: .cpu())",
               what);
     return -1;
   }
-  PyObject *cap;
-  if (cuda) {
-    /* Stream 1: the legacy default stream, which fuse's copies and
-     * launches use; the producer orders its work before it. */
+  if (m && cuda) {
+    /* Again with stream 1, the legacy default stream that fuse's copies
+     * and launches use: the producer orders its pending work before it. */
+    drop_dlpack(m);
     PyObject *kw = Py_BuildValue("{s:i}", "stream", 1);
-    PyObject *none = PyTuple_New(0);
-    cap = kw && none ? PyObject_Call(fn, none, kw) : NULL;
+    m = kw ? take_dlpack(fn, kw) : NULL;
     Py_XDECREF(kw);
-    Py_XDECREF(none);
-  } else {
-    cap = PyObject_CallNoArgs(fn);
   }
   Py_DECREF(fn);
-  if (!cap)
+  if (!m)
     return -1;
-  DLManagedTensor *m = PyCapsule_GetPointer(cap, "dltensor");
-  if (!m || PyCapsule_SetName(cap, "used_dltensor") < 0) {
-    Py_DECREF(cap);
-    return -1;
-  }
-  Py_DECREF(cap);
   a->dlpack = m;
   DLTensor *t = &m->dl_tensor;
   a->dtype = dtype_of_dlpack(t->dtype);
@@ -450,13 +452,18 @@ static int from_dlpack(PyObject *obj, FzpyArray *a, size_t align,
   if (set_shape(a, t->ndim, NULL, t->shape, what) < 0)
     return -1;
   a->device = t->device.device_type == kDLCUDA ||
-              (cuda && t->device.device_type == kDLCUDAManaged);
+              t->device.device_type == kDLCUDAManaged;
   if (a->device && t->device.device_id != 0) {
     fzpyRaise("fuse: %s is on CUDA device %d; fuse runs on device 0", what,
               (int)t->device.device_id);
     return -1;
   }
-  (void)devId;
+  if (!a->device && t->device.device_type != kDLCPU &&
+      t->device.device_type != kDLCUDAHost) {
+    fzpyRaise("fuse: %s is on DLPack device type %d; fuse takes CPU and "
+              "CUDA memory", what, (int)t->device.device_type);
+    return -1;
+  }
   a->writable = true;
   a->data = (char *)t->data + t->byte_offset;
   size_t itemsize = fzpyDTypeSize(a->dtype);

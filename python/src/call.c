@@ -384,7 +384,7 @@ static int call_prepare(Call *k, ExecutableObject *e, PyObject *args,
 
 /* The run itself: the lock held, no GIL. */
 static bool call_run_cpu(Call *k) {
-  void *local[16];
+  void *local[16] = {0};
   void **bufs = k->n <= 16 ? local : FZPY_MALLOC(k->n * sizeof *bufs);
   if (!bufs)
     return false;
