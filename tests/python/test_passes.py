@@ -1,6 +1,7 @@
 """Pass managers from Python: the pipelines and options of fuse-opt's
 --pass-pipeline, their errors, remarks, IR dumps, timing and
 statistics, and the registry of passes and named pipelines."""
+import os
 import subprocess
 import unittest
 
@@ -40,6 +41,8 @@ class PassManagerTest(unittest.TestCase):
         np.testing.assert_allclose(fuse.interpret(m, x), 2 * np.exp(x),
                                    rtol=1e-6)
 
+    @unittest.skipUnless(os.path.exists(BUILD + "/bin/fuse-opt"),
+                         "no fuse-opt in this build")
     def test_same_result_as_fuse_opt(self):
         pipeline = ("builtin.module(canonicalize,cse,recognize-composites,"
                     "func.func(fuse{target=cpu}),lower-graph-to-loop)")
