@@ -186,18 +186,23 @@ PyObject *fzpyNumpyFinish(FzpyDType d, PyObject *arr) {
   return v;
 }
 
+PyObject *fzpyNumpyEmptyView(FzpyDType d, size_t rank, const int64_t *shape,
+                             Py_buffer *view) {
+  PyObject *a = fzpyNumpyEmpty(d, rank, shape);
+  if (a && PyObject_GetBuffer(a, view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) <
+               0)
+    Py_CLEAR(a);
+  return a;
+}
+
 PyObject *fzpyTensorToNumpy(const FzTensor *t) {
   FzpyDType d = fzpyDTypeOf(t->dtype);
   if (d == FZPY_NO_DTYPE)
     return fzpyRaise("fuse: a result has an element type numpy cannot hold");
-  PyObject *a = fzpyNumpyEmpty(d, t->rank, t->shape);
+  Py_buffer v;
+  PyObject *a = fzpyNumpyEmptyView(d, t->rank, t->shape, &v);
   if (!a)
     return NULL;
-  Py_buffer v;
-  if (PyObject_GetBuffer(a, &v, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-    Py_DECREF(a);
-    return NULL;
-  }
   size_t bytes = fzTensorGetNumBytes(t);
   if (bytes && (size_t)v.len == bytes)
     memcpy(v.buf, t->data, bytes);
@@ -247,16 +252,20 @@ static FzpyDType dtype_of_dlpack(DLDataType t) {
   return FZPY_NO_DTYPE;
 }
 
-/* A description of obj's element type for an error ("uint8", ...). */
-static PyObject *describe_dtype(PyObject *obj) {
+/* Raises the error of an element type fuse has not, named as obj says
+ * ("uint8", ...); returns -1. */
+static int unsupported_dtype(PyObject *obj, const char *what) {
   PyObject *dt = PyObject_GetAttrString(obj, "dtype");
+  PyObject *d = dt ? PyObject_Str(dt) : NULL;
   if (!dt) {
     PyErr_Clear();
-    return PyObject_Repr((PyObject *)Py_TYPE(obj));
+    d = PyObject_Repr((PyObject *)Py_TYPE(obj));
   }
-  PyObject *s = PyObject_Str(dt);
-  Py_DECREF(dt);
-  return s;
+  Py_XDECREF(dt);
+  fzpyRaise("fuse: %s has element type %S, which fuse does not support", what,
+            d ? d : Py_None);
+  Py_XDECREF(d);
+  return -1;
 }
 
 static bool is_contiguous(size_t rank, const int64_t *shape,
@@ -367,13 +376,8 @@ static int from_buffer(PyObject *obj, FzpyArray *a, size_t align,
               "data", what);
     return -1;
   }
-  if (a->dtype == FZPY_NO_DTYPE) {
-    PyObject *d = describe_dtype(obj);
-    fzpyRaise("fuse: %s has element type %S, which fuse does not support",
-              what, d ? d : Py_None);
-    Py_XDECREF((PyObject *)d);
-    return -1;
-  }
+  if (a->dtype == FZPY_NO_DTYPE)
+    return unsupported_dtype(obj, what);
   if (set_shape(a, a->view.ndim, a->view.shape, NULL, what) < 0)
     return -1;
   int64_t strides[FZ_TENSOR_MAX_RANK];
@@ -442,13 +446,8 @@ static int from_dlpack(PyObject *obj, FzpyArray *a, size_t align,
   a->dlpack = m;
   DLTensor *t = &m->dl_tensor;
   a->dtype = dtype_of_dlpack(t->dtype);
-  if (a->dtype == FZPY_NO_DTYPE) {
-    PyObject *d = describe_dtype(obj);
-    fzpyRaise("fuse: %s has element type %S, which fuse does not support",
-              what, d ? d : Py_None);
-    Py_XDECREF((PyObject *)d);
-    return -1;
-  }
+  if (a->dtype == FZPY_NO_DTYPE)
+    return unsupported_dtype(obj, what);
   if (set_shape(a, t->ndim, NULL, t->shape, what) < 0)
     return -1;
   a->device = t->device.device_type == kDLCUDA ||

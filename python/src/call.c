@@ -53,16 +53,28 @@ static DeviceArrayObject *device_array_new(ExecutableObject *e,
   return d;
 }
 
+typedef struct DeviceMemory {
+  FzCuda *cu;
+  FzCudaPtr ptr;
+} DeviceMemory;
+
+static void free_device_memory(void *arg) {
+  DeviceMemory *m = arg;
+  if (fzCudaMakeCurrent(m->cu))
+    fzCudaFree(m->cu, m->ptr);
+  FZPY_FREE(m);
+}
+
 static void device_array_dealloc(PyObject *self) {
   DeviceArrayObject *d = (DeviceArrayObject *)self;
-  if (d->ptr && d->exe->cu) {
-    ContextObject *c = d->exe->ctx;
-    fzpyEnter(c);
-    if (fzCudaMakeCurrent(d->exe->cu))
-      fzCudaFree(d->exe->cu, d->ptr);
-    FzpyDiagList l;
-    fzpyLeave(c, &l);
-    fzpyDiagListFree(&l);
+  DeviceMemory *m = d->ptr && d->exe->cu ? FZPY_MALLOC(sizeof *m) : NULL;
+  if (m) {
+    /* The FzCuda outlives the free, deferred or not: the executable's
+     * destruction (the decref below may start it) comes after it, and
+     * deferred destructions run in order. */
+    m->cu = d->exe->cu;
+    m->ptr = d->ptr;
+    fzpyDestroy(d->exe->ctx, free_device_memory, m);
   }
   Py_XDECREF((PyObject *)d->exe);
   FZPY_TYPE_FREE(self);
@@ -97,14 +109,10 @@ static PyObject *device_array_ptr(PyObject *self, void *closure) {
 /* A copy on the host, as a numpy array. */
 static PyObject *device_array_numpy(PyObject *self, PyObject *unused) {
   DeviceArrayObject *d = (DeviceArrayObject *)self;
-  PyObject *a = fzpyNumpyEmpty(d->dtype, d->rank, d->shape);
+  Py_buffer v;
+  PyObject *a = fzpyNumpyEmptyView(d->dtype, d->rank, d->shape, &v);
   if (!a)
     return NULL;
-  Py_buffer v;
-  if (PyObject_GetBuffer(a, &v, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-    Py_DECREF(a);
-    return NULL;
-  }
   ContextObject *c = d->exe->ctx;
   bool ok;
   fzpyEnter(c);

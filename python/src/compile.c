@@ -123,14 +123,27 @@ static void release_native(ExecutableObject *e) {
   e->rt = NULL;
 }
 
+/* release_native on a copy of the handles (the object is gone by the
+ * time a deferred destruction runs). */
+static void destroy_native(void *arg) {
+  release_native(arg);
+  FZPY_FREE(arg);
+}
+
 static void exe_dealloc(PyObject *self) {
   ExecutableObject *e = (ExecutableObject *)self;
-  if (e->ctx) {
-    fzpyEnter(e->ctx);
-    release_native(e);
-    FzpyDiagList l;
-    fzpyLeave(e->ctx, &l);
-    fzpyDiagListFree(&l);
+  if (e->ctx && (e->cu || e->exe || e->rt)) {
+    ExecutableObject *copy = FZPY_MALLOC(sizeof *copy);
+    if (copy) {
+      memcpy(copy, e, sizeof *copy);
+      fzpyDestroy(e->ctx, destroy_native, copy);
+    } else { /* out of memory: release them now, waiting for the lock */
+      fzpyEnter(e->ctx);
+      release_native(e);
+      FzpyDiagList l;
+      fzpyLeave(e->ctx, &l);
+      fzpyDiagListFree(&l);
+    }
   }
   for (size_t i = 0; e->args && i < e->numIn + e->numOut; ++i)
     Py_XDECREF(e->args[i].shape_tuple);

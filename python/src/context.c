@@ -141,6 +141,21 @@ void fzpyEnter(ContextObject *c) {
   c->depth = 1;
 }
 
+typedef struct FzpyDeferred {
+  FzpyDestroyFn fn;
+  void *arg;
+} FzpyDeferred;
+
+/* Runs the destructions other threads left, in the order they came (a
+ * DeviceArray's memory before its executable's FzCuda); lock and GIL
+ * held; what they report is dropped. */
+static void run_deferred(ContextObject *c) {
+  for (size_t i = 0; i < c->numDeferred; ++i)
+    c->deferred[i].fn(c->deferred[i].arg);
+  c->numDeferred = 0;
+  fzpyDiagListFree(&c->pending);
+}
+
 void fzpyLeave(ContextObject *c, FzpyDiagList *out) {
   if (--c->depth > 0) {
     /* A nested entry: the outer one collects the diagnostics. */
@@ -149,8 +164,50 @@ void fzpyLeave(ContextObject *c, FzpyDiagList *out) {
   }
   *out = c->pending;
   memset(&c->pending, 0, sizeof c->pending);
+  if (c->numDeferred) {
+    c->depth = 1;
+    run_deferred(c);
+    c->depth = 0;
+  }
   c->owner = 0;
   PyThread_release_lock(c->lock);
+}
+
+void fzpyDestroy(ContextObject *c, FzpyDestroyFn fn, void *arg) {
+  bool mine = c->depth > 0 && c->owner == PyThread_get_thread_ident();
+  if (!mine && !PyThread_acquire_lock(c->lock, NOWAIT_LOCK)) {
+    if (c->numDeferred == c->capDeferred) {
+      size_t cap = c->capDeferred ? 2 * c->capDeferred : 8;
+      FzpyDeferred *d = FZPY_REALLOC(c->deferred, cap * sizeof *d);
+      if (!d) { /* no room to defer: wait for the lock after all */
+        fzpyEnter(c);
+        fn(arg);
+        FzpyDiagList l;
+        fzpyLeave(c, &l);
+        fzpyDiagListFree(&l);
+        return;
+      }
+      c->deferred = d;
+      c->capDeferred = cap;
+    }
+    c->deferred[c->numDeferred++] = (FzpyDeferred){fn, arg};
+    return;
+  }
+  if (mine) {
+    c->depth++;
+  } else {
+    c->owner = PyThread_get_thread_ident();
+    c->depth = 1;
+  }
+  /* Its diagnostics are not the caller's. */
+  FzpyDiagList keep = c->pending;
+  memset(&c->pending, 0, sizeof c->pending);
+  fn(arg);
+  fzpyDiagListFree(&c->pending);
+  c->pending = keep;
+  FzpyDiagList l;
+  fzpyLeave(c, &l);
+  fzpyDiagListFree(&l);
 }
 
 /*===--- fuse.Diagnostic ------------------------------------------------===*/
@@ -373,11 +430,14 @@ int fzpyFinish(ContextObject *c, bool ok, PyObject *remarks) {
 
 static void context_dealloc(PyObject *self) {
   ContextObject *c = (ContextObject *)self;
+  if (c->numDeferred)
+    run_deferred(c); /* nobody holds the lock: nobody refers to c */
   if (c->ctx) {
     fzContextPopDiagHandler(c->ctx, c->handler);
     fzContextDestroy(c->ctx);
   }
   fzpyDiagListFree(&c->pending);
+  FZPY_FREE(c->deferred);
   if (c->lock)
     PyThread_free_lock(c->lock);
   Py_XDECREF(c->handlers);

@@ -82,6 +82,12 @@ typedef struct ContextObject {
   unsigned depth;
   FzDiagHandlerId handler;
   FzpyDiagList pending; /* filled by the handler, under the lock */
+  /* Destructions that found the lock held by another thread (a
+   * finalizer must not wait behind a long compile, nor deadlock against
+   * a thread that waits for a lock it holds): run by that thread when it
+   * leaves. Guarded by the GIL, which fzpyLeave always holds. */
+  struct FzpyDeferred *deferred;
+  size_t numDeferred, capDeferred;
   PyObject *handlers;   /* list of Python callables, newest last */
 } ContextObject;
 
@@ -124,6 +130,12 @@ void fzpyLeave(ContextObject *c, FzpyDiagList *out);
  * list. */
 int fzpyDispatch(ContextObject *c, FzpyDiagList *list, bool failed,
                  PyObject *remarks);
+/* Runs fn(arg) (destroying something of the context: a module, a pass
+ * manager, a compiled model's native parts) with the lock held, now
+ * when it is free or this thread's, else when its holder leaves. Its
+ * diagnostics are dropped. For finalizers (GIL held). */
+typedef void (*FzpyDestroyFn)(void *arg);
+void fzpyDestroy(ContextObject *c, FzpyDestroyFn fn, void *arg);
 /* fzpyLeave + fzpyDispatch: 0, or -1 with an exception set. */
 int fzpyFinish(ContextObject *c, bool ok, PyObject *remarks);
 
@@ -204,6 +216,10 @@ FzType *fzpyDTypeType(FzContext *ctx, FzpyDType d);
 PyObject *fzpyNumpyDType(FzpyDType d);
 /* numpy.empty(shape, dtype of d): a new reference, or NULL. */
 PyObject *fzpyNumpyEmpty(FzpyDType d, size_t rank, const int64_t *shape);
+/* The same with a writable view of its memory in *view (the caller
+ * releases it). */
+PyObject *fzpyNumpyEmptyView(FzpyDType d, size_t rank, const int64_t *shape,
+                             Py_buffer *view);
 
 /* One array argument, borrowed for the length of a call. */
 typedef struct FzpyArray {

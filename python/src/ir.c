@@ -70,14 +70,12 @@ FzOp *fzpyFindEntry(FzOp *module, const char *entry, char *why,
 
 /*===--- fuse.Module --------------------------------------------------------===*/
 
+static void destroy_op(void *op) { fzOpDestroy(op); }
+
 ModuleObject *fzpyModuleNew(ContextObject *ctx, FzOp *op) {
   ModuleObject *m = PyObject_New(ModuleObject, FzpyModuleType);
   if (!m) {
-    fzpyEnter(ctx);
-    fzOpDestroy(op);
-    FzpyDiagList l;
-    fzpyLeave(ctx, &l);
-    fzpyDiagListFree(&l);
+    fzpyDestroy(ctx, destroy_op, op);
     return NULL;
   }
   Py_INCREF((PyObject *)ctx);
@@ -89,13 +87,8 @@ ModuleObject *fzpyModuleNew(ContextObject *ctx, FzOp *op) {
 
 static void module_dealloc(PyObject *self) {
   ModuleObject *m = (ModuleObject *)self;
-  if (m->op) {
-    fzpyEnter(m->ctx);
-    fzOpDestroy(m->op);
-    FzpyDiagList l;
-    fzpyLeave(m->ctx, &l);
-    fzpyDiagListFree(&l);
-  }
+  if (m->op)
+    fzpyDestroy(m->ctx, destroy_op, m->op);
   Py_XDECREF((PyObject *)m->ctx);
   FZPY_TYPE_FREE(self);
 }

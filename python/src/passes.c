@@ -23,15 +23,12 @@ typedef struct PassManagerObject {
   FzpyText dumps; /* IR printing's output (FZPY_MALLOC) */
 } PassManagerObject;
 
+static void destroy_pm(void *pm) { fzPassManagerDestroy(pm); }
+
 static void pm_dealloc(PyObject *self) {
   PassManagerObject *p = (PassManagerObject *)self;
-  if (p->pm) {
-    fzpyEnter(p->ctx);
-    fzPassManagerDestroy(p->pm);
-    FzpyDiagList l;
-    fzpyLeave(p->ctx, &l);
-    fzpyDiagListFree(&l);
-  }
+  if (p->pm)
+    fzpyDestroy(p->ctx, destroy_pm, p->pm);
   FZPY_FREE(p->dumps.data);
   Py_XDECREF((PyObject *)p->ctx);
   FZPY_TYPE_FREE(self);

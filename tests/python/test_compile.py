@@ -389,6 +389,34 @@ class GilTest(unittest.TestCase):
         self.assertTrue(self.progress_during(lambda: m(x, w)))
 
 
+class SharedContextTest(unittest.TestCase):
+    """Two threads, one context: a Module destroyed while another thread
+    compiles in that context is destroyed by that thread when it is done
+    (deferred), instead of making the finalizer wait for the compile."""
+
+    def test_destroy_while_compiling(self):
+        ctx = fuse.Context()
+        big = fuse.Module.parse(BIG, ctx)
+        other = [fuse.Module.parse(ADD_RELU, ctx) for _ in range(3)]
+        got = []
+        worker = threading.Thread(
+            target=lambda: got.append(fuse.compile(big, device="cpu")))
+        worker.start()
+        time.sleep(0.05)
+        busy = worker.is_alive()
+        t0 = time.perf_counter()
+        del other[:]  # finalizers: deferred if the compile holds the lock
+        took = time.perf_counter() - t0
+        worker.join()
+        t1 = time.perf_counter()
+        if busy and t1 - t0 > 0.2:
+            self.assertLess(took, (t1 - t0) / 2)
+        self.assertEqual(got[0].entry, "main")
+        # The context works on, and runs what was deferred.
+        m = fuse.Module.parse(ADD_RELU, ctx)
+        self.assertTrue(m.verify())
+
+
 def dlpack_cuda_capsule(buf, shape, dtype_code, bits):
     """A DLPack capsule that says CUDA device 0 for host memory buf: what
     a CUDA tensor hands over, for the fake driver (device memory is host
