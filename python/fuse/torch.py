@@ -6,7 +6,7 @@
 
 fuse.torch.compile exports the module with torch.onnx.export (the
 TorchScript exporter: PyTorch 1.13, Debian's python3-torch, and PyTorch 2
-with dynamo=False), compiles the ONNX model with fuse.compile and
+with dynamo=False; its dynamo exporter where that fails), compiles the ONNX model with fuse.compile and
 returns a callable on torch tensors: inputs are read where they are
 (CPU tensors without a copy; CUDA tensors on the GPU for a model
 compiled for cuda), outputs are new torch tensors on the inputs'
@@ -49,16 +49,33 @@ DEFAULT_OPSET = 17
 
 def export(module, example_inputs, opset=None):
     """The ONNX bytes of module traced on example_inputs (a tuple of
-    tensors), by torch.onnx.export's TorchScript exporter."""
+    tensors), by torch.onnx.export's TorchScript exporter; where that
+    fails (a PyTorch without it), by its dynamo exporter (onnxscript)."""
     buf = _io.BytesIO()
     kwargs = {"opset_version": opset or DEFAULT_OPSET,
               "do_constant_folding": True}
     params = _inspect.signature(_torch.onnx.export).parameters
     if "dynamo" in params:
         kwargs["dynamo"] = False  # PyTorch 2: the TorchScript exporter
-    with _torch.no_grad():
-        _torch.onnx.export(module, tuple(example_inputs), buf, **kwargs)
-    return buf.getvalue()
+    try:
+        with _torch.no_grad():
+            _torch.onnx.export(module, tuple(example_inputs), buf, **kwargs)
+        return buf.getvalue()
+    except Exception as first:
+        if "dynamo" not in params:
+            raise
+        import os
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "model.onnx")
+            try:
+                with _torch.no_grad():
+                    _torch.onnx.export(module, tuple(example_inputs), path,
+                                       dynamo=True, external_data=False)
+            except Exception:
+                raise first
+            with open(path, "rb") as f:
+                return f.read()
 
 
 def _flatten(value):
