@@ -422,9 +422,16 @@ static int from_dlpack(PyObject *obj, FzpyArray *a, size_t align,
   /* Asked without a stream first: __dlpack_device__ can cost more than
    * the export (12 us in PyTorch 1.13), and CPU memory needs none. */
   DLManagedTensor *m = take_dlpack(fn, NULL);
-  int32_t dev = m ? m->dl_tensor.device.device_type : kDLCPU;
+  if (!m) {
+    /* An export the producer refuses (PyTorch 1.13's bool tensors): the
+     * slow path (numpy.ascontiguousarray) may still take it. */
+    Py_DECREF(fn);
+    PyErr_Clear();
+    return 1;
+  }
+  int32_t dev = m->dl_tensor.device.device_type;
   bool cuda = dev == kDLCUDA || dev == kDLCUDAManaged;
-  if (m && cuda && !allowDevice) {
+  if (cuda && !allowDevice) {
     drop_dlpack(m);
     Py_DECREF(fn);
     fzpyRaise("fuse: %s is on a CUDA device, but the model was compiled for "
@@ -432,7 +439,7 @@ static int from_dlpack(PyObject *obj, FzpyArray *a, size_t align,
               what);
     return -1;
   }
-  if (m && cuda) {
+  if (cuda) {
     /* Again with stream 1, the legacy default stream that fuse's copies
      * and launches use: the producer orders its pending work before it. */
     drop_dlpack(m);

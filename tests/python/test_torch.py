@@ -104,6 +104,19 @@ class TorchCompileTest(unittest.TestCase):
         self.assertEqual(got["pair"][1].dtype, torch.int64)
         torch.testing.assert_close(got["pair"][1], want["pair"][1])
 
+    def test_bool_and_int_tensors(self):
+        # PyTorch 1.13 exports no bool tensor through DLPack: fuse takes
+        # it through numpy instead.
+        from test_compile import INTS
+        m = fuse.compile(fuse.Module.parse(INTS), device="cpu")
+        a = torch.tensor([7, -7, 9, 4, -8, 5], dtype=torch.int32)
+        b = torch.tensor([2, 2, -3, 4, 3, 1], dtype=torch.int32)
+        c = torch.tensor([1, 0, 1, 1, 0, 1], dtype=torch.bool)
+        q, gt = m(a, b, c)
+        want = torch.where(c, torch.div(a, b, rounding_mode="trunc"), a)
+        np.testing.assert_array_equal(q, want.numpy())
+        np.testing.assert_array_equal(gt, (want > b).numpy())
+
     def test_errors(self):
         model = None
         with warnings.catch_warnings():
