@@ -42,6 +42,7 @@
 #define FZ_ONNX_FOLD_LIMIT ((int64_t)1 << 22)
 
 typedef struct FzOnnxOpDef FzOnnxOpDef;
+typedef struct FzOnnxInput FzOnnxInput; /* a graph input (inputs.c) */
 
 typedef struct FzOnnxImporter {
   FzContext *ctx;
@@ -56,6 +57,12 @@ typedef struct FzOnnxImporter {
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
   FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
+  FzBlock *body;         /* @main's body */
+  FzPtrVec inputs;       /* FzOnnxInput: the graph inputs that are not
+                            initializers, in order */
+  FzPtrVec argInputs;    /* FzOnnxInput of each argument of @main */
+  bool notedDynamic;     /* the symbolic-dims note was attached */
+  bool quiet;            /* a probing import: nothing is reported */
   size_t numErrors;
 
   /* The node being imported. */
@@ -122,6 +129,31 @@ bool fzOnnxModelError(FzOnnxImporter *im, const char *fmt, ...)
     FZ_PRINTF(2, 3);
 /* Reports that input `i` must be a constant (computable at import). */
 bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what);
+
+/*===--- Graph inputs (inputs.c) ---------------------------------------===*/
+
+/* Defines ONNX value `name` as v (NULL: poison). False on OOM. (model.c) */
+bool fzOnnxDefineValue(FzOnnxImporter *im, const char *name, FzValue *v);
+/* Binds the graph inputs that are not initializers: each becomes an
+ * argument of @main (its type from the model and the options' shapes and
+ * symbols), or a constant when the options bind its value: entries
+ * without ifNeeded, and those whose bindNeeded[k] is true (bindNeeded may
+ * be NULL). Argument types are pushed to argTypes. Errors in the options
+ * are reported (the inputs are then poison); false only on OOM. */
+bool fzOnnxBindInputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                      FzBlock *body, FzPtrVec *argTypes,
+                      const bool *bindNeeded);
+/* Marks the graph inputs whose arguments v is computed from as needed at
+ * import (v is an operand the node needs as a constant). */
+void fzOnnxDemandInputs(FzOnnxImporter *im, FzValue *v);
+/* Sets needed[k] for each inputValues entry k whose input was demanded
+ * and is not bound yet; true when one was newly set. */
+bool fzOnnxInputsDemanded(FzOnnxImporter *im, bool *needed);
+/* Whether inputValues entry `option` was bound as a constant. */
+bool fzOnnxInputIsBound(FzOnnxImporter *im, size_t option);
+/* Attaches to diag a note per graph input left with dynamic dims (their
+ * symbols, and how to give them). */
+void fzOnnxNoteSymbolicDims(FzOnnxImporter *im, FzDiagnostic *diag);
 
 /*===--- Attributes of the current node --------------------------------===*/
 
