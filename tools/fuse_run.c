@@ -341,8 +341,14 @@ static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
   FzOnnxImportOptions io = {o->shapes.n, o->shapes.shapes, 0, NULL, NULL};
   FzOnnxInputValue *values = NULL;
   if (fzInputIsOnnx(o->file) && !o->haveSeed && o->numInputs) {
-    if (!(*pre = read_onnx_inputs(o, ctx)))
+    if (!(*pre = read_onnx_inputs(o, ctx))) {
+      /* A model input that is no tensor (a sequence) makes its file no
+       * TensorProto: the model's own error says more. */
+      FzOp *m = fzParseOrImportFileWithOptions(ctx, o->file, &io,
+                                               "fuse-run");
+      fzOpDestroy(m);
       return NULL;
+    }
     values = calloc(o->numInputs, sizeof *values);
     *bound = calloc(o->numInputs, sizeof **bound);
     if (!values || !*bound) {

@@ -106,6 +106,7 @@ extern const FzOnnxOpDef fzOnnxReduceOps[];
 extern const FzOnnxOpDef fzOnnxShapeOps[];
 extern const FzOnnxOpDef fzOnnxLossOps[];
 extern const FzOnnxOpDef fzOnnxResizeOps[];
+extern const FzOnnxOpDef fzOnnxIndexOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);

@@ -104,12 +104,12 @@ def main():
              "inputs; fuse compiles static shapes, so the importer needs "
              "them at import time. When a model fails to import only "
              "because such an input is not constant, the runner imports it "
-             "again specialized on the test's data: every input but the "
-             "first is bound as a constant (and the first too, when that "
-             "is still not enough and it is an integer, a boolean or a "
-             "scalar) through "
-             "`FzOnnxImportOptions.inputValues`, which is what a static "
-             "compiler does with compile-time operands. These %d tests "
+             "again with every input offered with its value and "
+             "`FzOnnxInputValue.ifNeeded` (docs/onnx.md, Shapes): the "
+             "importer binds as constants exactly the inputs a shape "
+             "operand is computed from, which is what a static compiler "
+             "does with compile-time operands (fuse-run does the same with "
+             "its inputs). These %d tests "
              "passed that way (they are included in the passed count):\n"
              % len(specialized))
     for name, note in specialized:
