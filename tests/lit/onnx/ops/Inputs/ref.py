@@ -1,0 +1,114 @@
+#!/usr/bin/python3
+"""Inputs and expected outputs of the models in this folder.
+
+    ref.py DIR   writes DIR/<case>/input_N.npy and output_N.npy
+
+Computed with numpy from the ONNX definitions, independently of fuse.
+"""
+import itertools
+import math
+import os
+import sys
+
+import numpy as np
+
+F = np.float32
+
+
+def vals(shape, scale=3.0, phase=0.0):
+    n = int(np.prod(shape))
+    return (scale * np.sin(np.arange(n) * 1.7 + phase)).reshape(shape).astype(F)
+
+
+def topk(x, k, axis, largest):
+    """Sorted by value (NaN above every number), ties by index."""
+    x = np.moveaxis(x, axis, -1)
+    key = np.where(np.isnan(x), np.inf, x)
+    nan = np.isnan(x)
+    vs, ix = [], []
+    for row, krow, nrow in zip(x.reshape(-1, x.shape[-1]),
+                               key.reshape(-1, x.shape[-1]),
+                               nan.reshape(-1, x.shape[-1])):
+        # Python's sort is stable: ties keep their index order.
+        if largest:
+            order = sorted(range(len(row)), key=lambda i: (-int(nrow[i]), -krow[i]))
+        else:
+            order = sorted(range(len(row)), key=lambda i: (int(nrow[i]), krow[i]))
+        order = order[:k]
+        vs.append(row[order])
+        ix.append(order)
+    shape = x.shape[:-1] + (k,)
+    v = np.array(vs, F).reshape(shape)
+    i = np.array(ix, np.int64).reshape(shape)
+    return np.moveaxis(v, -1, axis), np.moveaxis(i, -1, axis)
+
+
+def index_case():
+    x = np.array([[1, 3, 3, -2, 5], [np.nan, 0, 2, 2, np.nan], [4, 4, 4, 1, 0]], F)
+    d = vals((2, 3, 4))
+    gi = np.array([[0, 1], [1, -1], [-2, 0]], np.int64)
+    gb = np.array([[[2], [0]], [[1], [-1]]], np.int64)
+    si = np.array([[1], [0], [1]], np.int64)
+    su = vals((3, 3, 4), 1.0, 2.0)
+    ei = np.array([[[0, 3], [1, 1], [-1, 2]], [[2, 2], [0, -4], [3, 1]]], np.int64)
+    eu = vals((2, 3, 2), 4.0, 0.5)
+    v1, i1 = topk(x, 3, 1, True)
+    v2, i2 = topk(x, 2, 0, False)
+    g1 = np.stack([d[tuple(t)] for t in gi])
+    g2 = np.stack([np.stack([d[b][tuple(t)] for t in gb[b]]) for b in range(2)])
+    s1 = d.copy()
+    for u, t in enumerate(si):
+        s1[tuple(t)] += su[u]
+    s2 = d.copy()
+    for a, b, c in itertools.product(range(2), range(3), range(2)):
+        j = ei[a, b, c] % 4
+        s2[a, b, j] = max(s2[a, b, j], eu[a, b, c])
+    return [x, d, gi, gb, si, su, ei, eu], [v1, i1, v2, i2, g1, g2, s1, s2]
+
+
+def pool3d(x, k, s, p, d=(1, 1, 1), ceil=False, avg=False, include=False):
+    n, c, *sp = x.shape
+    outs = []
+    for a in range(3):
+        span = (k[a] - 1) * d[a] + 1
+        tot = sp[a] + p[a] + p[3 + a] - span
+        o = (-(-tot // s[a]) if ceil else tot // s[a]) + 1
+        # ceil_mode drops a last window that starts in the end padding.
+        if ceil and (o - 1) * s[a] >= sp[a] + p[a]:
+            o -= 1
+        outs.append(o)
+    y = np.zeros((n, c, *outs), F)
+    for o in itertools.product(*[range(v) for v in outs]):
+        taps, count = [], 0
+        for t in itertools.product(*[range(v) for v in k]):
+            pos = [o[a] * s[a] - p[a] + t[a] * d[a] for a in range(3)]
+            inside_padded = all(-p[a] <= pos[a] < sp[a] + p[3 + a] for a in range(3))
+            if all(0 <= pos[a] < sp[a] for a in range(3)):
+                taps.append(x[:, :, pos[0], pos[1], pos[2]])
+                count += 1
+            elif include and inside_padded:
+                count += 1
+        stack = np.stack(taps)
+        y[(slice(None), slice(None)) + o] = (stack.sum(0) / count) if avg else stack.max(0)
+    return y
+
+
+def pool3d_case():
+    x = vals((1, 2, 5, 6, 7))
+    m = pool3d(x, (2, 3, 2), (2, 2, 1), (1, 0, 1, 0, 1, 1), ceil=True)
+    a = pool3d(x, (3, 2, 2), (1, 2, 2), (1, 1, 0, 1, 0, 1), avg=True)
+    ap = pool3d(x, (2, 2, 3), (1, 1, 1), (1, 1, 1, 0, 1, 1), d=(2, 1, 2),
+                avg=True, include=True)
+    return [x], [m, a, ap]
+
+
+CASES = {"index_ops": index_case, "pool3d": pool3d_case}
+
+for name, make in CASES.items():
+    ins, outs = make()
+    dd = os.path.join(sys.argv[1], name)
+    os.makedirs(dd, exist_ok=True)
+    for i, a in enumerate(ins):
+        np.save(os.path.join(dd, f"input_{i}.npy"), a)
+    for i, a in enumerate(outs):
+        np.save(os.path.join(dd, f"output_{i}.npy"), np.ascontiguousarray(a))
