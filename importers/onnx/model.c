@@ -37,7 +37,7 @@ static char kPending;
 static const FzOnnxOpDef *const kTables[] = {
     fzOnnxElementwiseOps, fzOnnxMiscOps,  fzOnnxNnOps,
     fzOnnxReduceOps,      fzOnnxShapeOps, fzOnnxLossOps,
-    fzOnnxResizeOps,      fzOnnxIndexOps,
+    fzOnnxResizeOps,      fzOnnxIndexOps, fzOnnxRnnOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

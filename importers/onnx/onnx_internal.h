@@ -107,6 +107,7 @@ extern const FzOnnxOpDef fzOnnxShapeOps[];
 extern const FzOnnxOpDef fzOnnxLossOps[];
 extern const FzOnnxOpDef fzOnnxResizeOps[];
 extern const FzOnnxOpDef fzOnnxIndexOps[];
+extern const FzOnnxOpDef fzOnnxRnnOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
