@@ -38,6 +38,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxElementwiseOps, fzOnnxMiscOps,  fzOnnxNnOps,
     fzOnnxReduceOps,      fzOnnxShapeOps, fzOnnxLossOps,
     fzOnnxResizeOps,      fzOnnxIndexOps, fzOnnxRnnOps,
+    fzOnnxControlOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {
@@ -408,6 +409,114 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
                    ok && !poisoned && out ? out[i] : NULL);
   }
   im->node = NULL;
+}
+
+/*===--- Subgraphs --------------------------------------------------------===*/
+
+/* The node state import_node keeps in the importer, saved around a
+ * subgraph's nodes. */
+typedef struct NodeState {
+  const Onnx__NodeProto *node;
+  const FzOnnxOpDef *row;
+  int opVersion;
+  const char *nodeName;
+  FzLoc *nodeLoc;
+  bool nodeFailed, captured;
+  char capturedError[512];
+} NodeState;
+
+static void save_node(const FzOnnxImporter *im, NodeState *s) {
+  s->node = im->node;
+  s->row = im->row;
+  s->opVersion = im->opVersion;
+  s->nodeName = im->nodeName;
+  s->nodeLoc = im->nodeLoc;
+  s->nodeFailed = im->nodeFailed;
+  s->captured = im->captured;
+  memcpy(s->capturedError, im->capturedError, sizeof s->capturedError);
+}
+
+static void restore_node(FzOnnxImporter *im, const NodeState *s) {
+  im->node = s->node;
+  im->row = s->row;
+  im->opVersion = s->opVersion;
+  im->nodeName = s->nodeName;
+  im->nodeLoc = s->nodeLoc;
+  im->nodeFailed = s->nodeFailed;
+  im->captured = s->captured;
+  memcpy(im->capturedError, s->capturedError, sizeof s->capturedError);
+}
+
+/* Forgets name (an input, initializer or node output of a subgraph), so
+ * that the next import of the same body can define it again. */
+static void forget(FzOnnxImporter *im, const char *name) {
+  FzIdent *id = name && *name ? ident(im, name) : NULL;
+  if (!id)
+    return;
+  fzPtrMapRemove(&im->values, id);
+  fzPtrMapRemove(&im->initializers, id);
+}
+
+bool fzOnnxImportSubgraph(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                          size_t nIn, FzValue *const *in, size_t nOut,
+                          FzValue **out) {
+  if (g->n_input != nIn)
+    return fzOnnxError(im, "its body takes %zu inputs, %zu are given",
+                       g->n_input, nIn);
+  if (g->n_output != nOut)
+    return fzOnnxError(im, "its body has %zu outputs, %zu are expected",
+                       g->n_output, nOut);
+  if (g->n_node > (size_t)(FZ_ONNX_MAX_UNROLLED - im->unrolledNodes))
+    return fzOnnxError(im, "unsupported: unrolling it would import more "
+                           "than %lld nodes",
+                       (long long)FZ_ONNX_MAX_UNROLLED);
+  im->unrolledNodes += (int64_t)g->n_node;
+  NodeState saved;
+  save_node(im, &saved);
+  size_t errors = im->numErrors;
+  bool ok = true;
+  /* Body names shadow nothing (ONNX names are unique across scopes);
+   * a name already bound is an error in the model. */
+  for (size_t i = 0; ok && i < nIn; ++i) {
+    const char *name = g->input[i]->name ? g->input[i]->name : "";
+    FzIdent *id = *name ? ident(im, name) : NULL;
+    if (id && (fzPtrMapContains(&im->values, id) ||
+               fzPtrMapContains(&im->initializers, id)))
+      ok = fzOnnxError(im, "body input '%s' redefines a name of an outer "
+                           "graph", name);
+    else if (id)
+      ok = define_value(im, name, in[i]);
+  }
+  for (size_t i = 0; ok && i < g->n_initializer; ++i) {
+    const Onnx__TensorProto *t = g->initializer[i];
+    FzIdent *id = t->name ? ident(im, t->name) : NULL;
+    ok = id && fzPtrMapPut(&im->initializers, id, (void *)t);
+  }
+  for (size_t i = 0; ok && i < g->n_node; ++i)
+    import_node(im, g->node[i], i);
+  restore_node(im, &saved);
+  ok = ok && im->numErrors == errors;
+  for (size_t i = 0; ok && i < nOut; ++i) {
+    FzValue *v = lookup_value(im, g->output[i]->name ? g->output[i]->name
+                                                     : "");
+    if (!v || v == POISON)
+      ok = v ? false
+             : fzOnnxError(im, "body output '%s' is not defined",
+                           g->output[i]->name ? g->output[i]->name : "");
+    else
+      out[i] = v;
+  }
+  /* The body's names go (its values stay in the IR). */
+  for (size_t i = 0; i < nIn; ++i)
+    forget(im, g->input[i]->name);
+  for (size_t i = 0; i < g->n_initializer; ++i)
+    forget(im, g->initializer[i]->name);
+  for (size_t i = 0; i < g->n_node; ++i)
+    for (size_t k = 0; k < g->node[i]->n_output; ++k)
+      forget(im, g->node[i]->output[k]);
+  if (!ok && im->numErrors != errors)
+    im->nodeFailed = true; /* its body's errors say why */
+  return ok;
 }
 
 /*===--- Reading ---------------------------------------------------------===*/

@@ -38,6 +38,9 @@
 #define FZ_ONNX_MAX_OPSET 21
 /* im->opset of a model that imports no opset of the default domain. */
 #define FZ_ONNX_NO_OPSET INT64_MIN
+/* Nodes imported from subgraphs (If branches, unrolled Loop and Scan
+ * bodies) in one import, at most. */
+#define FZ_ONNX_MAX_UNROLLED ((int64_t)1 << 20)
 /* Constants folded at import are limited to this many elements. */
 #define FZ_ONNX_FOLD_LIMIT ((int64_t)1 << 22)
 
@@ -63,6 +66,7 @@ typedef struct FzOnnxImporter {
   FzPtrVec argInputs;    /* FzOnnxInput of each argument of @main */
   bool notedDynamic;     /* the symbolic-dims note was attached */
   bool quiet;            /* a probing import: nothing is reported */
+  int64_t unrolledNodes; /* nodes imported from subgraphs (bounded) */
   size_t numErrors;
 
   /* The node being imported. */
@@ -108,6 +112,7 @@ extern const FzOnnxOpDef fzOnnxLossOps[];
 extern const FzOnnxOpDef fzOnnxResizeOps[];
 extern const FzOnnxOpDef fzOnnxIndexOps[];
 extern const FzOnnxOpDef fzOnnxRnnOps[];
+extern const FzOnnxOpDef fzOnnxControlOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
@@ -156,6 +161,16 @@ bool fzOnnxInputIsBound(FzOnnxImporter *im, size_t option);
 /* Attaches to diag a note per graph input left with dynamic dims (their
  * symbols, and how to give them). */
 void fzOnnxNoteSymbolicDims(FzOnnxImporter *im, FzDiagnostic *diag);
+
+/* Imports the nodes of subgraph g (a body of If, Loop, Scan) into the
+ * current block, its inputs bound to in[0..nIn) (outer names stay
+ * visible), and stores its outputs' values in out[0..nOut). Its names are
+ * forgotten afterwards, so a body can be imported once per unrolled
+ * iteration. Errors in its nodes are reported in their words (the
+ * current node is then marked failed); false after an error. (model.c) */
+bool fzOnnxImportSubgraph(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                          size_t nIn, FzValue *const *in, size_t nOut,
+                          FzValue **out);
 
 /*===--- Attributes of the current node --------------------------------===*/
 
