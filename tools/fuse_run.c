@@ -371,8 +371,9 @@ static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
   for (size_t i = 0; module && *bound && i < o->numInputs; ++i)
     if ((*bound)[i])
       fprintf(stderr, "fuse-run: note: input #%zu (%s) is needed at "
-                      "compile time (a shape operand): the model is "
-                      "specialized to its value\n",
+                      "compile time (a shape operand or a control-flow "
+                      "condition): the model is specialized to its "
+                      "value\n",
               i, o->inputs[i]);
   return module;
 }

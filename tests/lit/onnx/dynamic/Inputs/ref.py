@@ -48,4 +48,4 @@ for name, make in CASES.items():
     for i, a in enumerate(ins):
         np.save(os.path.join(d, f"input_{i}.npy"), a)
     for i, a in enumerate(outs):
-        np.save(os.path.join(d, f"output_{i}.npy"), np.ascontiguousarray(a))
+        np.save(os.path.join(d, f"output_{i}.npy"), np.require(a, requirements="C"))

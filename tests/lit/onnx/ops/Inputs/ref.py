@@ -102,7 +102,27 @@ def pool3d_case():
     return [x], [m, a, ap]
 
 
-CASES = {"index_ops": index_case, "pool3d": pool3d_case}
+def control_case(cond):
+    x = np.array([1.5, -2], F)
+    m = vals((4, 3), 2.0)
+    r = x * x if cond else -x
+    a, steps = x.copy(), []
+    for i in range(3):
+        a = (a + F(i)) * x * x
+        steps.append(a.sum())
+    st, rows = F(1), []
+    for t in range(4):
+        st = st + m[t].sum()
+        rows.append(m[t] * st)
+    # scan_output_axes 1, reverse: step t lands at position 3 - t.
+    rows_out = np.stack(rows[::-1], axis=1)
+    return ([np.array(cond), x, m],
+            [r, a, np.array(steps, F), np.array(st, F), rows_out])
+
+
+CASES = {"index_ops": index_case, "pool3d": pool3d_case,
+         "control_true": lambda: control_case(True),
+         "control_false": lambda: control_case(False)}
 
 for name, make in CASES.items():
     ins, outs = make()
@@ -111,4 +131,4 @@ for name, make in CASES.items():
     for i, a in enumerate(ins):
         np.save(os.path.join(dd, f"input_{i}.npy"), a)
     for i, a in enumerate(outs):
-        np.save(os.path.join(dd, f"output_{i}.npy"), np.ascontiguousarray(a))
+        np.save(os.path.join(dd, f"output_{i}.npy"), np.require(a, requirements="C"))
