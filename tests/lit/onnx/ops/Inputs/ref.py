@@ -120,7 +120,74 @@ def control_case(cond):
             [r, a, np.array(steps, F), np.array(st, F), rows_out])
 
 
-CASES = {"index_ops": index_case, "pool3d": pool3d_case,
+def sigmoid(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def rnn_case():
+    """The ONNX equations, step by step, in float64."""
+    x, w, r = vals((2, 4, 3), 1.0), vals((2, 12, 3), 0.5, 1), vals((2, 12, 3), 0.5, 2)
+    b, p = vals((2, 24), 0.3, 3), vals((2, 9), 0.4, 4)
+    lens = np.array([4, 2], np.int32)
+    xs, gw = vals((5, 2, 3), 1.0, 5), vals((1, 12, 3), 0.5, 6)
+    gr, gb = vals((1, 12, 4), 0.5, 7), vals((1, 24), 0.3, 8)
+    rw, rr, h0 = vals((1, 2, 3), 0.7, 9), vals((1, 2, 2), 0.7, 10), vals((1, 2, 2), 1.0, 11)
+    d = lambda a: a.astype(np.float64)
+    acts = [[lambda v: np.clip(0.3 * v + 0.4, 0, 1), np.tanh,
+             lambda v: 0.9 * np.tanh(1.2 * v)],
+            [sigmoid, lambda v: np.where(v >= 0, v, 0.1 * v), np.tanh]]
+    clip = lambda v: np.clip(v, -2.5, 2.5)
+    X = d(x).transpose(1, 0, 2)  # layout 1: [seq, batch, input]
+    H = 3
+    Y = np.zeros((4, 2, 2, H))
+    YH = np.zeros((2, 2, H))
+    YC = np.zeros((2, 2, H))
+    for di in range(2):
+        f, g, hh = acts[di]
+        W, R, B, P = d(w[di]), d(r[di]), d(b[di]), d(p[di])
+        for bi in range(2):
+            h, c = np.zeros(H), np.zeros(H)
+            L = lens[bi]
+            steps = range(L) if di == 0 else range(L - 1, -1, -1)
+            for t in steps:
+                z = W @ X[t, bi] + R @ h + B[:12] + B[12:]
+                zi, zo, zf, zc = z[:H], z[H:2 * H], z[2 * H:3 * H], z[3 * H:]
+                i = f(clip(zi + P[:H] * c))
+                ft = 1 - i  # input_forget
+                c = ft * c + i * g(clip(zc))
+                o = f(clip(zo + P[H:2 * H] * c))
+                h = o * hh(c)
+                Y[t, di, bi] = h
+            YH[di, bi], YC[di, bi] = h, c
+    y = Y.transpose(2, 0, 1, 3)  # layout 1: [batch, seq, dir, hidden]
+    yh, yc = YH.transpose(1, 0, 2), YC.transpose(1, 0, 2)
+    # GRU, reverse, linear_before_reset.
+    G = 4
+    W, R, B = d(gw[0]), d(gr[0]), d(gb[0])
+    h = np.zeros((2, G))
+    GY = np.zeros((5, 1, 2, G))
+    for t in range(4, -1, -1):
+        xt = d(xs[t])
+        xz = xt @ W.T + B[:12]
+        hz = h @ R.T + B[12:]
+        z = sigmoid(xz[:, :G] + hz[:, :G])
+        rt = sigmoid(xz[:, G:2 * G] + hz[:, G:2 * G])
+        cand = np.tanh(xz[:, 2 * G:] + rt * hz[:, 2 * G:])
+        h = (1 - z) * cand + z * h
+        GY[t, 0] = h
+    gh = h  # reverse: the state after step 0
+    # RNN, forward, tanh, with an initial state.
+    h = d(h0[0])
+    RY = np.zeros((5, 1, 2, 2))
+    for t in range(5):
+        h = np.tanh(d(xs[t]) @ d(rw[0]).T + h @ d(rr[0]).T)
+        RY[t, 0] = h
+    outs = [y, yh, yc, GY, gh[None], RY, h[None]]
+    return ([x, w, r, b, lens, p, xs, gw, gr, gb, rw, rr, h0],
+            [a.astype(F) for a in outs])
+
+
+CASES = {"rnn": rnn_case, "index_ops": index_case, "pool3d": pool3d_case,
          "control_true": lambda: control_case(True),
          "control_false": lambda: control_case(False)}
 
