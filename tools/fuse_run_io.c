@@ -54,7 +54,8 @@ bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, size_t nIn,
       fprintf(stderr,
               "fuse-run: error: argument #%zu (%%arg%zu) has type %s: "
               "random inputs need a statically shaped tensor of a "
-              "supported dtype (give --input files instead)\n",
+              "supported dtype (give --input files instead, or "
+              "--input-shape for a symbolic dim of an ONNX model)\n",
               i, i, m ? buf : "?");
       for (size_t k = 0; k < i; ++k)
         fzTensorDestroy(ts[k]);

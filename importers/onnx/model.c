@@ -748,9 +748,16 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
 /* builtin.module { func.func @main } around body's region; NULL after an
  * error (the region is then destroyed). */
 static FzOp *make_module(FzOnnxImporter *im, FzRegion *funcBody,
-                         FzType *funcType) {
+                         FzType *funcType, const char *graphName) {
   FzOpState st;
-  fzOpStateInit(&st, im->ctx, FZ_STR("func.func"), im->fileLoc);
+  /* @main is at the graph's name (errors about the whole function, such
+   * as a lowering refusing its dynamic arguments, print "model.onnx:
+   * NAME: error: ..."). */
+  FzLoc *loc = graphName && *graphName
+                   ? fzNameLocGet(im->ctx, fzStringRefFromCString(graphName),
+                                  im->fileLoc)
+                   : im->fileLoc;
+  fzOpStateInit(&st, im->ctx, FZ_STR("func.func"), loc ? loc : im->fileLoc);
   fzOpStateAddProp(&st, FZ_STR("sym_name"),
                    fzStringAttrGet(im->ctx, FZ_STR("main")));
   fzOpStateAddProp(&st, FZ_STR("function_type"),
@@ -814,7 +821,7 @@ static FzOp *import_once(FzOnnxImporter *base, const Onnx__ModelProto *m,
     fzRegionAppendBlock(region, body);
     fzBuilderSetInsertionPointToEnd(&im->b, body);
     if (import_graph(im, m->graph, body, &funcType, bindNeeded)) {
-      module = make_module(im, region, funcType);
+      module = make_module(im, region, funcType, m->graph->name);
       region = NULL;
     }
   } else if (body) {
