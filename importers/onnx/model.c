@@ -62,8 +62,8 @@ bool fzOnnxError(FzOnnxImporter *im, const char *fmt, ...) {
   im->numErrors++;
   if (im->node)
     im->nodeFailed = true;
-  if (im->quiet)
-    return false;
+  if (im->quiet && !fzContextHadAllocationFailure(im->ctx))
+    return false; /* probing; out of memory is always said */
   im->reporting = true;
   FzDiagnostic *d =
       im->node ? fzDiagBegin(im->ctx, FZ_SEVERITY_ERROR, im->errorLoc,
@@ -88,8 +88,8 @@ bool fzOnnxModelError(FzOnnxImporter *im, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   im->numErrors++;
-  if (im->quiet)
-    return false;
+  if (im->quiet && !fzContextHadAllocationFailure(im->ctx))
+    return false; /* probing; out of memory is always said */
   im->reporting = true;
   fzEmitError(im->ctx, im->errorLoc, "%s", msg);
   im->reporting = false;
@@ -113,7 +113,10 @@ bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what) {
 /* Captures the first error reported while a node is imported. */
 static bool capture_handler(const FzDiagnostic *diag, void *ud) {
   FzOnnxImporter *im = ud;
-  if (im->reporting || fzDiagnosticGetSeverity(diag) != FZ_SEVERITY_ERROR)
+  /* Out of memory goes to the caller as it is: the node's own error may
+   * say something else (found by test_oom's specialized import). */
+  if (im->reporting || fzDiagnosticGetSeverity(diag) != FZ_SEVERITY_ERROR ||
+      fzContextHadAllocationFailure(im->ctx))
     return false;
   if (!im->captured) {
     FzStringRef m = fzDiagnosticGetMessage(diag);
@@ -784,11 +787,11 @@ static FzOp *make_module(FzOnnxImporter *im, FzRegion *funcBody,
   return module;
 }
 
-/* Swallows every diagnostic of a probing import. */
+/* Swallows the diagnostics of a probing import, but for those after an
+ * allocation failure (out of memory must reach the caller's handlers). */
 static bool quiet_handler(const FzDiagnostic *diag, void *ud) {
   (void)diag;
-  (void)ud;
-  return true;
+  return !fzContextHadAllocationFailure(ud);
 }
 
 /* One import of the decoded model, with the inputValues entries marked
@@ -801,10 +804,11 @@ static FzOp *import_once(FzOnnxImporter *base, const Onnx__ModelProto *m,
                          bool *grew, bool *bound) {
   FzOnnxImporter imv = *base, *im = &imv;
   FzContext *ctx = im->ctx;
+  bool oomBefore = fzContextHadAllocationFailure(ctx);
   im->quiet = quiet;
   FzDiagHandlerId h = 0;
   if (quiet)
-    h = fzContextPushDiagHandler(ctx, quiet_handler, NULL);
+    h = fzContextPushDiagHandler(ctx, quiet_handler, ctx);
   read_opset(im, m);
   fzArenaInit(&im->arena, ctx);
   fzPtrMapInit(&im->values, ctx);
@@ -839,7 +843,10 @@ static FzOp *import_once(FzOnnxImporter *base, const Onnx__ModelProto *m,
   fzPtrVecFree(&im->inputs);
   fzPtrVecFree(&im->argInputs);
   fzArenaReset(&im->arena);
-  if (module && !fzOpVerify(module)) {
+  /* An allocation that failed may have been absorbed (a fold not done):
+   * the module could differ from the one memory allows, so none. */
+  if (module && (!fzOpVerify(module) ||
+                 (!oomBefore && fzContextHadAllocationFailure(ctx)))) {
     fzOpDestroy(module);
     module = NULL;
   }
@@ -865,16 +872,20 @@ static FzOp *import_model(FzOnnxImporter *im, const Onnx__ModelProto *m) {
   if (!needed)
     return NULL;
   FzOp *module = NULL;
+  bool oom = fzContextHadAllocationFailure(im->ctx);
   /* Each probe binds at least one more input, so nv + 1 imports at most. */
   for (size_t attempt = 0; attempt <= nv; ++attempt) {
     bool grew = false;
     size_t errors = im->numErrors;
     module = import_once(im, m, true, needed, needed, &grew, o->boundValues);
     im->numErrors = errors;
-    if (module || !grew)
+    if (module || !grew ||
+        (!oom && fzContextHadAllocationFailure(im->ctx)))
       break;
   }
-  if (!module) /* once more, saying why */
+  /* Once more, saying why (not after running out of memory: that was
+   * said, and the probe's demands are incomplete). */
+  if (!module && (oom || !fzContextHadAllocationFailure(im->ctx)))
     module = import_once(im, m, false, needed, NULL, NULL, o->boundValues);
   fzFree(im->ctx, needed);
   return module;
