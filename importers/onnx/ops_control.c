@@ -25,6 +25,8 @@
 #include "importers/onnx/onnx_internal.h"
 
 #define CF_MAX_ITERATIONS 4096
+/* Scan outputs of one Loop or Scan (each keeps a value per iteration). */
+#define CF_MAX_SCAN_OUTPUTS 64
 
 static FzAttr *i64_attr(FzOnnxImporter *im, int64_t v) {
   return fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64), v);
@@ -104,6 +106,9 @@ static bool h_loop(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                            "outputs",
                        2 + nCarried, nCarried, nCarried);
   size_t nScan = body->n_output - 1 - nCarried;
+  if (nScan > CF_MAX_SCAN_OUTPUTS)
+    return fzOnnxError(im, "unsupported Loop with %zu scan outputs (at most "
+                           "%d)", nScan, CF_MAX_SCAN_OUTPUTS);
   if (nOut > nCarried + nScan)
     return fzOnnxError(im, "has %zu outputs; its body gives %zu", nOut,
                        nCarried + nScan);
@@ -350,6 +355,9 @@ static bool h_scan(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                            "slices and return the states first",
                        S.nState, S.nScanIn);
   S.nScanOut = body->n_output - S.nState;
+  if (S.nScanOut > CF_MAX_SCAN_OUTPUTS)
+    return fzOnnxError(im, "unsupported Scan with %zu scan outputs (at most "
+                           "%d)", S.nScanOut, CF_MAX_SCAN_OUTPUTS);
   if (nOut > S.nState + S.nScanOut)
     return fzOnnxError(im, "has %zu outputs; its body gives %zu", nOut,
                        S.nState + S.nScanOut);

@@ -20,12 +20,15 @@
  * of indices). So the result is always sorted, and the work is n^2
  * compares per row, fused into reductions by the fusion pass: meant for
  * the classifier heads and samplers of exported models, not for sorting
- * long rows.
+ * long rows (at most TOPK_MAX_AXIS elements).
  */
 #include <math.h>
 #include <string.h>
 
 #include "importers/onnx/onnx_internal.h"
+
+/* The longest axis TopK ranks (n^2 compares per row). */
+#define TOPK_MAX_AXIS 8192
 
 static FzAttr *str_attr(FzOnnxImporter *im, const char *s) {
   return fzStringAttrGet(im->ctx, fzStringRefFromCString(s));
@@ -91,6 +94,12 @@ static bool h_scatter_elements(FzOnnxImporter *im, FzValue *const *in,
     return fzOnnxError(im, "indices must have the rank of data");
   if (!fzOnnxRequireStatic(im, idx, "indices"))
     return false;
+  for (size_t d = 0; d < r; ++d)
+    if (d != ax && fzOnnxDim(data, d) != FZ_DYNAMIC &&
+        fzOnnxDim(idx, d) > fzOnnxDim(data, d))
+      return fzOnnxError(im, "indices dimension %zu (%lld) exceeds data's "
+                             "(%lld)", d, (long long)fzOnnxDim(idx, d),
+                         (long long)fzOnnxDim(data, d));
   /* Tuple entry d: the index along the axis, else the position. */
   int64_t ishape[FZ_GRAPH_MAX_RANK + 1];
   memcpy(ishape, fzOnnxShape(idx), r * sizeof *ishape);
@@ -272,6 +281,10 @@ static bool h_topk(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   if (!fzOnnxRequireStatic(im, x, "the input"))
     return false;
   int64_t n = fzOnnxDim(x, ax);
+  if (n > TOPK_MAX_AXIS)
+    return fzOnnxError(im, "unsupported TopK over an axis of %lld elements "
+                           "(at most %d: the ranks take n^2 compares)",
+                       (long long)n, TOPK_MAX_AXIS);
   if (kk < 0 || kk > n)
     return fzOnnxError(im, "k (%lld) must be in [0, %lld], the length of "
                            "the axis", (long long)kk, (long long)n);
@@ -293,10 +306,8 @@ static bool h_topk(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   shape[r - 1] = 1;
   shape[r] = n;
   FzValue *xj = fzOnnxReshape(im, xt, r + 1, shape);
-  /* j before i: ahead(xj, xi), or a tie with j < i. */
-  int64_t nn[2] = {n, n};
-  if (!fzOnnxCheckBuilt(im, 2, nn, "index order table", NULL))
-    return false;
+  /* j before i: ahead(xj, xi), or a tie with j < i (a compare of two
+   * iotas, folded when small). */
   FzValue *jl = fzOnnxCompare(im, "lt", fzOnnxIota(im, 2, 1, n),
                               fzOnnxIota(im, 2, 0, n));
   FzValue *before = fzOnnxBinary(

@@ -424,6 +424,9 @@ static bool h_rnn(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return fzOnnxError(im, "X must be a float tensor");
   if (!fzOnnxAttr(im, "hidden_size"))
     R.hidden = fzOnnxDim(Rm, 2);
+  if (R.hidden < 1 || R.hidden > FZ_MAX_DIM)
+    return fzOnnxError(im, "attribute 'hidden_size' must be in [1, 2^40], "
+                           "got %lld", (long long)R.hidden);
   int64_t H = R.hidden, G = R.gates;
   if (H < 1 || fzOnnxDim(W, 0) != R.numDir || fzOnnxDim(W, 1) != G * H ||
       fzOnnxDim(W, 2) != R.input || fzOnnxDim(Rm, 0) != R.numDir ||
