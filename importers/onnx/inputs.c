@@ -269,7 +269,8 @@ static bool apply_options(FzOnnxImporter *im, const bool *bindNeeded) {
       continue;
     }
     in->given = true;
-    memcpy(in->givenShape, o->shape, o->rank * sizeof *o->shape);
+    if (o->rank)
+      memcpy(in->givenShape, o->shape, o->rank * sizeof *o->shape);
     ok = bind_from_shape(im, &syms, in, o->shape) && ok;
   }
   /* Values: bound, or (ifNeeded and not needed) shapes. */
@@ -315,8 +316,9 @@ static bool apply_options(FzOnnxImporter *im, const bool *bindNeeded) {
     if (!o->ifNeeded || (bindNeeded && bindNeeded[k]))
       in->value = o->value;
     in->given = true;
-    memcpy(in->givenShape, o->value->shape,
-           o->value->rank * sizeof *o->value->shape);
+    if (o->value->rank) /* a scalar's shape is NULL */
+      memcpy(in->givenShape, o->value->shape,
+             o->value->rank * sizeof *o->value->shape);
   }
   /* Every input's final shape: given, else declared with its symbols. */
   for (size_t k = 0; ok && k < n; ++k) {
