@@ -335,3 +335,10 @@ void toolPrintOptions(const ToolParser *p, FILE *out) {
     }
   }
 }
+
+int toolParseLayout(const char *tool, const char *value, FzGraphLayout *out) {
+  if (!value || !fzGraphLayoutParse(fzStringRefFromCString(value), out))
+    return toolUsageError(tool, "--layout expects %s, got '%s'",
+                          fzGraphLayoutGetChoicesText(), value ? value : "");
+  return 0;
+}

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fz/layout.h"
 #include "fz/onnx.h" /* FzOnnxInputShape: --input-shape */
 
 /* The exit status of a usage error (mlir-opt's). */
@@ -119,6 +120,11 @@ int toolParseOption(const ToolParser *p, void *opts, int argc, char **argv,
  * TOOL_EXIT_USAGE. */
 int toolUsageError(const char *tool, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* --layout=VALUE, for every tool alike: the layout of convolution
+ * regions (fz/layout.h) into *out. Returns 0, or TOOL_EXIT_USAGE after
+ * printing the error. */
+int toolParseLayout(const char *tool, const char *value, FzGraphLayout *out);
 
 /* The table's lines for --help ("  --name=METAVAR   help"), with the
  * choices of CHOICE options and a line per alias. */

@@ -4,7 +4,7 @@
  *            [--input a.npy [b.npy ...]] [--random-inputs SEED]
  *            [--output-dir DIR] [--save-inputs]
  *            [--compare DIR] [--rtol R] [--atol A] [--print-limit N]
- *            [--max-steps N] [--precision P]
+ *            [--max-steps N] [--precision P] [--layout L]
  *
  * Inputs bind to the entry function's arguments in order, from .npy
  * files (--input takes every following argument up to the next option,
@@ -29,6 +29,10 @@
  * choose the GPU kernels (cuda, sim: default is tf32) and leave the CPU
  * and the interpreters exact. FZ_GPU_TF32=1 (=0), from before the
  * option, still means tf32 (ieee) when --precision is not given.
+ *
+ * --layout L (fz/layout.h): nhwc runs convert-layout in the pipeline of
+ * every compiled device (cpu, cuda, loop-interp, sim), so --check-interp
+ * and --compare check it against the model's own NCHW interpretation.
  *
  * Exit status: 0 success, 1 an error (input, evaluation, I/O) or a
  * mismatch, 2 bad usage. No output file is left behind after an error.
@@ -106,6 +110,10 @@ static int random_inputs(void *opts, const char *value) {
   return 0;
 }
 
+static int layout(void *opts, const char *value) {
+  return toolParseLayout("fuse-run", value, &((RunOptions *)opts)->cpu.layout);
+}
+
 static int precision(void *opts, const char *value) {
   RunOptions *o = opts;
   if (!fzPrecisionParse(fzStringRefFromCString(value), &o->cpu.precision))
@@ -136,6 +144,10 @@ static const ToolOption kOptions[] = {
               "fp16 (16-bit operands, f32 accumulation; every device). "
               "Without it, FZ_GPU_TF32=1 means tf32 and =0 ieee "
               "(deprecated)"),
+    TOOL_CALL("layout", NULL, "L", layout,
+              "Layout of convolution regions in compiled code: nchw (the "
+              "model's, default) or nhwc (convert-layout before fusion; "
+              "the interpreter's reference stays NCHW)"),
     TOOL_CALL("input", NULL, NULL, input_flag,
               "Inputs: the .npy files that follow, one per argument, in "
               "order"),
@@ -268,14 +280,26 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
          (long long)st->sharedWritten);
 }
 
+/* The steps of --layout=nhwc before graph-to-loop (fzModuleApplyLayout
+ * on the other devices). */
+#define LAYOUT_NHWC_STEPS "func.func(convert-layout),canonicalize,cse,"
+
 /* The pipeline --device sim lowers a graph-level function with into
  * buf: graph-to-kernel with the precision policy (as --device cuda). */
 static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
   bool wgmma = o->cpu.gpuArch && !strcmp(o->cpu.gpuArch, "sm_90a");
   snprintf(buf, size,
-           "graph-to-loop,lower-loop-to-kernel{precision=%s%s}",
+           "%sgraph-to-loop,lower-loop-to-kernel{precision=%s%s}",
+           o->cpu.layout == FZ_GRAPH_LAYOUT_NHWC ? LAYOUT_NHWC_STEPS : "",
            fzPrecisionGetName(o->cpu.precision), wgmma ? " wgmma=true" : "");
   return buf;
+}
+
+/* The pipeline of --device loop-interp (NULL: graph-to-loop). */
+static const char *loop_pipeline(const RunOptions *o) {
+  return o->cpu.layout == FZ_GRAPH_LAYOUT_NHWC
+             ? LAYOUT_NHWC_STEPS "graph-to-loop"
+             : NULL;
 }
 
 /* The entry function of module, or NULL after printing why. */
@@ -498,8 +522,8 @@ static int run(const RunOptions *o, FzContext *ctx) {
       : cpu ? !fuseRunCpuExecute(cpu, func, nIn, inputs, &nOut, &outputs,
                                stdout, &cpuStatus)
       : strcmp(o->device, "loop-interp") == 0
-          ? !fzLoopRunFunction(func, nIn, inputs, NULL, &loopOptions, &nOut,
-                               &outputs)
+          ? !fzLoopRunFunction(func, nIn, inputs, loop_pipeline(o),
+                               &loopOptions, &nOut, &outputs)
       : strcmp(o->device, "sim") == 0
           ? !fzLoopRunFunction(func, nIn, inputs,
                                sim_pipeline(o, simPipeline, sizeof simPipeline),

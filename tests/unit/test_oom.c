@@ -1,6 +1,7 @@
 /* test_oom.c - allocation-failure sweeps over the subsystems above the
  * core (docs/robustness.md, "Out of memory"): the pass manager running
- * graph-optimize (composites, simplifications, fusion), the graph
+ * graph-optimize (composites, simplifications, fusion), convert-layout
+ * (NHWC convolution regions), the graph
  * interpreter, lower-graph-to-loop with plan-memory and the loop
  * interpreter, the kernel dialect's parser and simulator, the ONNX
  * importer, the .npy reader, the CPU-only loop transforms
@@ -67,6 +68,37 @@ static const char kGraph[] =
     "  return %r, %rs : tensor<4x8xf32>, tensor<4x1xf32>\n"
     "}\n";
 
+/* Convolutions and what convert-layout rewrites around them: a [C, 1, 1]
+ * constant, a batch_norm with run-time parameters, the model's own
+ * permutes, a pool, a concat and a reduction. */
+static const char kConvGraph[] =
+    "func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<4x4x3x3xf32>, "
+    "%s: tensor<4xf32>) -> (tensor<1x8x5x5xf32>, tensor<1x4xf32>) {\n"
+    "  %k = graph.constant dense<[[[1.0]], [[2.0]], [[3.0]], [[4.0]]]> : "
+    "tensor<4x1x1xf32>\n"
+    "  %0 = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : "
+    "tensor<1x4x5x5xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %1 = graph.add %0, %k : tensor<1x4x5x5xf32>, tensor<4x1x1xf32> -> "
+    "tensor<1x4x5x5xf32>\n"
+    "  %2 = graph.batch_norm %1, %s, %s, %s, %s : tensor<1x4x5x5xf32>, "
+    "tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> "
+    "tensor<1x4x5x5xf32>\n"
+    "  %3 = graph.transpose %2 {perm = array<i64: 0, 2, 3, 1>} : "
+    "tensor<1x4x5x5xf32> -> tensor<1x5x5x4xf32>\n"
+    "  %4 = graph.tanh %3 : tensor<1x5x5x4xf32>\n"
+    "  %5 = graph.transpose %4 {perm = array<i64: 0, 3, 1, 2>} : "
+    "tensor<1x5x5x4xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %6 = graph.conv2d %5, %w {pads = array<i64: 1, 1, 1, 1>} : "
+    "tensor<1x4x5x5xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %7 = graph.max_pool %6 {kernel = array<i64: 3, 3>, pads = array<i64: "
+    "1, 1, 1, 1>} : tensor<1x4x5x5xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %8 = graph.concat %7, %6 {axis = 1 : i64} : tensor<1x4x5x5xf32>, "
+    "tensor<1x4x5x5xf32> -> tensor<1x8x5x5xf32>\n"
+    "  %9 = graph.reduce_mean %7 {axes = array<i64: 2, 3>} : "
+    "tensor<1x4x5x5xf32> -> tensor<1x4xf32>\n"
+    "  return %8, %9 : tensor<1x8x5x5xf32>, tensor<1x4xf32>\n"
+    "}\n";
+
 static const char kKernel[] =
     "kernel.func @k(%x: buffer<64xf32>, %y: buffer<64xf32>) {\n"
     "  %t = kernel.thread_id x\n"
@@ -111,6 +143,20 @@ static bool wl_graph_optimize(FzContext *ctx, TextBuf *out) {
   FzPassManager *pm = m ? fzPassManagerCreate(ctx, "builtin.module") : NULL;
   bool ok = pm &&
             fzPassManagerParsePipeline(pm, FZ_STR("graph-optimize")) &&
+            fzPassManagerRun(pm, m) && fzOpVerify(m) &&
+            printed_ok(ctx, m, out);
+  fzPassManagerDestroy(pm);
+  fzOpDestroy(m);
+  return ok;
+}
+
+/* convert-layout (then canonicalize, cse), then the printed result. */
+static bool wl_layout(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, kConvGraph);
+  FzPassManager *pm = m ? fzPassManagerCreate(ctx, "builtin.module") : NULL;
+  bool ok = pm &&
+            fzPassManagerParsePipeline(
+                pm, FZ_STR("func.func(convert-layout),canonicalize,cse")) &&
             fzPassManagerRun(pm, m) && fzOpVerify(m) &&
             printed_ok(ctx, m, out);
   fzPassManagerDestroy(pm);
@@ -319,6 +365,8 @@ static bool wl_cpu(FzContext *ctx, TextBuf *out) {
 
 START_TEST(test_graph_optimize) { sweep("graph-optimize", wl_graph_optimize, 1); }
 END_TEST
+START_TEST(test_layout) { sweep("convert-layout", wl_layout, 1); }
+END_TEST
 START_TEST(test_interpreter) { sweep("interpreter", wl_interpret, 1); }
 END_TEST
 START_TEST(test_loop_pipeline) { sweep("graph-to-loop + loop interpreter", wl_loop, 1); }
@@ -416,6 +464,7 @@ END_TEST
 static Suite *oom_suite(void) {
   Suite *s = suite_create("oom");
   add_case(s, "graph-optimize", test_graph_optimize);
+  add_case(s, "convert-layout", test_layout);
   add_case(s, "interpreter", test_interpreter);
   add_case(s, "loop", test_loop_pipeline);
   add_case(s, "kernel", test_kernel);
