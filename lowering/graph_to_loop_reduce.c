@@ -9,6 +9,11 @@
  * element computation inside is emitted through lgEmit, so producers in
  * the group are computed in the loop body (never stored). Loops carry
  * the unit attribute `loop.reduction`.
+ *
+ * conv2d reduces over (c, kh, kw) in NCHW and over (kh, kw, c) in NHWC
+ * (docs/dialects/graph.md, "Layouts"): channels innermost, so that
+ * consecutive reduction steps read consecutive input elements, as the
+ * NHWC back ends (dialects/loop/nest_match.h) expect.
  */
 #include <math.h>
 #include <string.h>
@@ -453,6 +458,7 @@ typedef struct Window {
   int64_t s[2], pad[4], dil[2], H, W;
   bool checkH, checkW;  /* a window position may fall in the padding */
   int kind;             /* 0 conv, 1 max, 2 avg */
+  bool nhwc;            /* x is [N, H, W, C]; a conv reduces (kh, kw, c) */
 } Window;
 
 /* Input row/col of window position k: o*s - pad + k*dil. */
@@ -465,8 +471,12 @@ static FzValue *win_pos(LgNest *N, FzValue *o, int64_t s, int64_t pad,
 static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
                         FzValue **next, void *ud) {
   Window *W = ud;
-  FzValue *kh = W->kind == 0 ? ivs[1] : ivs[0];
-  FzValue *kw = W->kind == 0 ? ivs[2] : ivs[1];
+  /* The reduction ivs: conv NCHW (c, kh, kw), conv NHWC (kh, kw, c),
+   * pools (kh, kw). */
+  bool cFirst = W->kind == 0 && !W->nhwc;
+  FzValue *kh = cFirst ? ivs[1] : ivs[0];
+  FzValue *kw = cFirst ? ivs[2] : ivs[1];
+  FzValue *cg = W->kind != 0 ? NULL : cFirst ? ivs[0] : ivs[2];
   FzValue *ih = win_pos(N, W->oh, W->s[0], W->pad[0], kh, W->dil[0]);
   FzValue *iw = win_pos(N, W->ow, W->s[1], W->pad[1], kw, W->dil[1]);
   FzValue *inb = NULL;
@@ -483,14 +493,16 @@ static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
                                             lgConstIndex(N, 0)),
                   lgConstIndex(N, W->W - 1));
   }
-  FzValue *c = W->kind == 0 ? lgAddI(N, W->cIdx, ivs[0]) : W->c;
+  FzValue *c = W->kind == 0 ? lgAddI(N, W->cIdx, cg) : W->c;
   FzValue *xi[4] = {W->n, c, ih, iw};
+  if (W->nhwc)
+    xi[1] = ih, xi[2] = iw, xi[3] = c;
   FzValue *v = lgEmit(N, W->x, xi);
   if (!v)
     return false;
   FzType *t = fzValueGetType(v);
   if (W->kind == 0) {
-    FzValue *wi[4] = {W->m, ivs[0], kh, kw};
+    FzValue *wi[4] = {W->m, cg, kh, kw};
     FzValue *wv = lgEmit(N, W->w, wi);
     if (!wv)
       return false;
@@ -536,6 +548,19 @@ static void window_attrs(FzOp *op, Window *W) {
     memcpy(W->pad, v, sizeof v);
 }
 
+/* The layout of a conv or pool into W: its input's spatial extents and
+ * the output indices (n, channel, oh, ow) from the result's idx. */
+static void window_layout(FzOp *op, Window *W, FzValue *const *idx) {
+  W->nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+  size_t hd = W->nhwc ? 1 : 2, cd = W->nhwc ? 3 : 1;
+  W->H = lgDim(W->x, hd);
+  W->W = lgDim(W->x, hd + 1);
+  W->n = idx[0];
+  W->c = idx[cd];
+  W->oh = idx[hd];
+  W->ow = idx[hd + 1];
+}
+
 FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
   Window W;
   memset(&W, 0, sizeof W);
@@ -547,27 +572,27 @@ FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (!fzTypeIsFloat(lgElt(res)))
     return lgFail(N, op, "integer convolution is not supported");
   window_attrs(op, &W);
+  window_layout(op, &W, idx);
   int64_t groups = lgAttrInt(op, "groups", 1);
   int64_t M = lgDim(W.w, 0), kH = lgDim(W.w, 2), kW = lgDim(W.w, 3);
   W.cg = lgDim(W.w, 1);
-  W.H = lgDim(W.x, 2);
-  W.W = lgDim(W.x, 3);
-  W.n = idx[0];
-  W.m = idx[1];
-  W.oh = idx[2];
-  W.ow = idx[3];
+  W.m = W.c;
   int64_t mPerGroup = groups > 0 ? M / groups : M;
   W.cIdx = lgMulI(N, lgDivI(N, W.m, mPerGroup), W.cg);
-  W.checkH = may_leave(lgDim(res, 2), W.s[0], W.pad[0], kH, W.dil[0], W.H);
-  W.checkW = may_leave(lgDim(res, 3), W.s[1], W.pad[1], kW, W.dil[1], W.W);
+  size_t hd = W.nhwc ? 1 : 2;
+  W.checkH = may_leave(lgDim(res, hd), W.s[0], W.pad[0], kH, W.dil[0], W.H);
+  W.checkW = may_leave(lgDim(res, hd + 1), W.s[1], W.pad[1], kW, W.dil[1],
+                       W.W);
   size_t parent = deepest(N, 4, idx, 0);
   FzType *ct = lgComputeType(N->F->ctx, lgElt(res));
   int64_t ext[3] = {W.cg, kH, kW};
+  if (W.nhwc)
+    ext[0] = kH, ext[1] = kW, ext[2] = W.cg;
   FzValue *init = lgConstF(N, ct, 0.0), *out;
   if (!reduce_loops(N, parent, 3, ext, 1, &init, window_step, &W, &out))
     return NULL;
   if (fzOpGetNumOperands(op) > 2) {
-    FzValue *bi = idx[1];
+    FzValue *bi = W.m;
     out = lgBinary(N, "loop.addf", out, lgEmit(N, fzOpGetOperand(op, 2), &bi));
   }
   return out;
@@ -589,14 +614,11 @@ FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx) {
   int64_t k[2];
   if (lgAttrInts(op, "kernel", k, 2) != 2)
     return lgFail(N, op, "missing 'kernel'");
-  W.H = lgDim(W.x, 2);
-  W.W = lgDim(W.x, 3);
-  W.n = idx[0];
-  W.c = idx[1];
-  W.oh = idx[2];
-  W.ow = idx[3];
-  W.checkH = may_leave(lgDim(res, 2), W.s[0], W.pad[0], k[0], W.dil[0], W.H);
-  W.checkW = may_leave(lgDim(res, 3), W.s[1], W.pad[1], k[1], W.dil[1], W.W);
+  window_layout(op, &W, idx);
+  size_t hd = W.nhwc ? 1 : 2;
+  W.checkH = may_leave(lgDim(res, hd), W.s[0], W.pad[0], k[0], W.dil[0], W.H);
+  W.checkW = may_leave(lgDim(res, hd + 1), W.s[1], W.pad[1], k[1], W.dil[1],
+                       W.W);
   bool countPad = !isMax && lgAttrBool(op, "count_include_pad", false);
   size_t parent = deepest(N, 4, idx, 0);
   FzType *ct = lgComputeType(N->F->ctx, lgElt(res));
@@ -646,9 +668,15 @@ FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx) {
   RowReduce R;
   memset(&R, 0, sizeof R);
   R.x = x;
+  /* Reduced: the dims after (N, C), or between N and C (NHWC). */
+  bool nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+  size_t cd = nhwc ? r - 1 : 1;
   R.oidx[0] = idx[0];
-  R.oidx[1] = idx[1];
-  axes_from(&R, 2, r);
+  R.oidx[cd] = idx[cd];
+  R.nred = 0;
+  for (size_t d = 1; d < r; ++d)
+    if (d != cd)
+      R.red[R.nred++] = d;
   bool isMax = fzStringRefEqual(fzIdentGetString(fzOpGetName(op)),
                                 FZ_STR("graph.global_max_pool"));
   R.c = isMax ? C_MAX : C_SUM;
@@ -656,8 +684,8 @@ FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (!v || isMax)
     return v;
   int64_t count = 1;
-  for (size_t d = 2; d < r; ++d)
-    count *= lgDim(x, d);
+  for (size_t k = 0; k < R.nred; ++k)
+    count *= lgDim(x, R.red[k]);
   return lgBinary(N, "loop.divf", v,
                   lgConstF(N, fzValueGetType(v), (double)count));
 }

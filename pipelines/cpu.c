@@ -8,6 +8,7 @@
  * (recognize-composites, simplify-algebra, simplify-reshapes,
  * fold-transpose, fold-batchnorm, canonicalize); without: canonicalize
  * and cse only, so that every op of the input stays its own kernel.
+ * Then, for layout NHWC, convert-layout (fzModuleApplyLayout).
  * The steps are ordinary passes run by a pass manager, except fusion,
  * which is called directly (fzFuseFunction) so that its report can go
  * to the caller's callback. The simplifications are graph-optimize's
@@ -102,6 +103,13 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
     if (!ok)
       return false;
   }
+  if (options->layout != FZ_GRAPH_LAYOUT_NCHW) {
+    t0 = fzCpuNowSeconds();
+    bool ok = fzModuleApplyLayout(module, options->layout);
+    report(options, "convert-layout", t0);
+    if (!ok)
+      return false;
+  }
   t0 = fzCpuNowSeconds();
   if (options->fuse) {
     FzFusionOptions fo;
@@ -145,6 +153,17 @@ bool fzModuleApplyPrecision(FzOp *module, FzPrecision p, bool simplify) {
   return run_pipeline(module, p == FZ_PRECISION_BF16
                                   ? "convert-contractions{to=bf16}"
                                   : "convert-contractions{to=fp16}");
+}
+
+/*===--- Layout (fz/layout.h) -------------------------------------------===*/
+
+bool fzModuleApplyLayout(FzOp *module, FzGraphLayout layout) {
+  if (layout != FZ_GRAPH_LAYOUT_NHWC || !fzModuleIsGraphLevel(module))
+    return true;
+  FzContext *ctx = fzOpGetContext(module);
+  if (!fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx))
+    return false;
+  return run_pipeline(module, FZ_PIPELINE_LAYOUT_NHWC);
 }
 
 /*===--- Compiling for the host -----------------------------------------===*/

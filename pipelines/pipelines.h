@@ -16,6 +16,12 @@
   "recognize-composites,simplify-algebra,simplify-reshapes,fold-transpose," \
   "fold-batchnorm,canonicalize"
 
+/* The layout steps of fzModuleApplyLayout (NHWC), after the
+ * simplifications: convert-layout, then the reshape chains and constants
+ * it leaves folded. */
+#define FZ_PIPELINE_LAYOUT_NHWC                                              \
+  "func.func(convert-layout),canonicalize,cse"
+
 /* The graph -> loop steps after fusion. */
 #define FZ_PIPELINE_GRAPH_TO_LOOP "lower-graph-to-loop,func.func(plan-memory)"
 

@@ -34,6 +34,7 @@ static const FzPassDef *const kPasses[] = {
     &fzSimplifyAlgebraPass,     /* transforms/graph */
     &fzRecognizeCompositesPass, /* transforms/graph */
     &fzConvertContractionsPass, /* transforms/graph */
+    &fzConvertLayoutPass,       /* transforms/graph */
 };
 
 static const Pipeline kPipelines[] = {
@@ -45,7 +46,8 @@ static const Pipeline kPipelines[] = {
      "func.func(cleanup),symbol-dce"},
     {"graph-optimize", "Graph simplifications, composite recognition and "
                        "fusion (runs on builtin.module; docs/passes.md)",
-     "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY ",func.func(fuse)"},
+     "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
+     ",func.func(convert-layout{conv=nchw},fuse)"},
 };
 
 /* The loop level: lower-graph-to-loop and the loop transforms. */

@@ -24,6 +24,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "fz/layout.h"
+#include "fz/onnx.h" /* FzOnnxInputShape: --input-shape */
+
 /* The exit status of a usage error (mlir-opt's). */
 #define TOOL_EXIT_USAGE 1
 
@@ -34,6 +37,7 @@ typedef enum ToolOptionKind {
   TOOL_OPT_DOUBLE, /* double within [min, max] (finite) */
   TOOL_OPT_CHOICE, /* const char *, one of `choices` */
   TOOL_OPT_CALL,   /* call(opts, value): the tool's own handling */
+  TOOL_OPT_SHAPE,  /* ToolInputShapes: NAME=DIMS appended (repeatable) */
 } ToolOptionKind;
 
 typedef struct ToolOption {
@@ -65,6 +69,24 @@ typedef struct ToolOption {
   {name, alias, metavar, TOOL_OPT_CHOICE, field, help, choices, 0, 0, NULL}
 #define TOOL_CALL(name, alias, metavar, fn, help)                             \
   {name, alias, metavar, TOOL_OPT_CALL, 0, help, NULL, 0, 0, fn}
+
+/* --input-shape NAME=DIMS (every tool, alias --onnx-input-shape),
+ * repeatable: the shape of an ONNX graph input, or the size of a
+ * symbolic dimension (NAME a dim_param, one size), for the importer
+ * (FzOnnxInputShape: rank and static dims must match the model). DIMS is
+ * `1x3x224x224`, `?` for a dim left dynamic, empty for a scalar. */
+#define TOOL_MAX_INPUT_SHAPES 64
+typedef struct ToolInputShapes {
+  size_t n;
+  FzOnnxInputShape shapes[TOOL_MAX_INPUT_SHAPES];
+  int64_t dims[TOOL_MAX_INPUT_SHAPES][FZ_GRAPH_MAX_RANK];
+} ToolInputShapes;
+#define TOOL_INPUT_SHAPE(field)                                               \
+  {"input-shape", "onnx-input-shape", "NAME=DIMS", TOOL_OPT_SHAPE, field,   \
+   "ONNX models: give graph input NAME the shape DIMS (e.g. "                 \
+   "x=1x3x224x224), or symbolic dimension NAME a size (batch=8); "            \
+   "repeatable",                                                              \
+   NULL, 0, 0, NULL}
 
 typedef struct ToolParser {
   const char *tool; /* "fuse-run": the prefix of messages */
@@ -98,6 +120,11 @@ int toolParseOption(const ToolParser *p, void *opts, int argc, char **argv,
  * TOOL_EXIT_USAGE. */
 int toolUsageError(const char *tool, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* --layout=VALUE, for every tool alike: the layout of convolution
+ * regions (fz/layout.h) into *out. Returns 0, or TOOL_EXIT_USAGE after
+ * printing the error. */
+int toolParseLayout(const char *tool, const char *value, FzGraphLayout *out);
 
 /* The table's lines for --help ("  --name=METAVAR   help"), with the
  * choices of CHOICE options and a line per alias. */

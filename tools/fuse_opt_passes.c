@@ -65,6 +65,15 @@ static int set_verify_each(void *opts, const char *value) {
 
 static const char *const kFusionModes[] = {"cost", "rules", NULL};
 
+static int set_layout(void *opts, const char *value) {
+  FzOptPassFlags *f = opts;
+  FzGraphLayout l;
+  if (toolParseLayout("fuse-opt", value, &l))
+    return TOOL_EXIT_USAGE;
+  f->layout = fzGraphLayoutGetName(l);
+  return 0;
+}
+
 /* The pass options, in --help order (common_options.h's table over
  * FzOptPassFlags). --verify-each=false is --no-verify-each. */
 static const ToolOption kFlags[] = {
@@ -117,6 +126,9 @@ static const ToolOption kFlags[] = {
               "before/after"),
     TOOL_CHOICE("fusion-mode", NULL, "MODE", F(fusionMode), kFusionModes,
                 "Set mode= on every fuse pass"),
+    TOOL_CALL("layout", NULL, "L", set_layout,
+              "Set conv=L on every convert-layout pass (graph-optimize has "
+              "one, conv=nchw by default): nchw or nhwc"),
 };
 
 static const ToolParser kParser = {
@@ -384,6 +396,22 @@ static bool apply_fusion_flags(FzPass *pass, void *ud) {
   return true;
 }
 
+/* Applies --layout to one pass when it is convert-layout; counts the
+ * instances. */
+typedef struct LayoutApply {
+  const char *layout;
+  size_t applied;
+} LayoutApply;
+
+static bool apply_layout(FzPass *pass, void *ud) {
+  LayoutApply *a = ud;
+  if (strcmp(fzPassGetDef(pass)->argument, "convert-layout") != 0)
+    return true;
+  a->applied++;
+  return fzPassSetOption(pass, FZ_STR("conv"),
+                         fzStringRefFromCString(a->layout));
+}
+
 /* Builds the manager for ctx from the flags; NULL after errors. */
 static FzPassManager *build_pm(const FzOptPassFlags *f, FzContext *ctx) {
   if (!register_passes(ctx))
@@ -400,6 +428,15 @@ static FzPassManager *build_pm(const FzOptPassFlags *f, FzContext *ctx) {
       fprintf(stderr, "fuse-opt: error: --fusion-remarks/--fusion-report/"
                       "--fusion-mode need a 'fuse' pass in the pipeline "
                       "(e.g. --fuse or --graph-optimize)\n");
+      ok = false;
+    }
+  }
+  if (ok && f->layout) {
+    LayoutApply a = {f->layout, 0};
+    ok = fzPassManagerForEachPass(pm, apply_layout, &a);
+    if (ok && a.applied == 0) {
+      fprintf(stderr, "fuse-opt: error: --layout needs a 'convert-layout' "
+                      "pass in the pipeline (e.g. --graph-optimize)\n");
       ok = false;
     }
   }

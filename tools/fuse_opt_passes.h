@@ -33,6 +33,7 @@ typedef struct FzOptPassFlags {
   bool allowUnregistered; /* set by the caller: anchors may name ops of
                              unregistered dialects */
   const char *fusionMode;  /* --fusion-mode=cost|rules */
+  const char *layout;      /* --layout=nchw|nhwc: convert-layout's conv= */
   bool any;               /* some pass flag was given */
   char reproPipeline[16384]; /* from the input's first line */
 } FzOptPassFlags;

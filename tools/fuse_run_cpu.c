@@ -195,6 +195,7 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   fo.reportUserData = stdout;
   co.pipeline.fusion = &fo;
   co.pipeline.fuse = !o->noFuse;
+  co.pipeline.layout = o->layout;
   co.codegen.fastMath = o->fastMath;
   co.codegen.exactMath = o->exactMath;
   co.codegen.tileContractions = !o->noTile;

@@ -27,6 +27,9 @@ typedef struct FuseRunCpuOptions {
    * computes tf32 as exact f32 (bf16 and fp16 are applied to the module
    * by fuse-run before any device sees it). */
   FzPrecision precision;
+  /* fuse-run's --layout: convert-layout before fusion on every compiled
+   * device (the interpreter's reference stays the model's own NCHW). */
+  FzGraphLayout layout;
   const char *benchLock; /* --bench-lock FILE: time while holding its lock */
   bool benchCold;       /* --bench-cold: cuda: L2 overwritten before each
                            timed run */

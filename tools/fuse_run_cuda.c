@@ -84,6 +84,7 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
                      ? FZ_PRECISION_TF32
                      : o->precision;
   go.codegenThreads = o->codegenThreads;
+  go.layout = o->layout;
   /* --gpu-arch (sm_90a: the wgmma matmuls); fzCudaCompileModule keeps it
    * only where the device runs it. */
   if (o->gpuArch)

@@ -56,6 +56,11 @@ static int no_stage_rows(void *opts, const char *v) {
   ((FuseEmitOptions *)opts)->codegen.stageRows = false;
   return 0;
 }
+static int set_layout(void *opts, const char *v) {
+  return toolParseLayout("fuse-translate", v,
+                         &((FuseEmitOptions *)opts)->layout);
+}
+
 static int set_precision(void *opts, const char *v) {
   FuseEmitOptions *o = opts;
   if (!fzPrecisionParse(fzStringRefFromCString(v), &o->precision))
@@ -142,6 +147,9 @@ static const ToolOption kEmitOptions[] = {
     TOOL_FLAG("no-mma", NULL, E(noMma), "No tensor-core matmuls (PTX)"),
     TOOL_FLAG("no-small-m", NULL, E(noSmallM),
               "No small-M contraction kernels (PTX)"),
+    TOOL_CALL("layout", NULL, "L", set_layout,
+              "Layout of convolution regions: nchw (the model's, default) "
+              "or nhwc (convert-layout before fusion)"),
     TOOL_CALL("precision", NULL, "P", set_precision,
               "f32 matmuls and convolutions: default (PTX: tf32; CPU: exact "
               "f32), ieee (exact f32), tf32 (PTX: operands rounded to 10 "
@@ -213,6 +221,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     fzCpuPipelineOptionsInit(&po);
     po.fuse = !o->noFuse;
     po.timing = sink;
+    po.layout = o->layout;
     if (!fzModuleApplyPrecision(module, o->precision, po.fuse) ||
         !fzLowerModuleForCpu(module, &po))
       return false;

@@ -17,6 +17,9 @@ typedef struct FuseEmitOptions {
    * graph-level module's contractions for every --emit; the others choose
    * the GPU's f32 kernels (ptx) and mean exact f32 on the CPU. */
   FzPrecision precision;
+  /* --layout=L: nhwc runs convert-layout before fusion (a graph-level
+   * module, every --emit). */
+  FzGraphLayout layout;
   bool noRowStage;     /* --no-row-stage: long rows re-read per phase
                           (--emit=ptx) */
   FzCodegenOptions codegen;

@@ -357,7 +357,10 @@ static bool describe_reduction(FzOp *op, const FzOpDef *def,
     return true;
   }
   if (def == &fzGraphOp_global_avg_pool || def == &fzGraphOp_global_max_pool) {
-    info->reduceAxes = axes_from(2, rank);
+    /* The spatial dims: after (N, C), or between N and C (NHWC). */
+    bool nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+    info->reduceAxes = nhwc ? axes_from(1, rank) & ~(1u << (rank - 1))
+                            : axes_from(2, rank);
     return true;
   }
   if (def == &fzGraphOp_softmax || def == &fzGraphOp_log_softmax ||

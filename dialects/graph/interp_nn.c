@@ -5,7 +5,10 @@
  * matmul), written for clarity: this is the oracle, not the fast path.
  * Padding never contributes to max_pool; avg_pool divides by the number
  * of window positions inside the input, or inside the padded input with
- * count_include_pad.
+ * count_include_pad. Layout "nhwc" changes only where x and the
+ * result are indexed: every kernel reads x[n, c, ih, iw] through one
+ * offset function of the layout (the weight is [M, C/g, kh, kw] in
+ * both).
  */
 #include <math.h>
 #include <string.h>
@@ -95,6 +98,21 @@ bool fzGraphKernelMatmul(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
   return ok;
 }
 
+/* The offset of element (n, c, h, w) of a 4-d tensor of dims (C, H, W)
+ * in layout NCHW or NHWC. */
+static int64_t off4(bool nhwc, int64_t n, int64_t c, int64_t h, int64_t w,
+                    int64_t C, int64_t H, int64_t W) {
+  return nhwc ? ((n * H + h) * W + w) * C + c : ((n * C + c) * H + h) * W + w;
+}
+
+/* The dims C, H, W of a 4-d tensor t in its layout. */
+static void dims4(const FzTensor *t, bool nhwc, int64_t *C, int64_t *H,
+                  int64_t *W) {
+  *C = t->shape[nhwc ? 3 : 1];
+  *H = t->shape[nhwc ? 1 : 2];
+  *W = t->shape[nhwc ? 2 : 3];
+}
+
 bool fzGraphKernelConv2d(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
                          FzTensor **res) {
   int64_t kernel[2], st[2], pads[4], dil[2], groups;
@@ -105,9 +123,11 @@ bool fzGraphKernelConv2d(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
   const FzTensor *x = ops[0], *w = ops[1];
   const FzTensor *bias = fzOpGetNumOperands(op) > 2 ? ops[2] : NULL;
   FzTensor *y = res[0];
-  int64_t NB = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
-  int64_t M = w->shape[0], CG = w->shape[1], KH = w->shape[2];
-  int64_t KW = w->shape[3], OH = y->shape[2], OW = y->shape[3];
+  bool nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+  int64_t NB = x->shape[0], C, H, W, M, OH, OW;
+  dims4(x, nhwc, &C, &H, &W);
+  dims4(y, nhwc, &M, &OH, &OW);
+  int64_t CG = w->shape[1], KH = w->shape[2], KW = w->shape[3];
   if (CG * groups != C)
     return fzGraphInterpError(in, op,
                               "operand #1 has %lld input channels per group "
@@ -124,7 +144,6 @@ bool fzGraphKernelConv2d(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
         for (int64_t ow = 0; ow < OW; ++ow) {
           double acc = 0;
           for (int64_t c = 0; c < CG; ++c) {
-            const double *xp = X + ((n * C + g * CG + c) * H) * W;
             const double *wp = Wt + ((m * CG + c) * KH) * KW;
             for (int64_t i = 0; i < KH; ++i) {
               int64_t ih = oh * st[0] - pads[0] + i * dil[0];
@@ -133,11 +152,12 @@ bool fzGraphKernelConv2d(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
               for (int64_t j = 0; j < KW; ++j) {
                 int64_t iw = ow * st[1] - pads[1] + j * dil[1];
                 if (iw >= 0 && iw < W)
-                  acc += xp[ih * W + iw] * wp[i * KW + j];
+                  acc += X[off4(nhwc, n, g * CG + c, ih, iw, C, H, W)] *
+                         wp[i * KW + j];
               }
             }
           }
-          fzTensorSetF64(y, ((n * M + m) * OH + oh) * OW + ow, acc + b);
+          fzTensorSetF64(y, off4(nhwc, n, m, oh, ow, M, OH, OW), acc + b);
         }
     }
   fzFree(in->ctx, X);
@@ -155,39 +175,42 @@ bool fzGraphKernelPool(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
     return false;
   const FzTensor *x = ops[0];
   FzTensor *y = res[0];
-  int64_t NC = x->shape[0] * x->shape[1], H = x->shape[2], W = x->shape[3];
-  int64_t OH = y->shape[2], OW = y->shape[3];
+  bool nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+  int64_t NB = x->shape[0], C, H, W, OH, OW;
+  dims4(x, nhwc, &C, &H, &W);
+  dims4(y, nhwc, &C, &OH, &OW);
   double *X = fzGraphLoadF64(x);
   if (!X)
     return false;
-  for (int64_t p = 0; p < NC; ++p)
-    for (int64_t oh = 0; oh < OH; ++oh)
-      for (int64_t ow = 0; ow < OW; ++ow) {
-        double acc = avg ? 0.0 : -HUGE_VAL;
-        int64_t count = 0;
-        for (int64_t i = 0; i < k[0]; ++i) {
-          int64_t ih = oh * st[0] - pads[0] + i * dil[0];
-          for (int64_t j = 0; j < k[1]; ++j) {
-            int64_t iw = ow * st[1] - pads[1] + j * dil[1];
-            bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
-            bool inPadded = ih < H + pads[2] && iw < W + pads[3];
-            if (avg && cip && inPadded)
-              count++;
-            if (!inside)
-              continue;
-            double v = X[(p * H + ih) * W + iw];
-            if (avg) {
-              acc += v;
-              count += !cip;
-            } else if (isnan(v) || v > acc) {
-              acc = isnan(acc) ? acc : v;
+  for (int64_t n = 0; n < NB; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = avg ? 0.0 : -HUGE_VAL;
+          int64_t count = 0;
+          for (int64_t i = 0; i < k[0]; ++i) {
+            int64_t ih = oh * st[0] - pads[0] + i * dil[0];
+            for (int64_t j = 0; j < k[1]; ++j) {
+              int64_t iw = ow * st[1] - pads[1] + j * dil[1];
+              bool inside = ih >= 0 && ih < H && iw >= 0 && iw < W;
+              bool inPadded = ih < H + pads[2] && iw < W + pads[3];
+              if (avg && cip && inPadded)
+                count++;
+              if (!inside)
+                continue;
+              double v = X[off4(nhwc, n, c, ih, iw, C, H, W)];
+              if (avg) {
+                acc += v;
+                count += !cip;
+              } else if (isnan(v) || v > acc) {
+                acc = isnan(acc) ? acc : v;
+              }
             }
           }
+          if (avg)
+            acc = count ? acc / (double)count : NAN;
+          fzTensorSetF64(y, off4(nhwc, n, c, oh, ow, C, OH, OW), acc);
         }
-        if (avg)
-          acc = count ? acc / (double)count : NAN;
-        fzTensorSetF64(y, (p * OH + oh) * OW + ow, acc);
-      }
   fzFree(in->ctx, X);
   return true;
 }
@@ -199,23 +222,28 @@ bool fzGraphKernelGlobalPool(FzGraphInterp *in, FzOp *op, FzTensor *const *ops,
     return false;
   const FzTensor *x = ops[0];
   FzTensor *y = res[0];
-  int64_t outer = x->shape[0] * x->shape[1], inner = 1;
-  for (size_t i = 2; i < x->rank; ++i)
+  /* x as [outer, inner, chans]: NCHW reduces the trailing dims of each
+   * (n, c) (chans = 1); NHWC the middle dims of each n, per channel. */
+  bool nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+  int64_t outer = nhwc ? x->shape[0] : x->shape[0] * x->shape[1], inner = 1;
+  int64_t chans = nhwc ? x->shape[x->rank - 1] : 1;
+  for (size_t i = nhwc ? 1 : 2; i < x->rank - (nhwc ? 1 : 0); ++i)
     inner *= x->shape[i];
   double *X = fzGraphLoadF64(x);
   if (!X)
     return false;
-  for (int64_t p = 0; p < outer; ++p) {
-    double acc = maxForm ? -HUGE_VAL : 0.0;
-    for (int64_t i = 0; i < inner; ++i) {
-      double v = X[p * inner + i];
-      if (!maxForm)
-        acc += v;
-      else if (isnan(v) || v > acc)
-        acc = isnan(acc) ? acc : v;
+  for (int64_t p = 0; p < outer; ++p)
+    for (int64_t c = 0; c < chans; ++c) {
+      double acc = maxForm ? -HUGE_VAL : 0.0;
+      for (int64_t i = 0; i < inner; ++i) {
+        double v = X[(p * inner + i) * chans + c];
+        if (!maxForm)
+          acc += v;
+        else if (isnan(v) || v > acc)
+          acc = isnan(acc) ? acc : v;
+      }
+      fzTensorSetF64(y, p * chans + c, maxForm ? acc : acc / (double)inner);
     }
-    fzTensorSetF64(y, p, maxForm ? acc : acc / (double)inner);
-  }
   fzFree(in->ctx, X);
   return true;
 }

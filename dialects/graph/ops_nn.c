@@ -7,7 +7,8 @@
  * transpose_b (bool, default false) swap the last two dims of an operand
  * of rank >= 2 first.
  *
- * conv2d and the pools work on NCHW. Window attributes, as ONNX:
+ * conv2d and the pools work on NCHW, or on NHWC (channels last) with
+ * layout = "nhwc". Window attributes, as ONNX:
  *   strides    array<i64: sh, sw>          default 1, 1
  *   pads       array<i64: top, left, bottom, right>   default 0
  *   dilations  array<i64: dh, dw>          default 1, 1
@@ -16,9 +17,14 @@
  *   ceil_mode  bool (pools; a window starting in the end padding is
  *              dropped, as ONNX and PyTorch do)
  *   count_include_pad  bool (avg_pool: divide by the full window)
+ *   layout     "nchw" (default) or "nhwc" (conv2d and every pool)
  * conv2d: x [N, C, H, W], weight [M, C / groups, kh, kw], optional bias
  * [M]; result [N, M, OH, OW] with OH = (H + top + bottom - dh * (kh - 1)
- * - 1) / sh + 1 (floor).
+ * - 1) / sh + 1 (floor). With "nhwc", x is [N, H, W, C] and the result
+ * [N, OH, OW, M]; the weight keeps ONNX's [M, C / groups, kh, kw] (a
+ * constant that back ends repack as they like), so only the data
+ * layout changes. The pools likewise: [N, H, W, C] -> [N, OH, OW, C];
+ * the global pools [N, spatial..., C] -> [N, 1..., C].
  */
 #include <string.h>
 
@@ -96,6 +102,7 @@ typedef struct Window {
   int64_t kernel[2], strides[2], pads[4], dilations[2];
   int64_t groups;
   bool ceilMode, countIncludePad;
+  bool nhwc; /* layout = "nhwc" */
 } Window;
 
 static bool read_pair(FzGraphDiag *d, const FzGraphAttrs *a, const char *name,
@@ -135,11 +142,53 @@ static bool read_pair(FzGraphDiag *d, const FzGraphAttrs *a, const char *name,
   return true;
 }
 
+/*===--- Layouts (fz/layout.h) -------------------------------------------===*/
+
+/* Indexed by FzGraphLayout. */
+#define NAME(id, name) name,
+static const char *const kLayoutNames[FZ_GRAPH_NUM_LAYOUTS + 1] = {
+    FZ_GRAPH_LAYOUTS(NAME) NULL};
+#undef NAME
+
+bool fzGraphLayoutParse(FzStringRef text, FzGraphLayout *out) {
+  for (int i = 0; i < FZ_GRAPH_NUM_LAYOUTS; ++i)
+    if (fzStringRefEqual(text, fzStringRefFromCString(kLayoutNames[i]))) {
+      *out = (FzGraphLayout)i;
+      return true;
+    }
+  return false;
+}
+
+const char *fzGraphLayoutGetName(FzGraphLayout l) {
+  return (unsigned)l < FZ_GRAPH_NUM_LAYOUTS ? kLayoutNames[l] : NULL;
+}
+
+const char *fzGraphLayoutGetChoicesText(void) {
+  return "nchw or nhwc";
+}
+
+/* The `layout` attribute into *nhwc: "nchw" (or absent) or "nhwc". */
+static bool read_layout(FzGraphDiag *d, const FzGraphAttrs *a, bool *nhwc) {
+  FzStringRef s;
+  FzGraphLayout l = FZ_GRAPH_LAYOUT_NCHW;
+  *nhwc = false;
+  if (!fzGraphGetString(d, a, "layout", "nchw", &s))
+    return false;
+  if (!fzGraphLayoutParse(s, &l))
+    return fzGraphError(d,
+                        "attribute 'layout' must be \"nchw\" or \"nhwc\", "
+                        "got \"%.*s\"",
+                        (int)(s.length > 64 ? 64 : s.length), s.data);
+  *nhwc = l == FZ_GRAPH_LAYOUT_NHWC;
+  return true;
+}
+
 static bool read_window(FzGraphDiag *d, const FzGraphAttrs *a, bool pool,
                         Window *w) {
   memset(w, 0, sizeof *w);
   w->groups = 1;
-  if (!read_pair(d, a, "strides", 1, 2, 1, w->strides, false) ||
+  if (!read_layout(d, a, &w->nhwc) ||
+      !read_pair(d, a, "strides", 1, 2, 1, w->strides, false) ||
       !read_pair(d, a, "pads", 0, 4, 0, w->pads, false) ||
       !read_pair(d, a, "dilations", 1, 2, 1, w->dilations, false))
     return false;
@@ -193,7 +242,7 @@ static int64_t window_out(FzGraphDiag *d, const Window *w, size_t i, int64_t in,
 }
 
 static const char *const conv_attrs[] = {"strides", "pads", "dilations",
-                                         "groups", NULL};
+                                         "groups", "layout", NULL};
 
 static bool shape_conv2d(FzGraphDiag *d, size_t n, FzType *const *in,
                          const FzGraphAttrs *a, FzType **out) {
@@ -211,16 +260,22 @@ static bool shape_conv2d(FzGraphDiag *d, size_t n, FzType *const *in,
       return fzGraphError(d,
                           "operand #%d must have rank 4 (%s), but has "
                           "rank %zu",
-                          i, i ? "M, C/groups, kH, kW" : "N, C, H, W",
+                          i,
+                          i      ? "M, C/groups, kH, kW"
+                          : w.nhwc ? "N, H, W, C"
+                                   : "N, C, H, W",
                           fzShapedTypeGetRank(in[i]));
   const int64_t *x = fzShapedTypeGetShape(in[0]);
   const int64_t *k = fzShapedTypeGetShape(in[1]);
-  if (x[1] != FZ_DYNAMIC && k[1] != FZ_DYNAMIC && x[1] != k[1] * w.groups)
+  /* The input's channel and first spatial dims. */
+  size_t cd = w.nhwc ? 3 : 1, hd = w.nhwc ? 1 : 2;
+  if (x[cd] != FZ_DYNAMIC && k[1] != FZ_DYNAMIC && x[cd] != k[1] * w.groups)
     return fzGraphError(d,
                         "operand #1 dimension 1 (%lld) times groups "
-                        "(%lld) does not match operand #0 dimension 1 "
+                        "(%lld) does not match operand #0 dimension %zu "
                         "(%lld, the input channels)",
-                        (long long)k[1], (long long)w.groups, (long long)x[1]);
+                        (long long)k[1], (long long)w.groups, cd,
+                        (long long)x[cd]);
   if (k[0] != FZ_DYNAMIC && k[0] % w.groups != 0)
     return fzGraphError(d,
                         "operand #1 dimension 0 (%lld, the output "
@@ -240,9 +295,10 @@ static bool shape_conv2d(FzGraphDiag *d, size_t n, FzType *const *in,
                           "channels)",
                           (long long)b, (long long)k[0]);
   }
-  int64_t shape[4] = {x[0], k[0], 0, 0};
+  int64_t shape[4] = {x[0], 0, 0, 0};
+  shape[cd] = k[0];
   for (size_t i = 0; i < 2; ++i)
-    if ((shape[2 + i] = window_out(d, &w, i, x[2 + i], k[2 + i])) == -1)
+    if ((shape[hd + i] = window_out(d, &w, i, x[hd + i], k[2 + i])) == -1)
       return false;
   out[0] = fzGraphTensorType(d, 4, shape, fzShapedTypeGetElementType(in[0]));
   return out[0] != NULL;
@@ -250,8 +306,9 @@ static bool shape_conv2d(FzGraphDiag *d, size_t n, FzType *const *in,
 FZ_GRAPH_INFER_HOOK(shape_conv2d)
 
 static const char *const pool_attrs[] = {
-    "kernel",    "strides",           "pads", "dilations",
-    "ceil_mode", "count_include_pad", NULL};
+    "kernel",    "strides",           "pads",   "dilations",
+    "ceil_mode", "count_include_pad", "layout", NULL};
+static const char *const global_pool_attrs[] = {"layout", NULL};
 
 static bool shape_pool(FzGraphDiag *d, size_t n, FzType *const *in,
                        const FzGraphAttrs *a, FzType **out) {
@@ -262,8 +319,8 @@ static bool shape_pool(FzGraphDiag *d, size_t n, FzType *const *in,
     return false;
   if (fzShapedTypeGetRank(in[0]) != 4)
     return fzGraphError(d,
-                        "operand #0 must have rank 4 (N, C, H, W), but "
-                        "has rank %zu",
+                        "operand #0 must have rank 4 (%s), but has rank %zu",
+                        w.nhwc ? "N, H, W, C" : "N, C, H, W",
                         fzShapedTypeGetRank(in[0]));
   const int64_t *x = fzShapedTypeGetShape(in[0]);
   for (size_t i = 0; i < 2; ++i)
@@ -274,9 +331,10 @@ static bool shape_pool(FzGraphDiag *d, size_t n, FzType *const *in,
                           "and %lld)",
                           i, (long long)w.kernel[i], (long long)w.pads[i],
                           (long long)w.pads[i + 2]);
-  int64_t shape[4] = {x[0], x[1], 0, 0};
+  size_t hd = w.nhwc ? 1 : 2; /* the first spatial dim */
+  int64_t shape[4] = {x[0], x[1], x[2], x[3]};
   for (size_t i = 0; i < 2; ++i)
-    if ((shape[2 + i] = window_out(d, &w, i, x[2 + i], w.kernel[i])) == -1)
+    if ((shape[hd + i] = window_out(d, &w, i, x[hd + i], w.kernel[i])) == -1)
       return false;
   out[0] = fzGraphTensorType(d, 4, shape, fzShapedTypeGetElementType(in[0]));
   return out[0] != NULL;
@@ -285,26 +343,39 @@ FZ_GRAPH_INFER_HOOK(shape_pool)
 
 static bool shape_global_pool(FzGraphDiag *d, size_t n, FzType *const *in,
                               const FzGraphAttrs *a, FzType **out) {
-  (void)a;
-  if (!fzGraphCheckCount(d, n, 1, 1) || !fzGraphCheckRanked(d, in, 0))
+  bool nhwc;
+  if (!fzGraphCheckCount(d, n, 1, 1) || !fzGraphCheckRanked(d, in, 0) ||
+      !read_layout(d, a, &nhwc))
     return false;
   size_t r = fzShapedTypeGetRank(in[0]);
   if (r < 3)
     return fzGraphError(d,
-                        "operand #0 must have rank >= 3 (N, C, spatial "
-                        "dims...), but has rank %zu",
+                        "operand #0 must have rank >= 3 (%s), but has rank "
+                        "%zu",
+                        nhwc ? "N, spatial dims..., C"
+                             : "N, C, spatial dims...",
                         r);
+  /* Every dim but the batch and the channels becomes 1. */
+  size_t cd = nhwc ? r - 1 : 1;
   int64_t shape[FZ_GRAPH_MAX_RANK];
-  shape[0] = fzShapedTypeGetDim(in[0], 0);
-  shape[1] = fzShapedTypeGetDim(in[0], 1);
-  for (size_t i = 2; i < r; ++i)
-    shape[i] = 1;
+  for (size_t i = 0; i < r; ++i)
+    shape[i] = i == 0 || i == cd ? fzShapedTypeGetDim(in[0], i) : 1;
   out[0] = fzGraphTensorType(d, r, shape, fzShapedTypeGetElementType(in[0]));
   return out[0] != NULL;
 }
 FZ_GRAPH_INFER_HOOK(shape_global_pool)
 
 /*===--- Window readers for the kernels ---------------------------------===*/
+
+FzGraphLayout fzGraphOpGetLayout(const FzOp *op) {
+  FzGraphAttrs a = fzGraphAttrsOfOp(op);
+  FzAttr *v = fzGraphAttrsLookup(&a, "layout");
+  FzGraphLayout l = FZ_GRAPH_LAYOUT_NCHW;
+  if (v && fzAttrGetKind(v) == FZ_ATTR_STRING &&
+      !fzGraphLayoutParse(fzStringAttrGetValue(v), &l))
+    l = FZ_GRAPH_LAYOUT_NCHW;
+  return l;
+}
 
 /* Reads op's window attributes (already verified). */
 bool fzGraphReadWindow(FzOp *op, bool pool, int64_t *kernel, int64_t *strides,
@@ -351,17 +422,19 @@ DEFINE_OP(matmul,
           2, FZ_FUSION_CONTRACTION, matmul_attrs, shape_matmul, 0,
           kernel_matmul, 0)
 DEFINE_OP(conv2d,
-          "2-D convolution, NCHW (strides, pads, dilations, "
-          "groups), optional bias",
+          "2-D convolution, NCHW or NHWC (strides, pads, dilations, "
+          "groups, layout), optional bias",
           FZ_VARIADIC, FZ_FUSION_CONTRACTION, conv_attrs, shape_conv2d, 0,
           kernel_conv2d, 0)
-DEFINE_OP(max_pool, "2-D max pooling, NCHW", 1, FZ_FUSION_REDUCTION, pool_attrs,
+DEFINE_OP(max_pool, "2-D max pooling, NCHW or NHWC", 1, FZ_FUSION_REDUCTION, pool_attrs,
           shape_pool, 0, kernel_pool, 0)
-DEFINE_OP(avg_pool, "2-D average pooling, NCHW", 1, FZ_FUSION_REDUCTION,
+DEFINE_OP(avg_pool, "2-D average pooling, NCHW or NHWC", 1, FZ_FUSION_REDUCTION,
           pool_attrs, shape_pool, G_FLOAT_ONLY, kernel_pool, 1)
-DEFINE_OP(global_avg_pool, "mean over every spatial dim (N, C, 1, 1...)", 1,
-          FZ_FUSION_REDUCTION, NULL, shape_global_pool, G_FLOAT_ONLY,
+DEFINE_OP(global_avg_pool,
+          "mean over every spatial dim (N, C, 1, 1...; NHWC: N, 1, 1, C)", 1,
+          FZ_FUSION_REDUCTION, global_pool_attrs, shape_global_pool, G_FLOAT_ONLY,
           kernel_global_pool, 0)
-DEFINE_OP(global_max_pool, "maximum over every spatial dim (N, C, 1, 1...)", 1,
-          FZ_FUSION_REDUCTION, NULL, shape_global_pool, 0, kernel_global_pool,
+DEFINE_OP(global_max_pool,
+          "maximum over every spatial dim (N, C, 1, 1...; NHWC: N, 1, 1, C)",
+          1, FZ_FUSION_REDUCTION, global_pool_attrs, shape_global_pool, 0, kernel_global_pool,
           1)

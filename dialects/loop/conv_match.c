@@ -1,7 +1,15 @@
 /* dialects/loop/conv_match.c - convMatch (nest_match.h): recognizing a
- * conv2d nest by evaluating its index expressions over their domain.
- * Shared by tile-convolutions (CPU) and lower-loop-to-kernel's implicit
- * GEMM (GPU); each adds its own checks on top.
+ * conv2d nest, NCHW or NHWC, by evaluating its index expressions over
+ * their domain. Shared by tile-convolutions (CPU) and
+ * lower-loop-to-kernel's implicit GEMM (GPU); each adds its own checks
+ * on top.
+ *
+ * The layout is not guessed from names: the nest is matched with the
+ * NCHW roles of its ivs first, then with the NHWC ones (match_as), and
+ * the reading whose every check holds wins. The two cannot both hold for
+ * a nest whose weight depends on the output channel (one reading puts
+ * the channel on a spatial iv, which the weight check refuses); a nest
+ * whose weight does not is a true description in either reading.
  */
 #include <string.h>
 
@@ -224,15 +232,21 @@ static bool split_loop(ConvNest *C, FzOp *op) {
                                    &C->slices);
 }
 
+/* The ext[] entry (CG, KH, KW) of each role CV_C, CV_KH, CV_KW. */
+static int ext_slot(int var) {
+  return var - CV_C;
+}
+
 /* The chain of three reductions starting at C->loops[0]. */
 static bool match_loops(ConvNest *C) {
   for (int l = 0; l < 3; ++l) {
+    int var = C->redVar[l];
     bool split = l == 0 && fzLoopParallelGetNumDims(C->T.par) == 5;
     if (split ? !split_loop(C, C->loops[l])
-              : !red_loop(C->loops[l], &C->ext[l]))
+              : !red_loop(C->loops[l], &C->ext[ext_slot(var)]))
       return false;
     C->bodies[l] = fzLoopGetBody(C->loops[l]);
-    C->vars[CV_C + l] = fzBlockGetArgument(C->bodies[l], 0);
+    C->vars[var] = fzBlockGetArgument(C->bodies[l], 0);
     if (l == 2)
       break;
     FzBlock *b = C->bodies[l];
@@ -316,24 +330,44 @@ static bool match_term(ConvNest *C, FzValue **a, FzValue **b,
   return true;
 }
 
-/* Fills C when par is a conv2d nest the pass can tile. */
 /*===--- The matcher ------------------------------------------------------===*/
 
-bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
-               size_t whyLen) {
+/* The roles of the nest's ivs in layout L: parDim (the parallel dim of
+ * CV_N, CV_M, CV_OH, CV_OW) and redVar (the role of each reduction loop,
+ * outermost first). */
+static void set_roles(ConvNest *C, ConvLayout L) {
+  static const int parNchw[4] = {0, 1, 2, 3}, parNhwc[4] = {0, 3, 1, 2};
+  static const int redNchw[3] = {CV_C, CV_KH, CV_KW};
+  static const int redNhwc[3] = {CV_KH, CV_KW, CV_C};
+  C->layout = L;
+  memcpy(C->parDim, L == CONV_NHWC ? parNhwc : parNchw, sizeof C->parDim);
+  memcpy(C->redVar, L == CONV_NHWC ? redNhwc : redNchw, sizeof C->redVar);
+}
+
+/* A refusal at stage st of match_as (how far the reading got). */
+#define REFUSE(st, ...) (*stage = (st), fzReasonf(why, whyLen, __VA_ARGS__))
+
+/* convMatch with the ivs read in layout L; *stage gets how far the
+ * match got when it fails (a larger stage: more checks held). */
+static bool match_as(ConvNest *C, FzOp *par, ConvLayout L, bool *isConv,
+                     char *why, size_t whyLen, int *stage) {
   TileNest *T = &C->T;
-  if (isConv)
-    *isConv = false;
+  bool nhwc = L == CONV_NHWC;
+  set_roles(C, L);
   size_t nd = fzLoopGetOpcode(par) == FZ_LOOP_OP_PARALLEL
                   ? fzLoopParallelGetNumDims(par)
                   : 0;
-  if (nd != 4 && !(nd == 5 && C->allowSplit))
-    return fzReasonf(why, whyLen, "not a 4-d loop.parallel");
+  /* A k split's partial nest is NCHW's (split_k.c slices the c loop,
+   * the outermost one there). */
+  if (nd != 4 && !(nd == 5 && C->allowSplit && !nhwc))
+    return REFUSE(0, "not a 4-d loop.parallel");
   T->par = par;
   T->body = fzLoopGetBody(par);
   T->n = 4;
-  T->dI = CV_M;
-  T->dJ = CV_OW;
+  /* The GEMM view: rows and columns. NCHW: m and ow; NHWC: the output
+   * pixels (ow) and the channels m, the contiguous last dim. */
+  T->dI = nhwc ? 2 : CV_M;
+  T->dJ = nhwc ? 3 : CV_OW;
   for (size_t d = 0; d < nd; ++d) {
     int64_t lb, ub, st;
     if (!fzLoopValueGetConstantInt(fzOpGetOperand(par, d), &lb) || lb != 0 ||
@@ -341,32 +375,34 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
         ub <= 0 ||
         !fzLoopValueGetConstantInt(fzOpGetOperand(par, 2 * nd + d), &st) ||
         st != 1)
-      return fzReasonf(why, whyLen, "the nest's bounds are not constants 0..N "
-                                 "step 1");
+      return REFUSE(1, "the nest's bounds are not constants 0..N step 1");
     if (d == 4)
       break; /* the slice: no iv of the index expressions */
     T->trips[d] = ub;
-    C->vars[d] = fzBlockGetArgument(T->body, d);
+  }
+  for (int r = 0; r < 4; ++r) {
+    C->outDims[r] = T->trips[C->parDim[r]];
+    C->vars[r] = fzBlockGetArgument(T->body, (size_t)C->parDim[r]);
   }
   /* One reduction loop; otherwise plain ops, loads and stores. */
   for (FzOp *op = fzBlockGetFirstOp(T->body); op; op = fzOpGetNextInBlock(op)) {
     FzLoopOpcode c = fzLoopGetOpcode(op);
     if (c == FZ_LOOP_OP_FOR) {
       if (T->red)
-        return fzReasonf(why, whyLen, "the nest holds more than one loop");
+        return REFUSE(2, "the nest holds more than one loop");
       T->red = op;
     } else if (c == FZ_LOOP_OP_YIELD) {
       if (op != fzBlockGetLastOp(T->body))
-        return fzReasonf(why, whyLen, "a yield inside the nest's body");
+        return REFUSE(2, "a yield inside the nest's body");
     } else if (c != FZ_LOOP_OP_STORE && c != FZ_LOOP_OP_LOAD &&
                !tilePlainOp(op)) {
-      return fzReasonf(why, whyLen, "the nest holds an op a conv2d nest does "
-                                 "not");
+      return REFUSE(2, "the nest holds an op a conv2d nest does not");
     }
   }
   C->loops[0] = T->red;
   if (!T->red || !match_loops(C))
-    return fzReasonf(why, whyLen, "not three nested reductions (c, kh, kw)");
+    return REFUSE(3, nhwc ? "not three nested reductions (kh, kw, c)"
+                          : "not three nested reductions (c, kh, kw)");
   if (isConv)
     *isConv = true;
   T->redBody = C->bodies[0];
@@ -375,8 +411,8 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
   /* The term: x (the load that depends on ow) times w. */
   FzValue *a, *b, *cond;
   if (!match_term(C, &a, &b, &cond))
-    return fzReasonf(why, whyLen, "the innermost reduction does not add a "
-                               "(masked) product");
+    return REFUSE(4, "the innermost reduction does not add a (masked) "
+                     "product");
   bool extA, extB;
   FzOp *la = input_load(a, &extA), *lb = input_load(b, &extB);
   uint32_t ow = 1u << CV_OW;
@@ -385,24 +421,24 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
   } else if (lb && (convVarDeps(C, b, true, 0) & ow)) {
     C->xLoad = lb, C->xExt = extB, C->wVal = a;
   } else {
-    return fzReasonf(why, whyLen, "no factor is a load of the input along the "
-                               "output width");
+    return REFUSE(5, "no factor is a load of the input along the output "
+                     "width");
   }
   uint32_t wAllowed =
       (1u << CV_M) | (1u << CV_C) | (1u << CV_KH) | (1u << CV_KW);
   if (convVarDeps(C, C->wVal, true, 0) & ~wAllowed)
-    return fzReasonf(why, whyLen, "the weight depends on more than (m, c, kh, "
-                               "kw)");
+    return REFUSE(6, "the weight depends on more than (m, c, kh, kw)");
   FzValue *xBuf = fzOpGetOperand(C->xLoad, 0);
   FzType *xt = fzValueGetType(xBuf);
   if (tileInNest(T, xBuf) || fzShapedTypeGetRank(xt) != 4)
-    return fzReasonf(why, whyLen, "the input is not a 4-d buffer from outside "
-                               "the nest");
-  C->C = fzShapedTypeGetDim(xt, 1);
-  C->H = fzShapedTypeGetDim(xt, 2);
-  C->Wi = fzShapedTypeGetDim(xt, 3);
+    return REFUSE(7, "the input is not a 4-d buffer from outside the nest");
+  /* The input's channel and spatial dims in the layout. */
+  size_t cd = nhwc ? 3 : 1, hd = nhwc ? 1 : 2;
+  C->C = fzShapedTypeGetDim(xt, cd);
+  C->H = fzShapedTypeGetDim(xt, hd);
+  C->Wi = fzShapedTypeGetDim(xt, hd + 1);
   if (C->C <= 0 || C->H <= 0 || C->Wi <= 0)
-    return fzReasonf(why, whyLen, "the input's shape is not static");
+    return REFUSE(7, "the input's shape is not static");
 
   /* The batch index is n; the channel depends on (m, c) only. */
   FzValue *idx[4];
@@ -410,22 +446,22 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
     idx[i] = fzOpGetOperand(C->xLoad, 1 + (size_t)i);
   int64_t coef[CV_NUM] = {0}, c0 = 0;
   if (!convAffine(C, idx[0], 1, coef, &c0, 0) || c0 != 0)
-    return fzReasonf(why, whyLen, "the input's batch index is not n");
+    return REFUSE(8, "the input's batch index is not n");
   for (int i = 0; i < CV_NUM; ++i)
     if (coef[i] != (i == CV_N ? 1 : 0))
-      return fzReasonf(why, whyLen, "the input's batch index is not n");
-  C->chIdx = idx[1];
-  int64_t M = T->trips[CV_M], CG = C->ext[0];
-  if (convVarDeps(C, idx[1], false, 0) & ~((1u << CV_M) | (1u << CV_C)) ||
+      return REFUSE(8, "the input's batch index is not n");
+  C->chIdx = idx[cd];
+  int64_t M = C->outDims[CV_M], CG = C->ext[0];
+  if (convVarDeps(C, C->chIdx, false, 0) & ~((1u << CV_M) | (1u << CV_C)) ||
       M * CG > CV_MAX_TABLE)
-    return fzReasonf(why, whyLen, "the input's channel index is not a function "
-                               "of (m, c)");
+    return REFUSE(9, "the input's channel index is not a function of (m, "
+                     "c)");
 
   /* The padding condition: conjuncts of (oh, kh) and of (ow, kw). */
   FzValue *conds[16], *hc[16], *wc[16];
   size_t nc = 0, nh = 0, nw = 0;
   if (cond && !conjuncts(cond, conds, &nc, 16))
-    return fzReasonf(why, whyLen, "the padding condition is too complex");
+    return REFUSE(10, "the padding condition is too complex");
   Env none;
   memset(&none, 0, sizeof none);
   for (size_t i = 0; i < nc; ++i) {
@@ -438,22 +474,22 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
     else if (d && !(d & ~((1u << CV_OW) | (1u << CV_KW))))
       wc[nw++] = conds[i];
     else
-      return fzReasonf(why, whyLen, "the padding condition mixes the axes");
+      return REFUSE(10, "the padding condition mixes the axes");
   }
   bool padded = false;
-  if (!check_axis(C, idx[2], hc, nh, CV_OH, CV_KH, T->trips[CV_OH],
+  if (!check_axis(C, idx[hd], hc, nh, CV_OH, CV_KH, C->outDims[CV_OH],
                   C->ext[1], C->H, &C->sh, &C->dh, &C->hOff, &padded) ||
-      !check_axis(C, idx[3], wc, nw, CV_OW, CV_KW, T->trips[CV_OW],
+      !check_axis(C, idx[hd + 1], wc, nw, CV_OW, CV_KW, C->outDims[CV_OW],
                   C->ext[2], C->Wi, &C->sw, &C->dw, &C->wOff, &padded) ||
       C->sw < 1)
-    return fzReasonf(why, whyLen, "the input's spatial indices are not a "
-                               "strided, dilated, zero-padded window");
+    return REFUSE(11, "the input's spatial indices are not a strided, "
+                      "dilated, zero-padded window");
   C->pack = padded || C->sw != 1 || C->xExt;
 
   /* The channel table. */
   C->chTab = fzMalloc(T->ctx, (size_t)(M * CG) * sizeof *C->chTab);
   if (!C->chTab)
-    return fzReasonf(why, whyLen, "out of memory");
+    return REFUSE(12, "out of memory");
   Env e;
   memset(&e, 0, sizeof e);
   for (int64_t m = 0; m < M; ++m)
@@ -461,9 +497,39 @@ bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
       e.val[CV_M] = m, e.val[CV_C] = c;
       int64_t v;
       if (!eval(C, C->chIdx, &e, &v, 0) || v < 0 || v >= C->C)
-        return fzReasonf(why, whyLen, "the input's channel index leaves the "
-                                   "input");
+        return REFUSE(12, "the input's channel index leaves the input");
       C->chTab[m * CG + c] = v;
     }
   return true;
+}
+
+#undef REFUSE
+
+bool convMatch(ConvNest *C, FzOp *par, bool *isConv, char *why,
+               size_t whyLen) {
+  /* What the caller set, kept for the second reading. */
+  FzContext *ctx = C->T.ctx;
+  FzPtrMap deps = C->T.deps;
+  bool allowSplit = C->allowSplit;
+  char whyNchw[160] = "", whyNhwc[160] = "";
+  int stNchw = 0, stNhwc = 0;
+  bool shaped = false;
+  bool ok = match_as(C, par, CONV_NCHW, &shaped, whyNchw, sizeof whyNchw,
+                     &stNchw);
+  if (!ok) {
+    fzFree(ctx, C->chTab);
+    memset(C, 0, sizeof *C);
+    C->T.ctx = ctx;
+    C->T.deps = deps;
+    C->allowSplit = allowSplit;
+    ok = match_as(C, par, CONV_NHWC, &shaped, whyNhwc, sizeof whyNhwc,
+                  &stNhwc);
+  }
+  if (isConv)
+    *isConv = ok || shaped;
+  if (ok)
+    return true;
+  /* The reading that got further says why (NCHW on a tie: its reasons
+   * are the ones users of NCHW nests know). */
+  return fzReasonf(why, whyLen, "%s", stNhwc > stNchw ? whyNhwc : whyNchw);
 }

@@ -61,8 +61,8 @@ bool splitMatchBounds(FzOp *par, FzOp *loop, int *dim, int64_t *sliceK,
  * transforms/loop/conv_tile.c) and the tensor-core implicit GEMM of
  * lower-loop-to-kernel (lowering/loop_to_kernel/matmul_conv.c).
  *
- * A conv2d nest is what lower-graph-to-loop makes of graph.conv2d (NCHW)
- * and its fused epilogue:
+ * A conv2d nest is what lower-graph-to-loop makes of graph.conv2d and its
+ * fused epilogue. NCHW (the default layout):
  *
  *   loop.parallel (n, m, oh, ow) {
  *     [pre ops: index arithmetic]
@@ -79,6 +79,18 @@ bool splitMatchBounds(FzOp *par, FzOp *loop, int *dim, int64_t *sliceK,
  *     [epilogue ops reading %acc; stores]
  *   }
  *
+ * NHWC (layout = "nhwc", docs/dialects/graph.md "Layouts"): the output
+ * channel innermost, the input channel the innermost reduction:
+ *
+ *   loop.parallel (n, oh, ow, m) {
+ *     %acc = loop.for %kh = 0 to KH iter_args(%a0 = 0.0) {
+ *       %r1 = loop.for %kw = 0 to KW iter_args(%a1 = %a0) {
+ *         %r2 = loop.for %c = 0 to CG iter_args(%a2 = %a1) {
+ *           %x = loop.load %X[n, ih(oh, kh), iw(ow, kw), ch(m, c)]
+ *           ... as above (the weight still w(m, c, kh, kw)) ...
+ *     [epilogue; stores at [n, oh, ow, m]]
+ *   }
+ *
  * where ih is oh*sh + kh*dh + hOff (clamped into [0, H) when the window
  * can leave the input) and iw likewise, and %inb is true exactly where
  * the unclamped positions lie inside the input. convMatch checks all of
@@ -86,36 +98,56 @@ bool splitMatchBounds(FzOp *par, FzOp *loop, int *dim, int64_t *sliceK,
  * any equivalent spelling of them (after canonicalize or cse) matches.
  * What each user needs beyond it (the CPU: stores contiguous along ow
  * and an epilogue that vectorizes; the GPU: groups == 1 and a plain
- * weight load) its own file checks.
+ * weight load) its own file checks. The match says which layout it
+ * found (ConvNest.layout); a user without a mapping for one declines it
+ * (the nest then runs as generic loops) rather than read it as the
+ * other.
  *
  * With allowSplit, the matcher also takes the partial nest of a k split
  * (lower-loop-to-kernel's split-k, lowering/loop_to_kernel/split_k.c): a
  * fifth parallel dim, the slice sb, last, and the c loop over
  * [sb CS, min(sb CS + CS, CG)) (splitMatchBounds); the index expressions
- * never use sb.
+ * never use sb. Only in NCHW (the split slices the outermost loop, c
+ * there).
  *===------------------------------------------------------------------===*/
 
-/* The ivs the index expressions may use, in this order. */
+/* The ivs the index expressions may use, in this order: their roles,
+ * whatever the layout puts where. */
 enum { CV_N, CV_M, CV_OH, CV_OW, CV_C, CV_KH, CV_KW, CV_NUM };
+
+/* The data layout of a matched nest. */
+typedef enum ConvLayout {
+  CONV_NCHW, /* parallel (n, m, oh, ow), reductions (c, kh, kw) */
+  CONV_NHWC, /* parallel (n, oh, ow, m), reductions (kh, kw, c) */
+} ConvLayout;
 /* Most evaluations a matcher's table may take. */
 #define CV_MAX_TABLE ((int64_t)1 << 22)
 /* convVarDeps's mark of a dependence on something else than the ivs. */
 #define CV_BAD (1u << 16)
 
 typedef struct ConvNest {
-  TileNest T;              /* par, body, n = 4, trips {N, M, OH, OW},
-                              dI = 1 (m), dJ = 3 (ow), red = the c loop;
+  TileNest T;              /* par, body, n = 4, trips in the nest's order
+                              (NCHW {N, M, OH, OW}, NHWC {N, OH, OW, M}),
+                              dI, dJ = 1 (m), 3 (ow) in NCHW, 2 (ow), 3
+                              (m) in NHWC, red = the outermost reduction;
                               the caller sets ctx and inits deps */
-  FzOp *loops[3];          /* the reductions over c, kh, kw */
+  ConvLayout layout;       /* out: the layout the nest has */
+  int parDim[4];           /* the parallel dim of CV_N, CV_M, CV_OH, CV_OW
+                              (NCHW 0, 1, 2, 3; NHWC 0, 3, 1, 2) */
+  int redVar[3];           /* the role (CV_C, CV_KH, CV_KW) of loops[l]
+                              (NCHW c, kh, kw; NHWC kh, kw, c) */
+  int64_t outDims[4];      /* N, M, OH, OW, whatever the layout */
+  FzOp *loops[3];          /* the reductions, outermost first */
   FzBlock *bodies[3];
-  int64_t ext[3];          /* CG, KH, KW */
+  int64_t ext[3];          /* CG, KH, KW (by role, not nest order) */
   FzValue *vars[CV_NUM];   /* the ivs, by CV_* */
   FzOp *xLoad;             /* the input load */
   bool xExt;               /* its value is extended to f32 (bf16, f16) */
   FzValue *wVal;           /* the weight term (f32), a tree over m, c,
                               kh, kw */
   FzValue *chIdx;          /* the input load's channel index ch(m, c) */
-  int64_t C, H, Wi;        /* the input's dims 1, 2, 3 */
+  int64_t C, H, Wi;        /* the input's channels, height and width
+                              (dims 1, 2, 3 in NCHW, 3, 1, 2 in NHWC) */
   int64_t sh, sw, dh, dw;  /* ih = oh*sh + kh*dh + hOff (unclamped) */
   int64_t hOff, wOff;      /* iw = ow*sw + kw*dw + wOff */
   bool pack;               /* the CPU reads the input from a zero-padded

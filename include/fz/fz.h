@@ -44,6 +44,7 @@
 #include "fz/loop.h"
 #include "fz/kernel.h"
 #include "fz/lowering.h"
+#include "fz/layout.h"
 #include "fz/precision.h"
 #include "fz/runtime.h"
 

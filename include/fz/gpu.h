@@ -106,6 +106,10 @@ typedef struct FzGpuOptions {
    * graph-level module; fzGpuCompile's input is already at the loop
    * level, where they mean tf32 for what f32 nests remain. */
   FzPrecision precision;
+  /* The layout of convolution regions (fz/layout.h) for a graph-level
+   * module (fzCudaCompileModule: FzCpuPipelineOptions.layout);
+   * FZ_GRAPH_LAYOUT_NCHW (zero, the default) leaves the model's. */
+  FzGraphLayout layout;
   /* Threads that optimize and generate code (docs/codegen.md "Parallel
    * code generation"): every kernel.func is its own LLVM module in its
    * own LLVMContext, compiled on a pool of threads, and the PTX of the

@@ -22,6 +22,7 @@
 #ifndef FZ_GRAPH_H
 #define FZ_GRAPH_H
 
+#include "fz/layout.h"
 #include "fz/opdef.h"
 #include "fz/tensor.h"
 
@@ -52,6 +53,16 @@ FZ_API FZ_MUST_CHECK bool fzRegisterFoldConstantsPass(FzContext *ctx);
  * builder's insertion point; loc may be NULL (unknown). NULL after an
  * error. */
 FZ_API FzOp *fzGraphCreateConstant(FzBuilder *b, FzAttr *value, FzLoc *loc);
+
+/* The data layout of graph.conv2d and the pooling ops, their optional
+ * string attribute `layout` (docs/dialects/graph.md): "nchw" (channels
+ * first; also when absent) or "nhwc" (channels last: the input is
+ * [N, H, W, C] and the result [N, OH, OW, M]; a conv's weight stays
+ * [M, C / groups, kH, kW]). FzGraphLayout: fz/layout.h. */
+/* The layout op's `layout` attribute names: FZ_GRAPH_LAYOUT_NHWC for
+ * "nhwc", FZ_GRAPH_LAYOUT_NCHW otherwise (absent, or any op without
+ * one; the verifier rejects other values). op must not be NULL. */
+FZ_API FzGraphLayout fzGraphOpGetLayout(const FzOp *op);
 
 /* Host tensors (FzTensor) and .npy files: fz/tensor.h, included above. */
 

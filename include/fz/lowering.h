@@ -33,6 +33,7 @@
 
 #include "fz/fusion.h"
 #include "fz/ir.h"
+#include "fz/layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -227,6 +228,8 @@ FZ_API void fzNativeModuleClearStatus(FzNativeModule *m);
  * and fuse-translate --timing print them; docs/codegen.md "Compile
  * time"). The phases the library reports, in the order they run:
  *   "graph passes"           canonicalize, cse, the graph simplifications
+ *   "convert-layout"         convert-layout (FzCpuPipelineOptions.layout
+ *                            NHWC only; fz/layout.h)
  *   "fusion"                 the fuse pass on every function
  *   "graph->loop"            lower-graph-to-loop and plan-memory
  *   "loop->kernel"           lower-loop-to-kernel (GPU)
@@ -279,8 +282,13 @@ typedef struct FzCpuPipelineOptions {
   const FzFusionOptions *fusion;
   /* Run plan-memory after lowering (default true). */
   bool planMemory;
-  /* Receives "graph passes", "fusion" and "graph->loop" (NULL: none). */
+  /* Receives "graph passes", "convert-layout", "fusion" and
+   * "graph->loop" (NULL: none). */
   const FzTimingSink *timing;
+  /* The layout of convolution regions (fz/layout.h): FZ_GRAPH_LAYOUT_NHWC
+   * runs convert-layout after the simplifications (fzModuleApplyLayout);
+   * FZ_GRAPH_LAYOUT_NCHW (zero, the default) leaves the model's. */
+  FzGraphLayout layout;
 } FzCpuPipelineOptions;
 
 FZ_API void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
@@ -288,6 +296,7 @@ FZ_API void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);
 /* Runs, in place on module (a builtin.module at the graph level):
  *   canonicalize,cse[,recognize-composites,simplify-algebra,
  *   simplify-reshapes,fold-transpose,fold-batchnorm,canonicalize],
+ *   [func.func(convert-layout),canonicalize,cse (layout NHWC)],
  *   fuse (fzFuseFunction on each function), lower-graph-to-loop,
  *   func.func(plan-memory)
  * (the parts that options turn off left out). A module already at the

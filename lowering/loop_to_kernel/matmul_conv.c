@@ -84,6 +84,9 @@ static bool weight_async(FzValue *w, int64_t K) {
 static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
                  size_t whyLen) {
   const TileNest *T = &C->T;
+  if (C->layout != CONV_NCHW) /* the gather reads NCHW */
+    return fzReasonf(why, whyLen, "an NHWC nest (the implicit GEMM reads "
+                                  "NCHW; the nest runs as generic loops)");
   int64_t OC = T->trips[CV_M], CG = C->ext[0];
   bool grouped = CG != C->C;
   for (int64_t j = 0; !grouped && j < OC; ++j)

@@ -2,10 +2,13 @@
  * plan-memory through their C API: the calling convention, one nest per
  * group, agreement with the graph interpreter (fzLoopRunFunction against
  * fzInterpretFunction on the same inputs), idempotence, plan-memory
- * statistics, and allocation failures at every point of a lowering.
+ * statistics, allocation failures at every point of a lowering, and
+ * what the shared conv-nest matcher (dialects/loop/nest_match.h) reports
+ * on the nests of NCHW and NHWC convolutions.
  */
 #include <math.h>
 
+#include "dialects/loop/nest_match.h"
 #include "fz/loop.h"
 #include "fz/pass.h"
 #include "tests/unit/test_helpers.h"
@@ -240,6 +243,90 @@ START_TEST(test_lower_allocation_failures) {
 }
 END_TEST
 
+/* A grouped conv (groups 2, strides 2x1, pads top 1 left 0 bottom 1
+ * right 2, dilations 1x2) in both layouts: input 2x4x7x9 (N, C, H, W),
+ * weight 6x2x3x3, output 2x6x4x7 (N, M, OH, OW). */
+static const char kConvNchw[] =
+    "func.func @main(%x: tensor<2x4x7x9xf32>, %w: tensor<6x2x3x3xf32>) -> "
+    "tensor<2x6x4x7xf32> {\n"
+    "  %0 = graph.conv2d %x, %w {groups = 2 : i64, strides = array<i64: 2, "
+    "1>, pads = array<i64: 1, 0, 1, 2>, dilations = array<i64: 1, 2>} : "
+    "tensor<2x4x7x9xf32>, tensor<6x2x3x3xf32> -> tensor<2x6x4x7xf32>\n"
+    "  return %0 : tensor<2x6x4x7xf32>\n"
+    "}\n";
+static const char kConvNhwc[] =
+    "func.func @main(%x: tensor<2x7x9x4xf32>, %w: tensor<6x2x3x3xf32>) -> "
+    "tensor<2x4x7x6xf32> {\n"
+    "  %0 = graph.conv2d %x, %w {groups = 2 : i64, strides = array<i64: 2, "
+    "1>, pads = array<i64: 1, 0, 1, 2>, dilations = array<i64: 1, 2>, "
+    "layout = \"nhwc\"} : tensor<2x7x9x4xf32>, tensor<6x2x3x3xf32> -> "
+    "tensor<2x4x7x6xf32>\n"
+    "  return %0 : tensor<2x4x7x6xf32>\n"
+    "}\n";
+
+/* convMatch reports the layout, the roles of the ivs and the same
+ * window geometry for both. */
+START_TEST(test_conv_match_layouts) {
+  FzContext *ctx = lower_context();
+  for (int L = 0; L < 2; ++L) {
+    FzOp *m = parse(ctx, L ? kConvNhwc : kConvNchw);
+    FzOp *f = fzSymbolTableLookupIn(m, FZ_STR("main"));
+    ck_assert(fzLowerGraphToLoop(m));
+    FzOp *par = fzBlockGetFirstOp(body_of(f));
+    while (par && fzLoopGetOpcode(par) != FZ_LOOP_OP_PARALLEL)
+      par = fzOpGetNextInBlock(par);
+    ck_assert_ptr_nonnull(par);
+    ConvNest C;
+    memset(&C, 0, sizeof C);
+    C.T.ctx = ctx;
+    fzPtrMapInit(&C.T.deps, ctx);
+    char why[160] = "";
+    bool isConv = false;
+    ck_assert_msg(convMatch(&C, par, &isConv, why, sizeof why), "%s: %s",
+                  L ? "nhwc" : "nchw", why);
+    ck_assert(isConv);
+    ck_assert_int_eq(C.layout, L ? CONV_NHWC : CONV_NCHW);
+    static const int64_t out[4] = {2, 6, 4, 7}, ext[3] = {2, 3, 3};
+    static const int parNchw[4] = {0, 1, 2, 3}, parNhwc[4] = {0, 3, 1, 2};
+    static const int redNchw[3] = {CV_C, CV_KH, CV_KW};
+    static const int redNhwc[3] = {CV_KH, CV_KW, CV_C};
+    FzBlock *body = fzLoopGetBody(par);
+    for (int r = 0; r < 4; ++r) {
+      int d = (L ? parNhwc : parNchw)[r];
+      ck_assert_int_eq(C.parDim[r], d);
+      ck_assert_int_eq(C.outDims[r], out[r]);
+      ck_assert_int_eq(C.T.trips[d], out[r]);
+      ck_assert_ptr_eq(C.vars[r], fzBlockGetArgument(body, (size_t)d));
+    }
+    for (int l = 0; l < 3; ++l) {
+      int var = (L ? redNhwc : redNchw)[l];
+      ck_assert_int_eq(C.redVar[l], var);
+      ck_assert_ptr_eq(C.vars[var], fzBlockGetArgument(C.bodies[l], 0));
+      ck_assert_int_eq(C.ext[l], ext[l]);
+    }
+    ck_assert_int_eq(C.T.dI, L ? 2 : 1);
+    ck_assert_int_eq(C.T.dJ, 3);
+    ck_assert_int_eq(C.C, 4);
+    ck_assert_int_eq(C.H, 7);
+    ck_assert_int_eq(C.Wi, 9);
+    ck_assert_int_eq(C.sh, 2);
+    ck_assert_int_eq(C.sw, 1);
+    ck_assert_int_eq(C.dh, 1);
+    ck_assert_int_eq(C.dw, 2);
+    ck_assert_int_eq(C.hOff, -1);
+    ck_assert_int_eq(C.wOff, 0);
+    ck_assert(C.pack);
+    for (int64_t oc = 0; oc < 6; ++oc) /* groups of 3 channels read 2 */
+      for (int64_t c = 0; c < 2; ++c)
+        ck_assert_int_eq(C.chTab[oc * 2 + c], (oc / 3) * 2 + c);
+    fzFree(ctx, C.chTab);
+    fzPtrMapFree(&C.T.deps);
+    fzOpDestroy(m);
+  }
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 static Suite *lower_suite(void) {
   Suite *s = suite_create("loop-lower");
   TCase *tc = tcase_create("lower");
@@ -248,6 +335,7 @@ static Suite *lower_suite(void) {
   tcase_add_test(tc, test_run_function_pipeline);
   tcase_add_test(tc, test_plan_memory_stats);
   tcase_add_test(tc, test_lower_allocation_failures);
+  tcase_add_test(tc, test_conv_match_layouts);
   suite_add_tcase(s, tc);
   return s;
 }

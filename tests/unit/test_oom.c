@@ -1,6 +1,7 @@
 /* test_oom.c - allocation-failure sweeps over the subsystems above the
  * core (docs/robustness.md, "Out of memory"): the pass manager running
- * graph-optimize (composites, simplifications, fusion), the graph
+ * graph-optimize (composites, simplifications, fusion), convert-layout
+ * (NHWC convolution regions), the graph
  * interpreter, lower-graph-to-loop with plan-memory and the loop
  * interpreter, the kernel dialect's parser and simulator, the ONNX
  * importer, the .npy reader, the CPU-only loop transforms
@@ -67,6 +68,37 @@ static const char kGraph[] =
     "  return %r, %rs : tensor<4x8xf32>, tensor<4x1xf32>\n"
     "}\n";
 
+/* Convolutions and what convert-layout rewrites around them: a [C, 1, 1]
+ * constant, a batch_norm with run-time parameters, the model's own
+ * permutes, a pool, a concat and a reduction. */
+static const char kConvGraph[] =
+    "func.func @main(%x: tensor<1x4x5x5xf32>, %w: tensor<4x4x3x3xf32>, "
+    "%s: tensor<4xf32>) -> (tensor<1x8x5x5xf32>, tensor<1x4xf32>) {\n"
+    "  %k = graph.constant dense<[[[1.0]], [[2.0]], [[3.0]], [[4.0]]]> : "
+    "tensor<4x1x1xf32>\n"
+    "  %0 = graph.conv2d %x, %w {pads = array<i64: 1, 1, 1, 1>} : "
+    "tensor<1x4x5x5xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %1 = graph.add %0, %k : tensor<1x4x5x5xf32>, tensor<4x1x1xf32> -> "
+    "tensor<1x4x5x5xf32>\n"
+    "  %2 = graph.batch_norm %1, %s, %s, %s, %s : tensor<1x4x5x5xf32>, "
+    "tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> "
+    "tensor<1x4x5x5xf32>\n"
+    "  %3 = graph.transpose %2 {perm = array<i64: 0, 2, 3, 1>} : "
+    "tensor<1x4x5x5xf32> -> tensor<1x5x5x4xf32>\n"
+    "  %4 = graph.tanh %3 : tensor<1x5x5x4xf32>\n"
+    "  %5 = graph.transpose %4 {perm = array<i64: 0, 3, 1, 2>} : "
+    "tensor<1x5x5x4xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %6 = graph.conv2d %5, %w {pads = array<i64: 1, 1, 1, 1>} : "
+    "tensor<1x4x5x5xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %7 = graph.max_pool %6 {kernel = array<i64: 3, 3>, pads = array<i64: "
+    "1, 1, 1, 1>} : tensor<1x4x5x5xf32> -> tensor<1x4x5x5xf32>\n"
+    "  %8 = graph.concat %7, %6 {axis = 1 : i64} : tensor<1x4x5x5xf32>, "
+    "tensor<1x4x5x5xf32> -> tensor<1x8x5x5xf32>\n"
+    "  %9 = graph.reduce_mean %7 {axes = array<i64: 2, 3>} : "
+    "tensor<1x4x5x5xf32> -> tensor<1x4xf32>\n"
+    "  return %8, %9 : tensor<1x8x5x5xf32>, tensor<1x4xf32>\n"
+    "}\n";
+
 static const char kKernel[] =
     "kernel.func @k(%x: buffer<64xf32>, %y: buffer<64xf32>) {\n"
     "  %t = kernel.thread_id x\n"
@@ -111,6 +143,20 @@ static bool wl_graph_optimize(FzContext *ctx, TextBuf *out) {
   FzPassManager *pm = m ? fzPassManagerCreate(ctx, "builtin.module") : NULL;
   bool ok = pm &&
             fzPassManagerParsePipeline(pm, FZ_STR("graph-optimize")) &&
+            fzPassManagerRun(pm, m) && fzOpVerify(m) &&
+            printed_ok(ctx, m, out);
+  fzPassManagerDestroy(pm);
+  fzOpDestroy(m);
+  return ok;
+}
+
+/* convert-layout (then canonicalize, cse), then the printed result. */
+static bool wl_layout(FzContext *ctx, TextBuf *out) {
+  FzOp *m = parse_text(ctx, kConvGraph);
+  FzPassManager *pm = m ? fzPassManagerCreate(ctx, "builtin.module") : NULL;
+  bool ok = pm &&
+            fzPassManagerParsePipeline(
+                pm, FZ_STR("func.func(convert-layout),canonicalize,cse")) &&
             fzPassManagerRun(pm, m) && fzOpVerify(m) &&
             printed_ok(ctx, m, out);
   fzPassManagerDestroy(pm);
@@ -178,6 +224,54 @@ static bool wl_onnx(FzContext *ctx, TextBuf *out) {
   bool ok = m && fzOpVerify(m) && printed_ok(ctx, m, out);
   fzOpDestroy(m);
   return ok;
+}
+
+/* A model of the ONNX node tests (libonnx-testdata, which the
+ * conformance tests need too) and the inputs of its first data set. */
+typedef struct NodeTest {
+  void *model;
+  size_t size;
+  void *inputs[4]; /* serialized TensorProtos */
+  size_t inputSizes[4];
+  size_t numInputs;
+} NodeTest;
+
+static NodeTest g_reshape, g_loop;
+
+/* Imports t with every input offered ifNeeded: the ones a shape operand
+ * or a condition needs are bound (an import that fails and is retried). */
+static bool import_specialized(FzContext *ctx, const NodeTest *t,
+                               TextBuf *out) {
+  FzOnnxInputValue vals[4];
+  FzTensor *ins[4] = {NULL};
+  bool bound[4] = {false}, ok = true;
+  for (size_t i = 0; ok && i < t->numInputs; ++i) {
+    ins[i] = fzOnnxReadTensorBuffer(ctx, t->inputs[i], t->inputSizes[i],
+                                    "input.pb");
+    vals[i] = (FzOnnxInputValue){NULL, i, ins[i], true};
+    ok = ins[i] != NULL;
+  }
+  FzOnnxImportOptions o = {0, NULL, t->numInputs, vals, bound};
+  FzOp *m = ok ? fzImportOnnxBufferWithOptions(ctx, t->model, t->size,
+                                               "t.onnx", NULL, &o)
+               : NULL;
+  ok = m && fzOpVerify(m) && printed_ok(ctx, m, out);
+  for (size_t i = 0; ok && i < t->numInputs; ++i) {
+    char b = bound[i] ? 'B' : 'A';
+    text_cb((FzStringRef){&b, 1}, out);
+  }
+  fzOpDestroy(m);
+  for (size_t i = 0; i < t->numInputs; ++i)
+    fzTensorDestroy(ins[i]);
+  return ok;
+}
+
+/* Reshape with its shape an input (bound on the second import), and
+ * Loop with its trip count and condition inputs (bound; the body unrolled
+ * through the subgraph import). */
+static bool wl_onnx_specialize(FzContext *ctx, TextBuf *out) {
+  return import_specialized(ctx, &g_reshape, out) &&
+         import_specialized(ctx, &g_loop, out);
 }
 
 static TextBuf g_npy;
@@ -271,6 +365,8 @@ static bool wl_cpu(FzContext *ctx, TextBuf *out) {
 
 START_TEST(test_graph_optimize) { sweep("graph-optimize", wl_graph_optimize, 1); }
 END_TEST
+START_TEST(test_layout) { sweep("convert-layout", wl_layout, 1); }
+END_TEST
 START_TEST(test_interpreter) { sweep("interpreter", wl_interpret, 1); }
 END_TEST
 START_TEST(test_loop_pipeline) { sweep("graph-to-loop + loop interpreter", wl_loop, 1); }
@@ -306,6 +402,58 @@ START_TEST(test_onnx) {
   free(g_onnx);
 }
 END_TEST
+#define NODE_DATA "/usr/share/libonnx-testdata/data/node/"
+/* Every allocation of the two imports (807), every 3rd under ASan (24 s
+ * for all of them on a loaded 2-core machine). */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPECIALIZE_STRIDE 3
+#else
+#define SPECIALIZE_STRIDE 1
+#endif
+
+/* The bytes of file path, malloc'ed (the test's, not a context's). */
+static void *read_bytes(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_msg(f != NULL, "%s: the ONNX test data is needed", path);
+  ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+  long n = ftell(f);
+  ck_assert_int_gt(n, 0);
+  rewind(f);
+  void *p = malloc((size_t)n);
+  ck_assert_ptr_nonnull(p);
+  ck_assert_uint_eq(fread(p, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *size = (size_t)n;
+  return p;
+}
+
+static void load_node_test(NodeTest *t, const char *name, size_t nIn) {
+  char path[512];
+  snprintf(path, sizeof path, NODE_DATA "%s/model.onnx", name);
+  t->model = read_bytes(path, &t->size);
+  t->numInputs = nIn;
+  for (size_t i = 0; i < nIn; ++i) {
+    snprintf(path, sizeof path, NODE_DATA "%s/test_data_set_0/input_%zu.pb",
+             name, i);
+    t->inputs[i] = read_bytes(path, &t->inputSizes[i]);
+  }
+}
+
+static void free_node_test(NodeTest *t) {
+  free(t->model);
+  for (size_t i = 0; i < t->numInputs; ++i)
+    free(t->inputs[i]);
+}
+
+START_TEST(test_onnx_specialize) {
+  load_node_test(&g_reshape, "test_reshape_reordered_all_dims", 2);
+  load_node_test(&g_loop, "test_loop11", 3);
+  sweep("onnx import, specialized on inputs", wl_onnx_specialize,
+        SPECIALIZE_STRIDE);
+  free_node_test(&g_reshape);
+  free_node_test(&g_loop);
+}
+END_TEST
 START_TEST(test_cpu) { sweep("cpu compile + run", wl_cpu, 23); }
 END_TEST
 START_TEST(test_tile) {
@@ -316,11 +464,13 @@ END_TEST
 static Suite *oom_suite(void) {
   Suite *s = suite_create("oom");
   add_case(s, "graph-optimize", test_graph_optimize);
+  add_case(s, "convert-layout", test_layout);
   add_case(s, "interpreter", test_interpreter);
   add_case(s, "loop", test_loop_pipeline);
   add_case(s, "kernel", test_kernel);
   add_case(s, "npy", test_npy);
   add_case(s, "onnx", test_onnx);
+  add_case(s, "onnx-specialize", test_onnx_specialize);
   add_case(s, "cpu", test_cpu);
   add_case(s, "tile", test_tile);
   return s;

@@ -10,7 +10,8 @@
  *
  * A conv's constant bias stays f32: it moves out of the conv into a
  * broadcast add after the cast back, with a constant [M, 1, 1] (which
- * joins the conv's epilogue). A bias computed at run time is cast to T
+ * joins the conv's epilogue; an NHWC conv adds the [M] bias itself, which
+ * broadcasts along its last dim). A bias computed at run time is cast to T
  * and stays the conv's operand instead: its reshape would be an op of its
  * own, which fusion would not let into the epilogue, leaving the conv's
  * result to make a round trip through memory. The contraction is changed
@@ -226,7 +227,8 @@ static void convert_op(Convert *C, FzOp *op) {
   for (size_t i = 0; i < n; ++i)
     if (!(ops[i] = converted(C, fzOpGetOperand(op, i))))
       return;
-  FzValue *biasColumn = column ? bias_column(C, bias) : NULL;
+  bool nhwc = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC;
+  FzValue *biasColumn = !column ? NULL : nhwc ? bias : bias_column(C, bias);
   FzType *lowType = with_element(C->ctx, f32Type, C->to);
   /* (fold listed the f32 bias constant in C->spent.) */
   if ((column && !biasColumn) || !lowType || !fzOpSetOperands(op, n, ops)) {

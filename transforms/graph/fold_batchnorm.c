@@ -19,7 +19,8 @@
  *   mul-through-bias     (matmul(x, W) + b) * s -> matmul(x, W) * s + b * s
  *   combine-bias         (matmul(x, W) + b) + t -> matmul(x, W) + (b + t)
  * where s and t are constants that vary only along the channel dim
- * (dim 1 of the conv's NCHW result, the last dim of the matmul's) and the
+ * (dim 1 of the conv's NCHW result, dim 3 of an NHWC one, the last dim
+ * of the matmul's) and the
  * conv/matmul (and bias add) have no other use, so nothing is computed
  * twice. The new weights are rounded to their dtype once: results change
  * in the last bits, which the lit tests bound with fuse-run.
@@ -51,7 +52,9 @@ static int64_t foldable_channels(FzOp *op, size_t *axis) {
   if (fzGraphOptIsOp(op, "graph.conv2d")) {
     if (fzOpGetNumOperands(op) == 3 && !fzGraphOptDense(fzOpGetOperand(op, 2)))
       return 0;
-    *axis = 1;
+    /* The result's channels: NCHW dim 1, NHWC dim 3 (batch_norm's
+     * channels are dim 1, so it folds into NCHW convs only). */
+    *axis = fzGraphOpGetLayout(op) == FZ_GRAPH_LAYOUT_NHWC ? 3 : 1;
     return fzShapedTypeGetDim(wt, 0);
   }
   if (!fzGraphOptIsOp(op, "graph.matmul") || fzShapedTypeGetRank(wt) != 2 ||

@@ -32,6 +32,7 @@ extern const FzPassDef fzSimplifyReshapesPass;    /* simplify-reshapes */
 extern const FzPassDef fzSimplifyAlgebraPass;     /* simplify-algebra */
 extern const FzPassDef fzRecognizeCompositesPass; /* recognize-composites */
 extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
+extern const FzPassDef fzConvertLayoutPass;       /* convert-layout */
 
 /* convert-contractions on everything nested in root (convert_contractions.c):
  * f32 matmuls and convolutions on operands of element type `to` (bf16 or

@@ -113,6 +113,9 @@ static bool match(ConvNest *C, FzOp *par) {
   TileNest *T = &C->T;
   if (!convMatch(C, par, NULL, NULL, 0))
     return false;
+  /* The register tiles read NCHW; an NHWC nest stays generic loops. */
+  if (C->layout != CONV_NCHW)
+    return false;
   FzValue *xBuf = fzOpGetOperand(C->xLoad, 0);
   if (!tileNestComputeDeps(T))
     return false;

@@ -189,8 +189,27 @@ def case_nn(a, b, v, bm, x, w, bias, wg):
     ]
 
 
+def case_nn_nhwc(x, w, bias, wg, wd, bd):
+    """conv2d and the pools with layout = "nhwc": the NCHW reference on
+    x transposed to NCHW, its results transposed back."""
+    x, w, bias, wg, wd, bd = (f64(t) for t in (x, w, bias, wg, wd, bd))
+    xc = x.transpose(0, 3, 1, 2)
+    ys = [
+        conv2d(xc, w, bias, (1, 1), (0, 0, 0, 0), (1, 1), 1),
+        conv2d(xc, w, None, (2, 1), (1, 0, 2, 1), (1, 2), 1),
+        conv2d(xc, wg, None, (1, 2), (1, 1, 1, 1), (1, 1), 2),
+        conv2d(xc, wd, bd, (2, 2), (1, 1, 1, 1), (1, 1), 4),
+        pool(xc, (3, 3), (2, 2), (0, 0, 0, 0), False),
+        pool(xc, (2, 3), (2, 2), (1, 1, 1, 1), False, ceil_mode=True),
+        pool(xc, (3, 3), (2, 2), (1, 1, 1, 1), True),
+        pool(xc, (3, 3), (2, 2), (1, 1, 1, 1), True, cip=True),
+    ]
+    return [y.transpose(0, 2, 3, 1) for y in ys] + [
+        x.mean(axis=(1, 2), keepdims=True), x.max(axis=(1, 2), keepdims=True)]
+
+
 CASES = {"unary": case_unary, "binary": case_binary, "shape": case_shape,
-         "reduce": case_reduce, "nn": case_nn}
+         "reduce": case_reduce, "nn": case_nn, "nn_nhwc": case_nn_nhwc}
 
 
 def main():
