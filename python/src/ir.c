@@ -312,7 +312,7 @@ static PyMethodDef module_methods[] = {
      "Module.from_onnx(model, context=None, input_shapes=None, "
      "name='model.onnx') -> Module\n\nImports an ONNX model: a path or the "
      "model's bytes. input_shapes: {input name: shape} or [shape, ...] "
-     "replacing declared shapes (symbolic dims)."},
+     "giving the symbolic dims of inputs."},
     {"print", (PyCFunction)(void (*)(void))module_print,
      METH_VARARGS | METH_KEYWORDS,
      "print(*, generic=False, debug_info=False) -> str\n\nThe module's "

@@ -12,7 +12,11 @@ import time
 import unittest
 
 from common import (ADD_RELU, CNN_DATA, CNN_ONNX, FAKE_CUDA, HAVE_TORCH,
-                    MLP_DATA, MLP_ONNX, fuse, np, rand, rss_bytes)
+                    MLP_DATA, MLP_ONNX, REPO, fuse, np, rand, rss_bytes)
+
+# A model whose batch dim is symbolic (tests/lit/onnx/input-shapes.fuse).
+DYNAMIC_ONNX = os.path.join(REPO, "tests", "lit", "onnx", "Inputs",
+                            "dynamic_batch.onnx")
 
 NN = """func.func @main(%x: tensor<16x32xf32>, %w: tensor<32x24xf32>, %b: tensor<24xf32>) -> (tensor<16x24xf32>, tensor<16x1xf32>) {
   %0 = graph.matmul %x, %w : tensor<16x32xf32>, tensor<32x24xf32> -> tensor<16x24xf32>
@@ -173,10 +177,20 @@ class CompileCpuTest(unittest.TestCase):
         with self.assertRaises(fuse.Error) as cm:
             fuse.compile(fuse.Module.parse(two), device="cpu", entry="nope")
         self.assertIn("no function @nope", str(cm.exception))
-        with self.assertRaises(fuse.Error):
+        # A declared dim cannot be replaced; a symbolic one must be given.
+        with self.assertRaises(fuse.Error) as cm:
             fuse.compile(MLP_ONNX, device="cpu", input_shapes=[(4, 31)])
-        m = fuse.compile(MLP_ONNX, device="cpu", input_shapes=[(8, 32)])
-        self.assertEqual(m.inputs, [("float32", (8, 32))])
+        self.assertIn("only symbolic dimensions can be given",
+                      str(cm.exception))
+        with self.assertRaises(fuse.Error) as cm:
+            fuse.compile(DYNAMIC_ONNX, device="cpu")
+        self.assertIn("must be a statically shaped tensor", str(cm.exception))
+        m = fuse.compile(DYNAMIC_ONNX, device="cpu", input_shapes={"x": (8, 4)})
+        self.assertEqual(m.inputs, [("float32", (8, 4))])
+        x = rand((8, 4))
+        np.testing.assert_array_equal(m(x), np.maximum(x, 0))
+        m = fuse.compile(DYNAMIC_ONNX, device="cpu", input_shapes=[(3, None)])
+        self.assertEqual(m.inputs, [("float32", (3, 4))])
 
     def test_device_auto_and_cuda_without_gpu(self):
         # FZ_CUDA_LIBRARY names no driver (common.py): auto is the CPU,
