@@ -7,6 +7,7 @@
  *   graph_to_loop_ops.c     elementwise and data-movement ops
  *   graph_to_loop_reduce.c  reductions, normalizations, contractions,
  *                           pooling
+ *   graph_to_loop_scatter.c graph.scatter_nd
  *
  * The model. A fused group (or a lone op) is lowered by *emitting values
  * at indices*: for each output, a loop nest over its shape is opened, and
@@ -180,6 +181,8 @@ FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx);
+/* graph.scatter_nd (graph_to_loop_scatter.c). */
+FzValue *lgEmitScatterNd(LgNest *N, FzOp *op, FzValue *const *idx);
 
 /* Attribute readers (absent: dflt). */
 int64_t lgAttrInt(FzOp *op, const char *name, int64_t dflt);

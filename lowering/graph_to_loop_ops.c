@@ -630,6 +630,7 @@ static const struct {
     {"graph.avg_pool", lgEmitPool},
     {"graph.global_avg_pool", lgEmitGlobalPool},
     {"graph.global_max_pool", lgEmitGlobalPool},
+    {"graph.scatter_nd", lgEmitScatterNd},
 };
 
 LgEmitFn lgFindEmitter(const FzOp *op) {

@@ -21,6 +21,7 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     fzCpuPipelineOptionsInit(&po);
     po.fuse = fuse;
     po.timing = options ? options->timing : NULL;
+    po.fusion = options ? options->fusion : NULL;
     po.layout = options ? options->layout : FZ_GRAPH_LAYOUT_NCHW;
     /* bf16, fp16: contractions on 16-bit operands (a graph rewrite). */
     ok = (!options ||

@@ -160,6 +160,13 @@ void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers) {
   f->entry(buffers, f->exe->rt ? fzCpuRuntimeGetParallel(f->exe->rt) : NULL);
 }
 
+bool fzCpuFunctionCall(FzCpuFunction *f, void *const *buffers) {
+  fzNativeModuleClearStatus(f->exe->native);
+  fzCpuFunctionCallRaw(f, buffers);
+  /* An error the code detected (docs/codegen.md, "Run-time errors"). */
+  return fzNativeModuleTakeStatus(f->exe->native, f->exe->ctx);
+}
+
 static bool matches(const FzTensor *t, FzType *bt) {
   if (t->dtype != fzShapedTypeGetElementType(bt) ||
       t->rank != fzShapedTypeGetRank(bt))
@@ -241,10 +248,7 @@ bool fzCpuFunctionRun(FzCpuFunction *f, size_t numInputs,
       memcpy(bufs[i], t->data, bytes);
   }
   if (ok) {
-    fzNativeModuleClearStatus(f->exe->native);
-    fzCpuFunctionCallRaw(f, bufs);
-    /* An error the code detected (docs/codegen.md, "Run-time errors"). */
-    ok = fzNativeModuleTakeStatus(f->exe->native, ctx);
+    ok = fzCpuFunctionCall(f, bufs);
     for (size_t i = f->numIn; i < na; ++i)
       if (copies[i] && outs[i - f->numIn]->data)
         memcpy(outs[i - f->numIn]->data, bufs[i],

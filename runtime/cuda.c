@@ -338,6 +338,10 @@ void fzCudaDestroy(FzCuda *cu) {
   fzFree(cu->ctx, cu);
 }
 
+bool fzCudaMakeCurrent(FzCuda *cu) {
+  return cu_check(cu, cu->api.cuCtxSetCurrent(cu->context), "cuCtxSetCurrent");
+}
+
 FzContext *fzCudaGetContext(const FzCuda *cu) { return cu->ctx; }
 const char *fzCudaGetDeviceName(const FzCuda *cu) { return cu->name; }
 int fzCudaGetComputeCapability(const FzCuda *cu) { return cu->cc; }

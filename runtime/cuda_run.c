@@ -134,7 +134,7 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
       FzType *t = f->argTypes[i];
       bytes = (size_t)fzShapedTypeGetNumElements(t) *
               fzTypeGetStorageSize(fzShapedTypeGetElementType(t));
-      if (i < nIn && fzTensorGetNumBytes(inputs[i]) != bytes) {
+      if (inputs && i < nIn && fzTensorGetNumBytes(inputs[i]) != bytes) {
         ok = fzEmitError(ctx, NULL,
                          "cuda: input #%zu of @%s has %zu bytes, the "
                          "function expects %zu",
@@ -148,7 +148,7 @@ FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
     }
     ok = fzCudaAlloc(cu, bytes, &c->dev[i]);
     c->numRoots = i + 1; /* freed from here on */
-    if (ok && i < nIn && bytes)
+    if (ok && inputs && i < nIn && bytes)
       ok = fzCudaCopyToDevice(cu, c->dev[i], inputs[i]->data, bytes);
     /* The constants (weights) are uploaded once per call, before any
      * launch: they are not in the PTX (fz/gpu.h). */
@@ -195,9 +195,12 @@ bool fzCudaCallLaunchKernel(FzCudaCall *c, size_t k) {
                       c->args[k]);
 }
 
-bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
-                          FzTensor ***outputs) {
-  const FzGpuFunction *f = c->f;
+FzCudaPtr fzCudaCallGetArgument(const FzCudaCall *c, size_t i) {
+  return i < c->f->numArgs ? c->dev[i] : 0;
+}
+
+/* Waits; reports what a kernel's run-time check recorded to ctx. */
+static bool synchronize(FzCudaCall *c, FzContext *ctx) {
   if (!fzCudaSynchronize(c->cu))
     return false;
   if (c->status) {
@@ -222,6 +225,16 @@ bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
                          (long long)st[1], at + 4);
     }
   }
+  return true;
+}
+
+bool fzCudaCallSynchronize(FzCudaCall *c) { return synchronize(c, c->ctx); }
+
+bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx, size_t *nOut,
+                          FzTensor ***outputs) {
+  const FzGpuFunction *f = c->f;
+  if (!synchronize(c, ctx))
+    return false;
   /* fzTensorArrayDestroy frees the array through the context. */
   FzTensor **outs = fzCalloc(ctx, f->numOutputs + 1, sizeof *outs);
   bool ok = outs != NULL; /* else recorded */

@@ -13,7 +13,9 @@
 #      features, ORC JIT) and runs it on a thread per core with the input
 #      PyTorch saved, comparing with PyTorch's output and with fuse's
 #      reference interpreter,
-#   5. times it (--bench), compile time included.
+#   5. times it (--bench), compile time included,
+#   6. does the same in three lines of Python (the fuse package,
+#      docs/python.md).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$(pwd)
@@ -27,7 +29,7 @@ echo "==== building fuse (Release) in build-demo/"
 cmake -S "$root" -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release \
   -DFZ_WERROR=OFF -DFZ_BUILD_TESTS=OFF >/dev/null
 make -C "$build" -j"$(nproc 2>/dev/null || echo 2)" --no-print-directory \
-  fuse-opt fuse-translate fuse-run >/dev/null
+  fuse-opt fuse-translate fuse-run fz_python_module fz_python_files >/dev/null
 bin="$build/bin"
 "$bin/fuse-opt" --version
 
@@ -80,3 +82,14 @@ echo "==== 5. timing (median of 200 runs; this model is tiny: see bench/cpu/"
 echo "     and docs/benchmarks.md for memory-bound kernels of 2^24+ elements)"
 "$bin/fuse-run" "$model" --device cpu --input "$data/input_0.npy" \
   --bench 200 --print-limit 0 | grep -E '^bench: (@|compile)'
+
+echo
+echo "==== 6. the same from Python (PYTHONPATH=build-demo/python; docs/python.md)"
+demo_py='import numpy as np, fuse
+m = fuse.compile("examples/models/mlp/model.onnx", device="cpu")
+y = m(np.load("examples/models/mlp/test_data_set_0/input_0.npy"))'
+echo "$demo_py" | sed 's/^/    /'
+PYTHONPATH="$build/python" /usr/bin/python3 -c "$demo_py
+want = np.load('examples/models/mlp/test_data_set_0/output_0.npy')
+print('    ->', y.dtype, y.shape, 'max |y - PyTorch| = %.2g;' % abs(y - want).max(),
+      m.fusion_report().splitlines()[2].strip())"

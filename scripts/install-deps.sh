@@ -8,6 +8,8 @@ export DEBIAN_FRONTEND=noninteractive
 packages=(
   cmake make gcc pkg-config check python3 clang
   python3-numpy    # expected values of the interpreter tests (tests/lit/fuse-run)
+  python3-dev      # the Python package's C extension (python/, docs/python.md)
+  python3-torch    # PyTorch 1.13: fuse.torch's tests (tests/python/test_torch.py)
   llvm-19-dev      # LLVM C API (code generation, later issues)
   llvm-19-tools    # lit, FileCheck, not, count
   mlir-19-tools    # mlir-opt: cross-checks of the textual format

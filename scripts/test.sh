@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds fuse and runs every test: the Check unit tests (through ctest)
-# and the lit suite (tests/lit), first in a Release build (build/), then,
+# Builds fuse and runs every test: the Check unit tests (through ctest),
+# the lit suite (tests/lit) and the Python package's tests
+# (tests/python), first in a Release build (build/), then,
 # when FZ_TEST_SANITIZE=1 or CI=true (and FZ_TEST_SANITIZE is not 0), in
 # an AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/).
 # With CI=true also: the lit suite under valgrind memcheck
@@ -111,6 +112,32 @@ run_build() {
   total_passed=$((total_passed + cp + lp))
   total_failed=$((total_failed + cf + lf))
   summaries+=("$name: unit $cp passed, $cf failed; lit $lp passed, $lf failed$build_note")
+
+  # The Python package (tests/python, docs/python.md): unittest under
+  # Debian's python3 (its python3-numpy and python3-torch), each test
+  # counted. In the sanitizer build the extension and libfuse.so are
+  # instrumented but python3 is not, so ASan's runtime is preloaded (it
+  # must come first), with libstdc++ (ASan intercepts C++ throws, which
+  # PyTorch's libraries make, only when libstdc++ is there at start-up);
+  # leak detection is off there, as the interpreter keeps what it
+  # allocated until exit (the suite checks that memory stays flat over a
+  # call loop instead).
+  echo "==== [$name] python tests (tests/python/run.py)"
+  local py=/usr/bin/python3 pyenv=()
+  [[ -x $py ]] || py=python3
+  if [[ "$name" == asan ]]; then
+    pyenv=("LD_PRELOAD=$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libstdc++.so)"
+           "ASAN_OPTIONS=detect_leaks=0:${ASAN_OPTIONS:-}")
+  fi
+  env "${pyenv[@]}" FZ_BUILD_DIR="$dir" "$py" "$root/tests/python/run.py" 2>&1 |
+    tee "$log/python.log"
+  local py_rc=${PIPESTATUS[0]} pp pf ps
+  read -r pp pf ps < <(sed -n 's/^python tests: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped.*/\1 \2 \3/p' "$log/python.log")
+  pp=${pp:-0} pf=${pf:-0} ps=${ps:-0}
+  if [[ $py_rc -ne 0 && $pf -eq 0 ]]; then pf=1; fi
+  total_passed=$((total_passed + pp))
+  total_failed=$((total_failed + pf))
+  summaries+=("$name: python $pp passed, $pf failed, $ps skipped")
 
   # ONNX backend node tests: any FAIL fails the run (skips are fine).
   echo "==== [$name] ONNX conformance (tests/conformance/run.sh)"

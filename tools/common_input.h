@@ -4,6 +4,7 @@
 #define FZ_TOOLS_COMMON_INPUT_H
 
 #include "fz/ir.h"
+#include "fz/onnx.h"
 
 /* Imports `path` with the ONNX importer when it ends in ".onnx" (any
  * case), else parses it as fuse IR ("-" is stdin). Returns a detached
@@ -11,6 +12,13 @@
  * ctx's diagnostic handlers. The dialects the input needs are registered
  * by the callee for ONNX; for IR text the caller registers them first. */
 FzOp *fzParseOrImportFile(FzContext *ctx, const char *path);
+
+/* As above, importing an ONNX model with `onnx` (NULL: the defaults).
+ * Shapes or values given for a file that is not an ONNX model are an
+ * error (`tool` names the option in it). */
+FzOp *fzParseOrImportFileWithOptions(FzContext *ctx, const char *path,
+                                     const FzOnnxImportOptions *onnx,
+                                     const char *tool);
 
 /* True when `path` names an ONNX model (by its extension). */
 bool fzInputIsOnnx(const char *path);

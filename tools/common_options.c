@@ -112,6 +112,57 @@ static void range_text(char *buf, size_t size, const char *what, double min,
              what, min, max);
 }
 
+/* "NAME=2x3x4" ("NAME=" for a scalar, '?' for a dynamic dim) into the
+ * next shape of s. The text is argv's (writable): the last '=' becomes
+ * the name's terminator. */
+static int add_input_shape(const ToolParser *p, ToolInputShapes *s,
+                           const char *value) {
+  char *spec = (char *)value;
+  char *eq = strrchr(spec, '=');
+  if (!eq || eq == spec)
+    return toolUsageError(p->tool, "--input-shape expects NAME=DIMS (e.g. "
+                                   "x=1x3x224x224), got '%s'", spec);
+  if (s->n == TOOL_MAX_INPUT_SHAPES)
+    return toolUsageError(p->tool, "too many --input-shape options (at "
+                                   "most %d)", TOOL_MAX_INPUT_SHAPES);
+  size_t k = s->n;
+  FzOnnxInputShape *o = &s->shapes[k];
+  size_t maxRank = sizeof s->dims[0] / sizeof s->dims[0][0];
+  *eq = '\0';
+  o->name = spec;
+  o->index = 0;
+  o->shape = s->dims[k];
+  o->rank = 0;
+  for (char *q = eq + 1; *q;) {
+    char *end = q;
+    long long d = 0;
+    errno = 0;
+    if (*q == '?') {
+      d = FZ_DYNAMIC;
+      end = q + 1;
+    } else if (*q >= '0' && *q <= '9') {
+      d = strtoll(q, &end, 10);
+    }
+    if (end == q || errno || (d != FZ_DYNAMIC && d > FZ_MAX_DIM) ||
+        o->rank == maxRank || (*end && *end != 'x') ||
+        (*end == 'x' && !end[1])) {
+      *eq = '=';
+      return toolUsageError(p->tool, "--input-shape '%s': DIMS must be "
+                                     "sizes (at most 2^40) or '?' joined "
+                                     "by 'x', at most %zu of them", spec,
+                            maxRank);
+    }
+    s->dims[k][o->rank++] = d;
+    q = *end ? end + 1 : end;
+  }
+  for (size_t j = 0; j < k; ++j)
+    if (!strcmp(s->shapes[j].name, spec))
+      return toolUsageError(p->tool, "--input-shape: '%s' is given twice",
+                            spec);
+  s->n++;
+  return 0;
+}
+
 static int set_value(const ToolParser *p, const ToolOption *o, void *opts,
                      const char *arg, const char *value) {
   char *field = (char *)opts + o->field;
@@ -175,6 +226,8 @@ static int set_value(const ToolParser *p, const ToolOption *o, void *opts,
     }
   case TOOL_OPT_CALL:
     return o->call(opts, value);
+  case TOOL_OPT_SHAPE:
+    return add_input_shape(p, (ToolInputShapes *)(void *)field, value);
   }
   return toolUsageError(p->tool, "option '%s': internal error", arg);
 }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "fz/layout.h"
+#include "fz/onnx.h" /* FzOnnxInputShape: --input-shape */
 
 /* The exit status of a usage error (mlir-opt's). */
 #define TOOL_EXIT_USAGE 1
@@ -36,6 +37,7 @@ typedef enum ToolOptionKind {
   TOOL_OPT_DOUBLE, /* double within [min, max] (finite) */
   TOOL_OPT_CHOICE, /* const char *, one of `choices` */
   TOOL_OPT_CALL,   /* call(opts, value): the tool's own handling */
+  TOOL_OPT_SHAPE,  /* ToolInputShapes: NAME=DIMS appended (repeatable) */
 } ToolOptionKind;
 
 typedef struct ToolOption {
@@ -67,6 +69,24 @@ typedef struct ToolOption {
   {name, alias, metavar, TOOL_OPT_CHOICE, field, help, choices, 0, 0, NULL}
 #define TOOL_CALL(name, alias, metavar, fn, help)                             \
   {name, alias, metavar, TOOL_OPT_CALL, 0, help, NULL, 0, 0, fn}
+
+/* --input-shape NAME=DIMS (every tool, alias --onnx-input-shape),
+ * repeatable: the shape of an ONNX graph input, or the size of a
+ * symbolic dimension (NAME a dim_param, one size), for the importer
+ * (FzOnnxInputShape: rank and static dims must match the model). DIMS is
+ * `1x3x224x224`, `?` for a dim left dynamic, empty for a scalar. */
+#define TOOL_MAX_INPUT_SHAPES 64
+typedef struct ToolInputShapes {
+  size_t n;
+  FzOnnxInputShape shapes[TOOL_MAX_INPUT_SHAPES];
+  int64_t dims[TOOL_MAX_INPUT_SHAPES][FZ_GRAPH_MAX_RANK];
+} ToolInputShapes;
+#define TOOL_INPUT_SHAPE(field)                                               \
+  {"input-shape", "onnx-input-shape", "NAME=DIMS", TOOL_OPT_SHAPE, field,   \
+   "ONNX models: give graph input NAME the shape DIMS (e.g. "                 \
+   "x=1x3x224x224), or symbolic dimension NAME a size (batch=8); "            \
+   "repeatable",                                                              \
+   NULL, 0, 0, NULL}
 
 typedef struct ToolParser {
   const char *tool; /* "fuse-run": the prefix of messages */

@@ -53,6 +53,7 @@ typedef struct FuseOptOptions {
   bool testEmitDiags;     /* --test-emit-diagnostics */
   bool help;              /* --help */
   bool version;           /* --version */
+  ToolInputShapes shapes; /* --input-shape NAME=DIMS (ONNX inputs) */
   FzOptPassFlags passes;  /* pass pipeline flags (fuse_opt_passes.c) */
   /* The pass-manager issue adds its fields here (e.g. a
    * `const char *passPipeline` for --pass-pipeline=...). */
@@ -83,6 +84,7 @@ static const ToolOption kOptions[] = {
                 "Write the output to FILE (atomically; '-' is stdout)"),
     TOOL_CALL("max-input-size", NULL, "BYTES", set_max_input,
               "Refuse an input larger than BYTES (default 1073741824)"),
+    TOOL_INPUT_SHAPE(FIELD(shapes)),
     TOOL_FLAG("allow-unregistered-dialect", NULL, FIELD(allowUnregistered),
               "Accept operations of dialects that are not registered"),
     TOOL_FLAG("print-op-generic", "mlir-print-op-generic", FIELD(printGeneric),
@@ -290,9 +292,16 @@ static bool process_chunk(const FuseOptOptions *opts, const char *fileName,
   bool ok = fzRegisterAllDialects(ctx);
   FzOp *module = NULL;
   if (ok) {
-    module = fzInputIsOnnx(fileName)
-                 ? fzParseOrImportFile(ctx, fileName)
-                 : parse_chunk(ctx, fileName, text, lineOffset);
+    FzOnnxImportOptions io = {opts->shapes.n, opts->shapes.shapes, 0, NULL,
+                              NULL};
+    if (!fzInputIsOnnx(fileName) && opts->shapes.n)
+      fprintf(stderr, "fuse-opt: error: --input-shape applies to ONNX "
+                      "models (.onnx) only\n");
+    else
+      module = fzInputIsOnnx(fileName)
+                   ? fzParseOrImportFileWithOptions(ctx, fileName, &io,
+                                                    "fuse-opt")
+                   : parse_chunk(ctx, fileName, text, lineOffset);
     ok = module != NULL;
   }
   if (ok && !opts->noVerify)

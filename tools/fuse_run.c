@@ -76,6 +76,7 @@ typedef struct RunOptions {
   int64_t printLimit;
   int64_t maxSteps; /* --max-steps: loop-interp and sim budgets; 0: none */
   bool simStats;      /* --sim-stats */
+  ToolInputShapes shapes; /* --input-shape NAME=DIMS (ONNX models) */
   FuseRunCpuOptions cpu; /* --device cpu's options */
 } RunOptions;
 
@@ -152,6 +153,7 @@ static const ToolOption kOptions[] = {
               "order"),
     TOOL_CALL("random-inputs", NULL, "SEED", random_inputs,
               "Seeded random inputs instead"),
+    TOOL_INPUT_SHAPE(FIELD(shapes)),
     TOOL_STRING("output-dir", NULL, "DIR", FIELD(outputDir),
                 "Write DIR/output_N.npy"),
     TOOL_FLAG("save-inputs", NULL, FIELD(saveInputs),
@@ -339,13 +341,81 @@ static FzType *function_type(FzOp *func) {
   return a && fzAttrGetKind(a) == FZ_ATTR_TYPE ? fzTypeAttrGetValue(a) : NULL;
 }
 
+/* The .npy (or .pb) inputs of an ONNX model, read before it is
+ * imported: the importer takes their shapes for the symbolic dims and
+ * binds those it needs at compile time (shape operands) as constants.
+ * NULL after an error (said). */
+static FzTensor **read_onnx_inputs(const RunOptions *o, FzContext *ctx) {
+  FzTensor **pre = calloc(o->numInputs ? o->numInputs : 1, sizeof *pre);
+  for (size_t i = 0; pre && i < o->numInputs; ++i)
+    if (!(pre[i] = fuseRunReadTensor(ctx, o->inputs[i]))) {
+      fprintf(stderr, "fuse-run: error: cannot read input #%zu\n", i);
+      for (size_t k = 0; k < i; ++k)
+        fzTensorDestroy(pre[k]);
+      free(pre);
+      return NULL;
+    }
+  return pre;
+}
+
+/* Imports the model; for an ONNX model with inputs, pre receives them
+ * and bound[i] whether input i was bound as a constant. */
+static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
+                  bool **bound) {
+  FzOnnxImportOptions io = {o->shapes.n, o->shapes.shapes, 0, NULL, NULL};
+  FzOnnxInputValue *values = NULL;
+  if (fzInputIsOnnx(o->file) && !o->haveSeed && o->numInputs) {
+    if (!(*pre = read_onnx_inputs(o, ctx))) {
+      /* A model input that is no tensor (a sequence) makes its file no
+       * TensorProto: the model's own error says more. */
+      FzOp *m = fzParseOrImportFileWithOptions(ctx, o->file, &io,
+                                               "fuse-run");
+      fzOpDestroy(m);
+      return NULL;
+    }
+    values = calloc(o->numInputs, sizeof *values);
+    *bound = calloc(o->numInputs, sizeof **bound);
+    if (!values || !*bound) {
+      free(values);
+      fprintf(stderr, "fuse-run: error: out of memory\n");
+      return NULL;
+    }
+    for (size_t i = 0; i < o->numInputs; ++i) {
+      values[i].index = i;
+      values[i].value = (*pre)[i];
+      values[i].ifNeeded = true;
+    }
+    io.numInputValues = o->numInputs;
+    io.inputValues = values;
+    io.boundValues = *bound;
+  }
+  FzOp *module = fzParseOrImportFileWithOptions(ctx, o->file, &io,
+                                                "fuse-run");
+  free(values);
+  for (size_t i = 0; module && *bound && i < o->numInputs; ++i)
+    if ((*bound)[i])
+      fprintf(stderr, "fuse-run: note: input #%zu (%s) is needed at "
+                      "compile time (a shape operand or a control-flow "
+                      "condition): the model is specialized to its "
+                      "value\n",
+              i, o->inputs[i]);
+  return module;
+}
+
 static int run(const RunOptions *o, FzContext *ctx) {
   double t0 = fzToolTimingNow();
-  FzOp *module = fzParseOrImportFile(ctx, o->file);
+  FzTensor **pre = NULL; /* an ONNX model's inputs, read first */
+  bool *bound = NULL;    /* which of them became constants */
+  FzOp *module = load(o, ctx, &pre, &bound);
   fzToolTimingAdd(o->cpu.timingReport, "parse/import",
                   fzToolTimingNow() - t0);
-  if (!module)
+  if (!module) {
+    for (size_t i = 0; pre && i < o->numInputs; ++i)
+      fzTensorDestroy(pre[i]);
+    free(pre);
+    free(bound);
     return 1;
+  }
   int status = 1;
   FzTensor **inputs = NULL, **outputs = NULL, **ref = NULL;
   size_t nIn = 0, nOut = 0, nRef = 0;
@@ -371,25 +441,39 @@ static int run(const RunOptions *o, FzContext *ctx) {
   if (nOuts && fzAttrGetKind(nOuts) == FZ_ATTR_INTEGER &&
       (size_t)fzIntegerAttrGetValue(nOuts) <= want)
     want -= (size_t)fzIntegerAttrGetValue(nOuts); /* lowered: outputs */
+  size_t given = o->numInputs, numBound = 0;
+  for (size_t i = 0; pre && i < o->numInputs; ++i)
+    numBound += bound[i];
   if (o->haveSeed) {
     if (!fuseRunRandomInputs(ctx, ft, want, o->seed, &inputs, &nIn))
       goto done;
-  } else {
+  } else if (given - numBound != want) {
     FzStringRef fname = fzSymbolGetName(func);
-    if (o->numInputs != want) {
-      fprintf(stderr,
-              "fuse-run: error: function @%.*s takes %zu argument%s "
-              "but %zu input%s given%s\n",
-              (int)fname.length, fname.data, want, want == 1 ? "" : "s",
-              o->numInputs, o->numInputs == 1 ? " was" : "s were",
-              o->numInputs ? "" : " (use --input or --random-inputs)");
+    fprintf(stderr,
+            "fuse-run: error: function @%.*s takes %zu argument%s "
+            "but %zu input%s given%s\n",
+            (int)fname.length, fname.data, want + numBound,
+            want + numBound == 1 ? "" : "s", given,
+            given == 1 ? " was" : "s were",
+            given ? "" : " (use --input or --random-inputs)");
+    goto done;
+  } else if (pre) {
+    /* The inputs that stay arguments, in order; the bound ones are
+     * constants of the module now. */
+    inputs = calloc(want ? want : 1, sizeof *inputs);
+    if (!inputs)
       goto done;
-    }
+    for (size_t i = 0; i < o->numInputs; ++i)
+      if (!bound[i]) {
+        inputs[nIn++] = pre[i];
+        pre[i] = NULL;
+      }
+  } else {
     inputs = calloc(want ? want : 1, sizeof *inputs);
     if (!inputs)
       goto done;
     for (nIn = 0; nIn < want; ++nIn)
-      if (!(inputs[nIn] = fzNpyReadFile(ctx, o->inputs[nIn]))) {
+      if (!(inputs[nIn] = fuseRunReadTensor(ctx, o->inputs[nIn]))) {
         fprintf(stderr,
                 "fuse-run: error: cannot read the input of argument "
                 "#%zu (%%arg%zu)\n",
@@ -479,6 +563,10 @@ done:
   for (size_t i = 0; inputs && i < nIn; ++i)
     fzTensorDestroy(inputs[i]);
   free(inputs);
+  for (size_t i = 0; pre && i < o->numInputs; ++i)
+    fzTensorDestroy(pre[i]);
+  free(pre);
+  free(bound);
   fzTensorArrayDestroy(ctx, nOut, outputs);
   fzTensorArrayDestroy(ctx, nRef, ref);
   fuseRunCpuDestroy(cpu);

@@ -28,7 +28,12 @@ void fuseRunPrintTensor(FILE *f, const char *name, const FzTensor *t,
 bool fuseRunWriteAll(FzContext *ctx, const char *dir, const char *prefix,
                      size_t n, FzTensor *const *tensors);
 
-/* Compares outputs with DIR/output_i.npy (numpy.allclose's rule: |got -
+/* Reads an input or expected output: a serialized ONNX TensorProto when
+ * path ends in ".pb" (the ONNX backend tests' files), else a .npy file.
+ * NULL after an error. */
+FzTensor *fuseRunReadTensor(FzContext *ctx, const char *path);
+
+/* Compares outputs with DIR/output_i.npy (else DIR/output_i.pb) (numpy.allclose's rule: |got -
  * expected| <= atol + rtol * |expected|; NaN matches NaN). Prints one
  * line per output to f. Returns 0 when all match, 1 otherwise (after
  * printing why). */

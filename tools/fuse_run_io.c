@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fz/onnx.h" /* .pb tensors (TensorProto) */
 #include "tools/fuse_run_internal.h"
 
 static uint64_t splitmix64(uint64_t *state) {
@@ -53,7 +54,8 @@ bool fuseRunRandomInputs(FzContext *ctx, FzType *ft, size_t nIn,
       fprintf(stderr,
               "fuse-run: error: argument #%zu (%%arg%zu) has type %s: "
               "random inputs need a statically shaped tensor of a "
-              "supported dtype (give --input files instead)\n",
+              "supported dtype (give --input files instead, or "
+              "--input-shape for a symbolic dim of an ONNX model)\n",
               i, i, m ? buf : "?");
       for (size_t k = 0; k < i; ++k)
         fzTensorDestroy(ts[k]);
@@ -255,6 +257,13 @@ static void format_index(char *buf, size_t cap, const FzTensor *t, int64_t i) {
     snprintf(buf + len, cap - len, "]");
 }
 
+FzTensor *fuseRunReadTensor(FzContext *ctx, const char *path) {
+  size_t n = strlen(path);
+  if (n >= 3 && !strcmp(path + n - 3, ".pb"))
+    return fzOnnxReadTensorFile(ctx, path);
+  return fzNpyReadFile(ctx, path);
+}
+
 static bool same_shape(const FzTensor *a, const FzTensor *b) {
   if (a->dtype != b->dtype || a->rank != b->rank)
     return false;
@@ -270,7 +279,14 @@ int fuseRunCompare(FzContext *ctx, FILE *f, const char *dir, size_t n,
   for (size_t i = 0; i < n; ++i) {
     char path[4096], bg[160], be[160];
     snprintf(path, sizeof path, "%s/output_%zu.npy", dir, i);
-    FzTensor *e = fzNpyReadFile(ctx, path);
+    /* An ONNX test's folder holds output_N.pb instead. */
+    if (access(path, F_OK) != 0) {
+      char pb[4096];
+      snprintf(pb, sizeof pb, "%s/output_%zu.pb", dir, i);
+      if (access(pb, F_OK) == 0)
+        memcpy(path, pb, sizeof pb);
+    }
+    FzTensor *e = fuseRunReadTensor(ctx, path);
     if (!e) {
       status = 1;
       continue;

@@ -2,7 +2,7 @@
  * and other formats, in the manner of mlir-translate.
  *
  *   fuse-translate --import-onnx model.onnx [-o out.fuse]
- *                  [--onnx-input-shape NAME=2x3x224x224 ...]
+ *                  [--input-shape NAME=2x3x224x224 ...]
  *   fuse-translate --emit=llvm|asm|obj [-O3] [--fast-math] [...] in.fuse
  *                  (or model.onnx, or with --import-onnx) [-o out]
  *
@@ -10,8 +10,8 @@
  * a function) and an option of the command line (common_options.h);
  * exactly one must be chosen. --import-onnx reads an ONNX
  * model (a file, or "-" for stdin) and prints the graph-dialect module
- * the importer builds; --onnx-input-shape (repeatable) replaces the
- * declared shape of a graph input, e.g. to fix a symbolic batch dim.
+ * the importer builds; --input-shape (repeatable; common_options.h)
+ * gives the shape of a graph input, e.g. to fix a symbolic batch dim.
  * --emit=KIND compiles the module (the input file, or what the chosen
  * translation produced) to LLVM IR, assembly or an object file through
  * fz/lowering.h (tools/fuse_translate_emit.c).
@@ -40,8 +40,6 @@
 #include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
-#define MAX_INPUT_SHAPES 64
-
 typedef struct TranslateOptions {
   const char *input;
   const char *output;
@@ -50,10 +48,7 @@ typedef struct TranslateOptions {
   bool help, version;
   bool timing; /* --timing: the compile-time report on stderr */
   size_t maxInput; /* --max-input-size: longest input read, in bytes */
-  /* --onnx-input-shape NAME=DIMS, parsed into inputShapes/dims. */
-  size_t numInputShapes;
-  FzOnnxInputShape inputShapes[MAX_INPUT_SHAPES];
-  int64_t dims[MAX_INPUT_SHAPES][FZ_GRAPH_MAX_RANK];
+  ToolInputShapes shapes; /* --input-shape NAME=DIMS */
   FuseEmitOptions emit; /* --emit=... and the code generation options */
 } TranslateOptions;
 
@@ -138,7 +133,7 @@ static bool read_all(const char *path, size_t limit, char **data,
 
 /* --import-onnx: the module, or NULL after errors. */
 static FzOp *import_onnx(FzContext *ctx, const TranslateOptions *opts) {
-  FzOnnxImportOptions io = {opts->numInputShapes, opts->inputShapes, 0,
+  FzOnnxImportOptions io = {opts->shapes.n, opts->shapes.shapes, 0, NULL,
                             NULL};
   if (strcmp(opts->input, "-"))
     return fzImportOnnxFileWithOptions(ctx, opts->input, &io);
@@ -167,40 +162,6 @@ static const Translation kTranslations[] = {
 /*===--- Command line ----------------------------------------------------===*/
 
 #define FIELD(f) offsetof(TranslateOptions, f)
-
-/* "NAME=2x3x4" (or "NAME=" for a scalar) into the next input shape. The
- * text is argv's (writable): the '=' becomes the name's terminator. */
-static int add_input_shape(void *opts, const char *value) {
-  TranslateOptions *o = opts;
-  char *spec = (char *)value;
-  char *eq = strrchr(spec, '=');
-  if (!eq || eq == spec)
-    return toolUsageError("fuse-translate",
-                          "--onnx-input-shape expects NAME=DIMS, got '%s'",
-                          spec);
-  if (o->numInputShapes == MAX_INPUT_SHAPES)
-    return toolUsageError("fuse-translate",
-                          "too many --onnx-input-shape options");
-  size_t k = o->numInputShapes;
-  FzOnnxInputShape *s = &o->inputShapes[k];
-  *eq = '\0';
-  s->name = spec;
-  s->shape = o->dims[k];
-  s->rank = 0;
-  for (char *p = eq + 1; *p;) {
-    char *end;
-    long long d = strtoll(p, &end, 10);
-    if (end == p || d < 0 || s->rank == FZ_GRAPH_MAX_RANK ||
-        (*end && *end != 'x'))
-      return toolUsageError("fuse-translate",
-                            "bad dimensions in --onnx-input-shape for '%s'",
-                            spec);
-    o->dims[k][s->rank++] = d;
-    p = *end ? end + 1 : end;
-  }
-  o->numInputShapes++;
-  return 0;
-}
 
 static int set_max_input(void *opts, const char *v) {
   char *end;
@@ -235,9 +196,7 @@ static const ToolOption kOptions[] = {
               "dialect"),
     TOOL_STRING("o", NULL, "FILE", FIELD(output),
                 "Write the output to FILE (atomically; '-' is stdout)"),
-    TOOL_CALL("onnx-input-shape", NULL, "NAME=DIMS", add_input_shape,
-              "Give graph input NAME the shape DIMS (e.g. x=1x3x224x224; "
-              "repeatable)"),
+    TOOL_INPUT_SHAPE(FIELD(shapes)),
     TOOL_FLAG("print-op-generic", "mlir-print-op-generic", FIELD(printGeneric),
               "Print every operation in the generic form"),
     TOOL_FLAG("print-debuginfo", "mlir-print-debuginfo", FIELD(printDebugInfo),
@@ -354,7 +313,12 @@ int main(int argc, char **argv) {
   double t0 = fzToolTimingNow();
   FzOp *module = !ok ? NULL
                  : t  ? t->run(ctx, &opts)
-                      : fzParseOrImportFile(ctx, opts.input);
+                      : fzParseOrImportFileWithOptions(
+                            ctx, opts.input,
+                            &(FzOnnxImportOptions){opts.shapes.n,
+                                                   opts.shapes.shapes, 0,
+                                                   NULL, NULL},
+                            "fuse-translate");
   fzToolTimingAdd(opts.emit.timing, "parse/import", fzToolTimingNow() - t0);
   ok = module && fzContextGetNumErrors(ctx) == 0 &&
        !fzContextHadAllocationFailure(ctx);

@@ -37,7 +37,8 @@ static char kPending;
 static const FzOnnxOpDef *const kTables[] = {
     fzOnnxElementwiseOps, fzOnnxMiscOps,  fzOnnxNnOps,
     fzOnnxReduceOps,      fzOnnxShapeOps, fzOnnxLossOps,
-    fzOnnxResizeOps,
+    fzOnnxResizeOps,      fzOnnxIndexOps, fzOnnxRnnOps,
+    fzOnnxControlOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {
@@ -59,12 +60,23 @@ bool fzOnnxError(FzOnnxImporter *im, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   im->numErrors++;
-  if (!im->node)
-    return fzEmitError(im->ctx, im->errorLoc, "%s", msg);
-  im->nodeFailed = true;
+  if (im->node)
+    im->nodeFailed = true;
+  if (im->quiet && !fzContextHadAllocationFailure(im->ctx))
+    return false; /* probing; out of memory is always said */
   im->reporting = true;
-  fzEmitError(im->ctx, im->errorLoc, "node '%s' (%s): %s", im->nodeName,
-              im->node->op_type ? im->node->op_type : "", msg);
+  FzDiagnostic *d =
+      im->node ? fzDiagBegin(im->ctx, FZ_SEVERITY_ERROR, im->errorLoc,
+                             "node '%s' (%s): %s", im->nodeName,
+                             im->node->op_type ? im->node->op_type : "", msg)
+               : fzDiagBegin(im->ctx, FZ_SEVERITY_ERROR, im->errorLoc, "%s",
+                             msg);
+  /* A node that needs a static shape: say which inputs are symbolic. */
+  if (im->node && !im->notedDynamic && strstr(msg, "dynamic")) {
+    im->notedDynamic = true;
+    fzOnnxNoteSymbolicDims(im, d);
+  }
+  fzDiagReport(d);
   im->reporting = false;
   return false;
 }
@@ -76,16 +88,24 @@ bool fzOnnxModelError(FzOnnxImporter *im, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   im->numErrors++;
+  if (im->quiet && !fzContextHadAllocationFailure(im->ctx))
+    return false; /* probing; out of memory is always said */
   im->reporting = true;
   fzEmitError(im->ctx, im->errorLoc, "%s", msg);
   im->reporting = false;
   return false;
 }
 
+static FzValue *lookup_value(FzOnnxImporter *im, const char *name);
+
 bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what) {
   const char *name = im->node && i < im->node->n_input
                          ? im->node->input[i]
                          : "";
+  /* The graph inputs it comes from, for a caller that can bind them. */
+  FzValue *v = *name ? lookup_value(im, name) : NULL;
+  if (v && v != POISON)
+    fzOnnxDemandInputs(im, v);
   return fzOnnxError(im, "unsupported non-constant %s (input #%zu '%s'): it "
                          "must be computable at import time", what, i, name);
 }
@@ -93,7 +113,10 @@ bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what) {
 /* Captures the first error reported while a node is imported. */
 static bool capture_handler(const FzDiagnostic *diag, void *ud) {
   FzOnnxImporter *im = ud;
-  if (im->reporting || fzDiagnosticGetSeverity(diag) != FZ_SEVERITY_ERROR)
+  /* Out of memory goes to the caller as it is: the node's own error may
+   * say something else (found by test_oom's specialized import). */
+  if (im->reporting || fzDiagnosticGetSeverity(diag) != FZ_SEVERITY_ERROR ||
+      fzContextHadAllocationFailure(im->ctx))
     return false;
   if (!im->captured) {
     FzStringRef m = fzDiagnosticGetMessage(diag);
@@ -142,161 +165,11 @@ static FzValue *lookup_value(FzOnnxImporter *im, const char *name) {
   return v ? v : POISON;
 }
 
-static bool define_value(FzOnnxImporter *im, const char *name, FzValue *v) {
+bool fzOnnxDefineValue(FzOnnxImporter *im, const char *name, FzValue *v) {
   FzIdent *id = ident(im, name);
   return id && fzPtrMapPut(&im->values, id, v ? (void *)v : POISON);
 }
-
-/*===--- Types of graph inputs and outputs --------------------------------===*/
-
-/* The tensor type of a ValueInfoProto; NULL after an error. */
-static FzType *value_info_type(FzOnnxImporter *im,
-                               const Onnx__ValueInfoProto *vi,
-                               const char *what) {
-  const Onnx__TypeProto *tp = vi->type;
-  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE) {
-    const char *kind = !tp ? "no type"
-                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE
-                           ? "a sequence"
-                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_MAP_TYPE
-                           ? "a map"
-                       : tp->value_case == ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE
-                           ? "an optional"
-                           : "a non-tensor type";
-    fzOnnxModelError(im, "%s '%s': unsupported type (%s)", what, vi->name,
-                     kind);
-    return NULL;
-  }
-  const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-  FzType *elt = fzOnnxElementType(im->ctx, tt->elem_type);
-  if (!elt) {
-    fzOnnxModelError(im, "%s '%s': unsupported dtype %s", what, vi->name,
-                     fzOnnxDataTypeName(tt->elem_type));
-    return NULL;
-  }
-  if (!tt->shape) {
-    fzOnnxModelError(im, "%s '%s': unsupported unranked tensor (no shape)",
-                     what, vi->name);
-    return NULL;
-  }
-  size_t rank = tt->shape->n_dim;
-  if (rank > FZ_GRAPH_MAX_RANK) {
-    fzOnnxModelError(im, "%s '%s': unsupported rank %zu", what, vi->name,
-                     rank);
-    return NULL;
-  }
-  int64_t shape[FZ_GRAPH_MAX_RANK];
-  for (size_t i = 0; i < rank; ++i) {
-    const Onnx__TensorShapeProto__Dimension *d = tt->shape->dim[i];
-    bool known = d->value_case ==
-                 ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
-    shape[i] = known && d->dim_value >= 0 ? d->dim_value : FZ_DYNAMIC;
-    if (shape[i] > FZ_MAX_DIM) {
-      fzOnnxModelError(im, "%s '%s': dimension %zu (%lld) is larger than "
-                           "2^40", what, vi->name, i, (long long)shape[i]);
-      return NULL;
-    }
-  }
-  return fzTensorTypeGet(im->ctx, rank, shape, elt, im->errorLoc);
-}
-
-/* Whether option entry (name, index) designates the graph input `name`
- * at position `pos` (among the inputs that are not initializers). */
-static bool option_matches(const char *optName, size_t optIndex,
-                           const char *name, size_t pos) {
-  return optName ? !strcmp(optName, name) : optIndex == pos;
-}
-
-/* Binds the graph inputs that are not initializers: each becomes an
- * argument of @main (its type from the model, or the options' shape), or
- * a constant when the options give its value. Types are pushed to
- * argTypes. False after an error. */
-static bool bind_inputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
-                        FzBlock *body, FzPtrVec *argTypes) {
-  const FzOnnxImportOptions *opts = im->options;
-  size_t numOpts = opts->numInputShapes + opts->numInputValues;
-  bool *used = fzOnnxAlloc(im, numOpts ? numOpts : 1);
-  if (!used)
-    return false;
-  memset(used, 0, numOpts ? numOpts : 1);
-  size_t pos = 0;
-  for (size_t i = 0; i < g->n_input; ++i, ++pos) {
-    const Onnx__ValueInfoProto *vi = g->input[i];
-    const char *name = vi->name ? vi->name : "";
-    FzIdent *id = ident(im, name);
-    /* ONNX names each value once: a second input of the same name would
-     * silently replace the first one's binding. */
-    if (id && fzPtrMapContains(&im->inputNames, id)) {
-      fzOnnxModelError(im, "graph input '%s' is listed twice", name);
-      id = NULL;
-    }
-    if (id && !fzPtrMapPut(&im->inputNames, id, (void *)vi))
-      return false;
-    if (!id || fzPtrMapContains(&im->initializers, id)) {
-      --pos;
-      continue;
-    }
-    FzType *t = value_info_type(im, vi, "graph input");
-    FzLoc *nameLoc = fzNameLocGet(im->ctx, fzStringRefFromCString(name),
-                                  im->fileLoc);
-    const FzTensor *value = NULL;
-    for (size_t k = 0; k < opts->numInputValues; ++k) {
-      const FzOnnxInputValue *o = &opts->inputValues[k];
-      if (option_matches(o->name, o->index, name, pos)) {
-        used[opts->numInputShapes + k] = true;
-        value = o->value;
-      }
-    }
-    for (size_t k = 0; t && k < opts->numInputShapes; ++k) {
-      const FzOnnxInputShape *o = &opts->inputShapes[k];
-      if (!option_matches(o->name, o->index, name, pos))
-        continue;
-      used[k] = true;
-      if (o->rank > FZ_GRAPH_MAX_RANK) {
-        fzOnnxModelError(im, "graph input '%s': unsupported rank %zu", name,
-                         o->rank);
-        t = NULL;
-      } else {
-        t = fzTensorTypeGet(im->ctx, o->rank, o->shape,
-                            fzShapedTypeGetElementType(t), im->errorLoc);
-      }
-    }
-    if (t && value) {
-      if (value->dtype != fzShapedTypeGetElementType(t)) {
-        fzOnnxModelError(im, "graph input '%s': the value given for it has "
-                             "another element type", name);
-        define_value(im, name, NULL);
-        continue;
-      }
-      FzAttr *meta = fzStringAttrGet(im->ctx, FZ_STR("Input"));
-      im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
-      define_value(im, name, fzOnnxConstTensor(im, value));
-      continue;
-    }
-    FzValue *arg = t ? fzBlockAddArgument(body, t, nameLoc) : NULL;
-    define_value(im, name, arg);
-    if (!fzPtrVecPush(argTypes, t))
-      return false;
-  }
-  for (size_t k = 0; k < numOpts; ++k) {
-    if (used[k])
-      continue;
-    bool isShape = k < opts->numInputShapes;
-    const char *optName =
-        isShape ? opts->inputShapes[k].name
-                : opts->inputValues[k - opts->numInputShapes].name;
-    size_t optIndex =
-        isShape ? opts->inputShapes[k].index
-                : opts->inputValues[k - opts->numInputShapes].index;
-    if (optName)
-      fzOnnxModelError(im, "no graph input named '%s' (given a %s)",
-                       optName, isShape ? "shape" : "value");
-    else
-      fzOnnxModelError(im, "no graph input #%zu (given a %s)", optIndex,
-                       isShape ? "shape" : "value");
-  }
-  return true;
-}
+#define define_value fzOnnxDefineValue
 
 /*===--- Nodes ----------------------------------------------------------===*/
 
@@ -541,6 +414,114 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
   im->node = NULL;
 }
 
+/*===--- Subgraphs --------------------------------------------------------===*/
+
+/* The node state import_node keeps in the importer, saved around a
+ * subgraph's nodes. */
+typedef struct NodeState {
+  const Onnx__NodeProto *node;
+  const FzOnnxOpDef *row;
+  int opVersion;
+  const char *nodeName;
+  FzLoc *nodeLoc;
+  bool nodeFailed, captured;
+  char capturedError[512];
+} NodeState;
+
+static void save_node(const FzOnnxImporter *im, NodeState *s) {
+  s->node = im->node;
+  s->row = im->row;
+  s->opVersion = im->opVersion;
+  s->nodeName = im->nodeName;
+  s->nodeLoc = im->nodeLoc;
+  s->nodeFailed = im->nodeFailed;
+  s->captured = im->captured;
+  memcpy(s->capturedError, im->capturedError, sizeof s->capturedError);
+}
+
+static void restore_node(FzOnnxImporter *im, const NodeState *s) {
+  im->node = s->node;
+  im->row = s->row;
+  im->opVersion = s->opVersion;
+  im->nodeName = s->nodeName;
+  im->nodeLoc = s->nodeLoc;
+  im->nodeFailed = s->nodeFailed;
+  im->captured = s->captured;
+  memcpy(im->capturedError, s->capturedError, sizeof s->capturedError);
+}
+
+/* Forgets name (an input, initializer or node output of a subgraph), so
+ * that the next import of the same body can define it again. */
+static void forget(FzOnnxImporter *im, const char *name) {
+  FzIdent *id = name && *name ? ident(im, name) : NULL;
+  if (!id)
+    return;
+  fzPtrMapRemove(&im->values, id);
+  fzPtrMapRemove(&im->initializers, id);
+}
+
+bool fzOnnxImportSubgraph(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                          size_t nIn, FzValue *const *in, size_t nOut,
+                          FzValue **out) {
+  if (g->n_input != nIn)
+    return fzOnnxError(im, "its body takes %zu inputs, %zu are given",
+                       g->n_input, nIn);
+  if (g->n_output != nOut)
+    return fzOnnxError(im, "its body has %zu outputs, %zu are expected",
+                       g->n_output, nOut);
+  if (g->n_node > (size_t)(FZ_ONNX_MAX_UNROLLED - im->unrolledNodes))
+    return fzOnnxError(im, "unsupported: unrolling it would import more "
+                           "than %lld nodes",
+                       (long long)FZ_ONNX_MAX_UNROLLED);
+  im->unrolledNodes += (int64_t)g->n_node;
+  NodeState saved;
+  save_node(im, &saved);
+  size_t errors = im->numErrors;
+  bool ok = true;
+  /* Body names shadow nothing (ONNX names are unique across scopes);
+   * a name already bound is an error in the model. */
+  for (size_t i = 0; ok && i < nIn; ++i) {
+    const char *name = g->input[i]->name ? g->input[i]->name : "";
+    FzIdent *id = *name ? ident(im, name) : NULL;
+    if (id && (fzPtrMapContains(&im->values, id) ||
+               fzPtrMapContains(&im->initializers, id)))
+      ok = fzOnnxError(im, "body input '%s' redefines a name of an outer "
+                           "graph", name);
+    else if (id)
+      ok = define_value(im, name, in[i]);
+  }
+  for (size_t i = 0; ok && i < g->n_initializer; ++i) {
+    const Onnx__TensorProto *t = g->initializer[i];
+    FzIdent *id = t->name ? ident(im, t->name) : NULL;
+    ok = id && fzPtrMapPut(&im->initializers, id, (void *)t);
+  }
+  for (size_t i = 0; ok && i < g->n_node; ++i)
+    import_node(im, g->node[i], i);
+  restore_node(im, &saved);
+  ok = ok && im->numErrors == errors;
+  for (size_t i = 0; ok && i < nOut; ++i) {
+    FzValue *v = lookup_value(im, g->output[i]->name ? g->output[i]->name
+                                                     : "");
+    if (!v || v == POISON)
+      ok = v ? false
+             : fzOnnxError(im, "body output '%s' is not defined",
+                           g->output[i]->name ? g->output[i]->name : "");
+    else
+      out[i] = v;
+  }
+  /* The body's names go (its values stay in the IR). */
+  for (size_t i = 0; i < nIn; ++i)
+    forget(im, g->input[i]->name);
+  for (size_t i = 0; i < g->n_initializer; ++i)
+    forget(im, g->initializer[i]->name);
+  for (size_t i = 0; i < g->n_node; ++i)
+    for (size_t k = 0; k < g->node[i]->n_output; ++k)
+      forget(im, g->node[i]->output[k]);
+  if (!ok && im->numErrors != errors)
+    im->nodeFailed = true; /* its body's errors say why */
+  return ok;
+}
+
 /*===--- Reading ---------------------------------------------------------===*/
 
 bool fzOnnxLooksLikeProtobuf(const void *data, size_t size) {
@@ -688,7 +669,8 @@ static void erase_dead_ops(FzBlock *body) {
 
 /* Builds @main's body from the graph; false after errors. */
 static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
-                         FzBlock *body, FzType **funcType) {
+                         FzBlock *body, FzType **funcType,
+                         const bool *bindNeeded) {
   for (size_t i = 0; i < g->n_sparse_initializer; ++i)
     fzOnnxModelError(im, "unsupported sparse initializer");
   for (size_t i = 0; i < g->n_initializer; ++i) {
@@ -704,7 +686,8 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
   }
   FzPtrVec argTypes;
   fzPtrVecInit(&argTypes, im->ctx);
-  if (!bind_inputs(im, g, body, &argTypes)) {
+  im->body = body;
+  if (!fzOnnxBindInputs(im, g, body, &argTypes, bindNeeded)) {
     fzPtrVecFree(&argTypes);
     return false;
   }
@@ -768,9 +751,16 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
 /* builtin.module { func.func @main } around body's region; NULL after an
  * error (the region is then destroyed). */
 static FzOp *make_module(FzOnnxImporter *im, FzRegion *funcBody,
-                         FzType *funcType) {
+                         FzType *funcType, const char *graphName) {
   FzOpState st;
-  fzOpStateInit(&st, im->ctx, FZ_STR("func.func"), im->fileLoc);
+  /* @main is at the graph's name (errors about the whole function, such
+   * as a lowering refusing its dynamic arguments, print "model.onnx:
+   * NAME: error: ..."). */
+  FzLoc *loc = graphName && *graphName
+                   ? fzNameLocGet(im->ctx, fzStringRefFromCString(graphName),
+                                  im->fileLoc)
+                   : im->fileLoc;
+  fzOpStateInit(&st, im->ctx, FZ_STR("func.func"), loc ? loc : im->fileLoc);
   fzOpStateAddProp(&st, FZ_STR("sym_name"),
                    fzStringAttrGet(im->ctx, FZ_STR("main")));
   fzOpStateAddProp(&st, FZ_STR("function_type"),
@@ -797,6 +787,110 @@ static FzOp *make_module(FzOnnxImporter *im, FzRegion *funcBody,
   return module;
 }
 
+/* Swallows the diagnostics of a probing import, but for those after an
+ * allocation failure (out of memory must reach the caller's handlers). */
+static bool quiet_handler(const FzDiagnostic *diag, void *ud) {
+  (void)diag;
+  return !fzContextHadAllocationFailure(ud);
+}
+
+/* One import of the decoded model, with the inputValues entries marked
+ * in bindNeeded bound; quiet reports nothing. Returns the verified
+ * module, or NULL. With `needed`, sets needed[k] for the ifNeeded entries
+ * the import found it needs (*grew when one is new). With `bound`, fills
+ * it from the inputs as bound. */
+static FzOp *import_once(FzOnnxImporter *base, const Onnx__ModelProto *m,
+                         bool quiet, const bool *bindNeeded, bool *needed,
+                         bool *grew, bool *bound) {
+  FzOnnxImporter imv = *base, *im = &imv;
+  FzContext *ctx = im->ctx;
+  bool oomBefore = fzContextHadAllocationFailure(ctx);
+  im->quiet = quiet;
+  FzDiagHandlerId h = 0;
+  if (quiet)
+    h = fzContextPushDiagHandler(ctx, quiet_handler, ctx);
+  read_opset(im, m);
+  fzArenaInit(&im->arena, ctx);
+  fzPtrMapInit(&im->values, ctx);
+  fzPtrMapInit(&im->initializers, ctx);
+  fzPtrMapInit(&im->inputNames, ctx);
+  fzPtrVecInit(&im->inputs, ctx);
+  fzPtrVecInit(&im->argInputs, ctx);
+  fzBuilderInit(&im->b, ctx);
+  FzRegion *region = fzRegionCreate(ctx);
+  FzBlock *body = fzBlockCreate(ctx, 0, NULL, NULL);
+  FzType *funcType = NULL;
+  FzOp *module = NULL;
+  if (region && body) {
+    fzRegionAppendBlock(region, body);
+    fzBuilderSetInsertionPointToEnd(&im->b, body);
+    if (import_graph(im, m->graph, body, &funcType, bindNeeded)) {
+      module = make_module(im, region, funcType, m->graph->name);
+      region = NULL;
+    }
+  } else if (body) {
+    fzBlockDestroy(body);
+  }
+  if (needed)
+    *grew = fzOnnxInputsDemanded(im, needed);
+  for (size_t k = 0; bound && k < im->options->numInputValues; ++k)
+    bound[k] = fzOnnxInputIsBound(im, k);
+  if (region)
+    fzRegionDestroy(region);
+  fzPtrMapFree(&im->values);
+  fzPtrMapFree(&im->initializers);
+  fzPtrMapFree(&im->inputNames);
+  fzPtrVecFree(&im->inputs);
+  fzPtrVecFree(&im->argInputs);
+  fzArenaReset(&im->arena);
+  /* An allocation that failed may have been absorbed (a fold not done):
+   * the module could differ from the one memory allows, so none. */
+  if (module && (!fzOpVerify(module) ||
+                 (!oomBefore && fzContextHadAllocationFailure(ctx)))) {
+    fzOpDestroy(module);
+    module = NULL;
+  }
+  if (quiet)
+    fzContextPopDiagHandler(ctx, h);
+  base->numErrors += im->numErrors;
+  return module;
+}
+
+/* Imports the decoded model. Inputs offered with ifNeeded are bound
+ * only when an import needs them: while one fails and finds an input it
+ * needs that is not bound yet, it is imported again (quietly) with that
+ * input bound; the last import reports its errors. */
+static FzOp *import_model(FzOnnxImporter *im, const Onnx__ModelProto *m) {
+  const FzOnnxImportOptions *o = im->options;
+  size_t nv = o->numInputValues;
+  bool anyIfNeeded = false;
+  for (size_t k = 0; k < nv; ++k)
+    anyIfNeeded = anyIfNeeded || o->inputValues[k].ifNeeded;
+  if (!anyIfNeeded)
+    return import_once(im, m, false, NULL, NULL, NULL, o->boundValues);
+  bool *needed = fzCalloc(im->ctx, nv, sizeof *needed);
+  if (!needed)
+    return NULL;
+  FzOp *module = NULL;
+  bool oom = fzContextHadAllocationFailure(im->ctx);
+  /* Each probe binds at least one more input, so nv + 1 imports at most. */
+  for (size_t attempt = 0; attempt <= nv; ++attempt) {
+    bool grew = false;
+    size_t errors = im->numErrors;
+    module = import_once(im, m, true, needed, needed, &grew, o->boundValues);
+    im->numErrors = errors;
+    if (module || !grew ||
+        (!oom && fzContextHadAllocationFailure(im->ctx)))
+      break;
+  }
+  /* Once more, saying why (not after running out of memory: that was
+   * said, and the probe's demands are incomplete). */
+  if (!module && (oom || !fzContextHadAllocationFailure(im->ctx)))
+    module = import_once(im, m, false, needed, NULL, NULL, o->boundValues);
+  fzFree(im->ctx, needed);
+  return module;
+}
+
 FzOp *fzImportOnnxBuffer(FzContext *ctx, const void *data, size_t size,
                          const char *name, const char *baseDir) {
   return fzImportOnnxBufferWithOptions(ctx, data, size, name, baseDir, NULL);
@@ -806,7 +900,7 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
                                     size_t size, const char *name,
                                     const char *baseDir,
                                     const FzOnnxImportOptions *options) {
-  static const FzOnnxImportOptions kDefaults = {0, NULL, 0, NULL};
+  static const FzOnnxImportOptions kDefaults = {0, NULL, 0, NULL, NULL};
   if (!fzRegisterBuiltinDialect(ctx) || !fzRegisterFuncDialect(ctx) ||
       !fzRegisterGraphDialect(ctx))
     return NULL;
@@ -861,35 +955,7 @@ FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
     fzOnnxModelError(&im, "not an ONNX model: no %s",
                      m->has_ir_version ? "graph" : "ir_version");
   } else {
-    read_opset(&im, m);
-    fzArenaInit(&im.arena, ctx);
-    fzPtrMapInit(&im.values, ctx);
-    fzPtrMapInit(&im.initializers, ctx);
-    fzPtrMapInit(&im.inputNames, ctx);
-    fzBuilderInit(&im.b, ctx);
-    FzRegion *region = fzRegionCreate(ctx);
-    FzBlock *body = fzBlockCreate(ctx, 0, NULL, NULL);
-    FzType *funcType = NULL;
-    if (region && body) {
-      fzRegionAppendBlock(region, body);
-      fzBuilderSetInsertionPointToEnd(&im.b, body);
-      if (import_graph(&im, m->graph, body, &funcType)) {
-        module = make_module(&im, region, funcType);
-        region = NULL;
-      }
-    } else if (body) {
-      fzBlockDestroy(body);
-    }
-    if (region)
-      fzRegionDestroy(region);
-    fzPtrMapFree(&im.values);
-    fzPtrMapFree(&im.initializers);
-    fzPtrMapFree(&im.inputNames);
-    fzArenaReset(&im.arena);
-    if (module && !fzOpVerify(module)) {
-      fzOpDestroy(module);
-      module = NULL;
-    }
+    module = import_model(&im, m);
   }
   onnx__model_proto__free_unpacked(m, &alloc);
   return module;

@@ -38,10 +38,14 @@
 #define FZ_ONNX_MAX_OPSET 21
 /* im->opset of a model that imports no opset of the default domain. */
 #define FZ_ONNX_NO_OPSET INT64_MIN
+/* Nodes imported from subgraphs (If branches, unrolled Loop and Scan
+ * bodies) in one import, at most. */
+#define FZ_ONNX_MAX_UNROLLED ((int64_t)1 << 20)
 /* Constants folded at import are limited to this many elements. */
 #define FZ_ONNX_FOLD_LIMIT ((int64_t)1 << 22)
 
 typedef struct FzOnnxOpDef FzOnnxOpDef;
+typedef struct FzOnnxInput FzOnnxInput; /* a graph input (inputs.c) */
 
 typedef struct FzOnnxImporter {
   FzContext *ctx;
@@ -56,6 +60,13 @@ typedef struct FzOnnxImporter {
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
   FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
+  FzBlock *body;         /* @main's body */
+  FzPtrVec inputs;       /* FzOnnxInput: the graph inputs that are not
+                            initializers, in order */
+  FzPtrVec argInputs;    /* FzOnnxInput of each argument of @main */
+  bool notedDynamic;     /* the symbolic-dims note was attached */
+  bool quiet;            /* a probing import: nothing is reported */
+  int64_t unrolledNodes; /* nodes imported from subgraphs (bounded) */
   size_t numErrors;
 
   /* The node being imported. */
@@ -99,6 +110,9 @@ extern const FzOnnxOpDef fzOnnxReduceOps[];
 extern const FzOnnxOpDef fzOnnxShapeOps[];
 extern const FzOnnxOpDef fzOnnxLossOps[];
 extern const FzOnnxOpDef fzOnnxResizeOps[];
+extern const FzOnnxOpDef fzOnnxIndexOps[];
+extern const FzOnnxOpDef fzOnnxRnnOps[];
+extern const FzOnnxOpDef fzOnnxControlOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
@@ -122,6 +136,41 @@ bool fzOnnxModelError(FzOnnxImporter *im, const char *fmt, ...)
     FZ_PRINTF(2, 3);
 /* Reports that input `i` must be a constant (computable at import). */
 bool fzOnnxErrorNotConstant(FzOnnxImporter *im, size_t i, const char *what);
+
+/*===--- Graph inputs (inputs.c) ---------------------------------------===*/
+
+/* Defines ONNX value `name` as v (NULL: poison). False on OOM. (model.c) */
+bool fzOnnxDefineValue(FzOnnxImporter *im, const char *name, FzValue *v);
+/* Binds the graph inputs that are not initializers: each becomes an
+ * argument of @main (its type from the model and the options' shapes and
+ * symbols), or a constant when the options bind its value: entries
+ * without ifNeeded, and those whose bindNeeded[k] is true (bindNeeded may
+ * be NULL). Argument types are pushed to argTypes. Errors in the options
+ * are reported (the inputs are then poison); false only on OOM. */
+bool fzOnnxBindInputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                      FzBlock *body, FzPtrVec *argTypes,
+                      const bool *bindNeeded);
+/* Marks the graph inputs whose arguments v is computed from as needed at
+ * import (v is an operand the node needs as a constant). */
+void fzOnnxDemandInputs(FzOnnxImporter *im, FzValue *v);
+/* Sets needed[k] for each inputValues entry k whose input was demanded
+ * and is not bound yet; true when one was newly set. */
+bool fzOnnxInputsDemanded(FzOnnxImporter *im, bool *needed);
+/* Whether inputValues entry `option` was bound as a constant. */
+bool fzOnnxInputIsBound(FzOnnxImporter *im, size_t option);
+/* Attaches to diag a note per graph input left with dynamic dims (their
+ * symbols, and how to give them). */
+void fzOnnxNoteSymbolicDims(FzOnnxImporter *im, FzDiagnostic *diag);
+
+/* Imports the nodes of subgraph g (a body of If, Loop, Scan) into the
+ * current block, its inputs bound to in[0..nIn) (outer names stay
+ * visible), and stores its outputs' values in out[0..nOut). Its names are
+ * forgotten afterwards, so a body can be imported once per unrolled
+ * iteration. Errors in its nodes are reported in their words (the
+ * current node is then marked failed); false after an error. (model.c) */
+bool fzOnnxImportSubgraph(FzOnnxImporter *im, const Onnx__GraphProto *g,
+                          size_t nIn, FzValue *const *in, size_t nOut,
+                          FzValue **out);
 
 /*===--- Attributes of the current node --------------------------------===*/
 

@@ -7,7 +7,8 @@
  * Windows. graph.conv2d and the 2-D pools take NCHW and explicit pads
  * [top, left, bottom, right] (ONNX's order: begins, then ends). 1-D
  * convolutions and pools are imported as 2-D ones over a unit height
- * (reshapes around them); 3-D ones are unsupported. auto_pad SAME_UPPER
+ * (reshapes around them); 3-D pools are two 2-D pools (pool_3d), 3-D
+ * convolutions are unsupported. auto_pad SAME_UPPER
  * and SAME_LOWER are resolved to explicit pads from the static input
  * size, as ONNX defines them.
  *
@@ -243,6 +244,55 @@ static bool h_conv(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return out[0] != NULL;
 }
 
+/* A 2-D pool of x (NCHW) with the window's attributes. */
+static FzValue *pool_2d(FzOnnxImporter *im, bool isMax, FzValue *x,
+                        const Window *w, int64_t ceilMode, int64_t countPad) {
+  return fzOnnxEmit(
+      im, isMax ? "graph.max_pool" : "graph.avg_pool", 1, &x, NULL, "kernel",
+      i64_array(im, 2, w->kernel), "strides", i64_array(im, 2, w->strides),
+      "pads", i64_array(im, 4, w->pads), "dilations",
+      i64_array(im, 2, w->dilations), "ceil_mode",
+      fzBoolAttrGet(im->ctx, ceilMode != 0), "count_include_pad",
+      fzBoolAttrGet(im->ctx, countPad != 0), NULL);
+}
+
+/* A 3-D pool [N, C, D, H, W] as two 2-D pools: over (H, W) of [N, C*D,
+ * H, W], then over D of [N, C, D, OH*OW]. A box window is the product of
+ * its per-axis intervals, and so is the count of positions an average
+ * divides by (inside the input, or the padded input), so max and average
+ * are exactly separable (the average rounds twice). */
+static bool pool_3d(FzOnnxImporter *im, bool isMax, FzValue *x,
+                    int64_t ceilMode, int64_t countPad, FzValue **out) {
+  int64_t k[3], s[3], d[3], p[6];
+  if (!read_spatial(im, "kernel_shape", 3, 1, k) ||
+      !read_spatial(im, "strides", 3, 1, s) ||
+      !read_spatial(im, "dilations", 3, 1, d) ||
+      !fzOnnxWindowPads(im, x, 3, k, s, d, p) ||
+      !fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  const int64_t *X = fzOnnxShape(x);
+  int64_t cd;
+  if (!fzOnnxMulI64(X[1], X[2], &cd))
+    return fzOnnxError(im, "the input holds too many elements");
+  Window hw = {{k[1], k[2]}, {s[1], s[2]}, {d[1], d[2]},
+               {p[1], p[2], p[4], p[5]}};
+  int64_t s1[4] = {X[0], cd, X[3], X[4]};
+  FzValue *y1 = pool_2d(im, isMax, fzOnnxReshape(im, x, 4, s1), &hw,
+                        ceilMode, countPad);
+  if (!y1)
+    return false;
+  int64_t oh = fzOnnxDim(y1, 2), ow = fzOnnxDim(y1, 3);
+  Window dw = {{k[0], 1}, {s[0], 1}, {d[0], 1}, {p[0], 0, p[3], 0}};
+  int64_t s2[4] = {X[0], X[1], X[2], oh * ow};
+  FzValue *y2 = pool_2d(im, isMax, fzOnnxReshape(im, y1, 4, s2), &dw,
+                        ceilMode, countPad);
+  if (!y2)
+    return false;
+  int64_t s3[5] = {X[0], X[1], fzOnnxDim(y2, 2), oh, ow};
+  out[0] = fzOnnxReshape(im, y2, 5, s3);
+  return out[0] != NULL;
+}
+
 /* MaxPool and AveragePool. */
 static bool h_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                    FzValue **out, size_t nOut) {
@@ -250,6 +300,16 @@ static bool h_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   (void)nOut;
   bool isMax = !strcmp(im->node->op_type, "MaxPool");
   FzValue *x = in[0];
+  if (fzOnnxRank(x) == 5) {
+    int64_t ceil3 = 0, count3 = 0, storage3 = 0;
+    if (!fzOnnxAttr(im, "kernel_shape"))
+      return fzOnnxError(im, "requires attribute 'kernel_shape'");
+    if (!fzOnnxAttrInt(im, "ceil_mode", 0, &ceil3) ||
+        !fzOnnxAttrInt(im, "count_include_pad", 0, &count3) ||
+        !fzOnnxAttrInt(im, "storage_order", 0, &storage3))
+      return false;
+    return pool_3d(im, isMax, x, ceil3, count3, out);
+  }
   size_t sp = spatial_rank(im, x);
   if (!sp)
     return false;
@@ -264,14 +324,7 @@ static bool h_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   Window win;
   if (!read_window(im, x, sp, kernel, &win))
     return false;
-  FzValue *x2 = to_2d(im, x);
-  FzValue *y = fzOnnxEmit(
-      im, isMax ? "graph.max_pool" : "graph.avg_pool", 1, &x2, NULL,
-      "kernel", i64_array(im, 2, win.kernel), "strides",
-      i64_array(im, 2, win.strides), "pads", i64_array(im, 4, win.pads),
-      "dilations", i64_array(im, 2, win.dilations), "ceil_mode",
-      fzBoolAttrGet(im->ctx, ceilMode != 0), "count_include_pad",
-      fzBoolAttrGet(im->ctx, countPad != 0), NULL);
+  FzValue *y = pool_2d(im, isMax, to_2d(im, x), &win, ceilMode, countPad);
   out[0] = from_2d(im, y, sp);
   return out[0] != NULL;
 }

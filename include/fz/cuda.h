@@ -17,7 +17,8 @@
  * Ownership: the caller owns the FzCuda and destroys it before the
  * context; device memory from fzCudaAlloc is freed with fzCudaFree (or
  * left to the driver at process exit). Kernels belong to the FzCuda's
- * module cache. One FzCuda per thread.
+ * module cache. One FzCuda per thread at a time (fzCudaMakeCurrent moves
+ * it to another).
  */
 #ifndef FZ_CUDA_H
 #define FZ_CUDA_H
@@ -61,6 +62,13 @@ FZ_API FzCuda *fzCudaCreate(FzContext *ctx, int ordinal);
 /* Unloads the cached modules and releases the primary context. NULL is
  * ignored. The library stays open (drivers do not like dlclose). */
 FZ_API void fzCudaDestroy(FzCuda *cu);
+
+/* Makes cu's device context (the primary context fzCudaCreate made
+ * current) current on the calling thread, for a caller that hands an
+ * FzCuda from one thread to another (one thread at a time; the Python
+ * package, whose calls come from whichever thread calls the model).
+ * Cheap; false after reporting an error. */
+FZ_API FZ_MUST_CHECK bool fzCudaMakeCurrent(FzCuda *cu);
 
 /* The context errors are reported to (the one given at creation). */
 FZ_API FzContext *fzCudaGetContext(const FzCuda *cu);

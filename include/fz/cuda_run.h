@@ -50,13 +50,25 @@ FZ_API FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
 typedef struct FzCudaCall FzCudaCall;
 
 /* Prepares a call of the function `name` of p with nIn inputs (each
- * with exactly the bytes of the function's argument). NULL after
- * reporting an error (no such function, wrong inputs, device memory). */
+ * with exactly the bytes of the function's argument). inputs may be
+ * NULL (nIn still the function's input count): the input buffers are
+ * then left as allocated, for a caller that fills them on the device
+ * (fzCudaCallGetArgument) before each launch. NULL after reporting an
+ * error (no such function, wrong inputs, device memory). */
 FZ_API FzCudaCall *fzCudaCallCreate(FzCuda *cu, const FzGpuProgram *p,
                                     const char *name, size_t nIn,
                                     FzTensor *const *inputs);
 /* The compiled function being called. */
 FZ_API const FzGpuFunction *fzCudaCallGetFunction(const FzCudaCall *c);
+/* The device buffer of argument i of the call (inputs, then outputs; i
+ * below fzCudaCallGetFunction(c)->numArgs, else 0), of exactly the
+ * argument's bytes, alive until fzCudaCallDestroy. A caller may write
+ * the inputs and read the outputs there (fzCudaCopyToDevice,
+ * fzCudaCopyOnDevice, fzCudaCopyToHost: ordered with the launches on
+ * the default stream), so that a call reused for many runs works on
+ * data that is already on the device (the Python package's CUDA
+ * tensors). */
+FZ_API FzCudaPtr fzCudaCallGetArgument(const FzCudaCall *c, size_t i);
 /* True when the kernels replay as one CUDA graph. */
 FZ_API bool fzCudaCallUsesGraph(const FzCudaCall *c);
 /* Launches every kernel once, in order (asynchronous). */
@@ -65,7 +77,13 @@ FZ_API FZ_MUST_CHECK bool fzCudaCallLaunch(FzCudaCall *c);
  * fzCudaCallGetFunction(c)->numKernels): for timing each kernel
  * (fuse-run --profile). */
 FZ_API FZ_MUST_CHECK bool fzCudaCallLaunchKernel(FzCudaCall *c, size_t k);
-/* Waits for the device and copies the outputs into new tensors of ctx. */
+/* Waits for the device, then reports an error a kernel's run-time check
+ * recorded (docs/codegen.md, "Run-time errors"; to the FzCuda's
+ * context, at the op's location) and clears it, leaving the outputs on
+ * the device (fzCudaCallGetArgument). False after reporting an error. */
+FZ_API FZ_MUST_CHECK bool fzCudaCallSynchronize(FzCudaCall *c);
+/* Waits for the device and copies the outputs into new tensors of ctx
+ * (after the checks of fzCudaCallSynchronize, reported to ctx). */
 FZ_API FZ_MUST_CHECK bool fzCudaCallGetOutputs(FzCudaCall *c, FzContext *ctx,
                                                size_t *nOut,
                                                FzTensor ***outputs);

@@ -124,6 +124,11 @@ typedef struct FzGpuOptions {
    * fzCudaCompileModule's graph -> loop pipeline reports (NULL: none;
    * fz/lowering.h). */
   const FzTimingSink *timing;
+  /* The fusion of fzCudaCompileModule's graph -> loop pipeline (report,
+   * remarks, mode, limits: fz/fusion.h; copied there, its target left
+   * as fzLowerModuleForCpu chooses when NULL). NULL: the defaults. Not
+   * used by fzGpuCompile, whose input is already at the loop level. */
+  const struct FzFusionOptions *fusion;
 } FzGpuOptions;
 
 #define FZ_GPU_DEFAULT_CODEGEN_THREADS 16

@@ -40,10 +40,15 @@ extern "C" {
  * among the graph inputs that are not initializers: the order in which
  * the model expects data (input_0.pb, input_1.pb, ... in ONNX tests). */
 
-/* Replaces the declared shape of one graph input (for symbolic batch
- * dims, or a model whose declared shapes are wrong). */
+/* Gives the shape of one graph input, making its symbolic (`dim_param`)
+ * or missing dims static. It must have the declared rank and the declared
+ * size at every dim the model declares static (an error otherwise). A
+ * symbol's size applies to every graph input with a dim of that symbol.
+ * A name that is no graph input but a symbol (a dim_param of a graph
+ * input), with rank 1, gives that symbol's size: {"batch", 0, 1, &n}. */
 typedef struct FzOnnxInputShape {
-  const char *name;     /* the graph input's name; NULL: use index */
+  const char *name;     /* the graph input's (or symbol's) name; NULL:
+                           use index */
   size_t index;
   size_t rank;
   const int64_t *shape; /* rank dims, >= 0 (or FZ_DYNAMIC) */
@@ -51,11 +56,22 @@ typedef struct FzOnnxInputShape {
 
 /* Binds one graph input to a value: the input becomes a constant (and no
  * argument of @main), so that ops needing it at import time (a reshape's
- * shape, a reduction's axes) see it: the model is specialized to it. */
+ * shape, a reduction's axes) see it: the model is specialized to it. The
+ * value must have the input's dtype, rank and static dims; it gives the
+ * symbolic ones (as an FzOnnxInputShape would).
+ *
+ * With ifNeeded, the input is bound only if the model needs its value at
+ * import: when a node needs a constant operand (a Reshape's shape, Slice
+ * bounds, TopK's k, ...) computed from it. The importer then imports
+ * again with it bound (a few passes at most, one per such input, only
+ * when the first fails); otherwise the input stays an argument of @main
+ * with the value's shape. This is how a tool that has the inputs of a run
+ * (fuse-run) compiles any model for them. */
 typedef struct FzOnnxInputValue {
   const char *name; /* the graph input's name; NULL: use index */
   size_t index;
-  const FzTensor *value; /* its dtype must be the input's; borrowed */
+  const FzTensor *value; /* borrowed */
+  bool ifNeeded;
 } FzOnnxInputValue;
 
 typedef struct FzOnnxImportOptions {
@@ -63,6 +79,10 @@ typedef struct FzOnnxImportOptions {
   const FzOnnxInputShape *inputShapes;
   size_t numInputValues;
   const FzOnnxInputValue *inputValues;
+  /* NULL, or numInputValues entries: after a successful import,
+   * boundValues[k] says whether inputValues[k] was bound as a constant
+   * (always, for an entry without ifNeeded). */
+  bool *boundValues;
 } FzOnnxImportOptions;
 
 /* The largest model (and TensorProto file) read, in bytes: protobuf's

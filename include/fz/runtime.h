@@ -91,6 +91,18 @@ FZ_API FzType *fzCpuFunctionGetArgType(const FzCpuFunction *f, size_t i);
  * default) and of its argument's size. No checking, no allocation: for
  * benchmarks. */
 FZ_API void fzCpuFunctionCallRaw(FzCpuFunction *f, void *const *buffers);
+/* CallRaw with the run-time checks of the generated code (docs/codegen.md,
+ * "Run-time errors"): the buffers as for CallRaw (the caller checks their
+ * types, sizes and alignment); an error the code detected (an index out
+ * of bounds, an integer division by zero) is reported to the context the
+ * runtime was created with, at the op's location, and the call returns
+ * false (the outputs are then unspecified). Allocates nothing. The
+ * status is the executable's: calls of one executable that may fail must
+ * not overlap (one thread at a time per executable), and a failure is
+ * reported through the context, which follows the context rule. For
+ * callers that own their buffers (the Python package: numpy arrays). */
+FZ_API FZ_MUST_CHECK bool fzCpuFunctionCall(FzCpuFunction *f,
+                                            void *const *buffers);
 
 /* Runs f on tensors (this allocates in, and reports errors to, the
  * context the runtime was created with: call it from one thread at a time

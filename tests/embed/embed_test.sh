@@ -102,5 +102,30 @@ for name in cmake-shared pkgconfig-shared pkgconfig-static; do
   cmp -s "$out" "$work/$name.out" ||
     { diff "$out" "$work/$name.out"; fail "$name prints something else"; }
 done
+# 5. The Python package, when the build has it (python3-dev): importable
+#    from the prefix alone (it finds lib/libfuse.so.0 through its RPATH),
+#    it compiles and runs a model. Not in the sanitizer build, whose
+#    extension needs ASan preloaded (scripts/test.sh runs the Python
+#    suite there).
+pkg=$prefix/lib/python3/dist-packages
+if [ -e "$pkg/fuse/_fuse.abi3.so" ] && [ -z "$san" ] && [ -x /usr/bin/python3 ]; then
+  step "python: import fuse from $pkg"
+  PYTHONPATH=$pkg /usr/bin/python3 - "$prefix" >"$work/python.out" 2>&1 <<'PY' ||
+import sys
+import numpy as np
+import fuse
+assert fuse.__file__.startswith(sys.argv[1]), fuse.__file__
+m = fuse.compile(fuse.Module.parse(
+    "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+    "  %0 = graph.relu %a : tensor<4xf32>\n  return %0 : tensor<4xf32>\n}\n"),
+    device="cpu")
+y = m(np.array([1, -2, 3, -4], np.float32))
+assert y.tolist() == [1, 0, 3, 0], y
+print("python: OK", fuse.__version__)
+PY
+    { cat "$work/python.out"; fail "the installed Python package does not work"; }
+  grep -qx "python: OK $version" "$work/python.out" ||
+    { cat "$work/python.out"; fail "the installed Python package printed something else"; }
+fi
 step "OK: 4 builds against $prefix print the same, checked output"
 exit 0
