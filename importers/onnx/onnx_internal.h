@@ -313,6 +313,21 @@ bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
                       const int64_t *kernel, const int64_t *strides,
                       const int64_t *dilations, int64_t *pads);
 
+/* A convolution of sp >= 2 spatial dims (ops_conv_nd.c): x [N, C, ...],
+ * w [M, C/group, k...], b [M] or NULL; pads [begin..., end...]. sp == 2
+ * is one graph.conv2d; more, a sum of (sp-1)-D ones. NULL after an
+ * error. */
+FzValue *fzOnnxConvNd(FzOnnxImporter *im, FzValue *x, FzValue *w, FzValue *b,
+                      size_t sp, const int64_t *strides, const int64_t *pads,
+                      const int64_t *dilations, int64_t group);
+/* ConvTranspose of sp >= 3 spatial dims, as fzOnnxConvNd over the input
+ * dilated by the strides; pads as ONNX's (resolved from auto_pad and
+ * output_shape by the caller, which checked the sizes). */
+FzValue *fzOnnxConvTransposeNd(FzOnnxImporter *im, FzValue *x, FzValue *w,
+                               FzValue *b, size_t sp, const int64_t *strides,
+                               const int64_t *pads, const int64_t *dilations,
+                               const int64_t *outputPadding, int64_t group);
+
 /* Whether `data` can start a serialized protobuf message: its first byte
  * is a field key (a cheap test that rejects /dev/zero's zeros and most
  * text early). True for empty data. (model.c) */

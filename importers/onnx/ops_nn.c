@@ -7,8 +7,9 @@
  * Windows. graph.conv2d and the 2-D pools take NCHW and explicit pads
  * [top, left, bottom, right] (ONNX's order: begins, then ends). 1-D
  * convolutions and pools are imported as 2-D ones over a unit height
- * (reshapes around them); 3-D pools are two 2-D pools (pool_3d), 3-D
- * convolutions are unsupported. auto_pad SAME_UPPER
+ * (reshapes around them); 3-D pools are two 2-D pools (pool_3d);
+ * convolutions of 3 or more spatial dims are sums of 2-D ones
+ * (ops_conv_nd.c). auto_pad SAME_UPPER
  * and SAME_LOWER are resolved to explicit pads from the static input
  * size, as ONNX defines them.
  *
@@ -205,10 +206,53 @@ static bool read_window(FzOnnxImporter *im, FzValue *x, size_t sp,
   return true;
 }
 
+/* Conv of 3 or more spatial dims: ops_conv_nd.c. */
+static bool conv_nd(FzOnnxImporter *im, FzValue *x, FzValue *w, FzValue *b,
+                    FzValue **out) {
+  size_t sp = fzOnnxRank(x) - 2;
+  if (sp > FZ_GRAPH_MAX_RANK - 2 || fzOnnxRank(w) != sp + 2)
+    return fzOnnxError(im, "weight must have rank %zu", sp + 2);
+  if (!fzOnnxRequireStatic(im, w, "the weight"))
+    return false;
+  int64_t group, kernel[FZ_GRAPH_MAX_RANK], s[FZ_GRAPH_MAX_RANK],
+      d[FZ_GRAPH_MAX_RANK], p[2 * FZ_GRAPH_MAX_RANK];
+  if (!fzOnnxAttrInt(im, "group", 1, &group) ||
+      !read_spatial(im, "strides", sp, 1, s) ||
+      !read_spatial(im, "dilations", sp, 1, d))
+    return false;
+  for (size_t i = 0; i < sp; ++i)
+    kernel[i] = fzOnnxDim(w, 2 + i);
+  int64_t *ks;
+  size_t nk;
+  bool present;
+  if (!fzOnnxAttrInts(im, "kernel_shape", &ks, &nk, &present))
+    return false;
+  for (size_t i = 0; present && i < sp; ++i)
+    if (nk != sp || ks[i] != kernel[i])
+      return fzOnnxError(im, "attribute 'kernel_shape' does not match the "
+                             "weight's shape");
+  if (!fzOnnxWindowPads(im, x, sp, kernel, s, d, p))
+    return false;
+  for (size_t i = 0; i < 2 * sp; ++i)
+    if (p[i] < -FZ_MAX_DIM || p[i] > FZ_MAX_DIM)
+      return fzOnnxError(im, "attribute 'pads' must be in [-2^40, 2^40], "
+                             "got %lld", (long long)p[i]);
+  if (group < 1 || fzOnnxDim(x, 1) == FZ_DYNAMIC ||
+      fzOnnxDim(x, 1) != group * fzOnnxDim(w, 1) ||
+      fzOnnxDim(w, 0) % group)
+    return fzOnnxError(im, "the input channels must be 'group' times the "
+                           "weight's dimension 1, and the output channels "
+                           "a multiple of 'group'");
+  out[0] = fzOnnxConvNd(im, x, w, b, sp, s, p, d, group);
+  return out[0] != NULL;
+}
+
 static bool h_conv(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                    FzValue **out, size_t nOut) {
   (void)nOut;
   FzValue *x = in[0], *w = in[1], *b = nIn > 2 ? in[2] : NULL;
+  if (fzOnnxRank(x) >= 5)
+    return conv_nd(im, x, w, b, out);
   size_t sp = spatial_rank(im, x);
   if (!sp)
     return false;
@@ -423,7 +467,10 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue **out, size_t nOut) {
   (void)nOut;
   FzValue *x = in[0], *w = in[1], *b = nIn > 2 ? in[2] : NULL;
-  size_t sp = spatial_rank(im, x);
+  /* 1-D and 2-D here; 3 or more spatial dims: ops_conv_nd.c. */
+  size_t sp = fzOnnxRank(x) >= 5 && fzOnnxRank(x) <= FZ_GRAPH_MAX_RANK / 2 + 1
+                  ? fzOnnxRank(x) - 2
+                  : spatial_rank(im, x);
   if (!sp)
     return false;
   if (fzOnnxRank(w) != sp + 2 || !fzOnnxRequireStatic(im, x, "the input") ||
@@ -431,7 +478,9 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
     return fzOnnxRank(w) == sp + 2 ? false
                                    : fzOnnxError(im, "weight must have rank "
                                                      "%zu", sp + 2);
-  int64_t group, s[2], d[2], op[2], k[2], pads[4], outShape[2];
+  int64_t group, s[FZ_GRAPH_MAX_RANK], d[FZ_GRAPH_MAX_RANK],
+      op[FZ_GRAPH_MAX_RANK], k[FZ_GRAPH_MAX_RANK],
+      pads[2 * FZ_GRAPH_MAX_RANK], outShape[FZ_GRAPH_MAX_RANK];
   const char *autoPad;
   int64_t *os, *p;
   size_t nos, np;
@@ -493,6 +542,10 @@ static bool h_conv_transpose(FzOnnxImporter *im, FzValue *const *in,
       pads[i] = hasPads ? p[i] : 0;
       pads[sp + i] = hasPads ? p[sp + i] : 0;
     }
+  }
+  if (sp >= 3) {
+    out[0] = fzOnnxConvTransposeNd(im, x, w, b, sp, s, pads, d, op, group);
+    return out[0] != NULL;
   }
   /* Work in 2-D. */
   FzValue *x2 = to_2d(im, x), *w2 = to_2d(im, w);

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Inputs and expected outputs of the models in this folder.
+
+    ref.py DIR   writes DIR/<model>/input_N.npy and output_N.npy
+
+The expected outputs are computed with numpy from the ONNX operator
+definitions, independently of fuse (direct sums over the kernel window,
+scatters for the transposed convolution), in float64. Inputs are fixed
+formulas, so the files are the same on every run.
+"""
+import itertools
+import os
+import sys
+
+import numpy as np
+
+F = np.float32
+
+
+def vals(shape, scale=1.0, phase=0.0):
+    """Deterministic values in [-scale, scale]."""
+    n = int(np.prod(shape))
+    return (scale * np.sin(np.arange(n) * 1.7 + phase)).reshape(shape).astype(F)
+
+
+def conv(x, w, b, strides, pads, dil, group):
+    """ONNX Conv of any spatial rank: a sum over the kernel offsets."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    sp = x.ndim - 2
+    n, c = x.shape[:2]
+    m, cg = w.shape[:2]
+    x = np.pad(x, [(0, 0), (0, 0)] + [(pads[i], pads[sp + i]) for i in range(sp)])
+    k = w.shape[2:]
+    o = [(x.shape[2 + i] - ((k[i] - 1) * dil[i] + 1)) // strides[i] + 1
+         for i in range(sp)]
+    y = np.zeros([n, group, m // group] + o)
+    wg = w.reshape((group, m // group, cg) + tuple(k))
+    for kk in itertools.product(*[range(v) for v in k]):
+        sl = tuple(slice(kk[i] * dil[i], kk[i] * dil[i] + (o[i] - 1) * strides[i] + 1,
+                         strides[i]) for i in range(sp))
+        xs = x[(slice(None), slice(None)) + sl].reshape([n, group, cg] + o)
+        wk = wg[(slice(None), slice(None), slice(None)) + kk]
+        y += np.einsum("ngc...,gmc->ngm...", xs, wk)
+    y = y.reshape([n, m] + o)
+    if b is not None:
+        y += b.reshape([1, m] + [1] * sp)
+    return y
+
+
+def conv_transpose(x, w, b, strides, pads, outpad, group):
+    """ONNX ConvTranspose: every input element scatters w times itself."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    sp = x.ndim - 2
+    n, c = x.shape[:2]
+    cg, mg = c // group, w.shape[1]
+    k = w.shape[2:]
+    ins = x.shape[2:]
+    full = [(ins[i] - 1) * strides[i] + k[i] + outpad[i] for i in range(sp)]
+    y = np.zeros([n, group, mg] + full)
+    xg = x.reshape([n, group, cg] + list(ins))
+    wg = w.reshape((group, cg, mg) + tuple(k))
+    for kk in itertools.product(*[range(v) for v in k]):
+        sl = tuple(slice(kk[i], kk[i] + (ins[i] - 1) * strides[i] + 1, strides[i])
+                   for i in range(sp))
+        y[(slice(None),) * 3 + sl] += np.einsum(
+            "ngc...,gcm->ngm...", xg, wg[(slice(None),) * 3 + kk])
+    crop = tuple(slice(pads[i], full[i] - pads[sp + i]) for i in range(sp))
+    y = y.reshape([n, group * mg] + full)[(slice(None),) * 2 + crop]
+    if b is not None:
+        y += b.reshape([1, -1] + [1] * sp)
+    return y
+
+
+def conv_nd_case():
+    x = vals((2, 4, 5, 6, 4))
+    w = vals((6, 2, 3, 2, 2), 0.5, 1.0)
+    b = vals((6,), 1.0, 2.0)
+    x4 = vals((1, 2, 3, 4, 3, 4), 1.0, 0.3)
+    w4 = vals((3, 2, 2, 2, 2, 3), 0.5, 0.7)
+    wt = vals((4, 3, 2, 3, 2), 0.5, 1.3)
+    bt = vals((6,), 1.0, 0.4)
+    y = conv(x, w, b, [2, 1, 2], [1, 0, 1, 0, 1, 1], [1, 2, 1], 2)
+    y4 = conv(x4, w4, None, [1, 1, 1, 1], [0, 1, 0, 1, 0, 0, 1, 0], [1] * 4, 1)
+    yt = conv_transpose(x, wt, bt, [2, 1, 3], [1, 0, 1, 0, 1, 2], [1, 0, 1], 2)
+    return [x, w, b, x4, w4, wt, bt], [a.astype(F) for a in (y, y4, yt)]
+
+
+CASES = {"conv_nd": conv_nd_case}
+
+for name, make in CASES.items():
+    ins, outs = make()
+    dd = os.path.join(sys.argv[1], name)
+    os.makedirs(dd, exist_ok=True)
+    for i, a in enumerate(ins):
+        np.save(os.path.join(dd, f"input_{i}.npy"), a)
+    for i, a in enumerate(outs):
+        np.save(os.path.join(dd, f"output_{i}.npy"), np.require(a, requirements="C"))
