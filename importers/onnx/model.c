@@ -39,6 +39,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxReduceOps,      fzOnnxShapeOps, fzOnnxLossOps,
     fzOnnxResizeOps,      fzOnnxIndexOps, fzOnnxRnnOps,
     fzOnnxControlOps,
+    fzOnnxDataDependentOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

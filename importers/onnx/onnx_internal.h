@@ -113,6 +113,7 @@ extern const FzOnnxOpDef fzOnnxResizeOps[];
 extern const FzOnnxOpDef fzOnnxIndexOps[];
 extern const FzOnnxOpDef fzOnnxRnnOps[];
 extern const FzOnnxOpDef fzOnnxControlOps[];
+extern const FzOnnxOpDef fzOnnxDataDependentOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);

@@ -76,7 +76,8 @@ def main():
          [vi("x", [3, 1, 4])], [vi("y", [3, 4])], opset=13,
          inits=[numpy_helper.from_array(np.array([1], np.int64), "axes")])
 
-    # Errors: an unsupported op type, an unsupported attribute value, an
+    # Errors: a malformed NonMaxSuppression (2-D boxes; it was an
+    # unsupported op type when the model was made), an unsupported attribute value, an
     # unknown attribute, and a consumer of a failed node (no second error).
     save("errors",
          [helper.make_node("Add", ["x", "x"], ["a"], name="ok_add"),

@@ -85,7 +85,41 @@ def conv_nd_case():
     return [x, w, b, x4, w4, wt, bt], [a.astype(F) for a in (y, y4, yt)]
 
 
-CASES = {"conv_nd": conv_nd_case}
+def datadep_case():
+    x = vals((2, 4), 2.0, 0.5)
+    v = np.array([10, 20, 30, 40], F)
+    cond = np.array([1, 0, 1], bool)
+    c = x[:, :3][:, cond]
+    m = np.array([[0, 2, 0], [-1, 0, 3]], F)
+    nz = np.array(np.nonzero(m), np.int64)
+    # Unique columns in order of first occurrence (sorted = 0).
+    u = np.array([[3, 1, 3, 2, 1], [0, 5, 0, 4, 5]], np.int64)
+    cols, first, inv, cnt = [], [], [], []
+    for j in range(u.shape[1]):
+        col = tuple(u[:, j])
+        if col not in cols:
+            cols.append(col)
+            first.append(j)
+            cnt.append(0)
+        inv.append(cols.index(col))
+        cnt[inv[-1]] += 1
+    uy = u[:, first]
+    # NMS by hand: box 1 (0.95) first; box 0 overlaps it (IoU 0.82) and
+    # is suppressed; box 3 (0.8) is inside box 0 only; box 2 (0.3) apart.
+    sel = np.array([[0, 0, 1], [0, 0, 3], [0, 0, 2]], np.int64)
+    outs = [c, nz, uy, np.array(first, np.int64), np.array(inv, np.int64),
+            np.array(cnt, np.int64), sel, v[sel[:, 2]]]
+    return [x, v], outs
+
+
+
+def datadep_error_case():
+    x = np.array([[0, 1, 0], [2, 0, 3]], F)
+    return [x], [np.array(np.nonzero(x), np.int64)]
+
+
+CASES = {"conv_nd": conv_nd_case, "datadep": datadep_case,
+         "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
     ins, outs = make()
