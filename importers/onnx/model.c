@@ -40,6 +40,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxResizeOps,      fzOnnxIndexOps, fzOnnxRnnOps,
     fzOnnxControlOps,
     fzOnnxDataDependentOps,
+    fzOnnxSampleOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

@@ -114,6 +114,7 @@ extern const FzOnnxOpDef fzOnnxIndexOps[];
 extern const FzOnnxOpDef fzOnnxRnnOps[];
 extern const FzOnnxOpDef fzOnnxControlOps[];
 extern const FzOnnxOpDef fzOnnxDataDependentOps[];
+extern const FzOnnxOpDef fzOnnxSampleOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);

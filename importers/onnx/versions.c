@@ -74,6 +74,7 @@ static const OpVersions kVersions[] = {
     {"Gemm", {1, 6, 7, 9, 11, 13}},
     {"GlobalAveragePool", {1}},
     {"GlobalMaxPool", {1}},
+    {"GridSample", {16, 20}},
     {"Greater", {1, 7, 9, 13}},
     {"GreaterOrEqual", {12, 16}},
     {"GroupNormalization", {18, 21}},
@@ -215,8 +216,6 @@ static const struct {
     {"BitwiseXor", "the graph dialect's and/or/xor are logical (i1) only; "
                    "it has no integer bitwise ops"},
     {"DeformConv", "no graph op samples its input at learned offsets"},
-    {"GridSample", "no graph op samples its input at data-dependent "
-                   "coordinates"},
     {"ImageDecoder", "byte and string tensors are unsupported"},
     {"RegexFullMatch", "string tensors are unsupported"},
     {"StringConcat", "string tensors are unsupported"},

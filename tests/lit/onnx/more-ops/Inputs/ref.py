@@ -9,6 +9,7 @@ scatters for the transposed convolution), in float64. Inputs are fixed
 formulas, so the files are the same on every run.
 """
 import itertools
+import math
 import os
 import sys
 
@@ -118,7 +119,85 @@ def datadep_error_case():
     return [x], [np.array(np.nonzero(x), np.int64)]
 
 
-CASES = {"conv_nd": conv_nd_case, "datadep": datadep_case,
+def reflect(v, lo2, hi2):
+    """PyTorch's reflect_coordinates: v reflected into [lo2/2, hi2/2]."""
+    if lo2 == hi2:
+        return 0.0
+    lo, span = lo2 / 2, (hi2 - lo2) / 2
+    v = abs(v - lo)
+    extra, flips = math.fmod(v, span), math.floor(v / span)
+    return extra + lo if flips % 2 == 0 else span - extra + lo
+
+
+def grid_sample(x, grid, mode, padding, align):
+    """GridSample-16/20 on 4-D inputs, pixel by pixel (PyTorch's
+    grid_sample, which ONNX's definition follows)."""
+    x = x.astype(np.float64)
+    n, c, h, w = x.shape
+    ho, wo = grid.shape[1:3]
+    y = np.zeros((n, c, ho, wo))
+
+    def unnorm(g, size):
+        return (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
+
+    def pad(v, size):
+        if padding == "border":
+            return min(max(v, 0), size - 1)
+        if padding == "reflection":
+            v = reflect(v, 0, 2 * (size - 1)) if align else reflect(v, -1, 2 * size - 1)
+            return min(max(v, 0), size - 1)
+        return v
+
+    def at(b, yy, xx):
+        if 0 <= xx <= w - 1 and 0 <= yy <= h - 1:
+            return x[b, :, int(yy), int(xx)]
+        return np.zeros(c)
+
+    def cc(t):
+        a, t = -0.75, abs(t)
+        if t <= 1:
+            return ((a + 2) * t - (a + 3)) * t * t + 1
+        return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a
+
+    for b in range(n):
+        for i in range(ho):
+            for j in range(wo):
+                gx = unnorm(float(grid[b, i, j, 0]), w)
+                gy = unnorm(float(grid[b, i, j, 1]), h)
+                if mode == "cubic":
+                    fx, fy = math.floor(gx), math.floor(gy)
+                    acc = np.zeros(c)
+                    for q in range(4):
+                        for p in range(4):
+                            tx, ty = fx - 1 + p, fy - 1 + q
+                            acc += (at(b, pad(ty, h), pad(tx, w)) *
+                                    cc(gx - tx) * cc(gy - ty))
+                    y[b, :, i, j] = acc
+                    continue
+                gx, gy = pad(gx, w), pad(gy, h)
+                if mode == "nearest":
+                    y[b, :, i, j] = at(b, np.round(gy), np.round(gx))
+                    continue
+                x0, y0 = math.floor(gx), math.floor(gy)
+                wx, wy = gx - x0, gy - y0
+                y[b, :, i, j] = (at(b, y0, x0) * (1 - wx) * (1 - wy) +
+                                 at(b, y0, x0 + 1) * wx * (1 - wy) +
+                                 at(b, y0 + 1, x0) * (1 - wx) * wy +
+                                 at(b, y0 + 1, x0 + 1) * wx * wy)
+    return y
+
+
+def gridsample_case():
+    x = vals((2, 3, 4, 5), 2.0, 0.1)
+    grid = vals((2, 3, 6, 2), 1.7, 0.9)
+    outs = [grid_sample(x, grid, "cubic", "reflection", False),
+            grid_sample(x, grid, "nearest", "border", True),
+            grid_sample(x, grid, "linear", "reflection", True),
+            grid_sample(x, grid, "cubic", "zeros", True)]
+    return [x, grid], [a.astype(F) for a in outs]
+
+
+CASES = {"gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
