@@ -41,6 +41,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxControlOps,
     fzOnnxDataDependentOps,
     fzOnnxSampleOps,
+    fzOnnxMathOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

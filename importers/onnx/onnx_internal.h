@@ -115,6 +115,7 @@ extern const FzOnnxOpDef fzOnnxRnnOps[];
 extern const FzOnnxOpDef fzOnnxControlOps[];
 extern const FzOnnxOpDef fzOnnxDataDependentOps[];
 extern const FzOnnxOpDef fzOnnxSampleOps[];
+extern const FzOnnxOpDef fzOnnxMathOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);

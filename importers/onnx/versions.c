@@ -26,13 +26,16 @@ typedef struct OpVersions {
 
 static const OpVersions kVersions[] = {
     {"Abs", {1, 6, 13}},
+    {"Acos", {7}},
     {"Acosh", {9}},
     {"Add", {1, 6, 7, 13, 14}},
     {"AffineGrid", {20}},
     {"And", {1, 7}},
     {"ArgMax", {1, 11, 12, 13}},
     {"ArgMin", {1, 11, 12, 13}},
+    {"Asin", {7}},
     {"Asinh", {9}},
+    {"Atan", {7}},
     {"Atanh", {9}},
     {"AveragePool", {1, 7, 10, 11, 19}},
     {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
@@ -205,9 +208,6 @@ static const struct {
   const char *opType;
   const char *why;
 } kRefused[] = {
-    {"Acos", "the graph dialect has no inverse trigonometric ops"},
-    {"Asin", "the graph dialect has no inverse trigonometric ops"},
-    {"Atan", "the graph dialect has no inverse trigonometric ops"},
     {"BitShift", "the graph dialect has no integer bit operations"},
     {"BitwiseAnd", "the graph dialect's and/or/xor are logical (i1) only; "
                    "it has no integer bitwise ops"},

@@ -197,7 +197,16 @@ def gridsample_case():
     return [x, grid], [a.astype(F) for a in outs]
 
 
-CASES = {"gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
+def trig_case():
+    mag = np.logspace(-4, 6, 200)
+    t = np.concatenate([-mag[::-1], [0.0], mag, [np.inf, -np.inf]])
+    s = np.linspace(-1, 1, 401)
+    outs = [np.arctan(t.astype(F)), np.arcsin(s.astype(F)),
+            np.arccos(s.astype(F)), np.arctan(t), np.arccos(s)]
+    return [t.astype(F), s.astype(F), t, s], outs
+
+
+CASES = {"trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
