@@ -374,7 +374,11 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
 
   const FzOnnxOpDef *row = NULL;
   if (ok && !poisoned) {
-    if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
+    if (n->domain && !strcmp(n->domain, "ai.onnx.preview.training") &&
+        n->op_type && (row = fzOnnxLookupTrainingOp(n->op_type))) {
+      im->opVersion = 1; /* the domain's only version (ops_training.c) */
+      ok = check_node(im, row);
+    } else if (n->domain && *n->domain && strcmp(n->domain, "ai.onnx"))
       ok = fzOnnxError(im, "unsupported op domain '%s'", n->domain);
     else if (im->opset == FZ_ONNX_NO_OPSET)
       ok = fzOnnxError(im, "the model imports no opset of the default ONNX "

@@ -119,6 +119,9 @@ extern const FzOnnxOpDef fzOnnxMathOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
+/* The row for an op of the ai.onnx.preview.training domain (Adagrad,
+ * Momentum, Adam), or NULL. (ops_training.c) */
+const FzOnnxOpDef *fzOnnxLookupTrainingOp(const char *opType);
 
 /* The version of op `opType` that opset `opset` of the default domain
  * means: its newest since-version at most `opset`; 0 when the op is not

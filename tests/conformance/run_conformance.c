@@ -309,6 +309,14 @@ static const struct {
   "shape than the declared one)"
     {"test_castlike_BFLOAT16_to_FLOAT", LIKE_SHAPE},
     {"test_castlike_BFLOAT16_to_FLOAT_expanded", LIKE_SHAPE},
+    /* The generator (onnx/backend/test/case/node/adam.py) computes the
+     * expected outputs with epsilon = 1e-2 but does not pass it to the
+     * node, which so takes Adam's default 1e-6: with 1e-2, the model's
+     * X1_new is 0.75913626, the data's; with 1e-6, 0.75595933, fuse's
+     * (checked with numpy on the test's inputs). */
+    {"test_adam_multiple",
+     "reference data defect: the expected outputs use epsilon 1e-2, the "
+     "model's node has no epsilon attribute (Adam's default is 1e-6)"},
 };
 
 /* The element type of the function type's input (or result) k, or NULL. */

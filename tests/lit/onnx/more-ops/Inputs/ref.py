@@ -206,7 +206,33 @@ def trig_case():
     return [t.astype(F), s.astype(F), t, s], outs
 
 
-CASES = {"trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
+def training_case(t=0):
+    """Adam and Nesterov Momentum as their ONNX definitions write them."""
+    r, tt = np.array(0.1, F), np.array(t, np.int64)
+    x, g = vals((3,), 1.0, 0.2), vals((3,), 1.0, 0.4)
+    v, h = vals((3,), 0.5, 0.6), np.abs(vals((3,), 0.5, 0.8))
+    x2, g2, v2 = vals((2, 2), 1.0, 1.0), vals((2, 2), 1.0, 1.2), vals((2, 2), 0.5, 1.4)
+    d = np.float64
+    # Adam: alpha 0.8, beta 0.999, epsilon 0.01, post 0.1.
+    a, b = 0.8, 0.999
+    vn = a * d(v) + (1 - a) * d(g)
+    hn = b * d(h) + (1 - b) * d(g) * d(g)
+    ra = d(r) * np.sqrt(1 - b ** t) / (1 - a ** t) if t > 0 else d(r)
+    xn = (1 - 0.1) * (d(x) - ra * (vn / (np.sqrt(hn) + 0.01)))
+    outs = [xn, vn, hn]
+    # Nesterov: alpha 0.9, beta 0.5, norm_coefficient 0.01.
+    ys, ws = [], []
+    for xx, gg, vv in ((x, g, v), (x2, g2, v2)):
+        gr = 0.01 * d(xx) + d(gg)
+        beta = 0.5 if t > 0 else 1.0
+        vnew = 0.9 * d(vv) + beta * gr
+        ys.append(d(xx) - d(r) * (gr + 0.9 * vnew))
+        ws.append(vnew)
+    outs += ys + ws
+    return [r, tt, x, g, v, h, x2, g2, v2], [o.astype(F) for o in outs]
+
+
+CASES = {"training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
