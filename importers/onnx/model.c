@@ -42,6 +42,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxDataDependentOps,
     fzOnnxSampleOps,
     fzOnnxMathOps,
+    fzOnnxSignalOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

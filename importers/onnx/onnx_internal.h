@@ -116,6 +116,7 @@ extern const FzOnnxOpDef fzOnnxControlOps[];
 extern const FzOnnxOpDef fzOnnxDataDependentOps[];
 extern const FzOnnxOpDef fzOnnxSampleOps[];
 extern const FzOnnxOpDef fzOnnxMathOps[];
+extern const FzOnnxOpDef fzOnnxSignalOps[];
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);

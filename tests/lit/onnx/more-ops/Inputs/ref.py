@@ -232,7 +232,47 @@ def training_case(t=0):
     return [r, tt, x, g, v, h, x2, g2, v2], [o.astype(F) for o in outs]
 
 
-CASES = {"training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
+def cplx(z):
+    return np.stack([z.real, z.imag], axis=-1)
+
+
+def mel(bins, dft_length, rate, lo, hi):
+    """MelWeightMatrix as ONNX's definition computes it."""
+    spec = dft_length // 2 + 1
+    f = np.arange(0, bins + 2)
+    mlo, mhi = 2595 * np.log10(1 + lo / 700), 2595 * np.log10(1 + hi / 700)
+    f = f * ((mhi - mlo) / (bins + 2)) + mlo
+    f = 700 * (np.power(10, f / 2595) - 1)
+    f = ((dft_length + 1) * f) // rate
+    f = f.astype(int)
+    out = np.zeros((spec, bins))
+    for i in range(bins):
+        l, c, h = f[i], f[i + 1], f[i + 2]
+        if c == l:
+            out[c, i] = 1
+        else:
+            for j in range(l, c + 1):
+                out[j, i] = (j - l) / (c - l)
+        for j in range(c, h):
+            out[j, i] = (h - j) / (h - c)
+    return out
+
+
+def signal_case():
+    x = vals((2, 6, 3, 1), 1.0, 0.1)
+    xc = vals((2, 5, 2), 1.0, 0.5)
+    s = vals((1, 20, 2), 1.0, 0.9)
+    a = cplx(np.fft.fft(x[..., 0].astype(np.float64), n=8, axis=1)[:, :5])
+    z = xc[..., 0].astype(np.float64) + 1j * xc[..., 1]
+    b = cplx(np.fft.ifft(z, n=4, axis=1))
+    zs = s[0, :, 0].astype(np.float64) + 1j * s[0, :, 1]
+    frames = [np.fft.fft(zs[f * 3:f * 3 + 6]) for f in range(5)]
+    c = cplx(np.array(frames))[None]
+    d = mel(5, 16, 8000, 100.0, 3000.0)
+    return [x, xc, s], [o.astype(F) for o in (a, b, c, d)]
+
+
+CASES = {"signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
