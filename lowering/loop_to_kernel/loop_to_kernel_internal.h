@@ -193,6 +193,13 @@ bool fzLkSplitNest(FzOp *func, FzOp **par, const FzLkSplit *s,
  * (reported: a bad `split-k` text among them). */
 bool fzLkMatmulSplitK(FzOp *func, FzOp **par, const FzLoopToKernelOptions *o);
 
+/* The weights of an NHWC conv2d nest par that the tensor-core mapping
+ * takes, when they are a loop.constant_buffer, repacked to [M, KH, KW,
+ * C] (conv_repack.c): the nest's weight load reads the new buffer,
+ * inserted before par. Nothing otherwise. False after an error
+ * (reported). */
+bool fzLkRepackConvWeights(FzOp *par, const FzLoopToKernelOptions *o);
+
 /* Parses a split-k text (NULL or "": $FZ_GPU_SPLIT_K, else "auto"):
  * "auto" (0), "off" (1) or a count of slices 2..FZ_MATMUL_MAX_SPLIT
  * into *out. False with the reason in why. */

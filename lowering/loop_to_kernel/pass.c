@@ -256,7 +256,8 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
        * along k becomes two nests: the next one is the second
        * (fzSmallMSplit, fzLkMatmulSplitK). */
       bool par = fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL;
-      ok = !par || (fzSmallMSplit(f, &op, options) &&
+      ok = !par || (fzLkRepackConvWeights(op, options) &&
+                    fzSmallMSplit(f, &op, options) &&
                     fzLkMatmulSplitK(f, &op, options));
       after = fzOpGetNextInBlock(op);
       if (ok && fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
