@@ -22,11 +22,12 @@
 #include "lowering/passes.h"
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
- * The specialized mappings (small-M contractions, then the tensor-core
- * matmul) go in front of the generic ones; elementwise accepts every
+ * The specialized mappings (small-M contractions, depthwise convolutions,
+ * then the tensor-core matmul) go in front of the generic ones; elementwise accepts every
  * nest. */
 static const FzLkMapping *const kMappings[] = {
     &fzLkSmallMMapping,
+    &fzLkDepthwiseMapping,
     &fzLkMatmulMapping,
     &fzLkGroupedMapping,
     &fzLkElementwiseMapping,
