@@ -126,6 +126,7 @@ typedef struct FzLkMapping {
 } FzLkMapping;
 
 extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
+extern const FzLkMapping fzLkDepthwiseMapping;   /* depthwise.c */
 /* fzLkSmallMMapping: small_m.h. */
 /* Before the mappings plan a matmul nest (matmul_mapping.c): the batch
  * dims of its rows operand that the other operand does not index, and
@@ -192,6 +193,13 @@ bool fzLkSplitNest(FzOp *func, FzOp **par, const FzLkSplit *s,
  * with the slice last; otherwise nothing. False after an error
  * (reported: a bad `split-k` text among them). */
 bool fzLkMatmulSplitK(FzOp *func, FzOp **par, const FzLoopToKernelOptions *o);
+
+/* The weights of an NHWC conv2d nest par that the tensor-core mapping
+ * takes, when they are a loop.constant_buffer, repacked to [M, KH, KW,
+ * C] (conv_repack.c): the nest's weight load reads the new buffer,
+ * inserted before par. Nothing otherwise. False after an error
+ * (reported). */
+bool fzLkRepackConvWeights(FzOp *par, const FzLoopToKernelOptions *o);
 
 /* Parses a split-k text (NULL or "": $FZ_GPU_SPLIT_K, else "auto"):
  * "auto" (0), "off" (1) or a count of slices 2..FZ_MATMUL_MAX_SPLIT

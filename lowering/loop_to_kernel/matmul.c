@@ -571,10 +571,15 @@ void mmLoadTileAsync(Gen *G, Tile *T, FzValue *kt, FzValue *stage) {
                          mmMul(K, stage, T->stageElems));
   int step = T->copy, per = 8 / step;
   int64_t bytes = mmCopyBytes(T->x);
+  const FzMatmulConv *cv = &G->m->conv;
+  bool gather = cv->on && !cv->pointwise && T->x == &G->m->a;
   for (int p = 0; p < T->perThread; ++p)
     for (int h = 0; h < per; ++h) {
       FzValue *idx[FZ_MATMUL_MAX_DIMS], *ok;
-      chunk_indices(G, T, p, kt, h * step, idx, &ok);
+      if (gather) /* an NHWC conv's input: one tap per copy */
+        mmConvChunk(G, T, p, kt, h * step, &idx[0], &ok);
+      else
+        chunk_indices(G, T, p, kt, h * step, idx, &ok);
       FzValue *ops[3 + FZ_MATMUL_MAX_DIMS];
       size_t n = 0;
       ops[n++] = G->smem;
@@ -937,18 +942,22 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
       snprintf(gemm, sizeof gemm, "GEMM %lldx%lldx%lld", (long long)m->M,
                (long long)m->N, (long long)m->K);
     bool async = fzMatmulUsesAsyncCopies(m, t);
-    snprintf(buf, n, "conv2d implicit GEMM %lldx%lldx%lldx%lld -> %lld "
+    const char *how = !async          ? "scalar tile loads"
+                      : cv->pointwise ? "cp.async pipeline"
+                      : m->a.asyncCopies
+                          ? "cp.async weights and input (vectors along C)"
+                          : "cp.async weights, gathered input";
+    snprintf(buf, n, "conv2d %simplicit GEMM %lldx%lldx%lldx%lld -> %lld "
              "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
-             "dilation %lldx%lld (%s) %s, tile %s, %s%s%s",
+             "dilation %lldx%lld (%s%s) %s, tile %s, %s%s%s",
+             cv->nhwc ? "NHWC " : "",
              (long long)cv->batch, (long long)cv->C, (long long)cv->H,
              (long long)cv->W, (long long)(cv->pointwise ? m->M : m->N),
              (long long)cv->KH, (long long)cv->KW, (long long)cv->sh,
              (long long)cv->sw, (long long)cv->padH, (long long)cv->padW,
-             (long long)cv->dh, (long long)cv->dw, gemm, elt, tt,
-             !async           ? "scalar tile loads"
-             : cv->pointwise ? "cp.async pipeline"
-                             : "cp.async weights, gathered input",
-             async ? narrow : "", split);
+             (long long)cv->dh, (long long)cv->dw, gemm,
+             !cv->nhwc ? "" : cv->kHwc ? ", k = (kh, kw, c)" : ", k = (c, kh, kw)",
+             elt, tt, how, async ? narrow : "", split);
     return;
   }
   if (batch_of(m) > 1)

@@ -104,6 +104,15 @@ typedef struct FzMatmulConv {
    * w[OC, C] x[n][C, OH*OW] (rows oc, columns p = oh*OW + ow, k = c,
    * batch n; both operands by 16-byte copies where they allow them). */
   bool pointwise;
+  /* NHWC (channels-last) nest: parallel dims (n, oh, ow, oc), rows m =
+   * (n, oh, ow) (dims 0..2), columns oc (dim 3, contiguous in the
+   * output), A[m, k] = x[n, ih, iw, c]. kHwc: k = (kh KW + kw) C + c (a
+   * k-tile runs along C: A's chunks are whole vectors of consecutive
+   * channels, the weights read as w'[oc, kh, kw, c], repacked at compile
+   * time by conv_repack.c or 1x1), else k = (c KH + kh) KW + kw as in
+   * NCHW (weights w[oc, c, kh, kw] that are not constants: A gathered
+   * element by element). Never pointwise, never split. */
+  bool nhwc, kHwc;
 } FzMatmulConv;
 
 typedef struct FzMatmulNest {

@@ -41,8 +41,9 @@ static bool is_iv(const ConvNest *C, FzValue *v, int var) {
   return true;
 }
 
-/* The weight load: w = [extf] load W[m, c, kh, kw] of element type elt. */
-static FzOp *weight_load(const ConvNest *C, FzType *elt) {
+/* The weight load: w = [extf] load W[m, c, kh, kw] of element type elt
+ * (or, with hwc, W[m, kh, kw, c]: conv_repack.c's repacked weights). */
+static FzOp *weight_load(const ConvNest *C, FzType *elt, bool hwc) {
   FzValue *v = C->wVal;
   FzOp *def = fzValueGetDefiningOp(v);
   if (C->xExt) {
@@ -54,20 +55,31 @@ static FzOp *weight_load(const ConvNest *C, FzType *elt) {
   if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_LOAD ||
       fzOpGetNumOperands(def) != 5 || fzValueGetType(v) != elt)
     return NULL;
-  static const int vars[4] = {CV_M, CV_C, CV_KH, CV_KW};
+  static const int vars[2][4] = {{CV_M, CV_C, CV_KH, CV_KW},
+                                  {CV_M, CV_KH, CV_KW, CV_C}};
   for (int i = 0; i < 4; ++i)
-    if (!is_iv(C, fzOpGetOperand(def, 1 + (size_t)i), vars[i]))
+    if (!is_iv(C, fzOpGetOperand(def, 1 + (size_t)i), vars[hwc][i]))
       return NULL;
   return def;
 }
 
-/* Whether the weights' (c, kh, kw) are contiguous: rows of B = [OC, K]. */
+/* Whether the weights' (c, kh, kw) are contiguous: rows of B = [OC, K]
+ * (hwc: w'[oc, kh, kw, c], whose (kh, kw, c) are). */
 static bool weight_rows(FzValue *w) {
   FzType *t = fzValueGetType(w);
   int64_t st[4];
   mmStridesOf(t, st);
-  int64_t kh = fzShapedTypeGetDim(t, 2), kw = fzShapedTypeGetDim(t, 3);
-  return st[3] == 1 && st[2] == kw && st[1] == kh * kw;
+  int64_t d2 = fzShapedTypeGetDim(t, 2), d3 = fzShapedTypeGetDim(t, 3);
+  return st[3] == 1 && st[2] == d3 && st[1] == d2 * d3;
+}
+
+/* The bytes of A's cp.async copies in an NHWC nest with k = (kh, kw, c):
+ * a copy never crosses a tap when C elements are whole copies (16, 8 or
+ * 4 bytes), the input 16-byte aligned; 0 when none applies (C = 3 in
+ * f16: the scalar gather). */
+static int nhwc_input_copy(FzValue *x, int64_t C, int64_t eb) {
+  int cb = eb == 2 || eb == 4 ? mmCopyBytesOf(C, eb) : 0;
+  return mmAlignedCopyBytes(x, cb, eb);
 }
 
 /* The 16-byte copies of the weights (see the opening comment). */
@@ -84,10 +96,8 @@ static bool weight_async(FzValue *w, int64_t K) {
 static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
                  size_t whyLen) {
   const TileNest *T = &C->T;
-  if (C->layout != CONV_NCHW) /* the gather reads NCHW */
-    return fzReasonf(why, whyLen, "an NHWC nest (the implicit GEMM reads "
-                                  "NCHW; the nest runs as generic loops)");
-  int64_t OC = T->trips[CV_M], CG = C->ext[0];
+  bool nhwc = C->layout == CONV_NHWC;
+  int64_t OC = C->outDims[CV_M], CG = C->ext[0];
   bool grouped = CG != C->C;
   for (int64_t j = 0; !grouped && j < OC; ++j)
     for (int64_t c = 0; !grouped && c < CG; ++c)
@@ -96,7 +106,10 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
     return fzReasonf(why, whyLen, "groups > 1 (a grouped or depthwise conv2d "
                                "is not one GEMM)");
   FzType *elt = fzValueGetType(fzOpGetResult(C->xLoad, 0));
-  FzOp *wl = weight_load(C, elt);
+  FzOp *wl = weight_load(C, elt, false);
+  bool hwcLoad = false;
+  if (!wl && nhwc && (wl = weight_load(C, elt, true)))
+    hwcLoad = true;
   if (!wl)
     return fzReasonf(why, whyLen, "the weight is not a load w[oc, c, kh, kw] "
                                "of the input's element type");
@@ -107,20 +120,28 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
   FzType *xt = fzValueGetType(x);
   int64_t xs[4];
   mmStridesOf(xt, xs);
-  if (xs[3] != 1 || xs[2] != C->Wi || xs[1] != C->H * C->Wi ||
-      xs[0] != C->C * C->H * C->Wi ||
-      fzShapedTypeGetDim(xt, 0) * xs[0] >= ((int64_t)1 << 31))
-    return fzReasonf(why, whyLen, "the input is not a dense NCHW buffer of "
+  bool dense = nhwc ? xs[3] == 1 && xs[2] == C->C &&
+                          xs[1] == C->Wi * C->C &&
+                          xs[0] == C->H * C->Wi * C->C
+                    : xs[3] == 1 && xs[2] == C->Wi &&
+                          xs[1] == C->H * C->Wi &&
+                          xs[0] == C->C * C->H * C->Wi;
+  if (!dense || fzShapedTypeGetDim(xt, 0) * xs[0] >= ((int64_t)1 << 31))
+    return fzReasonf(why, whyLen, "the input is not a dense %s buffer of "
                                "fewer than 2^31 elements (the gather's "
-                               "offsets are 32-bit)");
-  if (!weight_rows(w) || fzShapedTypeGetDim(fzValueGetType(w), 1) != CG)
+                               "offsets are 32-bit)", nhwc ? "NHWC" : "NCHW");
+  if (!weight_rows(w) ||
+      fzShapedTypeGetDim(fzValueGetType(w), hwcLoad ? 3 : 1) != CG)
     return fzReasonf(why, whyLen, "the weight's (c, kh, kw) are not contiguous "
                                "in memory (no [OC, K] matrix)");
   FzMatmulConv *cv = &m->conv;
   cv->on = true;
-  cv->batch = T->trips[CV_N];
+  cv->nhwc = nhwc;
+  /* 1x1: both k orders are c alone. */
+  cv->kHwc = nhwc && (hwcLoad || C->ext[1] * C->ext[2] == 1);
+  cv->batch = C->outDims[CV_N];
   cv->C = C->C, cv->H = C->H, cv->W = C->Wi;
-  cv->OH = T->trips[CV_OH], cv->OW = T->trips[CV_OW];
+  cv->OH = C->outDims[CV_OH], cv->OW = C->outDims[CV_OW];
   cv->KH = C->ext[1], cv->KW = C->ext[2];
   cv->sh = C->sh, cv->sw = C->sw, cv->dh = C->dh, cv->dw = C->dw;
   cv->padH = -C->hOff, cv->padW = -C->wOff;
@@ -143,14 +164,20 @@ static bool fill(const ConvNest *C, FzMatmulNest *m, char *why,
     m->sliceK = C->sliceC * cv->KH * cv->KW;
   }
   m->dimI = -1;
-  m->dimJ = CV_M;
+  m->dimJ = C->parDim[CV_M];
   m->a = (FzMatmulOperand){.buffer = x, .load = C->xLoad, .rank = 4,
                            .kLast = true};
+  if (cv->kHwc) { /* chunks of consecutive channels: cp.async copies */
+    int64_t eb = (int64_t)fzTypeGetStorageSize(elt);
+    int cb = nhwc_input_copy(x, cv->C, eb);
+    m->a.asyncCopies = cb > 0;
+    m->a.copyBytes = cb;
+  }
   /* A slice starts at k = sb KS: 16-byte aligned where KS % 8 == 0. */
   m->b = (FzMatmulOperand){.buffer = w, .load = wl, .rank = 4, .kLast = true,
                            .asyncCopies = weight_async(w, m->K) &&
                                           (!m->splitK || m->sliceK % 8 == 0)};
-  cv->pointwise = cv->KH == 1 && cv->KW == 1 && cv->sh == 1 &&
+  cv->pointwise = !nhwc && cv->KH == 1 && cv->KW == 1 && cv->sh == 1 &&
                   cv->sw == 1 && !cv->edgeH && !cv->edgeW &&
                   C->hOff == 0 && C->wOff == 0 && cv->OH == cv->H &&
                   cv->OW == cv->W;

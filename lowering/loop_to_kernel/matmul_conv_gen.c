@@ -13,6 +13,13 @@
  * k are inside the GEMM and ih0 + kh*dh, iw0 + kw*dw inside the input
  * (unsigned compares, only along an axis where the window can leave
  * it); an invalid one reads offset 0 and becomes 0.
+ *
+ * NHWC (FzMatmulConv.nhwc): the corner is n*H*W*C + ih0*W*C + iw0*C and
+ * the k term kh*dh*W*C + kw*dw*C + c, with k = (kh KW + kw) C + c
+ * (kHwc) or (c KH + kh) KW + kw. With kHwc and C a whole number of
+ * copies, A's chunks go by cp.async like a plain GEMM's (mmConvChunk:
+ * one tap per copy, the copy zero-filled outside the input or past K,
+ * its source then offset 0), else by the scalar gather.
  */
 #include "lowering/loop_to_kernel/matmul_internal.h"
 
@@ -61,9 +68,10 @@ void mmConvSetupRow(Gen *G, Tile *T, int p) {
   FzValue *n = mmDivC(K, m, cv->OH * cv->OW);
   T->cvH[p] = mmAddC(K, mmMul(K, mmDivC(K, rest, cv->OW), cv->sh), -cv->padH);
   T->cvW[p] = mmAddC(K, mmMul(K, mmRemC(K, rest, cv->OW), cv->sw), -cv->padW);
+  int64_t cs = cv->nhwc ? cv->C : 1; /* the spatial stride factor */
   T->cvN[p] = mmAdd(K, mmAdd(K, mmMul(K, n, cv->C * cv->H * cv->W),
-                             mmMul(K, T->cvH[p], cv->W)),
-                    T->cvW[p]);
+                             mmMul(K, T->cvH[p], cv->W * cs)),
+                    mmMul(K, T->cvW[p], cs));
 }
 
 /* The k-dependent half of element e of the chunks at k offset kOff. */
@@ -87,20 +95,48 @@ static KTerms k_terms(Gen *G, FzValue *kt, FzValue *kOff, int e) {
                      : mmLtC(K, k, Kx);
   FzValue *kc = G->kMask ? mmMinC(K, k, Kx - 1) : k;
   int64_t taps = cv->KH * cv->KW;
-  FzValue *tap = mmRemC(K, kc, taps);
-  FzValue *c = mmDivC(K, kc, taps);
+  FzValue *tap = cv->kHwc ? mmDivC(K, kc, cv->C) : mmRemC(K, kc, taps);
+  FzValue *c = cv->kHwc ? mmRemC(K, kc, cv->C) : mmDivC(K, kc, taps);
   FzValue *kh = mmDivC(K, tap, cv->KW), *kw = mmRemC(K, tap, cv->KW);
   r.kh = mmMul(K, kh, cv->dh);
   r.kw = mmMul(K, kw, cv->dw);
-  r.off = mmAdd(K, mmAdd(K, mmMul(K, c, cv->H * cv->W),
-                         mmMul(K, kh, cv->dh * cv->W)),
-                r.kw);
+  if (cv->nhwc)
+    r.off = mmAdd(K, mmAdd(K, c, mmMul(K, kh, cv->dh * cv->W * cv->C)),
+                  mmMul(K, kw, cv->dw * cv->C));
+  else
+    r.off = mmAdd(K, mmAdd(K, mmMul(K, c, cv->H * cv->W),
+                           mmMul(K, kh, cv->dh * cv->W)),
+                  r.kw);
   return r;
+}
+
+/* Whether (row p's window, k terms kt8) is inside the input, and'ed to
+ * ok (NULL: valid). */
+static FzValue *window_ok(Gen *G, Tile *T, int p, const KTerms *kt8,
+                          FzValue *ok) {
+  KB *K = &G->K;
+  const FzMatmulConv *cv = &G->m->conv;
+  ok = mmAnd(K, mmAnd(K, ok, T->mnOk[p]), kt8->ok);
+  if (cv->edgeH)
+    ok = mmAnd(K, ok, mmUltC(K, mmAdd(K, T->cvH[p], kt8->kh), cv->H));
+  if (cv->edgeW)
+    ok = mmAnd(K, ok, mmUltC(K, mmAdd(K, T->cvW[p], kt8->kw), cv->W));
+  return ok;
+}
+
+void mmConvChunk(Gen *G, Tile *T, int p, FzValue *kt, int e, FzValue **off,
+                 FzValue **ok) {
+  KB *K = &G->K;
+  KTerms kt8 = k_terms(G, kt, T->kOff[p], e);
+  *ok = window_ok(G, T, p, &kt8, NULL);
+  FzValue *o = mmAdd(K, T->cvN[p], kt8.off);
+  if (*ok)
+    o = mmSelect(K, *ok, o, mmConstOf(K, K->i32, 0));
+  *off = mmCast(K, o, K->idx);
 }
 
 void mmConvGather(Gen *G, Tile *T, FzValue *kt, FzValue **vals) {
   KB *K = &G->K;
-  const FzMatmulConv *cv = &G->m->conv;
   for (int e = 0; e < 8; ++e) {
     FzValue *lastOff = NULL;
     KTerms kt8 = {0};
@@ -109,11 +145,7 @@ void mmConvGather(Gen *G, Tile *T, FzValue *kt, FzValue **vals) {
         kt8 = k_terms(G, kt, T->kOff[p], e);
         lastOff = T->kOff[p];
       }
-      FzValue *ok = mmAnd(K, T->mnOk[p], kt8.ok);
-      if (cv->edgeH)
-        ok = mmAnd(K, ok, mmUltC(K, mmAdd(K, T->cvH[p], kt8.kh), cv->H));
-      if (cv->edgeW)
-        ok = mmAnd(K, ok, mmUltC(K, mmAdd(K, T->cvW[p], kt8.kw), cv->W));
+      FzValue *ok = window_ok(G, T, p, &kt8, NULL);
       FzValue *off = mmAdd(K, T->cvN[p], kt8.off);
       if (ok)
         off = mmSelect(K, ok, off, mmConstOf(K, K->i32, 0));

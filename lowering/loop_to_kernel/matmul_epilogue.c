@@ -45,6 +45,11 @@ static FzValue *dim_value(Gen *G, size_t d, FzValue *row, FzValue *col) {
            : d == 1 ? row
            : d == 2 ? mmDivC(K, col, cv->OW)
                     : mmRemC(K, col, cv->OW);
+  if (cv->nhwc) /* dims (n, oh, ow, oc): rows (n, oh, ow), columns oc */
+    return d == 0   ? mmDivC(K, row, cv->OH * cv->OW)
+           : d == 1 ? mmRemC(K, mmDivC(K, row, cv->OW), cv->OH)
+           : d == 2 ? mmRemC(K, row, cv->OW)
+                    : col;
   switch (d) {
   case 0:
     return mmDivC(K, row, cv->OH * cv->OW);

@@ -255,6 +255,11 @@ void mmConvSetupRow(Gen *G, Tile *T, int p);
 /* This thread's 8 elements per chunk of A's tile kt gathered from the
  * input (0 outside it and outside the GEMM) into vals[p * 8 + e]. */
 void mmConvGather(Gen *G, Tile *T, FzValue *kt, FzValue **vals);
+/* The flat input offset (index) of element e of A's chunk p at k-tile kt
+ * (an NHWC kHwc conv's cp.async copy) and its validity (NULL: valid;
+ * the offset is 0 where it is false). */
+void mmConvChunk(Gen *G, Tile *T, int p, FzValue *kt, int e, FzValue **off,
+                 FzValue **ok);
 
 /*===--- matmul_epilogue.c ----------------------------------------------===*/
 

@@ -444,7 +444,8 @@ bool mmMatchEpilogue(FzMatmulNest *m, char *why, size_t whyLen) {
         return fzReasonf(why, whyLen, "the epilogue reads a buffer the nest "
                                    "writes, at other indices");
   }
-  m->pairStores = !m->conv.on;
+  /* An NHWC conv's columns are its output channels, contiguous. */
+  m->pairStores = !m->conv.on || m->conv.nhwc;
   for (size_t s = 0; s < m->numStores; ++s)
     m->pairStores = m->pairStores && pair_store_ok(m, m->stores[s]);
   return true;

@@ -135,7 +135,7 @@ bool fzLkMatmulSplitK(FzOp *func, FzOp **par, const FzLoopToKernelOptions *o) {
   bool isConv = false, ok = true;
   bool matmul = fzKernelMatchMatmulNest(p, m, NULL, 0);
   bool tc = (matmul || fzKernelMatchConvNest(p, m, &isConv, NULL, 0)) &&
-            !m->splitK && !(matmul && small_m_takes(p, o)) &&
+            !m->splitK && !m->conv.nhwc && !(matmul && small_m_takes(p, o)) &&
             !(fzTypeGetKind(m->elt) == FZ_TYPE_F32 &&
               fzPrecisionResolve(o->precision, 0) == FZ_PRECISION_IEEE);
   FzMatmulTile t;

@@ -22,11 +22,12 @@
 #include "lowering/passes.h"
 
 /* Tried in order: the first whose plan accepts a nest builds its kernel.
- * The specialized mappings (small-M contractions, then the tensor-core
- * matmul) go in front of the generic ones; elementwise accepts every
+ * The specialized mappings (small-M contractions, depthwise convolutions,
+ * then the tensor-core matmul) go in front of the generic ones; elementwise accepts every
  * nest. */
 static const FzLkMapping *const kMappings[] = {
     &fzLkSmallMMapping,
+    &fzLkDepthwiseMapping,
     &fzLkMatmulMapping,
     &fzLkGroupedMapping,
     &fzLkElementwiseMapping,
@@ -256,7 +257,8 @@ bool fzLowerLoopToKernel(FzOp *module, const FzLoopToKernelOptions *options) {
        * along k becomes two nests: the next one is the second
        * (fzSmallMSplit, fzLkMatmulSplitK). */
       bool par = fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL;
-      ok = !par || (fzSmallMSplit(f, &op, options) &&
+      ok = !par || (fzLkRepackConvWeights(op, options) &&
+                    fzSmallMSplit(f, &op, options) &&
                     fzLkMatmulSplitK(f, &op, options));
       after = fzOpGetNextInBlock(op);
       if (ok && fzLoopGetOpcode(op) == FZ_LOOP_OP_PARALLEL)
