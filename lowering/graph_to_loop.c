@@ -376,6 +376,12 @@ static bool lower_lone(FuncState *S, FzOp *op) {
   if (fzOpGetNumResults(op) == 0)
     return fzOpEmitError(op, "cannot be lowered to loops: expected a "
                              "result");
+  if (is_named(op, "graph.attention") && fzOpGetNumResults(op) == 1) {
+    FzValue *r = fzOpGetResult(op, 0);
+    FzValue *buf = result_buffer(S, r, fzOpGetLoc(op));
+    return buf && lgLowerAttention(&S->F, op, buf) &&
+           new_storage(&S->F, r, buf);
+  }
   if (!lgFindEmitter(op)) {
     FzStringRef name = fzIdentGetString(fzOpGetName(op));
     return fzOpEmitError(op, "cannot be lowered to loops: '%.*s' is not "
