@@ -74,7 +74,8 @@ static void mark_reduction(LgNest *N, FzOp *loop) {
     N->F->failed = true;
 }
 
-bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out) {
+bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
+                      const FzPtrMap *alias) {
   FzContext *ctx = F->ctx;
   FzLoc *loc = fzOpGetLoc(op);
   size_t nops = fzOpGetNumOperands(op);
@@ -104,6 +105,7 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out) {
 
   LgNest N;
   lgNestInit(&N, F, loc);
+  N.alias = alias;
   int64_t ext[LG_MAX_RANK];
   FzValue *row[LG_MAX_RANK];
   for (size_t d = 0; d + 1 < r; ++d)

@@ -187,8 +187,10 @@ FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx);
 /* graph.attention (graph_to_loop_attention.c): the whole op as one nest
- * storing into out (a buffer of the result's shape). */
-bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out);
+ * storing into out (a buffer of the result's shape); inside a group,
+ * alias maps its block arguments (the prologue's inputs; may be NULL). */
+bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
+                      const FzPtrMap *alias);
 /* graph.scatter_nd (graph_to_loop_scatter.c). */
 FzValue *lgEmitScatterNd(LgNest *N, FzOp *op, FzValue *const *idx);
 
