@@ -308,7 +308,12 @@ static bool lower_fusion(FuncState *S, FzOp *op) {
   for (size_t i = 0; ok && i < fzBlockGetNumArguments(body); ++i)
     ok = fzPtrMapPut(&alias, fzBlockGetArgument(body, i),
                      fzOpGetOperand(op, i));
-  if (ok)
+  /* A group around a graph.attention (its prologue: fusion's
+   * prologueRoot) is that op's nest, reading through the prologue. */
+  FzOp *att = nr == 1 && ok ? fzValueGetDefiningOp(vals[0]) : NULL;
+  if (att && is_named(att, "graph.attention"))
+    ok = lgLowerAttention(&S->F, att, vals[nr], &alias);
+  else if (ok)
     ok = lower_outputs(&S->F, fzOpGetLoc(op), nr, vals, vals + nr, ops, nops,
                        &alias);
   for (size_t i = 0; ok && i < nr; ++i)
@@ -376,6 +381,12 @@ static bool lower_lone(FuncState *S, FzOp *op) {
   if (fzOpGetNumResults(op) == 0)
     return fzOpEmitError(op, "cannot be lowered to loops: expected a "
                              "result");
+  if (is_named(op, "graph.attention") && fzOpGetNumResults(op) == 1) {
+    FzValue *r = fzOpGetResult(op, 0);
+    FzValue *buf = result_buffer(S, r, fzOpGetLoc(op));
+    return buf && lgLowerAttention(&S->F, op, buf, NULL) &&
+           new_storage(&S->F, r, buf);
+  }
   if (!lgFindEmitter(op)) {
     FzStringRef name = fzIdentGetString(fzOpGetName(op));
     return fzOpEmitError(op, "cannot be lowered to loops: '%.*s' is not "

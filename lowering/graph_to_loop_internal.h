@@ -137,6 +137,11 @@ bool lgOpenParallel(LgNest *N, size_t parent, size_t n, const int64_t *ext,
 bool lgOpenFor(LgNest *N, size_t parent, int64_t ext, size_t n,
                FzValue *const *inits, FzValue **iv, FzValue **iters,
                LgSaved *saved);
+/* lgOpenFor over [0, ub) for an index value ub made at or above parent
+ * (a causal attention's key loop stops at the row's last visible key). */
+bool lgOpenForTo(LgNest *N, size_t parent, FzValue *ub, size_t n,
+                 FzValue *const *inits, FzValue **iv, FzValue **iters,
+                 LgSaved *saved);
 /* Closes the innermost loop: yields values (n of them; for loop.for) and
  * restores the path. Returns the loop op. */
 FzOp *lgClose(LgNest *N, size_t n, FzValue *const *yields,
@@ -181,6 +186,11 @@ FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx);
+/* graph.attention (graph_to_loop_attention.c): the whole op as one nest
+ * storing into out (a buffer of the result's shape); inside a group,
+ * alias maps its block arguments (the prologue's inputs; may be NULL). */
+bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
+                      const FzPtrMap *alias);
 /* graph.scatter_nd (graph_to_loop_scatter.c). */
 FzValue *lgEmitScatterNd(LgNest *N, FzOp *op, FzValue *const *idx);
 

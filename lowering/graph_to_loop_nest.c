@@ -345,13 +345,20 @@ bool lgOpenParallel(LgNest *N, size_t parent, size_t n, const int64_t *ext,
 bool lgOpenFor(LgNest *N, size_t parent, int64_t ext, size_t n,
                FzValue *const *inits, FzValue **iv, FzValue **iters,
                LgSaved *saved) {
+  return lgOpenForTo(N, parent, lgConstIndex(N, ext), n, inits, iv, iters,
+                     saved);
+}
+
+bool lgOpenForTo(LgNest *N, size_t parent, FzValue *ub, size_t n,
+                 FzValue *const *inits, FzValue **iv, FzValue **iters,
+                 LgSaved *saved) {
   FzContext *ctx = N->F->ctx;
   FzValue *ops[3 + 8];
   FzType *types[1 + 8];
-  if (n > 8)
+  if (n > 8 || !ub)
     return false;
   ops[0] = lgConstIndex(N, 0);
-  ops[1] = lgConstIndex(N, ext);
+  ops[1] = ub;
   ops[2] = lgConstIndex(N, 1);
   types[0] = fzIndexTypeGet(ctx);
   for (size_t i = 0; i < n; ++i) {

@@ -14,7 +14,7 @@
  * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
 #define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
   "recognize-composites,simplify-algebra,simplify-reshapes,fold-transpose," \
-  "fold-batchnorm,canonicalize"
+  "fold-batchnorm,recognize-attention,canonicalize"
 
 /* The layout steps of fzModuleApplyLayout (NHWC), after the
  * simplifications: convert-layout, then the reshape chains and constants

@@ -33,6 +33,7 @@ static const FzPassDef *const kPasses[] = {
     &fzSimplifyReshapesPass,    /* transforms/graph */
     &fzSimplifyAlgebraPass,     /* transforms/graph */
     &fzRecognizeCompositesPass, /* transforms/graph */
+    &fzRecognizeAttentionPass,  /* transforms/graph */
     &fzConvertContractionsPass, /* transforms/graph */
     &fzConvertLayoutPass,       /* transforms/graph */
 };

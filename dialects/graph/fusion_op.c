@@ -410,6 +410,21 @@ bool fzGraphDescribeFusion(FzOp *op, FzFusionOpInfo *info) {
   info->flops = 0;
   info->reduceOperand = -1;
   info->reduceAxes = 0;
+  if (def == &fzGraphOp_attention) {
+    /* A window-like root (reduceOperand -1) that takes a prologue: the
+     * head split's reshapes and transposes, a bias, fold into its loads.
+     * 2 * Sq * Sk * (D + Dv) per batch entry, and the exps. */
+    FzType *k = fzValueGetType(fzOpGetOperand(op, fzOpGetNumOperands(op) > 1));
+    size_t r = fzShapedTypeGetRank(rt);
+    if (r < 2 || fzShapedTypeGetRank(k) != r)
+      return true;
+    double sk = (double)dim_or_one(k, r - 2);
+    double dk = (double)dim_or_one(k, r - 1);
+    double dv = (double)dim_or_one(rt, r - 1);
+    info->flops = num_elements(rt) / dv * sk * (2 * (dk + dv) + 20);
+    info->prologueRoot = true;
+    return true;
+  }
   switch (def->fusionKind) {
   case FZ_FUSION_BROADCAST: {
     /* Broadcasting in name only: every operand has the result's shape. */

@@ -87,7 +87,8 @@
           X(reduce_max) X(reduce_min) X(reduce_prod) X(softmax) X(log_softmax) \
               X(layer_norm) X(rms_norm) X(batch_norm) X(matmul) X(conv2d)      \
                   X(max_pool) X(avg_pool) X(global_avg_pool)                   \
-                      X(global_max_pool) X(weighted_sum) X(scatter_nd)
+                      X(global_max_pool) X(weighted_sum) X(scatter_nd)       \
+                          X(attention)
 
 /*===--- Diagnostics of shape functions -------------------------------===*/
 

@@ -50,6 +50,10 @@ typedef struct FzFusionOpInfo {
   /* When > 0: the op's total arithmetic, replacing flopsPerElement
    * (contractions: 2*M*N*K). */
   double flops;
+  /* A root that absorbs the elementwise and layout producers of its
+   * operands (a prologue: how its operands are read) and no consumers
+   * (graph.attention: the head split folds into its loads). */
+  bool prologueRoot;
 } FzFusionOpInfo;
 
 /* Describes op into *info (pre-filled from the op definition: kind =

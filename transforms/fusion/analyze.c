@@ -416,6 +416,47 @@ static bool gather(Cand *c, const uint32_t *roots, size_t n, size_t total) {
   return true;
 }
 
+/* The kind rules of a group around a prologue root (graph.attention) at
+ * member r: every other member is elementwise or a layout op whose value
+ * only feeds the group (the root's prologue: how its operands are read);
+ * nothing reads the root inside the group (no epilogue). */
+static bool check_prologue(Cand *c, FAnalysis *a, size_t r) {
+  FFuser *F = c->F;
+  FzFusionKernelDesc *d = &a->desc;
+  const FNode *rn = &F->nodes[c->m[r]];
+  Shape o;
+  shape_of(result_type(rn), &o);
+  d->kind = FZ_FUSION_GROUP_CONTRACTION;
+  d->points = shape_numel(&o);
+  d->flops += rn->flops > 0 ? rn->flops : rn->flopsPerElement * shape_numel(&o);
+  for (size_t i = 0; i < c->nm; ++i) {
+    const FNode *n = &F->nodes[c->m[i]];
+    if (i == r)
+      continue;
+    if (n->contraction || n->prologueRoot || n->kind == FZ_FUSION_REDUCTION)
+      return refuse(a, R_KIND, "'%s' cannot join '%s': its kernel holds "
+                               "elementwise and layout ops besides it",
+                    op_name(n), op_name(rn));
+    if (n->kind != FZ_FUSION_ELEMENTWISE && n->kind != FZ_FUSION_BROADCAST &&
+        n->kind != FZ_FUSION_INJECTIVE)
+      return refuse(a, R_KIND, "'%s' is neither elementwise nor a layout op: "
+                               "the prologue of '%s' holds those only",
+                    op_name(n), op_name(rn));
+    if (c->isOut[i])
+      return refuse(a, R_KIND, "'%s' is used outside the group: the "
+                               "prologue of '%s' feeds it only",
+                    op_name(n), op_name(rn));
+    for (uint32_t k = 0; k < n->npred; ++k)
+      if (n->pred[k] == c->m[r])
+        return refuse(a, R_KIND, "'%s' reads '%s', which takes no epilogue",
+                      op_name(n), op_name(rn));
+    Shape s;
+    shape_of(result_type(n), &s);
+    d->flops += n->flopsPerElement * shape_numel(&s);
+  }
+  return true;
+}
+
 /* Checks the kind rules; fills the kind-specific parts of the desc. */
 static bool check_kinds(Cand *c, FAnalysis *a) {
   FFuser *F = c->F;
@@ -437,6 +478,9 @@ static bool check_kinds(Cand *c, FAnalysis *a) {
   }
   bool multi = c->nm > 1;
   const unsigned disable = F->resolved.disable;
+  for (size_t i = 0; multi && i < c->nm; ++i)
+    if (F->nodes[c->m[i]].prologueRoot)
+      return check_prologue(c, a, i);
   if (numContr > 1)
     return refuse(a, R_KIND, "a kernel holds one contraction or window op; "
                              "'%s' would meet another",

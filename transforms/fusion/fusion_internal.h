@@ -76,6 +76,7 @@ typedef struct FNode {
   bool usedOutside; /* used by the terminator (or nested in another op) */
   bool smallConst;  /* ROLE_FREE copied into groups instead of read */
   bool contraction; /* a contraction or a window: an epilogue root */
+  bool prologueRoot; /* absorbs producers only (FzFusionOpInfo) */
   uint8_t kind;     /* FzFusionKind */
   int8_t reduceOperand;
   uint32_t reduceAxes;

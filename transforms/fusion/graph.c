@@ -135,6 +135,7 @@ static void classify(FFuser *F, uint32_t i) {
   }
   n->contraction = info.kind == FZ_FUSION_CONTRACTION ||
                    (info.kind == FZ_FUSION_REDUCTION && info.reduceOperand < 0);
+  n->prologueRoot = info.prologueRoot;
   if (fzOpHasTrait(op, FZ_TRAIT_CONSTANT_LIKE) && fzOpGetNumResults(op) == 1) {
     n->role = ROLE_FREE;
     FzType *t = fzValueGetType(fzOpGetResult(op, 0));

@@ -31,6 +31,7 @@ extern const FzPassDef fzFoldTransposePass;       /* fold-transpose */
 extern const FzPassDef fzSimplifyReshapesPass;    /* simplify-reshapes */
 extern const FzPassDef fzSimplifyAlgebraPass;     /* simplify-algebra */
 extern const FzPassDef fzRecognizeCompositesPass; /* recognize-composites */
+extern const FzPassDef fzRecognizeAttentionPass;  /* recognize-attention */
 extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
 extern const FzPassDef fzConvertLayoutPass;       /* convert-layout */
 
@@ -51,6 +52,7 @@ FZ_MUST_CHECK bool fzGraphConvertContractions(FzOp *root, FzType *to,
 typedef struct FzGraphOptOptions {
   bool fastMath;         /* simplify-algebra{fast-math} */
   bool sharedStatistics; /* recognize-composites{shared-statistics} */
+  bool remarks;          /* recognize-attention{remarks} */
 } FzGraphOptOptions;
 
 /* One pattern of a pass. `group` indexes the pass's bool options (the

@@ -33,7 +33,7 @@ struct OptState {
   size_t numStats;
 };
 
-static const FzGraphOptOptions kDefaults = {false, true};
+static const FzGraphOptOptions kDefaults = {false, true, false};
 
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud) {
   return ud ? &((const Slot *)ud)->state->opts : &kDefaults;
@@ -101,6 +101,8 @@ bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
     st->opts.fastMath = fzPassGetBoolOption(pass, "fast-math");
   if (has_option(def, "shared-statistics"))
     st->opts.sharedStatistics = fzPassGetBoolOption(pass, "shared-statistics");
+  if (has_option(def, "remarks"))
+    st->opts.remarks = fzPassGetBoolOption(pass, "remarks");
   st->numStats = def->numStatistics;
   size_t numRows = table->numRows + table->numLateRows;
   st->hits = fzCalloc(ctx, st->numStats ? st->numStats : 1, sizeof *st->hits);

@@ -1,0 +1,385 @@
+/* transforms/graph/recognize_attention.c - the recognize-attention pass:
+ * the scaled dot-product attention that exporters spell out becomes one
+ * graph.attention (dialects/graph/ops_attention.c), which lowers to one
+ * streaming loop nest instead of two matmuls and a softmax around an
+ * Sq x Sk score tensor in memory.
+ *
+ * The root is the second matmul; the chain, outermost first:
+ *
+ *   matmul(P, V)                       no transposes, batch dims equal
+ *   P = softmax(X) {axis = last}
+ *   X = add(Y, M) | add(M, Y)          additive mask M (broadcasts to Y)
+ *     | select(C, F, Y)                masked_fill: F a splat <= -1e30;
+ *     | select(C, Y, F)                C constant and equal to j > i
+ *     | Y                              (+ Sk - Sq) (or j <= i for the
+ *                                      second form): causal; otherwise
+ *                                      M = select(C, F, 0) (or (C, 0, F))
+ *   Y = mul(S, c) | mul(c, S) | div(S, c) | S     c a splat constant
+ *   S = matmul(Q, Kt) {transpose_b}    Kt = transpose(K) over the last
+ *                                      two dims, or K itself under
+ *                                      transpose_b
+ *
+ * K is rebuilt as a transpose of the transpose's operand with the
+ * composed permutation (a head split transpose stays one op). Every
+ * intermediate (S, Y, X, P) must have no other use. Each softmax-fed
+ * matmul that does not match gets a remark saying why (dropout between
+ * the softmax and the matmul, another axis, broadcast batch dims, an
+ * intermediate used elsewhere...), so a model that keeps its score
+ * tensor says so.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fz/tensor.h"
+#include "transforms/graph/graph_opt.h"
+
+enum { STAT_ATTENTION, NUM_STATS };
+
+typedef struct Match {
+  FzValue *q, *k, *kt, *v, *mask;
+  FzOp *kTranspose; /* transpose defining kt, or NULL (transpose_b) */
+  double scale;
+  bool causal;
+  FzValue *cond, *fill; /* a select mask that is not causal */
+  bool fillFirst;       /* select(C, F, Y) rather than select(C, Y, F) */
+  FzOp *ops[8];
+  size_t nops;
+} Match;
+
+static bool decline(FzOp *root, const char *why, const void *ud) {
+  if (!fzGraphOptGetOptions(ud)->remarks)
+    return false;
+  fzEmitRemark(fzOpGetContext(root), fzOpGetLoc(root),
+               "not recognized as attention: %s", why);
+  return false;
+}
+
+static bool bool_attr(const FzOp *op, const char *name) {
+  FzAttr *a = fzOpGetInherentAttr((FzOp *)op, fzStringRefFromCString(name));
+  return a && fzAttrGetKind(a) == FZ_ATTR_BOOL && fzBoolAttrGetValue(a);
+}
+
+static int64_t dim(const FzValue *v, size_t i) {
+  return fzShapedTypeGetDim(fzValueGetType((FzValue *)v), i);
+}
+
+static bool static_shape(const FzValue *v) {
+  FzType *t = fzValueGetType((FzValue *)v);
+  return fzTypeGetKind(t) == FZ_TYPE_TENSOR && fzShapedTypeHasStaticShape(t);
+}
+
+/* Whether constant C (i1, rank <= 2 after leading ones, [Sq, Sk]) is the
+ * causal pattern: C[i, j] == (j > i + Sk - Sq) when `upper`, or its
+ * negation. */
+static bool is_causal_mask(const FzValue *c, int64_t Sq, int64_t Sk,
+                           bool upper) {
+  FzType *elt = fzGraphOptElementType(c);
+  size_t r = fzGraphOptRank(c);
+  if (!elt || fzTypeGetKind(elt) != FZ_TYPE_INTEGER ||
+      fzTypeGetBitWidth(elt) != 1 || r < 2 || dim(c, r - 2) != Sq ||
+      dim(c, r - 1) != Sk)
+    return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (dim(c, i) != 1)
+      return false;
+  FzTensor *t = fzGraphOptTensor(c);
+  if (!t)
+    return false;
+  bool ok = t->numElements == Sq * Sk;
+  for (int64_t i = 0; ok && i < Sq; ++i)
+    for (int64_t j = 0; ok && j < Sk; ++j) {
+      bool masked = j > i + Sk - Sq;
+      ok = (fzTensorGetI64(t, i * Sk + j) != 0) == (upper ? masked : !masked);
+    }
+  fzTensorDestroy(t);
+  return ok;
+}
+
+/* A fill value that makes a score vanish: a splat at most -1e30. */
+static bool is_neg_fill(const FzValue *v) {
+  double f;
+  return fzGraphOptSplat(v, &f) && f <= -1e30;
+}
+
+/* Whether mask shape m broadcasts to s (trailing alignment) without
+ * growing it. */
+static bool broadcasts_into(const FzValue *m, const FzValue *s) {
+  size_t rm = fzGraphOptRank(m), rs = fzGraphOptRank(s);
+  if (rm > rs || !static_shape(m))
+    return false;
+  for (size_t j = 0; j < rm; ++j) {
+    int64_t a = dim(m, j), b = dim(s, j + rs - rm);
+    if (a != 1 && a != b)
+      return false;
+  }
+  return true;
+}
+
+/* Matches the chain under root into M; remarks on a softmax-fed root
+ * that does not match. */
+static bool match(FzOp *root, Match *M, const void *ud) {
+  memset(M, 0, sizeof *M);
+  if (fzOpGetNumOperands(root) != 2 || fzOpGetNumResults(root) != 1)
+    return false;
+  FzValue *p = fzOpGetOperand(root, 0);
+  FzOp *sm = fzGraphOptProducer(p, "graph.softmax");
+  if (!sm) {
+    /* Something between a softmax and this matmul (dropout, a cast)? */
+    FzOp *mid = fzValueGetDefiningOp(p);
+    for (size_t i = 0; mid && i < fzOpGetNumOperands(mid); ++i)
+      if (fzGraphOptProducer(fzOpGetOperand(mid, i), "graph.softmax")) {
+        FzStringRef n = fzIdentGetString(fzOpGetName(mid));
+        char buf[128];
+        snprintf(buf, sizeof buf,
+                 "'%.*s' between the softmax and the matmul (dropout?)",
+                 (int)n.length, n.data);
+        return decline(root, buf, ud);
+      }
+    return false;
+  }
+  if (!fzGraphOptIsFloatTensor(p))
+    return false;
+  size_t r = fzGraphOptRank(p);
+  FzAttr *ax = fzOpGetInherentAttr(sm, FZ_STR("axis"));
+  int64_t axis = ax && fzAttrGetKind(ax) == FZ_ATTR_INTEGER
+                     ? fzIntegerAttrGetValue(ax)
+                     : -1;
+  if (axis < 0)
+    axis += (int64_t)r;
+  if (r < 2 || axis != (int64_t)r - 1)
+    return decline(root, "the softmax is not over the last axis", ud);
+  if (bool_attr(root, "transpose_a") || bool_attr(root, "transpose_b"))
+    return decline(root, "the matmul with the values has a transpose flag", ud);
+  M->v = fzOpGetOperand(root, 1);
+  FzValue *x = fzOpGetOperand(sm, 0);
+  M->ops[M->nops++] = root;
+  M->ops[M->nops++] = sm;
+  /* The mask. */
+  FzValue *y = x;
+  FzOp *xop = fzValueGetDefiningOp(x);
+  if (fzGraphOptIsOp(xop, "graph.add")) {
+    for (size_t i = 0; i < 2; ++i) {
+      FzValue *cand = fzOpGetOperand(xop, i);
+      FzOp *d = fzValueGetDefiningOp(cand);
+      if (fzGraphOptIsOp(d, "graph.matmul") || fzGraphOptIsOp(d, "graph.mul") ||
+          fzGraphOptIsOp(d, "graph.div")) {
+        y = cand;
+        M->mask = fzOpGetOperand(xop, 1 - i);
+        break;
+      }
+    }
+    if (!M->mask)
+      return decline(root, "the softmax's input is an add of no scores", ud);
+    M->ops[M->nops++] = xop;
+  } else if (fzGraphOptIsOp(xop, "graph.select")) {
+    FzValue *c = fzOpGetOperand(xop, 0), *a = fzOpGetOperand(xop, 1),
+            *b = fzOpGetOperand(xop, 2);
+    if (is_neg_fill(a)) {
+      y = b;
+      M->fill = a;
+      M->fillFirst = true;
+    } else if (is_neg_fill(b)) {
+      y = a;
+      M->fill = b;
+    } else {
+      return decline(root,
+                     "a select before the softmax that is not a "
+                     "masked fill with -inf",
+                     ud);
+    }
+    M->cond = c;
+    M->ops[M->nops++] = xop;
+  }
+  /* The scale. */
+  FzValue *s = y;
+  FzOp *yop = fzValueGetDefiningOp(y);
+  M->scale = 1.0;
+  double c;
+  if (fzGraphOptIsOp(yop, "graph.mul") || fzGraphOptIsOp(yop, "graph.div")) {
+    bool div = fzGraphOptIsOp(yop, "graph.div");
+    FzValue *a = fzOpGetOperand(yop, 0), *b = fzOpGetOperand(yop, 1);
+    if (fzGraphOptSplat(b, &c) && fzValueGetType(a) == fzValueGetType(y)) {
+      s = a;
+    } else if (!div && fzGraphOptSplat(a, &c) &&
+               fzValueGetType(b) == fzValueGetType(y)) {
+      s = b;
+    } else {
+      return decline(root,
+                     "the scores are scaled by a tensor, not a "
+                     "constant",
+                     ud);
+    }
+    if (div && c == 0)
+      return decline(root, "the scores are divided by zero", ud);
+    M->scale = div ? 1.0 / c : c;
+    M->ops[M->nops++] = yop;
+  }
+  FzOp *mm = fzGraphOptProducer(s, "graph.matmul");
+  if (!mm || fzOpGetNumOperands(mm) != 2)
+    return decline(root,
+                   "the softmax's input is not a matmul of the "
+                   "queries and keys (scaled, masked)",
+                   ud);
+  if (bool_attr(mm, "transpose_a"))
+    return decline(root, "the query matmul has transpose_a", ud);
+  M->ops[M->nops++] = mm;
+  M->q = fzOpGetOperand(mm, 0);
+  M->kt = fzOpGetOperand(mm, 1);
+  if (bool_attr(mm, "transpose_b")) {
+    M->k = M->kt;
+    M->kt = NULL;
+  }
+  /* Ranks and batch dims: equal, static. */
+  FzValue *out = fzOpGetResult(root, 0);
+  const FzValue *all[5] = {M->q, M->kt ? M->kt : M->k, M->v, s, out};
+  for (size_t i = 0; i < 5; ++i)
+    if (fzGraphOptRank(all[i]) != r || !static_shape(all[i]) ||
+        !fzGraphOptIsFloatTensor(all[i]) ||
+        fzGraphOptElementType(all[i]) != fzGraphOptElementType(p))
+      return decline(root,
+                     "operands of other ranks, element types or "
+                     "dynamic shapes",
+                     ud);
+  for (size_t d = 0; d + 2 < r; ++d)
+    for (size_t i = 1; i < 5; ++i)
+      if (dim(all[i], d) != dim(M->q, d))
+        return decline(root,
+                       "the batch dims broadcast (an unusual "
+                       "broadcast: heads shared?)",
+                       ud);
+  /* Interior values used only inside the chain. */
+  for (size_t i = 1; i < M->nops; ++i)
+    if (!fzGraphOptUsesWithin(fzOpGetResult(M->ops[i], 0), M->ops, M->nops))
+      return decline(root,
+                     "the scores or the probabilities have another "
+                     "use",
+                     ud);
+  if (M->mask && !broadcasts_into(M->mask, s))
+    return decline(root,
+                   "the mask does not broadcast to the scores (an "
+                   "unusual broadcast)",
+                   ud);
+  if (M->mask && fzGraphOptElementType(M->mask) != fzGraphOptElementType(p))
+    return decline(root, "the mask's element type is not the scores'", ud);
+  if (M->cond) {
+    int64_t Sq = dim(s, r - 2), Sk = dim(s, r - 1);
+    if (is_causal_mask(M->cond, Sq, Sk, M->fillFirst)) {
+      M->causal = true;
+      M->cond = NULL;
+    } else if (!broadcasts_into(M->cond, s)) {
+      return decline(root,
+                     "the masked fill's condition does not broadcast "
+                     "to the scores",
+                     ud);
+    }
+  }
+  if (M->kt) {
+    M->kTranspose = fzGraphOptProducer(M->kt, "graph.transpose");
+  }
+  return true;
+}
+
+/* K = Kt with its last two dims swapped: a transpose with the composed
+ * permutation when Kt is itself a transpose. */
+static FzValue *build_k(FzRewriter *rw, Match *M, FzLoc *loc) {
+  FzContext *ctx = fzRewriterGetContext(rw);
+  size_t r = fzGraphOptRank(M->kt);
+  int64_t perm[FZ_GRAPH_MAX_RANK];
+  FzValue *src = M->kt;
+  for (size_t i = 0; i < r; ++i)
+    perm[i] = (int64_t)i;
+  if (M->kTranspose) {
+    FzAttr *p = fzOpGetInherentAttr(M->kTranspose, FZ_STR("perm"));
+    if (!p || fzAttrGetKind(p) != FZ_ATTR_DENSE_ARRAY ||
+        fzDenseArrayAttrGetSize(p) != r)
+      return NULL;
+    for (size_t i = 0; i < r; ++i)
+      perm[i] = fzDenseArrayAttrGetInt(p, i);
+    src = fzOpGetOperand(M->kTranspose, 0);
+  }
+  int64_t t = perm[r - 1];
+  perm[r - 1] = perm[r - 2];
+  perm[r - 2] = t;
+  bool identity = true;
+  for (size_t i = 0; i < r; ++i)
+    identity = identity && perm[i] == (int64_t)i;
+  if (identity)
+    return src;
+  FzGraphOptProp prop = {
+      "perm", fzDenseArrayAttrGet(ctx, fzIntegerTypeGet(ctx, 64), r, perm)};
+  if (!prop.value)
+    return NULL;
+  return fzGraphOptCreate(rw, "graph.transpose", loc, 1, &src, NULL, 1, &prop);
+}
+
+static bool recognize(FzOp *root, FzRewriter *rw, void *ud) {
+  Match M;
+  if (!match(root, &M, ud))
+    return false;
+  FzContext *ctx = fzRewriterGetContext(rw);
+  FzLoc *loc = fzGraphOptFusedLoc(M.ops, M.nops);
+  if (M.kt && !(M.k = build_k(rw, &M, loc)))
+    return false;
+  if (M.cond) {
+    /* An additive mask: select(C, F, 0) (or (C, 0, F)). */
+    FzType *ft = fzValueGetType(M.fill);
+    FzValue *zero = fzGraphOptSplatConstant(rw, ft, 0.0, loc);
+    FzValue *ops[3] = {M.cond, M.fillFirst ? M.fill : zero,
+                       M.fillFirst ? zero : M.fill};
+    M.mask =
+        zero ? fzGraphOptCreate(rw, "graph.select", loc, 3, ops, NULL, 0, NULL)
+             : NULL;
+    if (!M.mask)
+      return false;
+  }
+  FzValue *ops[4] = {M.q, M.k, M.v, M.mask};
+  FzGraphOptProp props[2] = {
+      {"scale", fzFloatAttrGet(ctx, fzF64TypeGet(ctx), M.scale)},
+      {"causal", fzBoolAttrGet(ctx, true)}};
+  FzValue *att = fzGraphOptCreate(rw, "graph.attention", loc, M.mask ? 4 : 3,
+                                  ops, fzValueGetType(fzOpGetResult(root, 0)),
+                                  M.causal ? 2 : 1, props);
+  if (!att)
+    return false;
+  if (fzGraphOptGetOptions(ud)->remarks)
+    fzEmitRemark(ctx, fzOpGetLoc(root), "recognized as attention (%s%s)",
+                 M.causal ? "causal"
+                 : M.mask ? "masked"
+                          : "unmasked",
+                 M.kt ? "" : ", keys from transpose_b");
+  fzRewriterReplaceOp(rw, root, &att);
+  return true;
+}
+
+/*===--- The pass -------------------------------------------------------===*/
+
+static const FzGraphOptRow kRows[] = {
+    {"graph.matmul", recognize, "attention", 1, -1, STAT_ATTENTION},
+};
+
+static const FzGraphOptTable kTable = {kRows, 1, NULL, 0, NULL, 0};
+
+static const FzPassOptionDef kOptions[] = {
+    {"remarks", FZ_PASS_OPTION_BOOL, "false",
+     "A remark at each softmax-fed matmul: recognized, or why not", NULL, 0, 0},
+};
+
+static const FzPassStatisticDef kStats[NUM_STATS] = {
+    {"num-attention", "graph.attention recognized"},
+};
+
+const FzPassDef fzRecognizeAttentionPass = {
+    .argument = "recognize-attention",
+    .displayName = "RecognizeAttention",
+    .summary = "Turn matmul(softmax(scale * q k^T + mask), v) chains into "
+               "graph.attention",
+    .anchor = NULL,
+    .options = kOptions,
+    .numOptions = sizeof kOptions / sizeof kOptions[0],
+    .statistics = kStats,
+    .numStatistics = NUM_STATS,
+    .initialize = fzGraphOptPassInitialize,
+    .run = fzGraphOptPassRun,
+    .destroy = fzGraphOptPassDestroy,
+    .userData = (void *)&kTable,
+};
