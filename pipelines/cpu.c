@@ -158,12 +158,15 @@ bool fzModuleApplyPrecision(FzOp *module, FzPrecision p, bool simplify) {
 /*===--- Layout (fz/layout.h) -------------------------------------------===*/
 
 bool fzModuleApplyLayout(FzOp *module, FzGraphLayout layout) {
-  if (layout != FZ_GRAPH_LAYOUT_NHWC || !fzModuleIsGraphLevel(module))
+  if ((layout != FZ_GRAPH_LAYOUT_NHWC && layout != FZ_GRAPH_LAYOUT_AUTO) ||
+      !fzModuleIsGraphLevel(module))
     return true;
   FzContext *ctx = fzOpGetContext(module);
   if (!fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx))
     return false;
-  return run_pipeline(module, FZ_PIPELINE_LAYOUT_NHWC);
+  return run_pipeline(module, layout == FZ_GRAPH_LAYOUT_AUTO
+                                  ? FZ_PIPELINE_LAYOUT_AUTO
+                                  : FZ_PIPELINE_LAYOUT_NHWC);
 }
 
 /*===--- Compiling for the host -----------------------------------------===*/

@@ -14,13 +14,16 @@
  * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
 #define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
   "recognize-composites,simplify-algebra,simplify-reshapes,fold-transpose," \
-  "fold-batchnorm,recognize-attention,canonicalize"
+  "fold-batchnorm,recognize-attention,merge-projections,canonicalize"
 
 /* The layout steps of fzModuleApplyLayout (NHWC), after the
  * simplifications: convert-layout, then the reshape chains and constants
  * it leaves folded. */
 #define FZ_PIPELINE_LAYOUT_NHWC                                              \
   "func.func(convert-layout),canonicalize,cse"
+/* The same for FZ_GRAPH_LAYOUT_AUTO: convert-layout decides per function. */
+#define FZ_PIPELINE_LAYOUT_AUTO                                              \
+  "func.func(convert-layout{conv=auto}),canonicalize,cse"
 
 /* The graph -> loop steps after fusion. */
 #define FZ_PIPELINE_GRAPH_TO_LOOP "lower-graph-to-loop,func.func(plan-memory)"

@@ -34,6 +34,7 @@ static const FzPassDef *const kPasses[] = {
     &fzSimplifyAlgebraPass,     /* transforms/graph */
     &fzRecognizeCompositesPass, /* transforms/graph */
     &fzRecognizeAttentionPass,  /* transforms/graph */
+    &fzMergeProjectionsPass,    /* transforms/graph */
     &fzConvertContractionsPass, /* transforms/graph */
     &fzConvertLayoutPass,       /* transforms/graph */
 };

@@ -128,7 +128,7 @@ static const ToolOption kFlags[] = {
                 "Set mode= on every fuse pass"),
     TOOL_CALL("layout", NULL, "L", set_layout,
               "Set conv=L on every convert-layout pass (graph-optimize has "
-              "one, conv=nchw by default): nchw or nhwc"),
+              "one, conv=nchw by default): nchw, nhwc or auto"),
 };
 
 static const ToolParser kParser = {

@@ -68,6 +68,7 @@ typedef struct RunOptions {
   unsigned long long seed;
   bool inInputs;      /* parsing: positionals after --input are inputs */
   bool havePrecision; /* parsing: --precision was given */
+  bool haveLayout;    /* parsing: --layout was given */
   bool help;          /* --help */
   const char *outputDir;
   bool saveInputs;
@@ -111,7 +112,9 @@ static int random_inputs(void *opts, const char *value) {
 }
 
 static int layout(void *opts, const char *value) {
-  return toolParseLayout("fuse-run", value, &((RunOptions *)opts)->cpu.layout);
+  RunOptions *o = opts;
+  o->haveLayout = true;
+  return toolParseLayout("fuse-run", value, &o->cpu.layout);
 }
 
 static int precision(void *opts, const char *value) {
@@ -146,8 +149,10 @@ static const ToolOption kOptions[] = {
               "(deprecated)"),
     TOOL_CALL("layout", NULL, "L", layout,
               "Layout of convolution regions in compiled code: nchw (the "
-              "model's, default) or nhwc (convert-layout before fusion; "
-              "the interpreter's reference stays NCHW)"),
+              "model's; the default on cpu and loop-interp), nhwc "
+              "(convert-layout before fusion) or auto (nhwc where the "
+              "convolutions hold most of the work; the default on cuda "
+              "and sim). The interpreter's reference stays NCHW"),
     TOOL_CALL("input", NULL, NULL, input_flag,
               "Inputs: the .npy files that follow, one per argument, in "
               "order"),
@@ -280,9 +285,17 @@ static void report_launch(void *ud, FzOp *launch, FzOp *kernel,
          (long long)st->sharedWritten);
 }
 
-/* The steps of --layout=nhwc before graph-to-loop (fzModuleApplyLayout
- * on the other devices). */
+/* The steps of --layout=nhwc and auto before graph-to-loop
+ * (fzModuleApplyLayout on the other devices). */
 #define LAYOUT_NHWC_STEPS "func.func(convert-layout),canonicalize,cse,"
+#define LAYOUT_AUTO_STEPS                                                    \
+  "func.func(convert-layout{conv=auto}),canonicalize,cse,"
+
+static const char *layout_steps(const RunOptions *o) {
+  return o->cpu.layout == FZ_GRAPH_LAYOUT_NHWC   ? LAYOUT_NHWC_STEPS
+         : o->cpu.layout == FZ_GRAPH_LAYOUT_AUTO ? LAYOUT_AUTO_STEPS
+                                                 : "";
+}
 
 /* The pipeline --device sim lowers a graph-level function with into
  * buf: graph-to-kernel with the precision policy (as --device cuda). */
@@ -290,7 +303,7 @@ static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
   bool wgmma = o->cpu.gpuArch && !strcmp(o->cpu.gpuArch, "sm_90a");
   snprintf(buf, size,
            "%sgraph-to-loop,lower-loop-to-kernel{precision=%s%s}",
-           o->cpu.layout == FZ_GRAPH_LAYOUT_NHWC ? LAYOUT_NHWC_STEPS : "",
+           layout_steps(o),
            fzPrecisionGetName(o->cpu.precision), wgmma ? " wgmma=true" : "");
   return buf;
 }
@@ -299,6 +312,8 @@ static const char *sim_pipeline(const RunOptions *o, char *buf, size_t size) {
 static const char *loop_pipeline(const RunOptions *o) {
   return o->cpu.layout == FZ_GRAPH_LAYOUT_NHWC
              ? LAYOUT_NHWC_STEPS "graph-to-loop"
+         : o->cpu.layout == FZ_GRAPH_LAYOUT_AUTO
+             ? LAYOUT_AUTO_STEPS "graph-to-loop"
              : NULL;
 }
 
@@ -402,7 +417,7 @@ static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
   return module;
 }
 
-static int run(const RunOptions *o, FzContext *ctx) {
+static int run(RunOptions *o, FzContext *ctx) {
   double t0 = fzToolTimingNow();
   FzTensor **pre = NULL; /* an ONNX model's inputs, read first */
   bool *bound = NULL;    /* which of them became constants */
@@ -489,6 +504,13 @@ static int run(const RunOptions *o, FzContext *ctx) {
     fprintf(stderr, "fuse-run: note: --device auto does not use the GPU "
                     "(it falls back to the CPU): %s\n",
             cudaWhy);
+  /* Without --layout: auto for the GPU (cuda, sim), the model's own
+   * layout elsewhere (fz/layout.h). */
+  if (!o->haveLayout)
+    o->cpu.layout = !strcmp(o->device, "cuda") || !strcmp(o->device, "sim") ||
+                            probe == FZ_CUDA_PROBE_READY
+                        ? FZ_GRAPH_LAYOUT_AUTO
+                        : FZ_GRAPH_LAYOUT_NCHW;
   /* bf16, fp16: the contractions' operands, in place for every device,
    * so that --check-interp interprets what the device runs. */
   if (!fzModuleApplyPrecision(module, o->cpu.precision, !o->cpu.noFuse))

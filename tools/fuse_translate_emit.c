@@ -57,6 +57,7 @@ static int no_stage_rows(void *opts, const char *v) {
   return 0;
 }
 static int set_layout(void *opts, const char *v) {
+  ((FuseEmitOptions *)opts)->haveLayout = true;
   return toolParseLayout("fuse-translate", v,
                          &((FuseEmitOptions *)opts)->layout);
 }
@@ -148,8 +149,10 @@ static const ToolOption kEmitOptions[] = {
     TOOL_FLAG("no-small-m", NULL, E(noSmallM),
               "No small-M contraction kernels (PTX)"),
     TOOL_CALL("layout", NULL, "L", set_layout,
-              "Layout of convolution regions: nchw (the model's, default) "
-              "or nhwc (convert-layout before fusion)"),
+              "Layout of convolution regions: nchw (the model's; the "
+              "default for llvm, asm, obj), nhwc (convert-layout before "
+              "fusion) or auto (nhwc where the convolutions hold most of "
+              "the work; the default for ptx)"),
     TOOL_CALL("precision", NULL, "P", set_precision,
               "f32 matmuls and convolutions: default (PTX: tf32; CPU: exact "
               "f32), ieee (exact f32), tf32 (PTX: operands rounded to 10 "
@@ -221,7 +224,9 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     fzCpuPipelineOptionsInit(&po);
     po.fuse = !o->noFuse;
     po.timing = sink;
-    po.layout = o->layout;
+    po.layout = o->haveLayout       ? o->layout
+                : !strcmp(o->kind, "ptx") ? FZ_GRAPH_LAYOUT_AUTO
+                                          : FZ_GRAPH_LAYOUT_NCHW;
     if (!fzModuleApplyPrecision(module, o->precision, po.fuse) ||
         !fzLowerModuleForCpu(module, &po))
       return false;

@@ -20,6 +20,7 @@ typedef struct FuseEmitOptions {
   /* --layout=L: nhwc runs convert-layout before fusion (a graph-level
    * module, every --emit). */
   FzGraphLayout layout;
+  bool haveLayout; /* --layout was given (else: auto for ptx, nchw else) */
   bool noRowStage;     /* --no-row-stage: long rows re-read per phase
                           (--emit=ptx) */
   FzCodegenOptions codegen;

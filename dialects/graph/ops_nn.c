@@ -164,7 +164,7 @@ const char *fzGraphLayoutGetName(FzGraphLayout l) {
 }
 
 const char *fzGraphLayoutGetChoicesText(void) {
-  return "nchw or nhwc";
+  return "nchw, nhwc or auto";
 }
 
 /* The `layout` attribute into *nhwc: "nchw" (or absent) or "nhwc". */
@@ -174,7 +174,9 @@ static bool read_layout(FzGraphDiag *d, const FzGraphAttrs *a, bool *nhwc) {
   *nhwc = false;
   if (!fzGraphGetString(d, a, "layout", "nchw", &s))
     return false;
-  if (!fzGraphLayoutParse(s, &l))
+  /* "auto" is a choice of the tools and convert-layout, not a layout an
+   * op can have. */
+  if (!fzGraphLayoutParse(s, &l) || l == FZ_GRAPH_LAYOUT_AUTO)
     return fzGraphError(d,
                         "attribute 'layout' must be \"nchw\" or \"nhwc\", "
                         "got \"%.*s\"",
@@ -372,7 +374,8 @@ FzGraphLayout fzGraphOpGetLayout(const FzOp *op) {
   FzAttr *v = fzGraphAttrsLookup(&a, "layout");
   FzGraphLayout l = FZ_GRAPH_LAYOUT_NCHW;
   if (v && fzAttrGetKind(v) == FZ_ATTR_STRING &&
-      !fzGraphLayoutParse(fzStringAttrGetValue(v), &l))
+      (!fzGraphLayoutParse(fzStringAttrGetValue(v), &l) ||
+       l == FZ_GRAPH_LAYOUT_AUTO))
     l = FZ_GRAPH_LAYOUT_NCHW;
   return l;
 }

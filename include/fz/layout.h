@@ -10,6 +10,12 @@
  *         layout-agnostic ops around them, run channels-last, with
  *         transposes only where the layout must change (model inputs
  *         and outputs, ops that read NCHW)
+ *   auto  per function, nhwc when the conv2d ops convert-layout would
+ *         convert hold at least half of its contraction work (the
+ *         multiply-adds of matmul, conv2d and attention), else nchw
+ *         (convert-layout{conv=auto}; its remarks say which and why).
+ *         The tools' default for the GPU (cuda, sim, --emit=ptx); the
+ *         C API's zero value stays nchw
  *
  * Where it acts: FzCpuPipelineOptions.layout (fzLowerModuleForCpu: the
  * CPU pipeline, and the GPU's graph -> loop half), FzGpuOptions.layout
@@ -27,7 +33,7 @@ extern "C" {
 /* X(ID, NAME) for every layout, once, in enum order (NCHW first: zero,
  * what a memset options struct holds). */
 /* clang-format off */
-#define FZ_GRAPH_LAYOUTS(X) X(NCHW, "nchw") X(NHWC, "nhwc")
+#define FZ_GRAPH_LAYOUTS(X) X(NCHW, "nchw") X(NHWC, "nhwc") X(AUTO, "auto")
 
 typedef enum FzGraphLayout {
 #define FZ_GRAPH_LAYOUT_ENUM_ENTRY(id, name) FZ_GRAPH_LAYOUT_##id,
@@ -37,18 +43,20 @@ typedef enum FzGraphLayout {
 } FzGraphLayout;
 /* clang-format on */
 
-/* The layout spelled `text` (exactly "nchw" or "nhwc") into *out. False
+/* The layout spelled `text` (exactly "nchw", "nhwc" or "auto") into *out. False
  * for anything else, *out unchanged; nothing is reported (the caller
  * says where the text came from). */
 FZ_API FZ_MUST_CHECK bool fzGraphLayoutParse(FzStringRef text,
                                              FzGraphLayout *out);
-/* "nchw" or "nhwc" (static), or NULL when l is not an FzGraphLayout. */
+/* "nchw", "nhwc" or "auto" (static), or NULL when l is not an
+ * FzGraphLayout. */
 FZ_API const char *fzGraphLayoutGetName(FzGraphLayout l);
-/* "nchw or nhwc" (static), for messages. */
+/* "nchw, nhwc or auto" (static), for messages. */
 FZ_API const char *fzGraphLayoutGetChoicesText(void);
 
 /* In place on module (a builtin.module at the graph level): for
- * FZ_GRAPH_LAYOUT_NHWC, convert-layout on every function, then
+ * FZ_GRAPH_LAYOUT_NHWC, convert-layout on every function (for
+ * FZ_GRAPH_LAYOUT_AUTO, convert-layout{conv=auto}), then
  * canonicalize and cse (reshape chains the layout changes leave
  * collapse); FZ_GRAPH_LAYOUT_NCHW and a module already at the loop level
  * are left unchanged. Run it after the graph simplifications

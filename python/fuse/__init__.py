@@ -90,6 +90,7 @@ def _as_array(obj):
 _fuse._register(Error, Warning, _as_array)
 
 _PRECISIONS = ("default", "ieee", "tf32", "bf16", "fp16")
+_LAYOUTS = ("auto", "nchw", "nhwc")
 _GPU_ARCHS = ("sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a")
 
 # name: (check, what it must be). The options of fuse-run's compile path
@@ -119,6 +120,7 @@ _COMPILE_OPTIONS = {
                         and not isinstance(v, bool) and 0 <= v <= 256,
                         "an int in [0, 256] (0: one per core)"),
     "name": (lambda v: isinstance(v, str), "a str"),
+    "layout": (lambda v: v in _LAYOUTS, " or ".join(_LAYOUTS)),
 }
 
 
@@ -136,7 +138,9 @@ def compile(model, device="auto", **options):  # noqa: A001  (fuse.compile)
     remark per op, default True), entry (the function, default @main or
     the only one), input_shapes ({name: shape} or [shape, ...] for ONNX
     inputs with symbolic dims), context (a fuse.Context for the model's
-    diagnostics); CPU: threads (0: one per core), fast_math, exact_math,
+    diagnostics), layout ("nchw", "nhwc" or "auto": channels-last
+    convolution regions where they hold most of the work; default auto
+    on cuda, nchw on the CPU, as fuse-run); CPU: threads (0: one per core), fast_math, exact_math,
     tile, stage_rows, vector_width; CUDA: gpu_arch, codegen_threads.
 
     The GIL is released while it imports and compiles.

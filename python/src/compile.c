@@ -184,6 +184,7 @@ static bool spec_of(FzType *t, FzpyArgSpec *spec, char *why, size_t whySize) {
 
 typedef struct CompileOptions {
   const char *device, *entry, *precision, *fusionMode, *gpuArch, *name;
+  const char *layout; /* NULL: auto on cuda, nchw on cpu (as fuse-run) */
   int fuse, fastMath, exactMath, tile, stageRows, remarks;
   unsigned threads, vectorWidth, codegenThreads;
 } CompileOptions;
@@ -193,6 +194,8 @@ typedef struct CompileJob {
   ContextObject *ctx;
   const CompileOptions *o;
   FzPrecision precision;
+  bool haveLayout;         /* layout= was given */
+  FzGraphLayout layout;
   FzOp *source;            /* a Module's op to clone, or NULL */
   const char *path;        /* or a file */
   const char *bytes;       /* or ONNX bytes */
@@ -223,6 +226,7 @@ static bool compile_cpu(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   fzCpuCompileOptionsInit(&co);
   co.pipeline.fusion = fo;
   co.pipeline.fuse = o->fuse;
+  co.pipeline.layout = j->haveLayout ? j->layout : FZ_GRAPH_LAYOUT_NCHW;
   co.codegen.fastMath = o->fastMath;
   co.codegen.exactMath = o->exactMath;
   co.codegen.tileContractions = o->tile;
@@ -258,6 +262,7 @@ static bool compile_cuda(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   go.fastMath = o->fastMath;
   go.precision = j->precision; /* bf16/fp16 applied by fzCudaCompileModule */
   go.codegenThreads = o->codegenThreads;
+  go.layout = j->haveLayout ? j->layout : FZ_GRAPH_LAYOUT_AUTO;
   if (o->gpuArch)
     go.arch = o->gpuArch;
   go.fusion = fo;
@@ -353,15 +358,16 @@ PyObject *fzpyCompile(PyObject *self, PyObject *args, PyObject *kwargs) {
                        "precision",  "fuse",         "threads",    "fast_math",
                        "exact_math", "tile",         "stage_rows", "vector_width",
                        "fusion_mode", "remarks",     "input_shapes", "gpu_arch",
-                       "codegen_threads", "name",    NULL};
+                       "codegen_threads", "name",    "layout",     NULL};
   PyObject *source, *ctxArg = Py_None, *shapes = Py_None;
   CompileOptions o = {"auto", NULL, "default", "cost", NULL, "model.onnx",
-                      1, 0, 0, 1, 1, 1, 0, 0, 0};
+                      NULL, 1, 0, 0, 1, 1, 1, 0, 0, 0};
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "O|$OszspIppppIspOzIs", kw, &source, &ctxArg,
+          args, kwargs, "O|$OszspIppppIspOzIsz", kw, &source, &ctxArg,
           &o.device, &o.entry, &o.precision, &o.fuse, &o.threads, &o.fastMath,
           &o.exactMath, &o.tile, &o.stageRows, &o.vectorWidth, &o.fusionMode,
-          &o.remarks, &shapes, &o.gpuArch, &o.codegenThreads, &o.name))
+          &o.remarks, &shapes, &o.gpuArch, &o.codegenThreads, &o.name,
+          &o.layout))
     return NULL;
   CompileJob j;
   memset(&j, 0, sizeof j);
@@ -370,6 +376,14 @@ PyObject *fzpyCompile(PyObject *self, PyObject *args, PyObject *kwargs) {
     PyErr_Format(PyExc_ValueError, "precision must be %s, not '%s'",
                  fzPrecisionGetChoicesText(), o.precision);
     return NULL;
+  }
+  if (o.layout) {
+    if (!fzGraphLayoutParse(fzStringRefFromCString(o.layout), &j.layout)) {
+      PyErr_Format(PyExc_ValueError, "layout must be %s, not '%s'",
+                   fzGraphLayoutGetChoicesText(), o.layout);
+      return NULL;
+    }
+    j.haveLayout = true;
   }
   if (strcmp(o.device, "auto") && strcmp(o.device, "cpu") &&
       strcmp(o.device, "cuda")) {

@@ -41,6 +41,9 @@
 # tf32 and mixed precision, each within its stated tolerance).
 # A line `// precision: P` runs the case with fuse-run --precision P
 # (default: the default policy, tf32 for f32 matmuls and convolutions).
+# A line `// layout: L` runs it with fuse-run --layout L (default: auto,
+# the GPU's: NHWC where the convolutions hold most of the work), so that
+# the NCHW mappings stay tested on the GPU too.
 # The conformance runner keeps ONNX's exact-f32 semantics: its default is
 # --precision=ieee (docs/conformance.md).
 set -u
@@ -90,6 +93,8 @@ for f in tests/gpu/cases/*.fuse; do
   [ -n "$tol" ] && read -r rtol atol <<<"$tol"
   prec=$(sed -n 's|^// precision: \([a-z0-9]*\).*|\1|p' "$f" | head -1)
   precision=(); [ -n "$prec" ] && precision=(--precision "$prec")
+  lay=$(sed -n 's|^// layout: \([a-z]*\).*|\1|p' "$f" | head -1)
+  [ -n "$lay" ] && precision+=(--layout "$lay")
   for seed in 1 2; do
     name="$(basename "$f" .fuse) (seed $seed)"
     out2=$(timeout 120 "$RUN" "$f" --device "$DEVICE" --random-inputs "$seed" \

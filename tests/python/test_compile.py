@@ -99,6 +99,12 @@ class CompileCpuTest(unittest.TestCase):
         np.testing.assert_allclose(m(x), np.load(os.path.join(CNN_DATA,
                                                               "output_0.npy")),
                                    rtol=1e-4, atol=1e-5)
+        # layout="nhwc": the conv region channels-last (a transpose in:
+        # one op more than the model's 9), the same result.
+        nhwc = fuse.compile(CNN_ONNX, device="cpu", layout="nhwc")
+        self.assertIn("ops: 10", nhwc.fusion_report())
+        self.assertIn("ops: 9", m.fusion_report())
+        np.testing.assert_allclose(nhwc(x), m(x), rtol=1e-5, atol=1e-6)
 
     def test_several_outputs_against_numpy(self):
         m = fuse.compile(fuse.Module.parse(NN), device="cpu")
@@ -252,7 +258,7 @@ class CompileCpuTest(unittest.TestCase):
         self.assertIn("did you mean 'precision'", str(cm.exception))
         for kw in ({"precision": "fp8"}, {"threads": -1}, {"fuse": "yes"},
                    {"vector_width": 100}, {"gpu_arch": "sm_70"},
-                   {"fusion_mode": "greedy"}):
+                   {"fusion_mode": "greedy"}, {"layout": "NHWC"}):
             with self.assertRaises(ValueError, msg=str(kw)):
                 fuse.compile(mod, **kw)
         with self.assertRaises(ValueError):

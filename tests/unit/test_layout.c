@@ -62,10 +62,12 @@ static Count count(FzOp *m, const char *name) {
 
 START_TEST(test_parse_and_name) {
   ck_assert_int_eq(FZ_GRAPH_LAYOUT_NCHW, 0); /* what memset gives */
-  ck_assert_int_eq(FZ_GRAPH_NUM_LAYOUTS, 2);
+  ck_assert_int_eq(FZ_GRAPH_NUM_LAYOUTS, 3);
   FzGraphLayout l = FZ_GRAPH_LAYOUT_NCHW;
   ck_assert(fzGraphLayoutParse(FZ_STR("nhwc"), &l));
   ck_assert_int_eq(l, FZ_GRAPH_LAYOUT_NHWC);
+  ck_assert(fzGraphLayoutParse(FZ_STR("auto"), &l));
+  ck_assert_int_eq(l, FZ_GRAPH_LAYOUT_AUTO);
   ck_assert(fzGraphLayoutParse(FZ_STR("nchw"), &l));
   ck_assert_int_eq(l, FZ_GRAPH_LAYOUT_NCHW);
   /* Exact spelling only; *out unchanged on a refusal. */
@@ -76,9 +78,10 @@ START_TEST(test_parse_and_name) {
   ck_assert_int_eq(l, FZ_GRAPH_LAYOUT_NHWC);
   ck_assert_str_eq(fzGraphLayoutGetName(FZ_GRAPH_LAYOUT_NCHW), "nchw");
   ck_assert_str_eq(fzGraphLayoutGetName(FZ_GRAPH_LAYOUT_NHWC), "nhwc");
+  ck_assert_str_eq(fzGraphLayoutGetName(FZ_GRAPH_LAYOUT_AUTO), "auto");
   ck_assert_ptr_null(fzGraphLayoutGetName(FZ_GRAPH_NUM_LAYOUTS));
   ck_assert_ptr_null(fzGraphLayoutGetName((FzGraphLayout)-1));
-  ck_assert(strstr(fzGraphLayoutGetChoicesText(), "nhwc"));
+  ck_assert_str_eq(fzGraphLayoutGetChoicesText(), "nchw, nhwc or auto");
 }
 END_TEST
 

@@ -522,12 +522,93 @@ static void erase_orphans(FzPtrVec *ops, const bool *used) {
   }
 }
 
-static const char *const kLayouts[] = {"nhwc", "nchw", NULL};
+/*===--- conv=auto -------------------------------------------------------===*/
+
+/* Element count of t with dynamic dims counted as 1 (a size to weigh
+ * work by, not to allocate); 0 for a non-shaped type. */
+static double weight_elems(const FzType *t) {
+  if (fzTypeGetKind(t) != FZ_TYPE_TENSOR)
+    return 0;
+  double n = 1;
+  for (size_t i = 0; i < fzShapedTypeGetRank(t); ++i) {
+    int64_t d = fzShapedTypeGetDim(t, i);
+    n *= d == FZ_DYNAMIC || d < 1 ? 1.0 : (double)d;
+  }
+  return n;
+}
+
+static int64_t static_dim(const FzValue *v, int64_t i) {
+  FzType *t = fzValueGetType(v);
+  if (fzTypeGetKind(t) != FZ_TYPE_TENSOR || i < 0 ||
+      (size_t)i >= fzShapedTypeGetRank(t))
+    return 1;
+  int64_t d = fzShapedTypeGetDim(t, (size_t)i);
+  return d == FZ_DYNAMIC || d < 1 ? 1 : d;
+}
+
+/* Multiply-adds of a contraction op (matmul, conv2d, attention), 0 for
+ * anything else. */
+static double contraction_macs(const FzOp *op) {
+  if (fzOpGetNumOperands(op) < 2 || fzOpGetNumResults(op) < 1)
+    return 0;
+  FzValue *a = fzOpGetOperand(op, 0), *b = fzOpGetOperand(op, 1);
+  double out = weight_elems(fzValueGetType(fzOpGetResult((FzOp *)op, 0)));
+  if (is_named(op, "graph.conv2d")) {
+    /* Each output element reads C/groups x KH x KW weights: the weight's
+     * elements over its output channels. */
+    int64_t oc = static_dim(b, 0);
+    return out * weight_elems(fzValueGetType(b)) / (double)oc;
+  }
+  if (is_named(op, "graph.matmul")) {
+    size_t r = fzShapedTypeGetRank(fzValueGetType(a));
+    FzAttr *ta = fzOpGetInherentAttr((FzOp *)op, FZ_STR("transpose_a"));
+    bool t = ta && fzAttrGetKind(ta) == FZ_ATTR_BOOL && fzBoolAttrGetValue(ta);
+    int64_t k = r <= 1 ? static_dim(a, 0)
+                       : static_dim(a, (int64_t)r - (t ? 2 : 1));
+    return out * (double)k;
+  }
+  if (is_named(op, "graph.attention")) {
+    /* Q K^T and P V: each query row meets every key twice. */
+    size_t r = fzShapedTypeGetRank(fzValueGetType(b));
+    return 2.0 * weight_elems(fzValueGetType(a)) *
+           (double)static_dim(b, (int64_t)r - 2);
+  }
+  return 0;
+}
+
+/* conv=auto: NHWC when the conv2d ops the pass would convert hold at
+ * least half of the function's contraction work (multiply-adds of
+ * matmul, conv2d and attention): a convolutional network (ResNet,
+ * MobileNet) gains the channels-last implicit GEMM, while a network whose
+ * work is in matmuls (ConvNeXt's MLPs, ViT after its patch embedding, a
+ * transformer) keeps its layout and pays no transposes. */
+static bool auto_wants_nhwc(ClLayout *L, FzBlock *body, FzOp *func) {
+  double conv = 0, all = 0;
+  for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op)) {
+    double m = contraction_macs(op);
+    int64_t c, min;
+    all += m;
+    if (m > 0 && clConvConverts(L, op, &c, &min))
+      conv += m;
+  }
+  bool nhwc = conv > 0 && conv >= 0.5 * all;
+  if (L->remarks)
+    fzEmitRemark(L->ctx, fzOpGetLoc(func),
+                 "convert-layout: conv=auto chose %s: the convolutions it "
+                 "would convert hold %.0f%% of the contraction work (%.3g "
+                 "of %.3g multiply-adds; nhwc from 50%%)",
+                 nhwc ? "nhwc" : "nchw", all > 0 ? 100.0 * conv / all : 0.0,
+                 conv, all);
+  return nhwc;
+}
+
+static const char *const kLayouts[] = {"nhwc", "nchw", "auto", NULL};
 
 static const FzPassOptionDef kOptions[] = {
     {"conv", FZ_PASS_OPTION_STRING, "nhwc",
-     "Layout of the convolution regions: nhwc (channels last) or nchw "
-     "(nothing changes)",
+     "Layout of the convolution regions: nhwc (channels last), nchw "
+     "(nothing changes) or auto (nhwc when the convolutions it converts "
+     "hold at least half of the contraction work)",
      kLayouts, 0, 0},
     {"min-channels", FZ_PASS_OPTION_INT, "0",
      "A conv2d with fewer input channels stays NCHW (0: a 16-byte vector "
@@ -561,6 +642,9 @@ static bool run(FzPass *pass, FzOp *func) {
   L.body = body;
   L.minChannels = fzPassGetIntOption(pass, "min-channels");
   L.remarks = fzPassGetBoolOption(pass, "remarks");
+  if (fzStringRefEqual(fzPassGetStringOption(pass, "conv"), FZ_STR("auto")) &&
+      !auto_wants_nhwc(&L, body, func))
+    return true;
   fzPtrMapInit(&L.forms, L.ctx);
   fzPtrMapInit(&L.made, L.ctx);
   fzPtrMapInit(&L.wanted, L.ctx);

@@ -32,6 +32,7 @@ extern const FzPassDef fzSimplifyReshapesPass;    /* simplify-reshapes */
 extern const FzPassDef fzSimplifyAlgebraPass;     /* simplify-algebra */
 extern const FzPassDef fzRecognizeCompositesPass; /* recognize-composites */
 extern const FzPassDef fzRecognizeAttentionPass;  /* recognize-attention */
+extern const FzPassDef fzMergeProjectionsPass;    /* merge-projections */
 extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
 extern const FzPassDef fzConvertLayoutPass;       /* convert-layout */
 

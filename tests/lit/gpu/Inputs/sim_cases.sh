@@ -2,8 +2,8 @@
 # Runs every tests/gpu/cases file (the end-to-end checks that
 # tests/gpu/run.sh runs on a GPU) on the kernel simulator instead:
 # graph-to-kernel, then fuse-run --device sim --check-interp, two seeds,
-# with the case's `// tolerance:` and `// precision:` lines where it has
-# them (as run.sh does). Prints one line per run and `N passed, N
+# with the case's `// tolerance:`, `// precision:` and `// layout:` lines
+# where it has them (as run.sh does). Prints one line per run and `N passed, N
 # failed`; exits 1 when anything failed.
 # Usage: sim_cases.sh CASES_DIR
 set -u
@@ -14,6 +14,8 @@ for f in "$1"/*.fuse; do
   [ -n "$tol" ] && read -r rtol atol <<<"$tol"
   prec=$(sed -n 's|^// precision: \([a-z0-9]*\).*|\1|p' "$f" | head -1)
   precision=(); [ -n "$prec" ] && precision=(--precision "$prec")
+  lay=$(sed -n 's|^// layout: \([a-z]*\).*|\1|p' "$f" | head -1)
+  [ -n "$lay" ] && precision+=(--layout "$lay")
   for seed in 1 2; do
     if out=$(fuse-run "$f" --device sim --random-inputs "$seed" \
                "${precision[@]}" --check-interp --rtol "$rtol" --atol "$atol" \
