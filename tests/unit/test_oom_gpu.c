@@ -128,8 +128,8 @@ enum {
   kSimStride = 11,
   kLlvmStride = 7,
   kSplitStride = 31,
-  kConvStride = 29,
-  kConvPtxStride = 17
+  kConvStride = 37,
+  kConvPtxStride = 23
 };
 #else
 enum {
