@@ -400,6 +400,8 @@ START_TEST(test_cuda) {
 END_TEST
 #endif
 
+/* ctest runs each case as its own test (tests/CMakeLists.txt,
+ * test_oom_gpu_<case>): a new case goes in that list too. */
 static Suite *oom_gpu_suite(void) {
   Suite *s = suite_create("oom_gpu");
   add_case(s, "lower", test_lower);

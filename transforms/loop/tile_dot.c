@@ -251,9 +251,8 @@ static bool emit_rows(Dot *D, FzLoopBuilder *body, FzValue *scratch,
   /* The vector loop over k. */
   int64_t W = G->W, Kv = T->K / W * W;
   FzValue *init[TILE_MAX_ROWS * TILE_DOT_MAX_COLS] = {NULL};
-  FzValue *zero =
-      fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(G->ctx), 0.0);
   FzLoopBuilder cb = tileAt(G, &G->consts);
+  FzValue *zero = fzBConst(&cb, fzF32TypeGet(G->ctx), 0.0);
   FzValue *zv = zero ? fzBOp1(&cb, "loop.splat", 1, &zero, G->vecF32) : NULL;
   for (size_t a = 0; a < na; ++a)
     init[a] = zv;

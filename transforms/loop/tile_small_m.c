@@ -236,9 +236,8 @@ static bool emit_partials(Stream *S, const TileRegion *R, size_t nr) {
   FzValue *c = split_outer(S, &body, t, S->C);
   FzValue *kbeg = fzBAffine(&body, c, S->chunk, 0);
   FzValue *cols[TILE_MAX_VECS];
-  FzValue *zero =
-      fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(G->ctx), 0.0);
   FzLoopBuilder cb = tileAt(G, &G->consts);
+  FzValue *zero = fzBConst(&cb, fzF32TypeGet(G->ctx), 0.0);
   FzValue *zv = zero ? fzBOp1(&cb, "loop.splat", 1, &zero, G->vecF32) : NULL;
   for (size_t i = 0; i < nr && zv; ++i) {
     if (!tile_loop(S, &body, &R[i], cols, &in))
