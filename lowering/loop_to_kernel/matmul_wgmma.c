@@ -165,7 +165,7 @@ static void relayout(Gen *G, Tile *T) {
 }
 
 /* An op with n accumulator operands (after `pre`) and as many results
- * of pairs; its results to out. */
+ * of pairs; its results to out. Takes st (disposed when it fails). */
 static void pairs_op(KB *K, FzOpState *st, size_t npre, FzValue *const *pre,
                      size_t n, FzValue *const *acc, FzValue **out) {
   for (size_t i = 0; i < npre; ++i)
@@ -174,8 +174,10 @@ static void pairs_op(KB *K, FzOpState *st, size_t npre, FzValue *const *pre,
   for (size_t i = 0; i < n; ++i)
     if (!acc[i])
       K->failed = true;
-  if (K->failed)
+  if (K->failed) {
+    fzOpStateDispose(st);
     return;
+  }
   fzOpStateAddOperands(st, npre, pre);
   fzOpStateAddOperands(st, n, acc);
   for (size_t i = 0; i < n; ++i)

@@ -461,6 +461,8 @@ START_TEST(test_tile) {
 }
 END_TEST
 
+/* ctest runs each case as its own test (tests/CMakeLists.txt,
+ * test_oom_<case>): a new case goes in that list too. */
 static Suite *oom_suite(void) {
   Suite *s = suite_create("oom");
   add_case(s, "graph-optimize", test_graph_optimize);

@@ -5,18 +5,21 @@
  *    tensor-core matmul with its bias and relu, a row reduction of an
  *    elementwise chain, an elementwise kernel), the kernel IR printed;
  *    and split-K (a matmul and a conv2d cut in two k slices: the nests
- *    rewritten, then their kernels);
- *  - the PTX compile: fzLowerModuleForCpu and fzGpuCompile (loop to
- *    kernel, the NVPTX translation, code generation on two threads, the
- *    join, the launch plans and their comments);
+ *    rewritten, then their kernels); the conv2d mappings (NCHW and NHWC
+ *    implicit GEMMs, a depthwise NHWC conv); a causal attention; a bf16
+ *    matmul on the warp-group (wgmma) mapping;
+ *  - the PTX compile: fzGpuCompile (the NVPTX translation, code
+ *    generation on two threads, the join, the launch plans and their
+ *    comments) of the matmul model's kernels, the conv2d kernels, the
+ *    attention kernels and the wgmma kernels (sm_90a);
  *  - a call through the CUDA runtime against the fake driver
  *    (tests/unit/fake_cuda.c, which runs no kernel): fzCudaCreate,
  *    fzCudaCompileModule of the kernel-level module, fzCudaRunFunction;
  *  - the kernel simulator (fuse-run --device sim's path): the graph
  *    lowered to kernels and every launch simulated, outputs compared.
- * The sweeps that run LLVM take every k-th allocation (kLlvmStride); the
- * others take every one. About 20 s in a Release build (the strides are
- * wider under ASan).
+ * Most sweeps take every k-th allocation (the strides below); the CUDA
+ * call takes every one. About 45 s in a Release build on a loaded
+ * 2-core machine (the strides are wider under ASan: about 150 s there).
  */
 #include <unistd.h>
 
@@ -63,6 +66,54 @@ static const char kSplitModel[] =
     "  return %m, %r : tensor<24x16xf16>, tensor<1x8x4x4xf16>\n"
     "}\n";
 
+/* The three conv2d mappings: an NCHW implicit GEMM with its bias and
+ * relu, an NHWC implicit GEMM (k = (c, kh, kw)), and a depthwise NHWC
+ * conv with relu6 (depthwise.c: 16-byte loads along C), all f16. */
+static const char kConvModel[] =
+    "func.func @main(%x: tensor<1x16x4x4xf16>, %k: tensor<8x16x3x3xf16>, "
+    "%b: tensor<8xf16>, %y: tensor<1x4x4x16xf16>, "
+    "%wk: tensor<16x16x3x3xf16>, %dw: tensor<16x1x3x3xf16>) -> "
+    "(tensor<1x8x4x4xf16>, tensor<1x4x4x16xf16>, tensor<1x4x4x16xf16>) {\n"
+    "  %c = graph.conv2d %x, %k, %b {pads = array<i64: 1, 1, 1, 1>} : "
+    "tensor<1x16x4x4xf16>, tensor<8x16x3x3xf16>, tensor<8xf16> -> "
+    "tensor<1x8x4x4xf16>\n"
+    "  %r = graph.relu %c : tensor<1x8x4x4xf16>\n"
+    "  %n = graph.conv2d %y, %wk {layout = \"nhwc\", "
+    "pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x4x16xf16>, "
+    "tensor<16x16x3x3xf16> -> tensor<1x4x4x16xf16>\n"
+    "  %d = graph.conv2d %y, %dw {layout = \"nhwc\", "
+    "pads = array<i64: 1, 1, 1, 1>, groups = 16 : i64} : "
+    "tensor<1x4x4x16xf16>, tensor<16x1x3x3xf16> -> tensor<1x4x4x16xf16>\n"
+    "  %e = graph.clamp %d {min = 0.0 : f32, max = 6.0 : f32} : "
+    "tensor<1x4x4x16xf16>\n"
+    "  return %r, %n, %e : tensor<1x8x4x4xf16>, tensor<1x4x4x16xf16>, "
+    "tensor<1x4x4x16xf16>\n"
+    "}\n";
+
+/* A bf16 matmul with its bias and relu on Hopper's warp-group mapping
+ * (wgmma, sm_90a), at sizes that are no multiple of its tile. */
+static const char kWgmmaModel[] =
+    "func.func @main(%a: tensor<80x40xbf16>, %b: tensor<40x72xbf16>, "
+    "%bias: tensor<72xbf16>) -> tensor<80x72xbf16> {\n"
+    "  %0 = graph.matmul %a, %b : tensor<80x40xbf16>, tensor<40x72xbf16> -> "
+    "tensor<80x72xbf16>\n"
+    "  %1 = graph.add %0, %bias : tensor<80x72xbf16>, tensor<72xbf16> -> "
+    "tensor<80x72xbf16>\n"
+    "  %2 = graph.relu %1 : tensor<80x72xbf16>\n"
+    "  return %2 : tensor<80x72xbf16>\n"
+    "}\n";
+
+/* A causal f16 attention (graph-to-loop's streaming nest with its f32
+ * accumulator, then whichever GPU mapping takes it). */
+static const char kAttentionModel[] =
+    "func.func @main(%q: tensor<1x2x5x8xf16>, %k: tensor<1x2x7x8xf16>, "
+    "%v: tensor<1x2x7x8xf16>) -> tensor<1x2x5x8xf16> {\n"
+    "  %0 = graph.attention %q, %k, %v {causal = true, scale = 0.35 : f64} "
+    ": tensor<1x2x5x8xf16>, tensor<1x2x7x8xf16>, tensor<1x2x7x8xf16> -> "
+    "tensor<1x2x5x8xf16>\n"
+    "  return %0 : tensor<1x2x5x8xf16>\n"
+    "}\n";
+
 /* The sweeps that sample (FZ_OOM_STRIDE=1 takes every k): a compile
  * with LLVM or a simulated launch costs milliseconds, and every k runs
  * the workload four times. Odd strides, so that every kind of
@@ -76,14 +127,18 @@ enum {
   kLowerStride = 7,
   kSimStride = 11,
   kLlvmStride = 7,
-  kSplitStride = 31
+  kSplitStride = 31,
+  kConvStride = 37,
+  kConvPtxStride = 23
 };
 #else
 enum {
   kLowerStride = 3,
   kSimStride = 5,
   kLlvmStride = 3,
-  kSplitStride = 13
+  kSplitStride = 13,
+  kConvStride = 11,
+  kConvPtxStride = 7
 };
 #endif
 
@@ -129,7 +184,7 @@ static void gpu_options(FzGpuOptions *go) {
  * split-k `splitK`: an absorbed failure shows as printed IR that differs
  * from the clean run's. */
 static bool lower_text(FzContext *ctx, const char *text, const char *splitK,
-                       TextBuf *out) {
+                       bool wgmma, TextBuf *out) {
   FzOp *m = parse_text(ctx, text);
   FzCpuPipelineOptions po;
   fzCpuPipelineOptionsInit(&po);
@@ -139,23 +194,42 @@ static bool lower_text(FzContext *ctx, const char *text, const char *splitK,
   fzLoopToKernelOptionsInit(&ko);
   ko.precision = FZ_PRECISION_TF32;
   ko.splitK = splitK;
+  ko.wgmma = wgmma;
   ok = ok && fzLowerLoopToKernel(m, &ko) && printed_ok(ctx, m, out);
   fzOpDestroy(m);
   return ok;
 }
 
 static bool wl_lower(FzContext *ctx, TextBuf *out) {
-  return lower_text(ctx, kModel, NULL, out);
+  return lower_text(ctx, kModel, NULL, false, out);
 }
 
 /* split-K: kSplitModel lowered with split-k=2 (the printed IR must show
  * both splits, checked by test_split). */
 static bool wl_split(FzContext *ctx, TextBuf *out) {
-  return lower_text(ctx, kSplitModel, "2", out);
+  return lower_text(ctx, kSplitModel, "2", false, out);
 }
 
-/* kModel at the kernel level (wl_lower's clean result), made once. */
+/* The conv2d mappings (kConvModel). */
+static bool wl_conv(FzContext *ctx, TextBuf *out) {
+  return lower_text(ctx, kConvModel, NULL, false, out);
+}
+
+/* Attention (kAttentionModel). */
+static bool wl_attention(FzContext *ctx, TextBuf *out) {
+  return lower_text(ctx, kAttentionModel, NULL, false, out);
+}
+
+/* The warp-group matmul mapping (kWgmmaModel). */
+static bool wl_wgmma(FzContext *ctx, TextBuf *out) {
+  return lower_text(ctx, kWgmmaModel, NULL, true, out);
+}
+
+/* The kernel level that wl_ptx compiles (wl_lower's or wl_conv's clean
+ * result), made once per test. */
 static TextBuf g_kernels;
+/* The arch wl_ptx compiles for (NULL: the default). */
+static const char *g_arch;
 
 /* The kernel level to PTX: fzGpuCompile (as fzCudaCompileModule calls
  * it, after the graph -> loop pipeline and lower-loop-to-kernel, which
@@ -166,6 +240,8 @@ static bool wl_ptx(FzContext *ctx, TextBuf *out) {
   sweep_mark(); /* the parser has sweeps of its own */
   FzGpuOptions go;
   gpu_options(&go);
+  if (g_arch)
+    go.arch = g_arch;
   FzGpuProgram *p = m ? fzGpuCompile(m, &go) : NULL;
   if (p)
     print_program(p, out);
@@ -257,6 +333,57 @@ START_TEST(test_ptx) {
   text_free(&g_kernels);
 }
 END_TEST
+START_TEST(test_conv) {
+  CountingAlloc c = {0};
+  FzContext *ctx = sweep_context(&c);
+  TextBuf clean = {0};
+  ck_assert(wl_conv(ctx, &clean));
+  fzContextDestroy(ctx);
+  /* Each conv on its mapping (a fallback would be a different test). */
+  ck_assert_msg(clean.data && strstr(clean.data, "@main_k2") &&
+                    strstr(clean.data, "vector<8xf16>") &&
+                    strstr(clean.data, "kernel.mma"),
+                "kConvModel: not the implicit-GEMM and depthwise mappings");
+  /* 14,700 allocations a run (three mappings, their plans and the
+   * implicit GEMMs' pipelines): sampled like split-K. */
+  sweep("conv2d mappings", wl_conv, kConvStride);
+  g_kernels = clean;
+  /* Its tensor-core kernels take LLVM about 80 ms each time: a wider
+   * sample than kModel's. */
+  sweep("conv2d kernels to PTX", wl_ptx, kConvPtxStride);
+  text_free(&g_kernels);
+}
+END_TEST
+START_TEST(test_attention) {
+  CountingAlloc c = {0};
+  FzContext *ctx = sweep_context(&c);
+  TextBuf clean = {0};
+  ck_assert(wl_attention(ctx, &clean));
+  fzContextDestroy(ctx);
+  ck_assert_msg(clean.data && strstr(clean.data, "kernel.launch"),
+                "kAttentionModel: no kernel");
+  sweep("attention to kernels", wl_attention, kLowerStride);
+  g_kernels = clean;
+  sweep("attention kernels to PTX", wl_ptx, kLlvmStride);
+  text_free(&g_kernels);
+}
+END_TEST
+START_TEST(test_wgmma) {
+  CountingAlloc c = {0};
+  FzContext *ctx = sweep_context(&c);
+  TextBuf clean = {0};
+  ck_assert(wl_wgmma(ctx, &clean));
+  fzContextDestroy(ctx);
+  ck_assert_msg(clean.data && strstr(clean.data, "kernel.wgmma"),
+                "kWgmmaModel: not the warp-group mapping");
+  sweep("wgmma mapping", wl_wgmma, kLowerStride);
+  g_kernels = clean;
+  g_arch = "sm_90a";
+  sweep("wgmma kernels to PTX (sm_90a)", wl_ptx, kLlvmStride);
+  g_arch = NULL;
+  text_free(&g_kernels);
+}
+END_TEST
 START_TEST(test_sim) {
   sweep("kernel simulator", wl_sim, kSimStride);
 }
@@ -273,11 +400,16 @@ START_TEST(test_cuda) {
 END_TEST
 #endif
 
+/* ctest runs each case as its own test (tests/CMakeLists.txt,
+ * test_oom_gpu_<case>): a new case goes in that list too. */
 static Suite *oom_gpu_suite(void) {
   Suite *s = suite_create("oom_gpu");
   add_case(s, "lower", test_lower);
   add_case(s, "split", test_split);
   add_case(s, "ptx", test_ptx);
+  add_case(s, "conv", test_conv);
+  add_case(s, "attention", test_attention);
+  add_case(s, "wgmma", test_wgmma);
   add_case(s, "sim", test_sim);
 #ifdef FZ_FAKE_CUDA
   add_case(s, "cuda", test_cuda);

@@ -49,7 +49,7 @@ typedef struct Dot {
   bool vec;   /* in the vector loop: k-dependent values are vector<W> */
   FzValue *acc[TILE_MAX_ROWS * TILE_DOT_MAX_COLS];  /* the loop's */
   FzValue *sums[TILE_MAX_ROWS * TILE_DOT_MAX_COLS]; /* the results */
-  FzBuilder b[PH_COUNT];
+  FzLoopBuilder b[PH_COUNT];
   FzPtrMap memo[PH_COUNT][DOT_SLOTS];
 } Dot;
 
@@ -119,8 +119,8 @@ static FzValue *dot_vector(Dot *D, FzValue *v, int r, int c) {
   FzValue *s = fzPtrMapGet(sp, m);
   if (s)
     return s;
-  s = tileMake1(D->G, &D->b[PH_K], "loop.splat", 1, &m,
-                tileVectorType(D->G, fzValueGetType(m)));
+  s = fzBOp1(&D->b[PH_K], "loop.splat", 1, &m,
+             fzBVectorType(&D->b[PH_K], D->G->W, fzValueGetType(m)));
   if (s && !fzPtrMapPut(sp, m, s))
     D->G->failed = true;
   return s;
@@ -158,7 +158,7 @@ static FzValue *dot_value(Dot *D, FzValue *v, int r, int c) {
   FzValue *res = fzPtrMapGet(memo, v);
   if (res)
     return res;
-  FzBuilder *b = &D->b[ph];
+  FzLoopBuilder *b = &D->b[ph];
   FzLoopOpcode code = fzLoopGetOpcode(def);
   size_t n = fzOpGetNumOperands(def);
   FzValue *ops[TILE_MAX_DIMS + 2];
@@ -171,19 +171,19 @@ static FzValue *dot_value(Dot *D, FzValue *v, int r, int c) {
         D->vec ? dot_vector(D, T->x, r, c) : dot_value(D, T->x, r, c),
         D->vec ? dot_vector(D, T->y, r, c) : dot_value(D, T->y, r, c),
         D->acc[ai]};
-    res = tileMake1(G, b, "loop.fma", 3, fops,
-                    D->vec ? G->vecF32 : fzF32TypeGet(G->ctx));
+    res = fzBOp1(b, "loop.fma", 3, fops,
+                 D->vec ? G->vecF32 : fzF32TypeGet(G->ctx));
   } else if (code == FZ_LOOP_OP_LOAD) {
     /* Its last index is k when it depends on k (tileDotApplies). */
     for (size_t i = 0; i < n; ++i)
       ops[i] = dot_value(D, fzOpGetOperand(def, i), r, c);
     FzType *t = fzValueGetType(v);
-    res = tileMake1(G, b, vec ? "loop.vector_load" : "loop.load", n, ops,
-                    vec ? tileVectorType(G, t) : t);
+    res = fzBOp1(b, vec ? "loop.vector_load" : "loop.load", n, ops,
+                 vec ? fzBVectorType(b, G->W, t) : t);
     /* The weight's rows (the loads that vary with the column) are
      * prefetched G->prefetch elements ahead along k. */
     if (vec && ci >= 0 && G->prefetch > 0)
-      tilePrefetch(G, b, n, ops, G->prefetch);
+      fzBPrefetch(b, n, ops, G->prefetch);
   } else {
     for (size_t i = 0; i < n; ++i) {
       FzValue *o = fzOpGetOperand(def, i);
@@ -193,7 +193,7 @@ static FzValue *dot_value(Dot *D, FzValue *v, int r, int c) {
       ops[i] = vec && !scalar ? dot_vector(D, o, r, c) : dot_value(D, o, r, c);
     }
     FzType *t = fzValueGetType(v);
-    res = tileCloneWith(G, b, def, ops, vec ? tileVectorType(G, t) : t);
+    res = fzBCloneWith(b, def, ops, vec ? fzBVectorType(b, G->W, t) : t);
   }
   if (res && !fzPtrMapPut(memo, v, res))
     G->failed = true;
@@ -209,73 +209,41 @@ static void memo_clear(Dot *D, int ph) {
 
 /*===--- Emitting ---------------------------------------------------------===*/
 
-FzOp *tileMakeFor(TileGen *G, FzBuilder *b, FzValue *lb, FzValue *ub,
-                  FzValue *st, size_t n, FzValue *const *init, FzType *t,
-                  FzBuilder *inner) {
-  FzValue *ops[3 + TILE_MAX_ROWS * TILE_MAX_VECS];
-  FzType *types[1 + TILE_MAX_ROWS * TILE_MAX_VECS];
-  if (n > TILE_MAX_ROWS * TILE_MAX_VECS || !lb || !ub || !st) {
-    G->failed = true;
-    return NULL;
-  }
-  ops[0] = lb;
-  ops[1] = ub;
-  ops[2] = st;
-  types[0] = G->idx;
-  for (size_t a = 0; a < n; ++a) {
-    if (!init[a]) {
-      G->failed = true;
-      return NULL;
-    }
-    ops[3 + a] = init[a];
-    types[1 + a] = t;
-  }
-  FzOpState s;
-  fzOpStateInit(&s, G->ctx, FZ_STR("loop.for"), G->loc);
-  fzOpStateAddOperands(&s, 3 + n, ops);
-  fzOpStateAddResults(&s, n, types + 1);
-  FzOp *loop = tileMakeLoop(G, b, &s, 1 + n, types, inner);
-  if (loop && n > 0 &&
-      !fzOpSetAttr(loop, FZ_STR("loop.reduction"), fzUnitAttrGet(G->ctx)))
-    G->failed = true;
-  return loop;
-}
-
-static FzOp *make_for(TileGen *G, FzBuilder *b, int64_t lb, int64_t ub,
-                      int64_t st, size_t n, FzValue *const *init, FzType *t,
-                      FzBuilder *inner) {
-  return tileMakeFor(G, b, tileConstIndex(G, lb), tileConstIndex(G, ub),
-                     tileConstIndex(G, st), n, init, t, inner);
+static FzOp *make_for(FzLoopBuilder *b, int64_t lb, int64_t ub, int64_t st,
+                      size_t n, FzValue *const *init, FzType *t,
+                      FzLoopBuilder *inner) {
+  return fzBFor(b, fzBIndex(b, lb), fzBIndex(b, ub), fzBIndex(b, st), n, init,
+                t, inner);
 }
 
 /* The sum of v's W lanes: halves added through scratch. */
-static FzValue *lane_sum(TileGen *G, FzBuilder *b, FzValue *scratch,
+static FzValue *lane_sum(TileGen *G, FzLoopBuilder *b, FzValue *scratch,
                          FzValue *v) {
-  FzValue *zero = tileConstIndex(G, 0);
+  FzValue *zero = fzBIndex(b, 0);
   for (int64_t w = G->W; w > 1 && v; w /= 2) {
     FzValue *sops[3] = {v, scratch, zero};
-    tileMake(G, b, "loop.vector_store", 3, sops, NULL);
+    fzBOp(b, "loop.vector_store", 3, sops, NULL);
     int64_t h = w / 2;
     FzType *t =
         h == 1 ? fzF32TypeGet(G->ctx)
                : fzVectorTypeGet(G->ctx, 1, &h, fzF32TypeGet(G->ctx), NULL);
     const char *ld = h == 1 ? "loop.load" : "loop.vector_load";
     FzValue *lo[2] = {scratch, zero};
-    FzValue *hi[2] = {scratch, tileConstIndex(G, h)};
-    FzValue *ab[2] = {tileMake1(G, b, ld, 2, lo, t),
-                      tileMake1(G, b, ld, 2, hi, t)};
-    v = tileMake1(G, b, "loop.addf", 2, ab, t);
+    FzValue *hi[2] = {scratch, fzBIndex(b, h)};
+    FzValue *ab[2] = {fzBOp1(b, ld, 2, lo, t), fzBOp1(b, ld, 2, hi, t)};
+    v = fzBOp1(b, "loop.addf", 2, ab, t);
   }
   return v;
 }
 
 /* Rows [r0, r0 + nr) of the group whose columns D->cols are set. */
-static bool emit_rows(Dot *D, FzBuilder *body, FzValue *scratch, int64_t r0) {
+static bool emit_rows(Dot *D, FzLoopBuilder *body, FzValue *scratch,
+                      int64_t r0) {
   TileGen *G = D->G;
   TileNest *T = D->T;
   size_t na = (size_t)D->nr * D->nc;
   for (unsigned r = 0; r < D->nr; ++r)
-    D->rows[r] = tileConstIndex(G, r0 + r);
+    D->rows[r] = fzBIndex(body, r0 + r);
   for (int ph = 0; ph < PH_COUNT; ++ph) {
     memo_clear(D, ph);
     D->b[ph] = *body;
@@ -283,18 +251,16 @@ static bool emit_rows(Dot *D, FzBuilder *body, FzValue *scratch, int64_t r0) {
   /* The vector loop over k. */
   int64_t W = G->W, Kv = T->K / W * W;
   FzValue *init[TILE_MAX_ROWS * TILE_DOT_MAX_COLS] = {NULL};
-  FzValue *zero =
-      fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(G->ctx), 0.0);
-  FzValue *zv =
-      zero ? tileMake1(G, &G->consts, "loop.splat", 1, &zero, G->vecF32) : NULL;
+  FzLoopBuilder cb = tileAt(G, &G->consts);
+  FzValue *zero = fzBConst(&cb, fzF32TypeGet(G->ctx), 0.0);
+  FzValue *zv = zero ? fzBOp1(&cb, "loop.splat", 1, &zero, G->vecF32) : NULL;
   for (size_t a = 0; a < na; ++a)
     init[a] = zv;
-  FzBuilder kb;
-  FzOp *loop = make_for(G, body, 0, Kv, W, na, init, G->vecF32, &kb);
+  FzLoopBuilder kb;
+  FzOp *loop = make_for(body, 0, Kv, W, na, init, G->vecF32, &kb);
   if (!loop)
     return false;
-  fzBuilderInit(&D->b[PH_PRE], G->ctx);
-  fzBuilderSetInsertionPointBefore(&D->b[PH_PRE], loop);
+  D->b[PH_PRE] = fzBBefore(body, loop);
   D->b[PH_K] = kb;
   FzBlock *kbody = fzLoopGetBody(loop);
   D->k = fzBlockGetArgument(kbody, 0);
@@ -316,12 +282,12 @@ static bool emit_rows(Dot *D, FzBuilder *body, FzValue *scratch, int64_t r0) {
       FzValue *ops[2] = {
           dot_value(D, fzOpGetOperand(T->red, 3), (int)r, (int)c),
           lane_sum(G, body, scratch, fzOpGetResult(loop, a))};
-      s[a] = tileMake1(G, body, "loop.addf", 2, ops, fzF32TypeGet(G->ctx));
+      s[a] = fzBOp1(body, "loop.addf", 2, ops, fzF32TypeGet(G->ctx));
     }
   /* The last K % W terms, one at a time. */
   if (Kv < T->K) {
     memo_clear(D, PH_K);
-    loop = make_for(G, body, Kv, T->K, 1, na, s, fzF32TypeGet(G->ctx), &kb);
+    loop = make_for(body, Kv, T->K, 1, na, s, fzF32TypeGet(G->ctx), &kb);
     if (!loop)
       return false;
     D->b[PH_K] = kb;
@@ -354,7 +320,7 @@ static bool emit_rows(Dot *D, FzBuilder *body, FzValue *scratch, int64_t r0) {
           return G->failed = true, false;
         for (size_t i = 0; i < n; ++i)
           ops[i] = dot_value(D, fzOpGetOperand(op, i), (int)r, (int)c);
-        tileMake(G, &D->b[PH_POST], "loop.store", n, ops, NULL);
+        fzBOp(&D->b[PH_POST], "loop.store", n, ops, NULL);
       }
   return !G->failed;
 }
@@ -369,33 +335,30 @@ static bool emit_region(Dot *D, unsigned J, int64_t col0, int64_t groups,
     if (d != T->dI && d != T->dJ)
       total *= T->trips[d];
   FzValue *t;
-  FzBuilder body;
-  FzOp *par = tileMakeParallel(G, 1, &total, &t, &body);
+  FzLoopBuilder top = tileAt(G, &G->top), body;
+  FzOp *par = fzBParallel(&top, 1, &total, &t, &body);
   if (!par)
     return false;
   if (!fzOpSetAttr(par, FZ_STR("fuse.plan"),
                    fzStringAttrGet(G->ctx, fzStringRefFromCString(plan))))
     return G->failed = true, false;
-  FzValue *g =
-      tileIndexBinary(G, &body, "loop.remsi", t, tileConstIndex(G, groups));
-  FzValue *q =
-      tileIndexBinary(G, &body, "loop.divsi", t, tileConstIndex(G, groups));
+  FzValue *g = fzBIndexOp(&body, "loop.remsi", t, fzBIndex(&body, groups));
+  FzValue *q = fzBIndexOp(&body, "loop.divsi", t, fzBIndex(&body, groups));
   for (size_t d = T->n; d-- > 0;) {
     if (d == T->dI || d == T->dJ)
       continue;
-    D->outer[d] = tileIndexBinary(G, &body, "loop.remsi", q,
-                                  tileConstIndex(G, T->trips[d]));
-    q = tileIndexBinary(G, &body, "loop.divsi", q,
-                        tileConstIndex(G, T->trips[d]));
+    D->outer[d] =
+        fzBIndexOp(&body, "loop.remsi", q, fzBIndex(&body, T->trips[d]));
+    q = fzBIndexOp(&body, "loop.divsi", q, fzBIndex(&body, T->trips[d]));
   }
-  FzValue *j0 = tileAffine(G, &body, g, J, col0);
+  FzValue *j0 = fzBAffine(&body, g, J, col0);
   D->nc = J;
   for (unsigned c = 0; c < J; ++c)
-    D->cols[c] = c == 0 ? j0 : tileAffine(G, &body, j0, 1, c);
+    D->cols[c] = c == 0 ? j0 : fzBAffine(&body, j0, 1, c);
   int64_t w = G->W;
   FzType *st =
       fzBufferTypeGet(G->ctx, 1, &w, fzF32TypeGet(G->ctx), NULL, 0, NULL);
-  FzValue *scratch = st ? tileMake1(G, &body, "loop.alloc", 0, NULL, st) : NULL;
+  FzValue *scratch = st ? fzBOp1(&body, "loop.alloc", 0, NULL, st) : NULL;
   if (!scratch)
     return G->failed = true, false;
   int64_t M = T->trips[T->dI];
@@ -403,7 +366,7 @@ static bool emit_region(Dot *D, unsigned J, int64_t col0, int64_t groups,
     D->nr = (unsigned)(M - r0 < MR ? M - r0 : MR);
     emit_rows(D, &body, scratch, r0);
   }
-  tileMake(G, &body, "loop.dealloc", 1, &scratch, NULL);
+  fzBOp(&body, "loop.dealloc", 1, &scratch, NULL);
   return !G->failed;
 }
 

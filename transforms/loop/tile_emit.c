@@ -18,161 +18,11 @@
 #include "fz/loop.h"
 #include "transforms/loop/tile_internal.h"
 
-/*===--- Building ops -----------------------------------------------------===*/
-
-FzOp *tileMake(TileGen *G, FzBuilder *b, const char *name, size_t n,
-               FzValue *const *ops, FzType *rt) {
-  for (size_t i = 0; i < n; ++i)
-    if (!ops[i]) {
-      G->failed = true;
-      return NULL;
-    }
-  FzOpState st;
-  fzOpStateInit(&st, G->ctx, fzStringRefFromCString(name), G->loc);
-  fzOpStateAddOperands(&st, n, ops);
-  if (rt)
-    fzOpStateAddResults(&st, 1, &rt);
-  FzOp *op = fzBuilderCreate(b, &st);
-  if (!op)
-    G->failed = true;
-  return op;
-}
-
-FzValue *tileMake1(TileGen *G, FzBuilder *b, const char *name, size_t n,
-                   FzValue *const *ops, FzType *rt) {
-  FzOp *op = tileMake(G, b, name, n, ops, rt);
-  return op ? fzOpGetResult(op, 0) : NULL;
-}
-
-/* An index constant at the function level. */
-FzValue *tileConstIndex(TileGen *G, int64_t v) {
-  FzValue *c = fzLoopCreateIndexConstant(&G->consts, G->loc, v);
-  if (!c)
-    G->failed = true;
-  return c;
-}
-
-FzValue *tileIndexBinary(TileGen *G, FzBuilder *b, const char *name, FzValue *a,
-                         FzValue *c) {
-  FzValue *ops[2] = {a, c};
-  return tileMake1(G, b, name, 2, ops, G->idx);
-}
-
-/* a * s + t with constants s, t (folded where trivial). */
-FzValue *tileAffine(TileGen *G, FzBuilder *b, FzValue *a, int64_t s,
-                    int64_t t) {
-  FzValue *v = a;
-  if (s != 1)
-    v = tileIndexBinary(G, b, "loop.muli", v, tileConstIndex(G, s));
-  if (t != 0)
-    v = tileIndexBinary(G, b, "loop.addi", v, tileConstIndex(G, t));
-  return v;
-}
-
-FzType *tileVectorType(TileGen *G, FzType *scalar) {
-  int64_t w = G->W;
-  FzType *t = fzVectorTypeGet(G->ctx, 1, &w, scalar, NULL);
-  if (!t)
-    G->failed = true;
-  return t;
-}
-
-/* A loop op (for or parallel) with an empty body ending in loop.yield;
- * the body's builder goes to *inner (before the yield). */
-FzOp *tileMakeLoop(TileGen *G, FzBuilder *b, FzOpState *st, size_t nargs,
-                   FzType *const *argTypes, FzBuilder *inner) {
-  FzBlock *body = fzBlockCreate(G->ctx, nargs, argTypes, NULL);
-  FzRegion *region = body ? fzOpStateAddRegion(st) : NULL;
-  if (!region) {
-    if (body)
-      fzBlockDestroy(body);
-    fzOpStateDispose(st);
-    G->failed = true;
-    return NULL;
-  }
-  fzRegionAppendBlock(region, body);
-  FzOpState ys;
-  fzOpStateInit(&ys, G->ctx, FZ_STR("loop.yield"), G->loc);
-  FzBuilder yb;
-  fzBuilderInit(&yb, G->ctx);
-  fzBuilderSetInsertionPointToEnd(&yb, body);
-  FzOp *yield = fzBuilderCreate(&yb, &ys);
-  FzOp *loop = yield ? fzBuilderCreate(b, st) : NULL;
-  if (!loop) {
-    if (!yield)
-      fzOpStateDispose(st);
-    G->failed = true;
-    return NULL;
-  }
-  fzBuilderInit(inner, G->ctx);
-  fzBuilderSetInsertionPointBefore(inner, yield);
-  return loop;
-}
-
-/* loop.parallel over [0, ub[d]) for each d; ivs out. */
-FzOp *tileMakeParallel(TileGen *G, size_t n, const int64_t *ub, FzValue **ivs,
-                       FzBuilder *inner) {
-  FzValue *ops[3 * (TILE_MAX_DIMS + 3)];
-  FzType *types[TILE_MAX_DIMS + 3];
-  for (size_t d = 0; d < n; ++d) {
-    ops[d] = tileConstIndex(G, 0);
-    ops[n + d] = tileConstIndex(G, ub[d]);
-    ops[2 * n + d] = tileConstIndex(G, 1);
-    types[d] = G->idx;
-  }
-  if (G->failed)
-    return NULL;
-  FzOpState st;
-  fzOpStateInit(&st, G->ctx, FZ_STR("loop.parallel"), G->loc);
-  fzOpStateAddOperands(&st, 3 * n, ops);
-  FzOp *par = tileMakeLoop(G, &G->top, &st, n, types, inner);
-  if (par)
-    for (size_t d = 0; d < n; ++d)
-      ivs[d] = fzBlockGetArgument(fzLoopGetBody(par), d);
-  return par;
-}
-
-void tilePrefetch(TileGen *G, FzBuilder *b, size_t n, FzValue *const *ops,
-                  int64_t ahead) {
-  FzValue *pops[TILE_MAX_DIMS + 2];
-  if (n < 2 || n > TILE_MAX_DIMS + 2) {
-    G->failed = true;
-    return;
-  }
-  memcpy(pops, ops, n * sizeof *ops);
-  pops[n - 1] = tileAffine(G, b, ops[n - 1], 1, ahead);
-  tileMake(G, b, "loop.prefetch", n, pops, NULL);
-}
-
-/* A copy of op with the given operands and result type. */
-FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op, FzValue *const *ops,
-                       FzType *rt) {
-  size_t n = fzOpGetNumOperands(op);
-  for (size_t i = 0; i < n; ++i)
-    if (!ops[i]) {
-      G->failed = true;
-      return NULL;
-    }
-  FzOpState st;
-  fzOpStateInit(&st, G->ctx, fzIdentGetString(fzOpGetName(op)), fzOpGetLoc(op));
-  fzOpStateAddOperands(&st, n, ops);
-  FzAttr *props = fzOpGetPropDict(op);
-  if (props && fzDictAttrGetSize(props) > 0)
-    st.propsDict = props;
-  fzOpStateAddResults(&st, 1, &rt);
-  FzOp *c = fzBuilderCreate(b, &st);
-  if (!c) {
-    G->failed = true;
-    return NULL;
-  }
-  return fzOpGetResult(c, 0);
-}
-
 /*===--- The packing nest -------------------------------------------------===*/
 
 typedef struct PackCtx {
   TileGen *G;
-  FzBuilder b;
+  FzLoopBuilder b;
   FzPtrMap map; /* original value -> its copy in the packing nest */
 } PackCtx;
 
@@ -196,7 +46,7 @@ static FzValue *pack_value(PackCtx *P, FzValue *v) {
   }
   for (size_t i = 0; i < n; ++i)
     ops[i] = pack_value(P, fzOpGetOperand(def, i));
-  FzValue *r = tileCloneWith(P->G, &P->b, def, ops, fzValueGetType(v));
+  FzValue *r = fzBCloneWith(&P->b, def, ops, fzValueGetType(v));
   if (r && !fzPtrMapPut(&P->map, v, r))
     P->G->failed = true;
   return r;
@@ -217,28 +67,29 @@ static bool emit_pack(TileGen *G, int64_t col0, int64_t blocks, int64_t width,
   FzValue *ivs[TILE_MAX_DIMS + 3];
   PackCtx P;
   P.G = G;
-  if (!tileMakeParallel(G, n, ub, ivs, &P.b))
+  FzLoopBuilder top = tileAt(G, &G->top);
+  if (!fzBParallel(&top, n, ub, ivs, &P.b))
     return false;
   fzPtrMapInit(&P.map, G->ctx);
   for (size_t i = 0; i < G->numYDims; ++i)
     fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, G->yDims[i]), ivs[i]);
   FzValue *blk = ivs[n - 3], *k = ivs[n - 2], *q = ivs[n - 1];
-  FzValue *j = tileIndexBinary(G, &P.b, "loop.addi",
-                               tileAffine(G, &P.b, blk, width, col0), q);
+  FzValue *j =
+      fzBIndexOp(&P.b, "loop.addi", fzBAffine(&P.b, blk, width, col0), q);
   fzPtrMapPut(&P.map, fzBlockGetArgument(T->body, T->dJ), j);
   fzPtrMapPut(&P.map, fzBlockGetArgument(T->redBody, 0), k);
   FzValue *y = pack_value(&P, T->y);
-  FzValue *row = tileIndexBinary(G, &P.b, "loop.addi",
-                                 tileAffine(G, &P.b, blk, T->K, 0), k);
-  FzValue *off = tileIndexBinary(G, &P.b, "loop.addi",
-                                 tileAffine(G, &P.b, row, width, base), q);
+  FzValue *row =
+      fzBIndexOp(&P.b, "loop.addi", fzBAffine(&P.b, blk, T->K, 0), k);
+  FzValue *off =
+      fzBIndexOp(&P.b, "loop.addi", fzBAffine(&P.b, row, width, base), q);
   FzValue *sops[2 + TILE_MAX_DIMS + 1];
   sops[0] = y;
   sops[1] = G->packed;
   for (size_t i = 0; i < G->numYDims; ++i)
     sops[2 + i] = ivs[i];
   sops[2 + G->numYDims] = off;
-  tileMake(G, &P.b, "loop.store", 3 + G->numYDims, sops, NULL);
+  fzBOp(&P.b, "loop.store", 3 + G->numYDims, sops, NULL);
   fzPtrMapFree(&P.map);
   return !G->failed;
 }
@@ -278,14 +129,12 @@ FzValue *tileAsVector(TileInst *I, FzValue *v, int r, int c) {
     return s;
   /* Right after the scalar's definition; a block argument's splat goes
    * at the start of the tile (or of the k loop for k itself). */
-  FzBuilder b = m == I->k ? I->kb : I->pre;
+  FzLoopBuilder b = tileAt(I->G, m == I->k ? &I->kb : &I->pre);
   FzOp *def = fzValueGetDefiningOp(m);
-  if (def && fzOpGetBlock(def)) {
-    fzBuilderInit(&b, I->G->ctx);
-    fzBuilderSetInsertionPointAfter(&b, def);
-  }
-  s = tileMake1(I->G, &b, "loop.splat", 1, &m,
-                tileVectorType(I->G, fzValueGetType(m)));
+  if (def && fzOpGetBlock(def))
+    b = fzBAfter(&b, def);
+  s = fzBOp1(&b, "loop.splat", 1, &m,
+             fzBVectorType(&b, I->G->W, fzValueGetType(m)));
   if (s && !fzPtrMapPut(sp, m, s))
     I->G->failed = true;
   return s;
@@ -321,16 +170,17 @@ static bool access_operands(TileInst *I, FzOp *op, int r, int c, bool vec,
  * pbase, row k of it is nv * W wide. */
 static FzValue *packed_y(TileInst *I, int c) {
   TileGen *G = I->G;
+  FzLoopBuilder kb = tileAt(G, &I->kb);
   if (!I->koff)
-    I->koff = tileAffine(G, &I->kb, I->k, (int64_t)I->R->nv * G->W, 0);
+    I->koff = fzBAffine(&kb, I->k, (int64_t)I->R->nv * G->W, 0);
   FzValue *ops[TILE_MAX_DIMS + 2];
   size_t n = 0;
   ops[n++] = G->packed;
   for (size_t i = 0; i < G->numYDims; ++i)
     ops[n++] = I->outer[G->yDims[i]];
-  FzValue *off = tileIndexBinary(G, &I->kb, "loop.addi", I->pbase, I->koff);
-  ops[n++] = c == 0 ? off : tileAffine(G, &I->kb, off, 1, (int64_t)c * G->W);
-  return tileMake1(G, &I->kb, "loop.vector_load", n, ops, G->vecF32);
+  FzValue *off = fzBIndexOp(&kb, "loop.addi", I->pbase, I->koff);
+  ops[n++] = c == 0 ? off : fzBAffine(&kb, off, 1, (int64_t)c * G->W);
+  return fzBOp1(&kb, "loop.vector_load", n, ops, G->vecF32);
 }
 
 FzValue *tileMaterialize(TileInst *I, FzValue *v, int r, int c) {
@@ -374,20 +224,21 @@ FzValue *tileMaterialize(TileInst *I, FzValue *v, int r, int c) {
     FzValue *x = tileAsVector(I, T->x, r, c);
     FzValue *y = T->packY ? packed_y(I, c) : tileAsVector(I, T->y, r, c);
     FzValue *ops[3] = {x, y, I->accIn[accIdx]};
-    res = tileMake1(G, &I->kb, "loop.fma", 3, ops, G->vecF32);
+    FzLoopBuilder kb = tileAt(G, &I->kb);
+    res = fzBOp1(&kb, "loop.fma", 3, ops, G->vecF32);
   } else if (code == FZ_LOOP_OP_LOAD) {
     FzValue *ops[TILE_MAX_DIMS + 2];
     size_t n = fzOpGetNumOperands(def);
     if (n > TILE_MAX_DIMS + 2 || !access_operands(I, def, r, c, ci >= 0, ops))
       return NULL;
     FzType *elt = fzValueGetType(v);
-    res = tileMake1(G, builder_for(I, def),
-                    ci >= 0 ? "loop.vector_load" : "loop.load", n, ops,
-                    ci >= 0 ? tileVectorType(G, elt) : elt);
+    FzLoopBuilder b = tileAt(G, builder_for(I, def));
+    res = fzBOp1(&b, ci >= 0 ? "loop.vector_load" : "loop.load", n, ops,
+                 ci >= 0 ? fzBVectorType(&b, G->W, elt) : elt);
     /* y's vectors in the k loop: prefetched G->prefetch columns ahead
      * (the small-M stream form sets it). */
     if (ci >= 0 && G->prefetch > 0 && builder_for(I, def) == &I->kb)
-      tilePrefetch(G, &I->kb, n, ops, G->prefetch);
+      fzBPrefetch(&b, n, ops, G->prefetch);
   } else {
     FzValue *ops[8];
     size_t n = fzOpGetNumOperands(def);
@@ -403,8 +254,8 @@ FzValue *tileMaterialize(TileInst *I, FzValue *v, int r, int c) {
                    : tileMaterialize(I, fzOpGetOperand(def, i), r, c);
     }
     FzType *t = fzValueGetType(v);
-    res = tileCloneWith(G, builder_for(I, def), def, ops,
-                        ci >= 0 ? tileVectorType(G, t) : t);
+    FzLoopBuilder b = tileAt(G, builder_for(I, def));
+    res = fzBCloneWith(&b, def, ops, ci >= 0 ? fzBVectorType(&b, G->W, t) : t);
   }
   if (res && !fzPtrMapPut(memo, v, res))
     G->failed = true;
@@ -455,7 +306,8 @@ bool tileEmitStores(TileInst *I) {
           G->failed = true;
           break;
         }
-        tileMake(G, &I->post, "loop.vector_store", n, sops, NULL);
+        FzLoopBuilder post = tileAt(G, &I->post);
+        fzBOp(&post, "loop.vector_store", n, sops, NULL);
       }
   return !G->failed;
 }
@@ -472,61 +324,50 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
     if (d != T->dI && d != T->dJ)
       total *= T->trips[d];
   FzValue *t;
-  FzBuilder body;
-  FzOp *par = tileMakeParallel(G, 1, &total, &t, &body);
+  FzLoopBuilder top = tileAt(G, &G->top), body;
+  FzOp *par = fzBParallel(&top, 1, &total, &t, &body);
   if (!par)
     goto done;
-  I->post = body;
-  FzValue *it = tileIndexBinary(G, &body, "loop.remsi", t,
-                                tileConstIndex(G, R->rowBlocks));
-  FzValue *q = tileIndexBinary(G, &body, "loop.divsi", t,
-                               tileConstIndex(G, R->rowBlocks));
-  FzValue *jt = tileIndexBinary(G, &body, "loop.remsi", q,
-                                tileConstIndex(G, R->colBlocks));
-  q = tileIndexBinary(G, &body, "loop.divsi", q,
-                      tileConstIndex(G, R->colBlocks));
+  I->post = body.ip;
+  FzValue *it =
+      fzBIndexOp(&body, "loop.remsi", t, fzBIndex(&body, R->rowBlocks));
+  FzValue *q =
+      fzBIndexOp(&body, "loop.divsi", t, fzBIndex(&body, R->rowBlocks));
+  FzValue *jt =
+      fzBIndexOp(&body, "loop.remsi", q, fzBIndex(&body, R->colBlocks));
+  q = fzBIndexOp(&body, "loop.divsi", q, fzBIndex(&body, R->colBlocks));
   for (size_t d = T->n; d-- > 0;) {
     if (d == T->dI || d == T->dJ)
       continue;
-    I->outer[d] = tileIndexBinary(G, &body, "loop.remsi", q,
-                                  tileConstIndex(G, T->trips[d]));
-    q = tileIndexBinary(G, &body, "loop.divsi", q,
-                        tileConstIndex(G, T->trips[d]));
+    I->outer[d] =
+        fzBIndexOp(&body, "loop.remsi", q, fzBIndex(&body, T->trips[d]));
+    q = fzBIndexOp(&body, "loop.divsi", q, fzBIndex(&body, T->trips[d]));
   }
-  FzValue *i0 = tileAffine(G, &body, it, R->mr, R->row0);
+  FzValue *i0 = fzBAffine(&body, it, R->mr, R->row0);
   for (unsigned r = 0; r < R->mr; ++r)
-    I->rows[r] = r == 0 ? i0 : tileAffine(G, &body, i0, 1, r);
+    I->rows[r] = r == 0 ? i0 : fzBAffine(&body, i0, 1, r);
   int64_t nr = (int64_t)R->nv * G->W;
-  FzValue *j0 = tileAffine(G, &body, jt, nr, R->col0);
+  FzValue *j0 = fzBAffine(&body, jt, nr, R->col0);
   for (unsigned c = 0; c < R->nv; ++c)
-    I->cols[c] = c == 0 ? j0 : tileAffine(G, &body, j0, 1, (int64_t)c * G->W);
+    I->cols[c] = c == 0 ? j0 : fzBAffine(&body, j0, 1, (int64_t)c * G->W);
   if (G->packed)
-    I->pbase = tileAffine(G, &body, jt, T->K * nr, R->col0 * T->K);
+    I->pbase = fzBAffine(&body, jt, T->K * nr, R->col0 * T->K);
   /* Accumulators start at the reduction's initial value. */
   size_t na = (size_t)R->mr * R->nv;
-  FzValue *ops[3 + TILE_MAX_ROWS * TILE_MAX_VECS];
-  FzType *types[1 + TILE_MAX_ROWS * TILE_MAX_VECS];
-  I->pre = body;
+  FzValue *inits[TILE_MAX_ROWS * TILE_MAX_VECS];
+  I->pre = body.ip;
   FzValue *init = tileAsVector(I, fzOpGetOperand(T->red, 3), 0, 0);
-  ops[0] = tileConstIndex(G, 0);
-  ops[1] = tileConstIndex(G, T->K);
-  ops[2] = tileConstIndex(G, 1);
-  types[0] = G->idx;
-  for (size_t a = 0; a < na; ++a) {
-    ops[3 + a] = init;
-    types[1 + a] = G->vecF32;
-  }
+  for (size_t a = 0; a < na; ++a)
+    inits[a] = init;
   if (G->failed)
     goto done;
-  FzOpState st;
-  fzOpStateInit(&st, G->ctx, FZ_STR("loop.for"), G->loc);
-  fzOpStateAddOperands(&st, 3 + na, ops);
-  fzOpStateAddResults(&st, na, types + 1);
-  FzOp *loop = tileMakeLoop(G, &I->post, &st, 1 + na, types, &I->kb);
+  FzValue *lb = fzBIndex(&body, 0), *ub = fzBIndex(&body, T->K);
+  FzValue *step = fzBIndex(&body, 1);
+  FzLoopBuilder kb;
+  FzOp *loop = fzBFor(&body, lb, ub, step, na, inits, G->vecF32, &kb);
   if (!loop)
     goto done;
-  if (!fzOpSetAttr(loop, FZ_STR("loop.reduction"), fzUnitAttrGet(G->ctx)))
-    G->failed = true;
+  I->kb = kb.ip;
   fzBuilderInit(&I->pre, G->ctx);
   fzBuilderSetInsertionPointBefore(&I->pre, loop);
   FzBlock *kbody = fzLoopGetBody(loop);
@@ -541,13 +382,8 @@ bool tileEmitRegion(TileGen *G, const TileRegion *R) {
   for (unsigned r = 0; r < R->mr; ++r)
     for (unsigned c = 0; c < R->nv; ++c)
       next[r * R->nv + c] = tileMaterialize(I, addRes, (int)r, (int)c);
-  if (G->failed)
+  if (G->failed || !fzBSetYield(&kb, loop, na, next))
     goto done;
-  FzOp *yield = fzBlockGetLastOp(kbody);
-  if (!fzOpSetOperands(yield, na, next)) {
-    G->failed = true;
-    goto done;
-  }
   /* The epilogue and the stores, instance by instance. */
   tileEmitStores(I);
 done:

@@ -92,41 +92,40 @@ static size_t partial_indices(Stream *S, FzValue *c, FzValue *row, FzValue *col,
   return n;
 }
 
-static FzValue *load_partial(Stream *S, FzBuilder *b, FzValue *c, FzValue *row,
-                             FzValue *col) {
+static FzValue *load_partial(Stream *S, FzLoopBuilder *b, FzValue *c,
+                             FzValue *row, FzValue *col) {
   FzValue *ops[TILE_MAX_DIMS + 4];
   ops[0] = S->P;
   size_t n = 1 + partial_indices(S, c, row, col, ops + 1);
-  return tileMake1(S->G, b, "loop.vector_load", n, ops, S->G->vecF32);
+  return fzBOp1(b, "loop.vector_load", n, ops, S->G->vecF32);
 }
 
-static void store_partial(Stream *S, FzBuilder *b, FzValue *v, FzValue *c,
+static void store_partial(Stream *S, FzLoopBuilder *b, FzValue *v, FzValue *c,
                           FzValue *row, FzValue *col) {
   FzValue *ops[TILE_MAX_DIMS + 5];
   ops[0] = v;
   ops[1] = S->P;
   size_t n = 2 + partial_indices(S, c, row, col, ops + 2);
-  tileMake(S->G, b, "loop.vector_store", n, ops, NULL);
+  fzBOp(b, "loop.vector_store", n, ops, NULL);
 }
 
 /* The columns of tile tt's vectors (tiles of R->nv vectors from
  * R->col0). */
-static void tile_columns(Stream *S, FzBuilder *b, const TileRegion *R,
+static void tile_columns(Stream *S, FzLoopBuilder *b, const TileRegion *R,
                          FzValue *tt, FzValue **cols) {
   TileGen *G = S->G;
-  FzValue *j0 = tileAffine(G, b, tt, (int64_t)R->nv * G->W, R->col0);
+  FzValue *j0 = fzBAffine(b, tt, (int64_t)R->nv * G->W, R->col0);
   for (unsigned c = 0; c < R->nv; ++c)
-    cols[c] = c == 0 ? j0 : tileAffine(G, b, j0, 1, (int64_t)c * G->W);
+    cols[c] = c == 0 ? j0 : fzBAffine(b, j0, 1, (int64_t)c * G->W);
 }
 
 /* A loop over R's tiles at b; the columns of the current tile's vectors
  * go to cols. */
-static FzOp *tile_loop(Stream *S, FzBuilder *b, const TileRegion *R,
-                       FzValue **cols, FzBuilder *inner) {
+static FzOp *tile_loop(Stream *S, FzLoopBuilder *b, const TileRegion *R,
+                       FzValue **cols, FzLoopBuilder *inner) {
   TileGen *G = S->G;
-  FzOp *loop =
-      tileMakeFor(G, b, tileConstIndex(G, 0), tileConstIndex(G, R->colBlocks),
-                  tileConstIndex(G, 1), 0, NULL, G->idx, inner);
+  FzOp *loop = fzBFor(b, fzBIndex(b, 0), fzBIndex(b, R->colBlocks),
+                      fzBIndex(b, 1), 0, NULL, G->idx, inner);
   if (loop)
     tile_columns(S, inner, R, fzBlockGetArgument(fzLoopGetBody(loop), 0), cols);
   return loop;
@@ -135,24 +134,24 @@ static FzOp *tile_loop(Stream *S, FzBuilder *b, const TileRegion *R,
 /* An instance of rows [r0, r0 + R->mr) of a tile whose columns are
  * cols, materializing at b. */
 static TileInst *stream_inst(Stream *S, const TileRegion *R, int64_t r0,
-                             FzValue *const *cols, FzBuilder *b) {
+                             FzValue *const *cols, FzLoopBuilder *b) {
   TileInst *I = tileInstCreate(S->G, R);
   if (!I)
     return NULL;
   for (unsigned r = 0; r < R->mr; ++r)
-    I->rows[r] = tileConstIndex(S->G, r0 + r);
+    I->rows[r] = fzBIndex(b, r0 + r);
   for (unsigned c = 0; c < R->nv; ++c)
     I->cols[c] = cols[c];
   memcpy(I->outer, S->outer, sizeof I->outer);
-  I->pre = *b;
-  I->post = *b;
+  I->pre = b->ip;
+  I->post = b->ip;
   return I;
 }
 
 /* Rows [r0, r0 + R->mr) of one tile for k in [kbeg, kend) of chunk c:
  * P in, the k loop, P out. */
 static bool accumulate(Stream *S, const TileRegion *R, int64_t r0,
-                       FzValue *const *cols, FzBuilder *b, FzValue *c,
+                       FzValue *const *cols, FzLoopBuilder *b, FzValue *c,
                        FzValue *kbeg, FzValue *kend) {
   TileGen *G = S->G;
   TileInst *I = stream_inst(S, R, r0, cols, b);
@@ -163,9 +162,10 @@ static bool accumulate(Stream *S, const TileRegion *R, int64_t r0,
   for (unsigned r = 0; r < R->mr; ++r)
     for (unsigned v = 0; v < R->nv; ++v)
       init[r * R->nv + v] = load_partial(S, b, c, I->rows[r], cols[v]);
-  FzOp *loop = tileMakeFor(G, b, kbeg, kend, tileConstIndex(G, 1), na, init,
-                           G->vecF32, &I->kb);
+  FzLoopBuilder kb;
+  FzOp *loop = fzBFor(b, kbeg, kend, fzBIndex(b, 1), na, init, G->vecF32, &kb);
   if (loop) {
+    I->kb = kb.ip;
     fzBuilderInit(&I->pre, G->ctx);
     fzBuilderSetInsertionPointBefore(&I->pre, loop);
     FzBlock *kbody = fzLoopGetBody(loop);
@@ -189,17 +189,16 @@ static bool accumulate(Stream *S, const TileRegion *R, int64_t r0,
 }
 
 /* Splits t (a linear parallel index) into (t % n, the other dims). */
-static FzValue *split_outer(Stream *S, FzBuilder *b, FzValue *t, int64_t n) {
-  TileGen *G = S->G;
+static FzValue *split_outer(Stream *S, FzLoopBuilder *b, FzValue *t,
+                            int64_t n) {
   TileNest *T = S->T;
-  FzValue *i = tileIndexBinary(G, b, "loop.remsi", t, tileConstIndex(G, n));
-  FzValue *q = tileIndexBinary(G, b, "loop.divsi", t, tileConstIndex(G, n));
+  FzValue *i = fzBIndexOp(b, "loop.remsi", t, fzBIndex(b, n));
+  FzValue *q = fzBIndexOp(b, "loop.divsi", t, fzBIndex(b, n));
   for (size_t d = T->n; d-- > 0;) {
     if (d == T->dI || d == T->dJ)
       continue;
-    S->outer[d] =
-        tileIndexBinary(G, b, "loop.remsi", q, tileConstIndex(G, T->trips[d]));
-    q = tileIndexBinary(G, b, "loop.divsi", q, tileConstIndex(G, T->trips[d]));
+    S->outer[d] = fzBIndexOp(b, "loop.remsi", q, fzBIndex(b, T->trips[d]));
+    q = fzBIndexOp(b, "loop.divsi", q, fzBIndex(b, T->trips[d]));
   }
   return i;
 }
@@ -213,9 +212,10 @@ static int64_t outer_trips(TileNest *T) {
 }
 
 static FzOp *planned_parallel(Stream *S, int64_t total, FzValue **t,
-                              FzBuilder *body) {
+                              FzLoopBuilder *body) {
   TileGen *G = S->G;
-  FzOp *par = tileMakeParallel(G, 1, &total, t, body);
+  FzLoopBuilder top = tileAt(G, &G->top);
+  FzOp *par = fzBParallel(&top, 1, &total, t, body);
   if (par &&
       !fzOpSetAttr(par, FZ_STR("fuse.plan"),
                    fzStringAttrGet(G->ctx, fzStringRefFromCString(S->plan))))
@@ -230,40 +230,37 @@ static bool emit_partials(Stream *S, const TileRegion *R, size_t nr) {
   TileNest *T = S->T;
   int64_t M = T->trips[T->dI], K = T->K;
   FzValue *t;
-  FzBuilder body, in;
+  FzLoopBuilder body, in;
   if (!planned_parallel(S, S->C * outer_trips(T), &t, &body))
     return false;
   FzValue *c = split_outer(S, &body, t, S->C);
-  FzValue *kbeg = tileAffine(G, &body, c, S->chunk, 0);
+  FzValue *kbeg = fzBAffine(&body, c, S->chunk, 0);
   FzValue *cols[TILE_MAX_VECS];
-  FzValue *zero =
-      fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(G->ctx), 0.0);
-  FzValue *zv =
-      zero ? tileMake1(G, &G->consts, "loop.splat", 1, &zero, G->vecF32) : NULL;
+  FzLoopBuilder cb = tileAt(G, &G->consts);
+  FzValue *zero = fzBConst(&cb, fzF32TypeGet(G->ctx), 0.0);
+  FzValue *zv = zero ? fzBOp1(&cb, "loop.splat", 1, &zero, G->vecF32) : NULL;
   for (size_t i = 0; i < nr && zv; ++i) {
     if (!tile_loop(S, &body, &R[i], cols, &in))
       return false;
     for (int64_t r = 0; r < M; ++r)
       for (unsigned v = 0; v < R[i].nv; ++v)
-        store_partial(S, &in, zv, c, tileConstIndex(G, r), cols[v]);
+        store_partial(S, &in, zv, c, fzBIndex(&body, r), cols[v]);
   }
   int64_t blocks = (S->chunk + S->KB - 1) / S->KB;
-  FzBuilder kbb;
-  FzOp *kloop =
-      tileMakeFor(G, &body, tileConstIndex(G, 0), tileConstIndex(G, blocks),
-                  tileConstIndex(G, 1), 0, NULL, G->idx, &kbb);
+  FzLoopBuilder kbb;
+  FzOp *kloop = fzBFor(&body, fzBIndex(&body, 0), fzBIndex(&body, blocks),
+                       fzBIndex(&body, 1), 0, NULL, G->idx, &kbb);
   if (!kloop)
     return false;
   FzValue *kb = fzBlockGetArgument(fzLoopGetBody(kloop), 0);
-  FzValue *b0 = tileIndexBinary(G, &kbb, "loop.addi", kbeg,
-                                tileAffine(G, &kbb, kb, S->KB, 0));
+  FzValue *b0 =
+      fzBIndexOp(&kbb, "loop.addi", kbeg, fzBAffine(&kbb, kb, S->KB, 0));
   /* The block ends at the chunk's end or K (the last chunk may be
    * shorter, and its last blocks empty). */
-  FzValue *b1 =
-      tileIndexBinary(G, &kbb, "loop.minsi", tileAffine(G, &kbb, b0, 1, S->KB),
-                      tileIndexBinary(G, &kbb, "loop.minsi",
-                                      tileAffine(G, &kbb, kbeg, 1, S->chunk),
-                                      tileConstIndex(G, K)));
+  FzValue *b1 = fzBIndexOp(&kbb, "loop.minsi", fzBAffine(&kbb, b0, 1, S->KB),
+                           fzBIndexOp(&kbb, "loop.minsi",
+                                      fzBAffine(&kbb, kbeg, 1, S->chunk),
+                                      fzBIndex(&body, K)));
   TileRegion part;
   for (size_t i = 0; i < nr && !G->failed; ++i) {
     if (!tile_loop(S, &kbb, &R[i], cols, &in))
@@ -284,7 +281,7 @@ static bool emit_final(Stream *S, const TileRegion *R) {
   TileNest *T = S->T;
   int64_t M = T->trips[T->dI];
   FzValue *t;
-  FzBuilder body;
+  FzLoopBuilder body;
   if (!planned_parallel(S, R->colBlocks * outer_trips(T), &t, &body))
     return false;
   FzValue *tt = split_outer(S, &body, t, R->colBlocks);
@@ -301,10 +298,9 @@ static bool emit_final(Stream *S, const TileRegion *R) {
     FzValue *iv = tileAsVector(I, fzOpGetOperand(T->red, 3), 0, 0);
     for (size_t a = 0; a < na; ++a)
       init[a] = iv;
-    FzBuilder cb;
-    FzOp *loop =
-        tileMakeFor(G, &body, tileConstIndex(G, 0), tileConstIndex(G, S->C),
-                    tileConstIndex(G, 1), na, init, G->vecF32, &cb);
+    FzLoopBuilder cb;
+    FzOp *loop = fzBFor(&body, fzBIndex(&body, 0), fzBIndex(&body, S->C),
+                        fzBIndex(&body, 1), na, init, G->vecF32, &cb);
     if (loop) {
       FzBlock *cbody = fzLoopGetBody(loop);
       FzValue *c = fzBlockGetArgument(cbody, 0);
@@ -314,13 +310,13 @@ static bool emit_final(Stream *S, const TileRegion *R) {
           size_t a = r * part.nv + v;
           FzValue *ops[2] = {fzBlockGetArgument(cbody, 1 + a),
                              load_partial(S, &cb, c, I->rows[r], cols[v])};
-          next[a] = tileMake1(G, &cb, "loop.addf", 2, ops, G->vecF32);
+          next[a] = fzBOp1(&cb, "loop.addf", 2, ops, G->vecF32);
         }
       if (!G->failed && !fzOpSetOperands(fzBlockGetLastOp(cbody), na, next))
         G->failed = true;
       for (size_t a = 0; a < na; ++a)
         I->accOut[a] = fzOpGetResult(loop, a);
-      I->post = body;
+      I->post = body.ip;
       if (!G->failed)
         tileEmitStores(I);
     }
@@ -348,7 +344,8 @@ static bool emit_stream(Stream *S, unsigned NV) {
   shape[rank++] = Nv;
   FzType *bt =
       fzBufferTypeGet(G->ctx, rank, shape, fzF32TypeGet(G->ctx), NULL, 0, NULL);
-  S->P = bt ? tileMake1(G, &G->top, "loop.alloc", 0, NULL, bt) : NULL;
+  FzLoopBuilder top = tileAt(G, &G->top);
+  S->P = bt ? fzBOp1(&top, "loop.alloc", 0, NULL, bt) : NULL;
   if (!S->P)
     return G->failed = true, false;
   TileRegion R[2];
@@ -360,7 +357,7 @@ static bool emit_stream(Stream *S, unsigned NV) {
   emit_partials(S, R, nr);
   for (size_t i = 0; i < nr && !G->failed; ++i)
     emit_final(S, &R[i]);
-  tileMake(G, &G->top, "loop.dealloc", 1, &S->P, NULL);
+  fzBOp(&top, "loop.dealloc", 1, &S->P, NULL);
   return !G->failed;
 }
 
