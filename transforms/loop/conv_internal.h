@@ -21,6 +21,8 @@ typedef struct ConvGen {
   int64_t K;               /* CG * KH * KW */
   FzValue *wp;             /* weights [ceil(M / MR) * K * MR] f32: (m, k)
                               at ((m / MR) * K + k) * MR + m % MR */
+  bool wpConst;            /* wp is a loop.constant_buffer packed at
+                              compile time (constant weights) */
   FzValue *xp;             /* the padded input or NULL (see below) */
   int64_t Hp, Wq;          /* its rows and columns per phase */
   FzValue *zero;           /* f32 0.0 at the function level */
@@ -28,6 +30,11 @@ typedef struct ConvGen {
 
 /* Emits (at G.top) the weight packing nest into Z->wp. */
 bool convEmitPackWeights(ConvGen *Z);
+/* Sets Z->wp: the packed weights as a constant buffer made here when
+ * they are a constant buffer loaded at [m, c, kh, kw] (Z->wpConst), else
+ * a loop.alloc filled by convEmitPackWeights's nest (freed by the
+ * caller). */
+bool convPackWeights(ConvGen *Z);
 /* Emits (at G.top) the nests that fill Z->xp, [N][C][Hp][sw][Wq] f32
  * ([N][C][Hp][Wq] when sw is 1): element (n, c, hp, p, q) is
  * x[n, c, hp + hOff, q * sw + p + wOff] inside the input, 0 outside, so

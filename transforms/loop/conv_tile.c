@@ -298,13 +298,7 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
 
   /* Nothing above changed the nest's function but constants, which cse
    * or dce remove; from here on a failure is an internal error. */
-  int64_t blocks = (M + MR - 1) / MR;
-  int64_t wshape[1] = {blocks * Z.K * MR};
-  FzOp *walloc = make_alloc(&Z, 1, wshape);
-  if (!walloc)
-    return CV_FAILED;
-  Z.wp = fzOpGetResult(walloc, 0);
-  if (!convEmitPackWeights(&Z))
+  if (!convPackWeights(&Z))
     return CV_FAILED;
   if (C->pack) {
     int64_t xshape[5] = {N, C->C, Z.Hp, C->sw, Z.Wq};
@@ -349,7 +343,7 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
   fzBuilderSetInsertionPointAfter(&b, after);
   if (Z.xp && !make_dealloc(&Z, &b, Z.xp))
     return CV_FAILED;
-  return make_dealloc(&Z, &b, Z.wp) ? CV_DONE : CV_FAILED;
+  return Z.wpConst || make_dealloc(&Z, &b, Z.wp) ? CV_DONE : CV_FAILED;
 }
 
 bool fzTileConvolutions(FzOp *func, const FzTileConvolutionsOptions *options,
