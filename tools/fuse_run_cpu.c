@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fz/fusion.h"
 #include "fz/gpu.h"
 #include "tools/common_timing.h"
 #include "tools/fuse_run_cpu.h"
@@ -475,9 +476,50 @@ static bool bench_paired(FuseRunCpu *r, FzCpuFunction *f, void **bufs,
   return true;
 }
 
+/* The arithmetic of the contractions (matmul, conv2d: 2 M N K) of op
+ * and the ops nested in it, as the fusion pass counts it. */
+static double contraction_flops(FzOp *op) {
+  double f = 0;
+  FzFusionOpInfo info;
+  memset(&info, 0, sizeof info);
+  fzFusionDescribeOp(op, &info);
+  if (info.kind == FZ_FUSION_CONTRACTION && info.flops > 0)
+    f += info.flops;
+  for (size_t r = 0; r < fzOpGetNumRegions(op); ++r)
+    for (FzBlock *b = fzRegionGetFirstBlock(fzOpGetRegion(op, r)); b;
+         b = fzBlockGetNext(b))
+      for (FzOp *o = fzBlockGetFirstOp(b); o; o = fzOpGetNextInBlock(o))
+        f += contraction_flops(o);
+  return f;
+}
+
+/* The GFLOP/s line: the contractions' flops over the median and the best
+ * time, against the peak fma rate measured now on as many threads. */
+static void print_flops(FuseRunCpu *r, FzOp *func, double med, double best,
+                        FILE *out) {
+  double flops = contraction_flops(func);
+  if (flops <= 0 || med <= 0)
+    return;
+  unsigned th = fzCpuRuntimeGetNumThreads(r->rt);
+  int lanes = 0;
+  double peak = fuseRunPeakGflops(th, &lanes);
+  fprintf(out,
+          "bench: %.1f GFLOP/s (median; best %.1f) for %.4g flops of "
+          "matmul/conv2d",
+          flops / med / 1e9, best > 0 ? flops / best / 1e9 : 0.0, flops);
+  if (peak > 0)
+    fprintf(out,
+            "; peak fma rate %.1f GFLOP/s on %u thread%s (%d-lane "
+            "register-only fmas, measured now): %.2f of it (best %.2f)",
+            peak, th, th == 1 ? "" : "s", lanes, flops / med / 1e9 / peak,
+            best > 0 ? flops / best / 1e9 / peak : 0.0);
+  fprintf(out, "\n");
+}
+
 /* False after an error was reported (no memory, the lock). */
-static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
-                  size_t nIn, FzTensor *const *inputs, FILE *out) {
+static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzOp *func,
+                  FzStringRef name, size_t nIn, FzTensor *const *inputs,
+                  FILE *out) {
   size_t na = nIn + fzCpuFunctionGetNumOutputs(f);
   double bytes = 0;
   for (size_t i = 0; i < na; ++i) {
@@ -562,6 +604,7 @@ static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
               q[1], fzCpuRuntimeGetNumThreads(r->rt),
               fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s", r->o->bench,
               q[0], q[2]);
+    print_flops(r, func, med, times[0], out);
     fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
             fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,
             fzCpuExecutableGetCodegenSeconds(r->exe) * 1e3);
@@ -594,5 +637,5 @@ bool fuseRunCpuExecute(FuseRunCpu *r, FzOp *func, size_t nIn,
   if (r->o->checkInterp &&
       !check_interp(r, func, nIn, inputs, *nOut, *outputs, out, status))
     return false;
-  return r->o->bench <= 0 || bench(r, f, name, nIn, inputs, out);
+  return r->o->bench <= 0 || bench(r, f, func, name, nIn, inputs, out);
 }

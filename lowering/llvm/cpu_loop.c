@@ -29,6 +29,13 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
   FzTileConvolutionsOptions cv;
   fzTileConvolutionsOptionsInit(&cv);
   cv.vectorBits = t.vectorBits;
+  /* FZ_CPU_CONV=rows|flat forces one mapping of tile-convolutions (an
+   * A/B switch for measurements; docs/codegen.md). */
+  const char *conv = getenv("FZ_CPU_CONV");
+  if (conv && !strcmp(conv, "rows"))
+    cv.mapping = FZ_CONV_MAPPING_ROWS;
+  else if (conv && !strcmp(conv, "flat"))
+    cv.mapping = FZ_CONV_MAPPING_FLAT;
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
        op = fzOpGetNextInBlock(op)) {

@@ -28,6 +28,14 @@ typedef struct ConvGen {
   FzValue *zero;           /* f32 0.0 at the function level */
 } ConvGen;
 
+typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
+
+/* Whether the flat mapping (conv_flat.c) can take C: groups == 1. */
+bool convFlatApplies(const ConvNest *C);
+/* The flat mapping of C: declines (changing nothing but function-level
+ * constants) or rewrites the nest; CV_FAILED after a failure half-way. */
+ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o);
+
 /* Emits (at G.top) the weight packing nest into Z->wp. */
 bool convEmitPackWeights(ConvGen *Z);
 /* Sets Z->wp: the packed weights as a constant buffer made here when

@@ -240,8 +240,6 @@ typedef struct ColSeg {
   int64_t col0, blocks;
 } ColSeg;
 
-typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
-
 /* Declines (changing nothing but adding function-level constants) or
  * rewrites the nest; CV_FAILED after a failure half-way. */
 static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
@@ -251,6 +249,12 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
     return CV_DECLINED;
   int64_t N = T->trips[CV_N], M = T->trips[CV_M], OH = T->trips[CV_OH];
   int64_t OW = T->trips[CV_OW];
+  if (o->mapping != FZ_CONV_MAPPING_ROWS && convFlatApplies(C) &&
+      (o->mapping == FZ_CONV_MAPPING_FLAT || OW % W != 0)) {
+    ConvResult r = convFlatTransform(C, o);
+    if (r != CV_DECLINED)
+      return r;
+  }
   unsigned MR, NV;
   choose_tile(C, o, W, &MR, &NV);
 
@@ -400,6 +404,11 @@ static const FzPassOptionDef kOptions[] = {
      "Vectors of output columns per channel of a tile (NV); 0: the cost "
      "model's",
      NULL, 0, TILE_MAX_VECS},
+    {"mapping", FZ_PASS_OPTION_INT, "0",
+     "0: auto (flat where the output width is no multiple of the vector), "
+     "1: vectors along output rows, 2: along the flat output plane "
+     "(groups == 1)",
+     NULL, 0, 2},
 };
 
 static const FzPassStatisticDef kStats[] = {
@@ -413,6 +422,7 @@ static bool conv_run(FzPass *pass, FzOp *op) {
   o.accumulators = (unsigned)fzPassGetIntOption(pass, "accumulators");
   o.rows = (unsigned)fzPassGetIntOption(pass, "rows");
   o.vectors = (unsigned)fzPassGetIntOption(pass, "vectors");
+  o.mapping = (unsigned)fzPassGetIntOption(pass, "mapping");
   size_t n = 0;
   if (!fzTileConvolutions(op, &o, &n))
     return false;
