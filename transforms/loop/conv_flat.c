@@ -114,7 +114,9 @@ static int64_t tile_cost(int64_t K, int64_t mr, int64_t nv) {
   if (mr <= 0)
     return 0;
   int64_t fmas = mr * nv, loads = nv + mr;
-  return K * (fmas > loads ? fmas : loads) + 2 * mr * nv + 40;
+  /* + 4: a term's addressing and loop overhead, which favours tiles of
+   * more fmas per term among those of equal fma and load counts. */
+  return K * ((fmas > loads ? fmas : loads) + 4) + 2 * mr * nv + 40;
 }
 
 /* Fills the geometry of F for NV vectors per tile; false when it does not
@@ -158,8 +160,18 @@ static void choose(Flat *F, const ConvNest *C,
                    unsigned *MR) {
   int64_t M = C->T.trips[CV_M], K = C->T.K;
   unsigned budget = o->accumulators     ? o->accumulators
-                    : o->vectorBits >= 512 ? 24
+                    : o->vectorBits >= 512 ? 20
                                            : 12;
+  /* LLVM loads a term's mr broadcasts, and with the kw loop unrolled
+   * the next term's input vectors, before the fmas: the accumulators and
+   * those must fit the registers (32 zmm with AVX-512, else 16), or the
+   * loop spills and shuffles registers. Measured at 512 bits (one core,
+   * GFLOP/s of the best run): 12 x 2 spilled (0.27 of the fma peak);
+   * 5 x 4 beat 6 x 4 (24 accumulators) on the 3x3 64 -> 64 at 56x56
+   * (115 against 104) and 256 -> 256 at 14x14 (150 against 135), equal
+   * at 7x7. */
+  int64_t regs = o->vectorBits >= 512 ? 32 : 16;
+  int64_t extraV = o->vectorBits >= 512 ? 1 : 0;
   bool direct = reads_in_place(C, W), bestDirect = false;
   int64_t best = -1;
   *MR = 1;
@@ -171,7 +183,9 @@ static void choose(Flat *F, const ConvNest *C,
         continue;
       for (int64_t nv = 1; nv <= TILE_MAX_VECS; ++nv) {
         if ((o->vectors && nv != (int64_t)o->vectors) ||
-            (!(o->rows && o->vectors) && mr * nv > (int64_t)budget))
+            (!(o->rows && o->vectors) &&
+             (mr * nv > (int64_t)budget ||
+              mr * nv + mr + 1 + extraV * nv > regs)))
           continue;
         Flat g;
         if (!geometry(&g, C, W, (unsigned)nv, d))
