@@ -4,8 +4,9 @@
  * and 0.4 vectors of 16 per row: the row mapping of conv_emit.c runs
  * them in 4-lane and scalar tiles).
  *
- * For groups == 1 (every output channel reads every input channel) and
- * NCHW. With the input split into its sh x sw stride phases and padded
+ * For NCHW, any groups (a tile's rows load each input vector once when
+ * they read the same input channels, as with groups == 1, else once per
+ * row: depthwise). With the input split into its sh x sw stride phases and padded
  * (element (ph, pw, hq, wq) of channel c holds x[c, hq sh + ph + hOff,
  * wq sw + pw + wOff], 0 outside; Hq x Wq per phase, Wq = OW + (KW - 1)
  * dw / sw), tap (kh, kw) of output (oh, ow) reads phase ((kh dh) % sh,
@@ -98,22 +99,35 @@ static FzValue *make_view(TileGen *G, FzBuilder *b, FzValue *src, FzType *t) {
 /*===--- Whether and how ---------------------------------------------------===*/
 
 bool convFlatApplies(const ConvNest *C) {
-  int64_t M = C->T.trips[CV_M], CG = C->ext[0];
-  if (CG != C->C || C->sh * C->sw > FL_MAX_PHASES)
-    return false;
-  for (int64_t m = 0; m < M; ++m)
+  return C->sh * C->sw <= FL_MAX_PHASES && fzOpGetNumResults(C->T.red) == 1;
+}
+
+/* Whether the mr channels from m0 on read the same input channels (every
+ * channel when groups == 1): the tile then loads each input vector once
+ * for its rows, else once per row (depthwise, most grouped convs). */
+static bool rows_share(const ConvNest *C, int64_t m0, int64_t mr) {
+  int64_t CG = C->ext[0];
+  for (int64_t r = 1; r < mr; ++r)
     for (int64_t c = 0; c < CG; ++c)
-      if (C->chTab[m * CG + c] != c)
+      if (C->chTab[(m0 + r) * CG + c] != C->chTab[m0 * CG + c])
         return false;
-  return fzOpGetNumResults(C->T.red) == 1;
+  return true;
+}
+
+static bool blocks_share(const ConvNest *C, int64_t row0, int64_t blocks,
+                         int64_t mr) {
+  for (int64_t b = 0; b < blocks; ++b)
+    if (!rows_share(C, row0 + b * mr, mr))
+      return false;
+  return true;
 }
 
 /* Half-cycles of one tile of mr x nv vectors over K terms (as
  * conv_tile.c's: two fmas and two loads a cycle), plus its stores. */
-static int64_t tile_cost(int64_t K, int64_t mr, int64_t nv) {
+static int64_t tile_cost(int64_t K, int64_t mr, int64_t nv, bool shared) {
   if (mr <= 0)
     return 0;
-  int64_t fmas = mr * nv, loads = nv + mr;
+  int64_t fmas = mr * nv, loads = (shared ? nv : mr * nv) + mr;
   /* + 4: a term's addressing and loop overhead, which favours tiles of
    * more fmas per term among those of equal fma and load counts. */
   return K * ((fmas > loads ? fmas : loads) + 4) + 2 * mr * nv + 40;
@@ -191,8 +205,10 @@ static void choose(Flat *F, const ConvNest *C,
         if (!geometry(&g, C, W, (unsigned)nv, d))
           continue;
         int64_t fb = M / mr, rm = M % mr;
-        int64_t cost = g.tiles * (fb * tile_cost(K, mr, nv) +
-                                  tile_cost(K, rm, nv));
+        bool shF = blocks_share(C, 0, fb, mr);
+        bool shR = rm == 0 || rows_share(C, fb * mr, rm);
+        int64_t cost = g.tiles * (fb * tile_cost(K, mr, nv, shF) +
+                                  tile_cost(K, rm, nv, shR));
         if (best < 0 || cost < best ||
             (cost == best && mr * nv > (int64_t)(*MR * F->NV))) {
           best = cost;
@@ -329,6 +345,17 @@ static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
     return false;
   FzBlock *cb = fzLoopGetBody(lc);
   FzValue *civ = fzBlockGetArgument(cb, 0);
+  /* The input channels: one for the tile, or one per row. */
+  bool shared = blocks_share(C, row0, blocks, mr);
+  FzValue *ch[TILE_MAX_ROWS];
+  for (unsigned r = 0; r < (shared ? 1u : mr); ++r) {
+    FzPtrMap map;
+    fzPtrMapInit(&map, G->ctx);
+    fzPtrMapPut(&map, C->vars[CV_M], r ? tileAffine(G, &bc, m0, 1, r) : m0);
+    fzPtrMapPut(&map, C->vars[CV_C], civ);
+    ch[r] = convClone(Z, &bc, C->chIdx, &map);
+    fzPtrMapFree(&map);
+  }
   FzValue *wc = add(G, &bc, tileAffine(G, &bc, civ, KH * KW * Z->MR, 0), wbase);
   FzValue *args[TILE_MAX_ROWS * TILE_MAX_VECS];
   for (size_t a = 0; a < na; ++a)
@@ -365,10 +392,13 @@ static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
   }
   FzValue *next[TILE_MAX_ROWS * TILE_MAX_VECS];
   for (unsigned v = 0; v < NV; ++v) {
-    FzValue *lops[5] = {F->xq, n, civ, phase,
-                        v ? tileAffine(G, &bw, pos, 1, (int64_t)v * W) : pos};
-    FzValue *xv = tileMake1(G, &bw, "loop.vector_load", 5, lops, G->vecF32);
+    FzValue *at = v ? tileAffine(G, &bw, pos, 1, (int64_t)v * W) : pos;
+    FzValue *xv = NULL;
     for (unsigned r = 0; r < mr; ++r) {
+      if (r == 0 || !shared) {
+        FzValue *lops[5] = {F->xq, n, ch[shared ? 0 : r], phase, at};
+        xv = tileMake1(G, &bw, "loop.vector_load", 5, lops, G->vecF32);
+      }
       size_t a = (size_t)r * NV + v;
       FzValue *fops[3] = {wv[r], xv, fzBlockGetArgument(wb, 1 + a)};
       next[a] = tileMake1(G, &bw, "loop.fma", 3, fops, G->vecF32);

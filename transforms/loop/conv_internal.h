@@ -30,7 +30,7 @@ typedef struct ConvGen {
 
 typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
 
-/* Whether the flat mapping (conv_flat.c) can take C: groups == 1. */
+/* Whether the flat mapping (conv_flat.c) can take C. */
 bool convFlatApplies(const ConvNest *C);
 /* The flat mapping of C: declines (changing nothing but function-level
  * constants) or rewrites the nest; CV_FAILED after a failure half-way. */
