@@ -48,15 +48,6 @@
 /* Most stride phases (sh * sw). */
 #define FL_MAX_PHASES 16
 
-typedef struct Flat {
-  ConvGen Z;
-  int64_t S, Hq, Wq, P, tiles, Lp, Lx;
-  bool direct;
-  FzValue *xq; /* [N][C][S][Lx] (or the view of x) */
-  FzValue *s;  /* [N][M][Lp] */
-  unsigned NV;
-} Flat;
-
 static int64_t ceil_div(int64_t a, int64_t b) {
   return a >= 0 ? (a + b - 1) / b : -((-a) / b);
 }
@@ -98,8 +89,25 @@ static FzValue *make_view(TileGen *G, FzBuilder *b, FzValue *src, FzType *t) {
 
 /*===--- Whether and how ---------------------------------------------------===*/
 
+/* The output channels per group, Mg, when input channel ch(m, c) is
+ * (m / Mg) CG + c for every (m, c) (ONNX's groups); 0 otherwise. The
+ * tiles compute ch from it: the reduction that holds the nest's own
+ * expression is gone by then (the epilogue nest is rewritten first). */
+static int64_t group_rows(const ConvNest *C) {
+  int64_t M = C->T.trips[CV_M], CG = C->ext[0];
+  if (CG <= 0 || C->C % CG != 0 || M % (C->C / CG) != 0)
+    return 0;
+  int64_t Mg = M / (C->C / CG);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < CG; ++c)
+      if (C->chTab[m * CG + c] != (m / Mg) * CG + c)
+        return 0;
+  return Mg;
+}
+
 bool convFlatApplies(const ConvNest *C) {
-  return C->sh * C->sw <= FL_MAX_PHASES && fzOpGetNumResults(C->T.red) == 1;
+  return C->sh * C->sw <= FL_MAX_PHASES && group_rows(C) > 0 &&
+         fzOpGetNumResults(C->T.red) == 1;
 }
 
 /* Whether the mr channels from m0 on read the same input channels (every
@@ -348,13 +356,15 @@ static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
   /* The input channels: one for the tile, or one per row. */
   bool shared = blocks_share(C, row0, blocks, mr);
   FzValue *ch[TILE_MAX_ROWS];
+  int64_t Mg = group_rows(C), CG = C->ext[0];
   for (unsigned r = 0; r < (shared ? 1u : mr); ++r) {
-    FzPtrMap map;
-    fzPtrMapInit(&map, G->ctx);
-    fzPtrMapPut(&map, C->vars[CV_M], r ? tileAffine(G, &bc, m0, 1, r) : m0);
-    fzPtrMapPut(&map, C->vars[CV_C], civ);
-    ch[r] = convClone(Z, &bc, C->chIdx, &map);
-    fzPtrMapFree(&map);
+    FzValue *m = r ? tileAffine(G, &bc, m0, 1, r) : m0;
+    ch[r] = Mg == C->T.trips[CV_M]
+                ? civ
+                : add(G, &bc, tileAffine(G, &bc, ibin(G, &bc, "loop.divsi",
+                                                      m, Mg),
+                                         CG, 0),
+                      civ);
   }
   FzValue *wc = add(G, &bc, tileAffine(G, &bc, civ, KH * KW * Z->MR, 0), wbase);
   FzValue *args[TILE_MAX_ROWS * TILE_MAX_VECS];
@@ -414,9 +424,14 @@ static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
   for (unsigned r = 0; r < mr; ++r) {
     FzValue *m = r ? tileAffine(G, &body, m0, 1, r) : m0;
     for (unsigned v = 0; v < NV; ++v) {
-      FzValue *sops[5] = {
-          fzOpGetResult(lc, (size_t)r * NV + v), F->s, n, m,
-          v ? tileAffine(G, &body, p0, 1, (int64_t)v * W) : p0};
+      FzValue *acc = fzOpGetResult(lc, (size_t)r * NV + v);
+      FzValue *p = v ? tileAffine(G, &body, p0, 1, (int64_t)v * W) : p0;
+      if (F->epi) {
+        if (!convFlatEmitEpilogue(F, &body, n, m, p, acc))
+          return false;
+        continue;
+      }
+      FzValue *sops[5] = {acc, F->s, n, m, p};
       tileMake(G, &body, "loop.vector_store", 5, sops, NULL);
     }
   }
@@ -515,28 +530,39 @@ ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o) {
   }
   int64_t sshape[3] = {N, M, F.Lp};
   F.s = make_alloc(G, 3, sshape);
-  if (!F.xq || !F.s)
+  if (!F.xq || !F.s || !rewrite_nest(&F))
     return CV_FAILED;
+  /* The epilogue on the accumulators where the grid is the plane. */
+  if (!convFlatPrepareEpilogue(&F) && G->failed)
+    return CV_FAILED;
+  fzBuilderSetInsertionPointBefore(&G->top, T->par);
   char plan[320];
   snprintf(plan, sizeof plan,
            "conv2d, flat plane: %u channels x %u vectors of %u positions "
            "of the %lldx%lld grid (%lld of %lld columns used), %s input, "
-           "%s weights; sums to a buffer, the epilogue as its own nest",
+           "%s weights; %s",
            MR, F.NV, W, (long long)T->trips[CV_OH], (long long)F.Wq,
            (long long)T->trips[CV_OW], (long long)F.Wq,
            F.direct ? "in-place" : "padded phase-split",
-           Z->wpConst ? "compile-time packed" : "run-time packed");
+           Z->wpConst ? "compile-time packed" : "run-time packed",
+           F.epi ? "epilogue on the accumulators"
+                 : "sums to a buffer, the epilogue as its own nest");
   int64_t Mf = M / MR * MR;
   if (Mf > 0 && !emit_tiles(&F, MR, 0, Mf / MR, plan))
     return CV_FAILED;
   if (M > Mf && !emit_tiles(&F, (unsigned)(M - Mf), Mf, 1, plan))
     return CV_FAILED;
-  if (!rewrite_nest(&F))
-    return CV_FAILED;
   FzBuilder b;
   fzBuilderInit(&b, T->ctx);
-  fzBuilderSetInsertionPointAfter(&b, T->par);
-  if (!make_dealloc(G, &b, F.s) ||
+  if (F.epi) {
+    /* After the last tile nest, which the nest follows. */
+    FzOp *last = fzOpGetPrevInBlock(F.epi);
+    convFlatDropSums(&F);
+    fzBuilderSetInsertionPointAfter(&b, last);
+  } else {
+    fzBuilderSetInsertionPointAfter(&b, T->par);
+  }
+  if ((F.s && !make_dealloc(G, &b, F.s)) ||
       (!F.direct && !make_dealloc(G, &b, F.xq)) ||
       (!Z->wpConst && !make_dealloc(G, &b, Z->wp)))
     return CV_FAILED;

@@ -30,6 +30,33 @@ typedef struct ConvGen {
 
 typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
 
+/* The flat mapping of one nest (conv_flat.c): the grid, the buffers. */
+typedef struct Flat {
+  ConvGen Z;
+  int64_t S, Hq, Wq, P, tiles, Lp, Lx; /* phases, rows and columns per
+                                          phase, grid positions, tiles,
+                                          positions of the sums and of a
+                                          phase */
+  bool direct;                         /* x read in place */
+  FzValue *xq;                         /* [N][C][S][Lx] (or a view of x) */
+  FzValue *s;                          /* the sums [N][M][Lp] (or NULL) */
+  FzOp *epi;                           /* the epilogue nest over (n, m, p)
+                                          emitted in the tiles, or NULL */
+  unsigned NV;
+} Flat;
+
+/* conv_flat_epi.c: whether the epilogue can run on the accumulators (the
+ * grid is the output plane); then F->epi is the collapsed nest (which
+ * replaced F->Z.C->T.par). False otherwise (Z.G.failed after an
+ * internal error). */
+bool convFlatPrepareEpilogue(Flat *F);
+/* F->epi's body at b for the tile's row m and W positions from p, whose
+ * sums are acc. */
+bool convFlatEmitEpilogue(Flat *F, FzBuilder *b, FzValue *n, FzValue *m,
+                          FzValue *p, FzValue *acc);
+/* Erases F->epi and the sums buffer with its views (F->s = NULL). */
+void convFlatDropSums(Flat *F);
+
 /* Whether the flat mapping (conv_flat.c) can take C. */
 bool convFlatApplies(const ConvNest *C);
 /* The flat mapping of C: declines (changing nothing but function-level
