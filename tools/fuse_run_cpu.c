@@ -11,7 +11,10 @@
  * bandwidth, counting each input read once and each output written once,
  * then the same for memcpy of as many bytes (one thread, and split over
  * the pool), the machine's ceiling measured in the same run, and the
- * kernel's rate as a fraction of the copy's on as many threads.
+ * kernel's rate as a fraction of the copy's on as many threads; and, for
+ * a function with matmuls or convolutions, their flops (as the fusion
+ * pass counts them) per second against the peak fma rate that
+ * fuse_run_peak.c measures then on as many threads.
  * --check-interp: runs the reference interpreter on the same inputs and
  * compares every output (numpy.allclose's rule with --rtol/--atol).
  */
@@ -94,7 +97,9 @@ static const ToolOption kCpuOptions[] = {
              "cpu, cuda: time N runs; print the median and the effective "
              "bandwidth (inputs read once + outputs written once), memcpy's "
              "beside it and the kernel's fraction of it (cpu: also run by "
-             "run, each run followed by a copy)"),
+             "run, each run followed by a copy; and the GFLOP/s of its "
+             "matmuls and convolutions against a peak fma rate measured in "
+             "the same run)"),
     TOOL_INT("profile", NULL, "N", C(profile), 1, 100000,
              "cuda: time each kernel N times, launched one by one with "
              "CUDA events between them; print each kernel's median, its "

@@ -9,6 +9,8 @@
 # is).
 #
 #   bash bench/cpu/conv_bench.sh [BUILD_DIR] [THREADS] [RUNS] [NAME ...]
+# MAPPINGS=default runs only the default (e.g. for a build that predates
+# FZ_CPU_CONV).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -21,7 +23,7 @@ python3 "$here/conv_gen.py" "$dir" "$@" > "$dir/flops.txt" || exit 1
 echo "# $(date -u '+%F %T') UTC, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $threads thread(s), $runs runs"
 printf "%-24s %-7s %10s %10s %9s %9s %9s %7s\n" conv mapping "median ms" "cpu ms" "GF/s" "GF/s cpu" "peak" "cpu/pk"
 while read -r name flops; do
-  for m in default rows flat; do
+  for m in ${MAPPINGS:-default rows flat}; do
     out=$(env ${m/default/X}=1 FZ_CPU_CONV=$m "$run" "$dir/$name.fuse" --device cpu \
       --random-inputs 1 --bench "$runs" --threads "$threads" --print-limit 0 2>&1)
     med=$(sed -nE 's/.*median ([0-9.]+) ms.*/\1/p' <<<"$out" | head -1)
@@ -29,6 +31,7 @@ while read -r name flops; do
     peak=$(sed -nE 's/.*peak fma rate ([0-9.]+) GFLOP.*/\1/p' <<<"$out")
     awk -v n="$name" -v m="$m" -v f="$flops" -v t="$med" -v c="$cpu" -v p="$peak" -v th="$threads" 'BEGIN {
       g = f / t / 1e6; gc = f / (c / th) / 1e6;
-      printf "%-24s %-7s %10.3f %10.3f %9.1f %9.1f %9.1f %7.2f\n", n, m, t, c, g, gc, p, gc / p }'
+      if (p > 0) printf "%-24s %-7s %10.3f %10.3f %9.1f %9.1f %9.1f %7.2f\n", n, m, t, c, g, gc, p, gc / p;
+      else printf "%-24s %-7s %10.3f %10.3f %9.1f %9.1f %9s %7s\n", n, m, t, c, g, gc, "-", "-" }'
   done
 done < "$dir/flops.txt"

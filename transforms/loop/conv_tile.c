@@ -206,6 +206,30 @@ static void choose_tile(const ConvNest *C, const FzTileConvolutionsOptions *o,
   }
 }
 
+/* auto's choice: the flat mapping (conv_flat.c) unless the rows are
+ * whole vectors, or nearly (at least 0.85 of the row tiles' lanes used,
+ * a scalar column counted as a whole vector of them) while the flat grid
+ * would carry unused columns. Measured at 512 bits (bench/cpu/
+ * conv_bench.sh): the 3x3 64 -> 64 at 56x56 (3.5 vectors) runs at 108
+ * GFLOP/s in rows against 103 flat on one core, 203 against 169 on two;
+ * the 1x1 convs at 56x56, whose flat grid is the plane (the epilogue on
+ * the accumulators), 114-118 flat against 63-69 in rows; every plane
+ * narrower than 56 faster flat (2-10x at 14x14 and 7x7). */
+static bool prefer_flat(const ConvNest *C, unsigned W) {
+  int64_t OW = C->T.trips[CV_OW], rem = OW % W, ops = OW / W;
+  if (rem == 0)
+    return false;
+  if ((C->ext[2] - 1) * C->dw / C->sw == 0)
+    return true; /* the flat grid is the plane */
+  for (int64_t lanes = W / 2; lanes >= 4; lanes /= 2)
+    if (rem >= lanes) {
+      ++ops;
+      rem -= lanes;
+    }
+  ops += rem;
+  return (double)OW < 0.85 * (double)(ops * (int64_t)W);
+}
+
 /*===--- The transformation -----------------------------------------------===*/
 
 static FzOp *make_alloc(ConvGen *Z, size_t rank, const int64_t *shape) {
@@ -250,7 +274,7 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
   int64_t N = T->trips[CV_N], M = T->trips[CV_M], OH = T->trips[CV_OH];
   int64_t OW = T->trips[CV_OW];
   if (o->mapping != FZ_CONV_MAPPING_ROWS && convFlatApplies(C) &&
-      (o->mapping == FZ_CONV_MAPPING_FLAT || OW % W != 0)) {
+      (o->mapping == FZ_CONV_MAPPING_FLAT || prefer_flat(C, W))) {
     ConvResult r = convFlatTransform(C, o);
     if (r != CV_DECLINED)
       return r;
