@@ -11,7 +11,10 @@
  * bandwidth, counting each input read once and each output written once,
  * then the same for memcpy of as many bytes (one thread, and split over
  * the pool), the machine's ceiling measured in the same run, and the
- * kernel's rate as a fraction of the copy's on as many threads.
+ * kernel's rate as a fraction of the copy's on as many threads; and, for
+ * a function with matmuls or convolutions, their flops (as the fusion
+ * pass counts them) per second against the peak fma rate that
+ * fuse_run_peak.c measures then on as many threads.
  * --check-interp: runs the reference interpreter on the same inputs and
  * compares every output (numpy.allclose's rule with --rtol/--atol).
  */
@@ -25,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fz/fusion.h"
 #include "fz/gpu.h"
 #include "tools/common_timing.h"
 #include "tools/fuse_run_cpu.h"
@@ -93,7 +97,9 @@ static const ToolOption kCpuOptions[] = {
              "cpu, cuda: time N runs; print the median and the effective "
              "bandwidth (inputs read once + outputs written once), memcpy's "
              "beside it and the kernel's fraction of it (cpu: also run by "
-             "run, each run followed by a copy)"),
+             "run, each run followed by a copy; and the GFLOP/s of its "
+             "matmuls and convolutions against a peak fma rate measured in "
+             "the same run)"),
     TOOL_INT("profile", NULL, "N", C(profile), 1, 100000,
              "cuda: time each kernel N times, launched one by one with "
              "CUDA events between them; print each kernel's median, its "
@@ -475,9 +481,50 @@ static bool bench_paired(FuseRunCpu *r, FzCpuFunction *f, void **bufs,
   return true;
 }
 
+/* The arithmetic of the contractions (matmul, conv2d: 2 M N K) of op
+ * and the ops nested in it, as the fusion pass counts it. */
+static double contraction_flops(FzOp *op) {
+  double f = 0;
+  FzFusionOpInfo info;
+  memset(&info, 0, sizeof info);
+  fzFusionDescribeOp(op, &info);
+  if (info.kind == FZ_FUSION_CONTRACTION && info.flops > 0)
+    f += info.flops;
+  for (size_t r = 0; r < fzOpGetNumRegions(op); ++r)
+    for (FzBlock *b = fzRegionGetFirstBlock(fzOpGetRegion(op, r)); b;
+         b = fzBlockGetNext(b))
+      for (FzOp *o = fzBlockGetFirstOp(b); o; o = fzOpGetNextInBlock(o))
+        f += contraction_flops(o);
+  return f;
+}
+
+/* The GFLOP/s line: the contractions' flops over the median and the best
+ * time, against the peak fma rate measured now on as many threads. */
+static void print_flops(FuseRunCpu *r, FzOp *func, double med, double best,
+                        FILE *out) {
+  double flops = contraction_flops(func);
+  if (flops <= 0 || med <= 0)
+    return;
+  unsigned th = fzCpuRuntimeGetNumThreads(r->rt);
+  int lanes = 0;
+  double peak = fuseRunPeakGflops(th, &lanes);
+  fprintf(out,
+          "bench: %.1f GFLOP/s (median; best %.1f) for %.4g flops of "
+          "matmul/conv2d",
+          flops / med / 1e9, best > 0 ? flops / best / 1e9 : 0.0, flops);
+  if (peak > 0)
+    fprintf(out,
+            "; peak fma rate %.1f GFLOP/s on %u thread%s (%d-lane "
+            "register-only fmas, measured now): %.2f of it (best %.2f)",
+            peak, th, th == 1 ? "" : "s", lanes, flops / med / 1e9 / peak,
+            best > 0 ? flops / best / 1e9 / peak : 0.0);
+  fprintf(out, "\n");
+}
+
 /* False after an error was reported (no memory, the lock). */
-static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
-                  size_t nIn, FzTensor *const *inputs, FILE *out) {
+static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzOp *func,
+                  FzStringRef name, size_t nIn, FzTensor *const *inputs,
+                  FILE *out) {
   size_t na = nIn + fzCpuFunctionGetNumOutputs(f);
   double bytes = 0;
   for (size_t i = 0; i < na; ++i) {
@@ -562,6 +609,7 @@ static bool bench(FuseRunCpu *r, FzCpuFunction *f, FzStringRef name,
               q[1], fzCpuRuntimeGetNumThreads(r->rt),
               fzCpuRuntimeGetNumThreads(r->rt) == 1 ? "" : "s", r->o->bench,
               q[0], q[2]);
+    print_flops(r, func, med, times[0], out);
     fprintf(out, "bench: compile: lowering %.1f ms, LLVM %.1f ms\n",
             fzCpuExecutableGetLowerSeconds(r->exe) * 1e3,
             fzCpuExecutableGetCodegenSeconds(r->exe) * 1e3);
@@ -594,5 +642,5 @@ bool fuseRunCpuExecute(FuseRunCpu *r, FzOp *func, size_t nIn,
   if (r->o->checkInterp &&
       !check_interp(r, func, nIn, inputs, *nOut, *outputs, out, status))
     return false;
-  return r->o->bench <= 0 || bench(r, f, name, nIn, inputs, out);
+  return r->o->bench <= 0 || bench(r, f, func, name, nIn, inputs, out);
 }

@@ -48,6 +48,11 @@ typedef struct FuseRunCpuOptions {
 /* Seconds on the monotonic clock. */
 double fuseRunNow(void);
 
+/* The peak f32 fma rate in GFLOP/s of `threads` threads at once
+ * (register-only vector fmas, fuse_run_peak.c); *lanes: the vector's f32
+ * lanes (16 with AVX-512F, 8 with AVX2+FMA), 0 with neither (returns 0). */
+double fuseRunPeakGflops(unsigned threads, int *lanes);
+
 /* --bench: the line "bench: first result after S s (import, compile and
  * the first run)", S counted from o->startSeconds, to out. */
 void fuseRunPrintFirstResult(const FuseRunCpuOptions *o, FILE *out);

@@ -450,7 +450,18 @@ typedef struct FzTileConvolutionsOptions {
                             0: 24 at 512 bits, else 12 (default 0) */
   unsigned rows;         /* MR; 0: chosen by the cost model (default) */
   unsigned vectors;      /* NV; 0: chosen by the cost model (default) */
+  unsigned mapping;      /* FZ_CONV_MAPPING_*: which tiles (default auto) */
 } FzTileConvolutionsOptions;
+
+/* The register tiles of tile-convolutions (docs/codegen.md): vectors
+ * along one output row (rows), or along the whole output plane through a
+ * padded, stride-phase-split copy of the input (flat; groups == 1 only);
+ * auto takes flat where the output width is no multiple of the vector. */
+enum {
+  FZ_CONV_MAPPING_AUTO = 0,
+  FZ_CONV_MAPPING_ROWS = 1,
+  FZ_CONV_MAPPING_FLAT = 2,
+};
 
 FZ_API void fzTileConvolutionsOptionsInit(FzTileConvolutionsOptions *options);
 /* Tiles the conv2d nests of one lowered func.func in place; *numTiled

@@ -7,6 +7,7 @@
  * caches (register tiles, packed panels) is applied here, on the code
  * generator's own copy, so the GPU path never sees it.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,22 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
   FzTileConvolutionsOptions cv;
   fzTileConvolutionsOptionsInit(&cv);
   cv.vectorBits = t.vectorBits;
+  /* FZ_CPU_CONV=rows|flat forces one mapping of tile-convolutions (an
+   * A/B switch for measurements; docs/codegen.md). */
+  const char *conv = getenv("FZ_CPU_CONV");
+  if (conv && !strcmp(conv, "rows"))
+    cv.mapping = FZ_CONV_MAPPING_ROWS;
+  else if (conv && !strcmp(conv, "flat"))
+    cv.mapping = FZ_CONV_MAPPING_FLAT;
+  /* FZ_CPU_CONV_TILE=RxV: the tiles' rows and vectors (the cost model's
+   * otherwise; out-of-range values are ignored). */
+  const char *tile = getenv("FZ_CPU_CONV_TILE");
+  unsigned tr = 0, tv = 0;
+  if (tile && sscanf(tile, "%ux%u", &tr, &tv) == 2 && tr >= 1 && tr <= 16 &&
+      tv >= 1 && tv <= 8) {
+    cv.rows = tr;
+    cv.vectors = tv;
+  }
   FzBlock *top = fzRegionGetFirstBlock(fzOpGetRegion(module, 0));
   for (FzOp *op = top ? fzBlockGetFirstOp(top) : NULL; op;
        op = fzOpGetNextInBlock(op)) {

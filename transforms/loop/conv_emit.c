@@ -53,6 +53,100 @@ static FzValue *add(TileGen *G, FzBuilder *b, FzValue *a, FzValue *c) {
 
 /*===--- Packing ----------------------------------------------------------===*/
 
+/* Whether index v of a load is exactly iv `var` of C. */
+static bool is_iv(const ConvNest *C, FzValue *v, int var) {
+  int64_t coef[CV_NUM] = {0}, c0 = 0;
+  if (!convAffine(C, v, 1, coef, &c0, 0) || c0 != 0)
+    return false;
+  for (int i = 0; i < CV_NUM; ++i)
+    if (coef[i] != (i == var ? 1 : 0))
+      return false;
+  return true;
+}
+
+/* The dense value of the top-level loop.constant_buffer that C's weight
+ * term loads at exactly [m, c, kh, kw] (through an extf), or NULL. */
+static FzAttr *constant_weights(const ConvNest *C) {
+  FzOp *def = fzValueGetDefiningOp(C->wVal);
+  if (def && fzLoopGetOpcode(def) == FZ_LOOP_OP_EXTF)
+    def = fzValueGetDefiningOp(fzOpGetOperand(def, 0));
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_LOAD ||
+      fzOpGetNumOperands(def) != 5)
+    return NULL;
+  static const int vars[4] = {CV_M, CV_C, CV_KH, CV_KW};
+  for (int i = 0; i < 4; ++i)
+    if (!is_iv(C, fzOpGetOperand(def, 1 + (size_t)i), vars[i]))
+      return NULL;
+  FzValue *buf = fzOpGetOperand(def, 0);
+  FzOp *cb = fzValueGetDefiningOp(buf);
+  FzType *t = fzValueGetType(buf);
+  if (!cb || fzLoopGetOpcode(cb) != FZ_LOOP_OP_CONSTANT_BUFFER ||
+      fzOpGetBlock(cb) != fzOpGetBlock(C->T.par) ||
+      fzBufferTypeGetStrides(t) || fzShapedTypeGetRank(t) != 4)
+    return NULL;
+  for (int i = 0; i < 4; ++i)
+    if (fzShapedTypeGetDim(t, (size_t)i) !=
+        (i == 0 ? C->T.trips[CV_M] : C->ext[i - 1]))
+      return NULL;
+  FzAttr *v = fzOpGetInherentAttr(cb, FZ_STR("value"));
+  FzType *elt = fzShapedTypeGetElementType(t);
+  if (!v || fzAttrGetKind(v) != FZ_ATTR_DENSE || !fzTypeIsFloat(elt) ||
+      fzTypeGetBitWidth(elt) > 32)
+    return NULL;
+  return v;
+}
+
+/* The packed weights as a new loop.constant_buffer at G.top when C's
+ * weights are a constant: [ceil(M / MR) * K * MR] f32, zero past M. */
+static FzValue *pack_constant(ConvGen *Z, FzAttr *v) {
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  int64_t M = C->T.trips[CV_M], K = Z->K, MR = Z->MR;
+  int64_t blocks = (M + MR - 1) / MR, n = blocks * K * MR;
+  float *dst = fzCalloc(G->ctx, (size_t)n, sizeof *dst);
+  if (!dst)
+    return NULL;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      dst[((m / MR) * K + k) * MR + m % MR] =
+          (float)fzDenseAttrGetFloat(v, m * K + k);
+  FzType *f32 = fzF32TypeGet(G->ctx);
+  FzType *tt = fzTensorTypeGet(G->ctx, 1, &n, f32, G->loc);
+  FzType *bt = fzBufferTypeGet(G->ctx, 1, &n, f32, NULL, 0, G->loc);
+  FzAttr *nv = tt && bt ? fzDenseAttrGet(G->ctx, tt, dst, (size_t)n * 4) : NULL;
+  fzFree(G->ctx, dst);
+  if (!nv)
+    return NULL;
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.constant_buffer"), G->loc);
+  fzOpStateAddProp(&st, FZ_STR("value"), nv);
+  fzOpStateAddResults(&st, 1, &bt);
+  FzOp *op = fzBuilderCreate(&G->top, &st);
+  return op ? fzOpGetResult(op, 0) : NULL;
+}
+
+bool convPackWeights(ConvGen *Z) {
+  TileGen *G = &Z->G;
+  FzAttr *v = constant_weights(Z->C);
+  if (v) {
+    Z->wp = pack_constant(Z, v);
+    Z->wpConst = Z->wp != NULL;
+    return Z->wpConst;
+  }
+  int64_t M = Z->C->T.trips[CV_M];
+  int64_t n = (M + Z->MR - 1) / Z->MR * Z->K * Z->MR;
+  FzType *bt =
+      fzBufferTypeGet(G->ctx, 1, &n, fzF32TypeGet(G->ctx), NULL, 0, NULL);
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.alloc"), G->loc);
+  fzOpStateAddResults(&st, 1, &bt);
+  FzOp *a = bt ? fzBuilderCreate(&G->top, &st) : NULL;
+  if (!a)
+    return false;
+  Z->wp = fzOpGetResult(a, 0);
+  return convEmitPackWeights(Z);
+}
+
 bool convEmitPackWeights(ConvGen *Z) {
   ConvNest *C = Z->C;
   TileGen *G = &Z->G;

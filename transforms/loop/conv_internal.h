@@ -21,13 +21,55 @@ typedef struct ConvGen {
   int64_t K;               /* CG * KH * KW */
   FzValue *wp;             /* weights [ceil(M / MR) * K * MR] f32: (m, k)
                               at ((m / MR) * K + k) * MR + m % MR */
+  bool wpConst;            /* wp is a loop.constant_buffer packed at
+                              compile time (constant weights) */
   FzValue *xp;             /* the padded input or NULL (see below) */
   int64_t Hp, Wq;          /* its rows and columns per phase */
   FzValue *zero;           /* f32 0.0 at the function level */
 } ConvGen;
 
+typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
+
+/* The flat mapping of one nest (conv_flat.c): the grid, the buffers. */
+typedef struct Flat {
+  ConvGen Z;
+  int64_t S, Hq, Wq, P, tiles, Lp, Lx; /* phases, rows and columns per
+                                          phase, grid positions, tiles,
+                                          positions of the sums and of a
+                                          phase */
+  bool direct;                         /* x read in place */
+  FzValue *xq;                         /* [N][C][S][Lx] (or a view of x) */
+  FzValue *s;                          /* the sums [N][M][Lp] (or NULL) */
+  FzOp *epi;                           /* the epilogue nest over (n, m, p)
+                                          emitted in the tiles, or NULL */
+  unsigned NV;
+} Flat;
+
+/* conv_flat_epi.c: whether the epilogue can run on the accumulators (the
+ * grid is the output plane); then F->epi is the collapsed nest (which
+ * replaced F->Z.C->T.par). False otherwise (Z.G.failed after an
+ * internal error). */
+bool convFlatPrepareEpilogue(Flat *F);
+/* F->epi's body at b for the tile's row m and W positions from p, whose
+ * sums are acc. */
+bool convFlatEmitEpilogue(Flat *F, FzBuilder *b, FzValue *n, FzValue *m,
+                          FzValue *p, FzValue *acc);
+/* Erases F->epi and the sums buffer with its views (F->s = NULL). */
+void convFlatDropSums(Flat *F);
+
+/* Whether the flat mapping (conv_flat.c) can take C. */
+bool convFlatApplies(const ConvNest *C);
+/* The flat mapping of C: declines (changing nothing but function-level
+ * constants) or rewrites the nest; CV_FAILED after a failure half-way. */
+ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o);
+
 /* Emits (at G.top) the weight packing nest into Z->wp. */
 bool convEmitPackWeights(ConvGen *Z);
+/* Sets Z->wp: the packed weights as a constant buffer made here when
+ * they are a constant buffer loaded at [m, c, kh, kw] (Z->wpConst), else
+ * a loop.alloc filled by convEmitPackWeights's nest (freed by the
+ * caller). */
+bool convPackWeights(ConvGen *Z);
 /* Emits (at G.top) the nests that fill Z->xp, [N][C][Hp][sw][Wq] f32
  * ([N][C][Hp][Wq] when sw is 1): element (n, c, hp, p, q) is
  * x[n, c, hp + hOff, q * sw + p + wOff] inside the input, 0 outside, so

@@ -206,6 +206,30 @@ static void choose_tile(const ConvNest *C, const FzTileConvolutionsOptions *o,
   }
 }
 
+/* auto's choice: the flat mapping (conv_flat.c) unless the rows are
+ * whole vectors, or nearly (at least 0.85 of the row tiles' lanes used,
+ * a scalar column counted as a whole vector of them) while the flat grid
+ * would carry unused columns. Measured at 512 bits (bench/cpu/
+ * conv_bench.sh): the 3x3 64 -> 64 at 56x56 (3.5 vectors) runs at 108
+ * GFLOP/s in rows against 103 flat on one core, 203 against 169 on two;
+ * the 1x1 convs at 56x56, whose flat grid is the plane (the epilogue on
+ * the accumulators), 114-118 flat against 63-69 in rows; every plane
+ * narrower than 56 faster flat (2-10x at 14x14 and 7x7). */
+static bool prefer_flat(const ConvNest *C, unsigned W) {
+  int64_t OW = C->T.trips[CV_OW], rem = OW % W, ops = OW / W;
+  if (rem == 0)
+    return false;
+  if ((C->ext[2] - 1) * C->dw / C->sw == 0)
+    return true; /* the flat grid is the plane */
+  for (int64_t lanes = W / 2; lanes >= 4; lanes /= 2)
+    if (rem >= lanes) {
+      ++ops;
+      rem -= lanes;
+    }
+  ops += rem;
+  return (double)OW < 0.85 * (double)(ops * (int64_t)W);
+}
+
 /*===--- The transformation -----------------------------------------------===*/
 
 static FzOp *make_alloc(ConvGen *Z, size_t rank, const int64_t *shape) {
@@ -240,8 +264,6 @@ typedef struct ColSeg {
   int64_t col0, blocks;
 } ColSeg;
 
-typedef enum ConvResult { CV_DECLINED, CV_DONE, CV_FAILED } ConvResult;
-
 /* Declines (changing nothing but adding function-level constants) or
  * rewrites the nest; CV_FAILED after a failure half-way. */
 static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
@@ -251,6 +273,12 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
     return CV_DECLINED;
   int64_t N = T->trips[CV_N], M = T->trips[CV_M], OH = T->trips[CV_OH];
   int64_t OW = T->trips[CV_OW];
+  if (o->mapping != FZ_CONV_MAPPING_ROWS && convFlatApplies(C) &&
+      (o->mapping == FZ_CONV_MAPPING_FLAT || prefer_flat(C, W))) {
+    ConvResult r = convFlatTransform(C, o);
+    if (r != CV_DECLINED)
+      return r;
+  }
   unsigned MR, NV;
   choose_tile(C, o, W, &MR, &NV);
 
@@ -298,13 +326,7 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
 
   /* Nothing above changed the nest's function but constants, which cse
    * or dce remove; from here on a failure is an internal error. */
-  int64_t blocks = (M + MR - 1) / MR;
-  int64_t wshape[1] = {blocks * Z.K * MR};
-  FzOp *walloc = make_alloc(&Z, 1, wshape);
-  if (!walloc)
-    return CV_FAILED;
-  Z.wp = fzOpGetResult(walloc, 0);
-  if (!convEmitPackWeights(&Z))
+  if (!convPackWeights(&Z))
     return CV_FAILED;
   if (C->pack) {
     int64_t xshape[5] = {N, C->C, Z.Hp, C->sw, Z.Wq};
@@ -349,7 +371,7 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
   fzBuilderSetInsertionPointAfter(&b, after);
   if (Z.xp && !make_dealloc(&Z, &b, Z.xp))
     return CV_FAILED;
-  return make_dealloc(&Z, &b, Z.wp) ? CV_DONE : CV_FAILED;
+  return Z.wpConst || make_dealloc(&Z, &b, Z.wp) ? CV_DONE : CV_FAILED;
 }
 
 bool fzTileConvolutions(FzOp *func, const FzTileConvolutionsOptions *options,
@@ -406,6 +428,11 @@ static const FzPassOptionDef kOptions[] = {
      "Vectors of output columns per channel of a tile (NV); 0: the cost "
      "model's",
      NULL, 0, TILE_MAX_VECS},
+    {"mapping", FZ_PASS_OPTION_INT, "0",
+     "0: auto (flat where the output width is no multiple of the vector), "
+     "1: vectors along output rows, 2: along the flat output plane "
+     "(groups == 1)",
+     NULL, 0, 2},
 };
 
 static const FzPassStatisticDef kStats[] = {
@@ -419,6 +446,7 @@ static bool conv_run(FzPass *pass, FzOp *op) {
   o.accumulators = (unsigned)fzPassGetIntOption(pass, "accumulators");
   o.rows = (unsigned)fzPassGetIntOption(pass, "rows");
   o.vectors = (unsigned)fzPassGetIntOption(pass, "vectors");
+  o.mapping = (unsigned)fzPassGetIntOption(pass, "mapping");
   size_t n = 0;
   if (!fzTileConvolutions(op, &o, &n))
     return false;

@@ -1,0 +1,570 @@
+/* transforms/loop/conv_flat.c - tile-convolutions' flat mapping: the
+ * output plane as one vectorized dim, so that the register tiles stay
+ * full whatever the output width (ResNet's 14x14 and 7x7 planes are 0.9
+ * and 0.4 vectors of 16 per row: the row mapping of conv_emit.c runs
+ * them in 4-lane and scalar tiles).
+ *
+ * For NCHW, any groups (a tile's rows load each input vector once when
+ * they read the same input channels, as with groups == 1, else once per
+ * row: depthwise). With the input split into its sh x sw stride phases and padded
+ * (element (ph, pw, hq, wq) of channel c holds x[c, hq sh + ph + hOff,
+ * wq sw + pw + wOff], 0 outside; Hq x Wq per phase, Wq = OW + (KW - 1)
+ * dw / sw), tap (kh, kw) of output (oh, ow) reads phase ((kh dh) % sh,
+ * (kw dw) % sw) at hq = oh + (kh dh) / sh, wq = ow + (kw dw) / sw: at
+ * flat position p + off(kh, kw) of the phase's plane, p = oh Wq + ow.
+ * So W consecutive p read W consecutive floats for every tap:
+ *
+ *   Xq = the phases, [N][C][sh sw][Lx] f32, zeros around (or x itself,
+ *        viewed [N][C][1][H W], for an f32 1x1 stride-1 unpadded conv
+ *        whose plane is whole vectors)
+ *   S  = raw sums [N][M][Lp], Lp = the grid OH x Wq in whole tiles
+ *   loop.parallel (t) over (n x grid tiles x channel blocks), blocks
+ *     fastest (the tile's input window stays in L1/L2 for every block):
+ *       acc[MR][NV] = loop.for c, kh, kw:
+ *           acc[r][v] = fma(splat(Wp[m0 + r, (c, kh, kw)]),
+ *                           Xq[n, c, phase, p0 + v W + off(kh, kw)],
+ *                           acc[r][v])
+ *       vector stores into S[n, m0 + r, p0 + v W]
+ *   the original nest, its reduction replaced by init + S[n, m, oh Wq
+ *   + ow] (a strided view of S): the epilogue as an elementwise nest,
+ *   which emit-llvm vectorizes along ow.
+ *
+ * The columns ow in [OW, Wq) of the grid are computed and never read
+ * (OW / Wq of the lanes are useful: 7 of 9 at 7x7 with a 3x3 pad 1, 56
+ * of 58 at 56x56), as are the grid positions past OH Wq in the last
+ * tile. Sums are computed in (c, kh, kw) order, one fma per term, from
+ * 0; the reduction's initial value is added after (the interpreter's
+ * tolerance covers the rounding).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fz/loop.h"
+#include "transforms/loop/conv_internal.h"
+
+/* The padded phases' most bytes. */
+#define FL_MAX_BYTES ((int64_t)1 << 31)
+/* Most stride phases (sh * sw). */
+#define FL_MAX_PHASES 16
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+  return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+static FzValue *ibin(TileGen *G, FzBuilder *b, const char *name, FzValue *a,
+                     int64_t c) {
+  return tileIndexBinary(G, b, name, a, tileConstIndex(G, c));
+}
+
+static FzValue *add(TileGen *G, FzBuilder *b, FzValue *a, FzValue *c) {
+  return tileIndexBinary(G, b, "loop.addi", a, c);
+}
+
+static FzType *buffer_type(TileGen *G, size_t rank, const int64_t *shape,
+                           const int64_t *strides) {
+  return fzBufferTypeGet(G->ctx, rank, shape, fzF32TypeGet(G->ctx), strides,
+                         0, NULL);
+}
+
+static FzValue *make_alloc(TileGen *G, size_t rank, const int64_t *shape) {
+  FzType *bt = buffer_type(G, rank, shape, NULL);
+  if (!bt)
+    return (G->failed = true, NULL);
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.alloc"), G->loc);
+  fzOpStateAddResults(&st, 1, &bt);
+  FzOp *op = fzBuilderCreate(&G->top, &st);
+  return op ? fzOpGetResult(op, 0) : (G->failed = true, NULL);
+}
+
+static FzValue *make_view(TileGen *G, FzBuilder *b, FzValue *src, FzType *t) {
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.view"), G->loc);
+  fzOpStateAddOperands(&st, 1, &src);
+  fzOpStateAddResults(&st, 1, &t);
+  FzOp *op = t ? fzBuilderCreate(b, &st) : NULL;
+  return op ? fzOpGetResult(op, 0) : (G->failed = true, NULL);
+}
+
+/*===--- Whether and how ---------------------------------------------------===*/
+
+/* The output channels per group, Mg, when input channel ch(m, c) is
+ * (m / Mg) CG + c for every (m, c) (ONNX's groups); 0 otherwise. The
+ * tiles compute ch from it: the reduction that holds the nest's own
+ * expression is gone by then (the epilogue nest is rewritten first). */
+static int64_t group_rows(const ConvNest *C) {
+  int64_t M = C->T.trips[CV_M], CG = C->ext[0];
+  if (CG <= 0 || C->C % CG != 0 || M % (C->C / CG) != 0)
+    return 0;
+  int64_t Mg = M / (C->C / CG);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t c = 0; c < CG; ++c)
+      if (C->chTab[m * CG + c] != (m / Mg) * CG + c)
+        return 0;
+  return Mg;
+}
+
+bool convFlatApplies(const ConvNest *C) {
+  return C->sh * C->sw <= FL_MAX_PHASES && group_rows(C) > 0 &&
+         fzOpGetNumResults(C->T.red) == 1;
+}
+
+/* Whether the mr channels from m0 on read the same input channels (every
+ * channel when groups == 1): the tile then loads each input vector once
+ * for its rows, else once per row (depthwise, most grouped convs). */
+static bool rows_share(const ConvNest *C, int64_t m0, int64_t mr) {
+  int64_t CG = C->ext[0];
+  for (int64_t r = 1; r < mr; ++r)
+    for (int64_t c = 0; c < CG; ++c)
+      if (C->chTab[(m0 + r) * CG + c] != C->chTab[m0 * CG + c])
+        return false;
+  return true;
+}
+
+static bool blocks_share(const ConvNest *C, int64_t row0, int64_t blocks,
+                         int64_t mr) {
+  for (int64_t b = 0; b < blocks; ++b)
+    if (!rows_share(C, row0 + b * mr, mr))
+      return false;
+  return true;
+}
+
+/* Half-cycles of one tile of mr x nv vectors over K terms (as
+ * conv_tile.c's: two fmas and two loads a cycle), plus its stores. */
+static int64_t tile_cost(int64_t K, int64_t mr, int64_t nv, bool shared) {
+  if (mr <= 0)
+    return 0;
+  int64_t fmas = mr * nv, loads = (shared ? nv : mr * nv) + mr;
+  /* + 4: a term's addressing and loop overhead, which favours tiles of
+   * more fmas per term among those of equal fma and load counts. */
+  return K * ((fmas > loads ? fmas : loads) + 4) + 2 * mr * nv + 40;
+}
+
+/* Fills the geometry of F for NV vectors per tile; false when it does not
+ * fit. */
+static bool geometry(Flat *F, const ConvNest *C, unsigned W, unsigned nv,
+                     bool direct) {
+  int64_t N = C->T.trips[CV_N], OH = C->T.trips[CV_OH];
+  int64_t OW = C->T.trips[CV_OW];
+  F->S = C->sh * C->sw;
+  F->Hq = OH + (C->ext[1] - 1) * C->dh / C->sh;
+  F->Wq = OW + (C->ext[2] - 1) * C->dw / C->sw;
+  F->P = OH * F->Wq;
+  int64_t tile = (int64_t)nv * W;
+  F->tiles = ceil_div(F->P, tile);
+  F->Lp = F->tiles * tile;
+  F->Lx = F->Lp + (F->Hq - OH) * F->Wq + (F->Wq - OW);
+  F->direct = direct;
+  if (direct && F->Lp != F->P)
+    return false;
+  return N * C->C * F->S * F->Lx * 4 <= FL_MAX_BYTES &&
+         N * C->T.trips[CV_M] * F->Lp * 4 <= FL_MAX_BYTES;
+}
+
+/* Whether C reads x in place: f32, 1x1, stride 1, no padding, an
+ * identity layout, a plane of whole vectors. */
+static bool reads_in_place(const ConvNest *C, unsigned W) {
+  FzValue *x = fzOpGetOperand(C->xLoad, 0);
+  FzType *t = fzValueGetType(x);
+  return !C->xExt && C->ext[1] == 1 && C->ext[2] == 1 && C->sh == 1 &&
+         C->sw == 1 && C->hOff == 0 && C->wOff == 0 &&
+         C->H == C->T.trips[CV_OH] && C->Wi == C->T.trips[CV_OW] &&
+         fzShapedTypeGetRank(t) == 4 && !fzBufferTypeGetStrides(t) &&
+         fzShapedTypeGetDim(t, 1) == C->C &&
+         (C->H * C->Wi) % (int64_t)W == 0;
+}
+
+/* The tile shape: MR x NV with MR NV <= budget, the cheapest over the
+ * whole output (remainder rows and the grid's last tile counted). */
+static void choose(Flat *F, const ConvNest *C,
+                   const FzTileConvolutionsOptions *o, unsigned W,
+                   unsigned *MR) {
+  int64_t M = C->T.trips[CV_M], K = C->T.K;
+  unsigned budget = o->accumulators     ? o->accumulators
+                    : o->vectorBits >= 512 ? 20
+                                           : 12;
+  /* LLVM loads a term's mr broadcasts, and with the kw loop unrolled
+   * the next term's input vectors, before the fmas: the accumulators and
+   * those must fit the registers (32 zmm with AVX-512, else 16), or the
+   * loop spills and shuffles registers. Measured at 512 bits (one core,
+   * GFLOP/s of the best run): 12 x 2 spilled (0.27 of the fma peak);
+   * 5 x 4 beat 6 x 4 (24 accumulators) on the 3x3 64 -> 64 at 56x56
+   * (115 against 104) and 256 -> 256 at 14x14 (150 against 135), equal
+   * at 7x7. */
+  int64_t regs = o->vectorBits >= 512 ? 32 : 16;
+  int64_t extraV = o->vectorBits >= 512 ? 1 : 0;
+  bool direct = reads_in_place(C, W), bestDirect = false;
+  int64_t best = -1;
+  *MR = 1;
+  F->NV = 1;
+  for (int pass = 0; pass < 2 && best < 0; ++pass) {
+    bool d = direct && pass == 0;
+    for (int64_t mr = 1; mr <= TILE_MAX_ROWS && mr <= M; ++mr) {
+      if (o->rows && mr != (int64_t)o->rows)
+        continue;
+      for (int64_t nv = 1; nv <= TILE_MAX_VECS; ++nv) {
+        if ((o->vectors && nv != (int64_t)o->vectors) ||
+            (!(o->rows && o->vectors) &&
+             (mr * nv > (int64_t)budget ||
+              mr * nv + mr + 1 + extraV * nv > regs)))
+          continue;
+        Flat g;
+        if (!geometry(&g, C, W, (unsigned)nv, d))
+          continue;
+        int64_t fb = M / mr, rm = M % mr;
+        bool shF = blocks_share(C, 0, fb, mr);
+        bool shR = rm == 0 || rows_share(C, fb * mr, rm);
+        int64_t cost = g.tiles * (fb * tile_cost(K, mr, nv, shF) +
+                                  tile_cost(K, rm, nv, shR));
+        if (best < 0 || cost < best ||
+            (cost == best && mr * nv > (int64_t)(*MR * F->NV))) {
+          best = cost;
+          *MR = (unsigned)mr;
+          F->NV = (unsigned)nv;
+          bestDirect = d;
+        }
+      }
+    }
+  }
+  if (best < 0 || !geometry(F, C, W, F->NV, bestDirect))
+    F->tiles = 0;
+}
+
+/*===--- The padded phases ------------------------------------------------===*/
+
+static bool emit_phases(Flat *F) {
+  ConvGen *Z = &F->Z;
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  int64_t N = C->T.trips[CV_N];
+  int64_t shape[4] = {N, C->C, F->S, F->Lx};
+  if (!(F->xq = make_alloc(G, 4, shape)))
+    return false;
+  /* Zeros everywhere, then the input where it lies. */
+  FzValue *iv[4];
+  FzBuilder b;
+  if (!tileMakeParallel(G, 4, shape, iv, &b))
+    return false;
+  FzValue *zops[6] = {Z->zero, F->xq, iv[0], iv[1], iv[2], iv[3]};
+  tileMake(G, &b, "loop.store", 6, zops, NULL);
+  FzValue *xBuf = fzOpGetOperand(C->xLoad, 0);
+  FzType *xElt = fzValueGetType(fzOpGetResult(C->xLoad, 0));
+  for (int64_t ph = 0; ph < C->sh; ++ph) {
+    /* Row hq of phase ph holds input row hq sh + ph + hOff. */
+    int64_t h0 = ceil_div(-C->hOff - ph, C->sh);
+    int64_t h1 = ceil_div(C->H - C->hOff - ph, C->sh);
+    h0 = h0 < 0 ? 0 : h0;
+    h1 = h1 > F->Hq ? F->Hq : h1;
+    if (h1 <= h0)
+      continue;
+    int64_t ub[3] = {N, C->C, h1 - h0};
+    if (!tileMakeParallel(G, 3, ub, iv, &b))
+      return false;
+    FzValue *hq = tileAffine(G, &b, iv[2], 1, h0);
+    FzValue *ih = tileAffine(G, &b, iv[2], C->sh, h0 * C->sh + ph + C->hOff);
+    FzValue *rowOff = tileAffine(G, &b, hq, F->Wq, 0);
+    for (int64_t pw = 0; pw < C->sw; ++pw) {
+      int64_t q0 = ceil_div(-C->wOff - pw, C->sw);
+      int64_t q1 = ceil_div(C->Wi - C->wOff - pw, C->sw);
+      q0 = q0 < 0 ? 0 : q0;
+      q1 = q1 > F->Wq ? F->Wq : q1;
+      if (q1 <= q0)
+        continue;
+      FzValue *ops[3] = {tileConstIndex(G, q0), tileConstIndex(G, q1),
+                         tileConstIndex(G, 1)};
+      FzBuilder in;
+      FzOp *loop = tileMakeFor(G, &b, ops[0], ops[1], ops[2], 0, NULL, NULL,
+                               &in);
+      if (!loop)
+        return false;
+      FzValue *q = fzBlockGetArgument(fzLoopGetBody(loop), 0);
+      FzValue *iw = tileAffine(G, &in, q, C->sw, pw + C->wOff);
+      FzValue *lops[5] = {xBuf, iv[0], iv[1], ih, iw};
+      FzValue *v = tileMake1(G, &in, "loop.load", 5, lops, xElt);
+      if (C->xExt)
+        v = tileMake1(G, &in, "loop.extf", 1, &v, fzF32TypeGet(G->ctx));
+      FzValue *sops[6] = {v,
+                          F->xq,
+                          iv[0],
+                          iv[1],
+                          tileConstIndex(G, ph * C->sw + pw),
+                          add(G, &in, rowOff, q)};
+      tileMake(G, &in, "loop.store", 6, sops, NULL);
+    }
+  }
+  return !G->failed;
+}
+
+/*===--- The tiles --------------------------------------------------------===*/
+
+/* A loop.for over [0, trip) carrying n vector accumulators. */
+static FzOp *acc_loop(Flat *F, FzBuilder *b, int64_t trip, size_t n,
+                      FzValue *const *inits, FzBuilder *inner) {
+  TileGen *G = &F->Z.G;
+  return tileMakeFor(G, b, tileConstIndex(G, 0), tileConstIndex(G, trip),
+                     tileConstIndex(G, 1), n, inits, G->vecF32, inner);
+}
+
+static void set_yield(TileGen *G, FzOp *loop, size_t n, FzValue *const *vals) {
+  for (size_t i = 0; i < n; ++i)
+    if (!vals[i])
+      G->failed = true;
+  if (!G->failed &&
+      !fzOpSetOperands(fzBlockGetLastOp(fzLoopGetBody(loop)), n, vals))
+    G->failed = true;
+}
+
+/* Region of mr channels from row0 in `blocks` blocks, every grid tile. */
+static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
+                       const char *plan) {
+  ConvGen *Z = &F->Z;
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  unsigned W = G->W, NV = F->NV;
+  int64_t total = C->T.trips[CV_N] * F->tiles * blocks;
+  FzValue *t;
+  FzBuilder body;
+  FzOp *par = tileMakeParallel(G, 1, &total, &t, &body);
+  if (!par ||
+      !fzOpSetAttr(par, FZ_STR("fuse.plan"),
+                   fzStringAttrGet(G->ctx, fzStringRefFromCString(plan))))
+    return false;
+  /* t = (n * tiles + pt) * blocks + it */
+  FzValue *it = ibin(G, &body, "loop.remsi", t, blocks);
+  FzValue *q = ibin(G, &body, "loop.divsi", t, blocks);
+  FzValue *pt = ibin(G, &body, "loop.remsi", q, F->tiles);
+  FzValue *n = ibin(G, &body, "loop.divsi", q, F->tiles);
+  FzValue *m0 = tileAffine(G, &body, it, mr, row0);
+  FzValue *p0 = tileAffine(G, &body, pt, (int64_t)NV * W, 0);
+  FzValue *wbase = tileAffine(G, &body, it, Z->K * Z->MR,
+                              row0 / Z->MR * Z->K * Z->MR);
+  size_t na = (size_t)mr * NV;
+  FzValue *inits[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzValue *zv = tileMake1(G, &body, "loop.splat", 1, &Z->zero, G->vecF32);
+  for (size_t a = 0; a < na; ++a)
+    inits[a] = zv;
+  if (G->failed)
+    return false;
+  int64_t KH = C->ext[1], KW = C->ext[2];
+  FzBuilder bc, bh, bw;
+  FzOp *lc = acc_loop(F, &body, C->ext[0], na, inits, &bc);
+  if (!lc)
+    return false;
+  FzBlock *cb = fzLoopGetBody(lc);
+  FzValue *civ = fzBlockGetArgument(cb, 0);
+  /* The input channels: one for the tile, or one per row. */
+  bool shared = blocks_share(C, row0, blocks, mr);
+  FzValue *ch[TILE_MAX_ROWS];
+  int64_t Mg = group_rows(C), CG = C->ext[0];
+  for (unsigned r = 0; r < (shared ? 1u : mr); ++r) {
+    FzValue *m = r ? tileAffine(G, &bc, m0, 1, r) : m0;
+    ch[r] = Mg == C->T.trips[CV_M]
+                ? civ
+                : add(G, &bc, tileAffine(G, &bc, ibin(G, &bc, "loop.divsi",
+                                                      m, Mg),
+                                         CG, 0),
+                      civ);
+  }
+  FzValue *wc = add(G, &bc, tileAffine(G, &bc, civ, KH * KW * Z->MR, 0), wbase);
+  FzValue *args[TILE_MAX_ROWS * TILE_MAX_VECS];
+  for (size_t a = 0; a < na; ++a)
+    args[a] = fzBlockGetArgument(cb, 1 + a);
+  FzOp *lh = acc_loop(F, &bc, KH, na, args, &bh);
+  if (!lh)
+    return false;
+  FzBlock *hb = fzLoopGetBody(lh);
+  FzValue *khv = fzBlockGetArgument(hb, 0);
+  FzValue *wh = add(G, &bh, tileAffine(G, &bh, khv, KW * Z->MR, 0), wc);
+  /* Row phase and offset of tap kh. */
+  FzValue *khd = tileAffine(G, &bh, khv, C->dh, 0);
+  FzValue *phS = tileAffine(G, &bh, ibin(G, &bh, "loop.remsi", khd, C->sh),
+                            C->sw, 0);
+  FzValue *offH = tileAffine(G, &bh, ibin(G, &bh, "loop.divsi", khd, C->sh),
+                             F->Wq, 0);
+  for (size_t a = 0; a < na; ++a)
+    args[a] = fzBlockGetArgument(hb, 1 + a);
+  FzOp *lw = acc_loop(F, &bh, KW, na, args, &bw);
+  if (!lw)
+    return false;
+  FzBlock *wb = fzLoopGetBody(lw);
+  FzValue *kwv = fzBlockGetArgument(wb, 0);
+  FzValue *wk = add(G, &bw, tileAffine(G, &bw, kwv, Z->MR, 0), wh);
+  FzValue *kwd = tileAffine(G, &bw, kwv, C->dw, 0);
+  FzValue *phase = add(G, &bw, phS, ibin(G, &bw, "loop.remsi", kwd, C->sw));
+  FzValue *off = add(G, &bw, offH, ibin(G, &bw, "loop.divsi", kwd, C->sw));
+  FzValue *pos = add(G, &bw, p0, off);
+  FzValue *wv[TILE_MAX_ROWS];
+  for (unsigned r = 0; r < mr; ++r) {
+    FzValue *lops[2] = {Z->wp, r ? tileAffine(G, &bw, wk, 1, r) : wk};
+    FzValue *s = tileMake1(G, &bw, "loop.load", 2, lops, fzF32TypeGet(G->ctx));
+    wv[r] = tileMake1(G, &bw, "loop.splat", 1, &s, G->vecF32);
+  }
+  FzValue *next[TILE_MAX_ROWS * TILE_MAX_VECS];
+  for (unsigned v = 0; v < NV; ++v) {
+    FzValue *at = v ? tileAffine(G, &bw, pos, 1, (int64_t)v * W) : pos;
+    FzValue *xv = NULL;
+    for (unsigned r = 0; r < mr; ++r) {
+      if (r == 0 || !shared) {
+        FzValue *lops[5] = {F->xq, n, ch[shared ? 0 : r], phase, at};
+        xv = tileMake1(G, &bw, "loop.vector_load", 5, lops, G->vecF32);
+      }
+      size_t a = (size_t)r * NV + v;
+      FzValue *fops[3] = {wv[r], xv, fzBlockGetArgument(wb, 1 + a)};
+      next[a] = tileMake1(G, &bw, "loop.fma", 3, fops, G->vecF32);
+    }
+  }
+  set_yield(G, lw, na, next);
+  for (size_t a = 0; a < na; ++a)
+    next[a] = fzOpGetResult(lw, a);
+  set_yield(G, lh, na, next);
+  for (size_t a = 0; a < na; ++a)
+    next[a] = fzOpGetResult(lh, a);
+  set_yield(G, lc, na, next);
+  for (unsigned r = 0; r < mr; ++r) {
+    FzValue *m = r ? tileAffine(G, &body, m0, 1, r) : m0;
+    for (unsigned v = 0; v < NV; ++v) {
+      FzValue *acc = fzOpGetResult(lc, (size_t)r * NV + v);
+      FzValue *p = v ? tileAffine(G, &body, p0, 1, (int64_t)v * W) : p0;
+      if (F->epi) {
+        if (!convFlatEmitEpilogue(F, &body, n, m, p, acc))
+          return false;
+        continue;
+      }
+      FzValue *sops[5] = {acc, F->s, n, m, p};
+      tileMake(G, &body, "loop.vector_store", 5, sops, NULL);
+    }
+  }
+  return !G->failed;
+}
+
+/*===--- The epilogue nest ------------------------------------------------===*/
+
+/* The original nest's reduction becomes init + Sv[n, m, oh, ow]. */
+static bool rewrite_nest(Flat *F) {
+  ConvGen *Z = &F->Z;
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  int64_t N = C->T.trips[CV_N], M = C->T.trips[CV_M];
+  int64_t shape[4] = {N, M, C->T.trips[CV_OH], F->Wq};
+  int64_t strides[4] = {M * F->Lp, F->Lp, F->Wq, 1};
+  FzValue *sv = make_view(G, &G->top, F->s, buffer_type(G, 4, shape, strides));
+  if (!sv)
+    return false;
+  FzOp *red = C->T.red;
+  FzValue *init = fzOpGetOperand(red, 3);
+  FzBuilder b;
+  fzBuilderInit(&b, G->ctx);
+  fzBuilderSetInsertionPointBefore(&b, red);
+  FzValue *lops[5] = {sv, C->vars[CV_N], C->vars[CV_M], C->vars[CV_OH],
+                      C->vars[CV_OW]};
+  FzValue *v = tileMake1(G, &b, "loop.load", 5, lops, fzF32TypeGet(G->ctx));
+  FzOp *idef = fzValueGetDefiningOp(init);
+  FzAttr *iv = idef && fzLoopGetOpcode(idef) == FZ_LOOP_OP_CONSTANT
+                   ? fzOpGetInherentAttr(idef, FZ_STR("value"))
+                   : NULL;
+  bool zero = iv && fzAttrGetKind(iv) == FZ_ATTR_FLOAT &&
+              fzFloatAttrGetValue(iv) == 0.0 &&
+              !signbit(fzFloatAttrGetValue(iv));
+  if (!zero) {
+    FzValue *aops[2] = {init, v};
+    v = tileMake1(G, &b, "loop.addf", 2, aops, fzF32TypeGet(G->ctx));
+  }
+  if (G->failed)
+    return false;
+  fzValueReplaceAllUsesWith(fzOpGetResult(red, 0), v);
+  fzOpErase(red);
+  return true;
+}
+
+static bool make_dealloc(TileGen *G, FzBuilder *b, FzValue *buf) {
+  FzOpState st;
+  fzOpStateInit(&st, G->ctx, FZ_STR("loop.dealloc"), G->loc);
+  fzOpStateAddOperands(&st, 1, &buf);
+  return fzBuilderCreate(b, &st) != NULL;
+}
+
+ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o) {
+  TileNest *T = &C->T;
+  unsigned W = o->vectorBits / 32;
+  if (W < 2 || W > 64 || !convFlatApplies(C))
+    return CV_DECLINED;
+  Flat F;
+  memset(&F, 0, sizeof F);
+  ConvGen *Z = &F.Z;
+  TileGen *G = &Z->G;
+  unsigned MR;
+  choose(&F, C, o, W, &MR);
+  if (F.tiles <= 0)
+    return CV_DECLINED;
+  Z->C = C;
+  Z->MR = MR;
+  Z->K = T->K;
+  G->T = T;
+  G->ctx = T->ctx;
+  G->loc = fzOpGetLoc(T->par);
+  G->idx = fzIndexTypeGet(T->ctx);
+  G->W = W;
+  int64_t w = W;
+  G->vecF32 = fzVectorTypeGet(G->ctx, 1, &w, fzF32TypeGet(G->ctx), NULL);
+  if (!G->vecF32)
+    return CV_DECLINED;
+  fzBuilderInit(&G->top, T->ctx);
+  fzBuilderSetInsertionPointBefore(&G->top, T->par);
+  fzBuilderInit(&G->consts, T->ctx);
+  fzBuilderSetInsertionPointToStart(&G->consts, fzOpGetBlock(T->par));
+  Z->zero = fzLoopCreateConstant(&G->consts, G->loc, fzF32TypeGet(T->ctx), 0.0);
+  if (!Z->zero)
+    return CV_DECLINED;
+
+  /* From here on a failure is an internal error. */
+  if (!convPackWeights(Z))
+    return CV_FAILED;
+  int64_t N = T->trips[CV_N], M = T->trips[CV_M];
+  if (F.direct) {
+    int64_t shape[4] = {N, C->C, 1, F.Lx};
+    F.xq = make_view(G, &G->top, fzOpGetOperand(C->xLoad, 0),
+                     buffer_type(G, 4, shape, NULL));
+  } else if (!emit_phases(&F)) {
+    return CV_FAILED;
+  }
+  int64_t sshape[3] = {N, M, F.Lp};
+  F.s = make_alloc(G, 3, sshape);
+  if (!F.xq || !F.s || !rewrite_nest(&F))
+    return CV_FAILED;
+  /* The epilogue on the accumulators where the grid is the plane. */
+  if (!convFlatPrepareEpilogue(&F) && G->failed)
+    return CV_FAILED;
+  fzBuilderSetInsertionPointBefore(&G->top, T->par);
+  char plan[320];
+  snprintf(plan, sizeof plan,
+           "conv2d, flat plane: %u channels x %u vectors of %u positions "
+           "of the %lldx%lld grid (%lld of %lld columns used), %s input, "
+           "%s weights; %s",
+           MR, F.NV, W, (long long)T->trips[CV_OH], (long long)F.Wq,
+           (long long)T->trips[CV_OW], (long long)F.Wq,
+           F.direct ? "in-place" : "padded phase-split",
+           Z->wpConst ? "compile-time packed" : "run-time packed",
+           F.epi ? "epilogue on the accumulators"
+                 : "sums to a buffer, the epilogue as its own nest");
+  int64_t Mf = M / MR * MR;
+  if (Mf > 0 && !emit_tiles(&F, MR, 0, Mf / MR, plan))
+    return CV_FAILED;
+  if (M > Mf && !emit_tiles(&F, (unsigned)(M - Mf), Mf, 1, plan))
+    return CV_FAILED;
+  FzBuilder b;
+  fzBuilderInit(&b, T->ctx);
+  if (F.epi) {
+    /* After the last tile nest, which the nest follows. */
+    FzOp *last = fzOpGetPrevInBlock(F.epi);
+    convFlatDropSums(&F);
+    fzBuilderSetInsertionPointAfter(&b, last);
+  } else {
+    fzBuilderSetInsertionPointAfter(&b, T->par);
+  }
+  if ((F.s && !make_dealloc(G, &b, F.s)) ||
+      (!F.direct && !make_dealloc(G, &b, F.xq)) ||
+      (!Z->wpConst && !make_dealloc(G, &b, Z->wp)))
+    return CV_FAILED;
+  return G->failed ? CV_FAILED : CV_DONE;
+}
