@@ -23,6 +23,7 @@
 
 #include "fz/cuda_run.h"
 #include "fz/loop.h"
+#include "tools/common_progress.h"
 #include "tools/common_timing.h"
 #include "tools/fuse_run_cuda.h"
 
@@ -91,6 +92,10 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
     go.arch = o->gpuArch;
   FzToolTiming *tt = o->timingReport;
   go.timing = tt ? &tt->sink : NULL;
+  go.noCache = o->noCache;
+  FzToolProgress progress;
+  fzToolProgressInit(&progress);
+  go.progress = &progress.sink;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;
