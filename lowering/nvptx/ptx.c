@@ -324,10 +324,11 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
   fzFree(ctx, job.tms);
   if (lib)
     LLVMDisposeMemoryBuffer(lib);
-  fzCacheFinish(job.cache, ctx, o->timing);
-  fzCacheClose(job.cache);
-  if (!ok)
+  if (!ok) {
+    fzCacheFinish(job.cache, ctx, o->timing);
+    fzCacheClose(job.cache);
     return false;
+  }
   /* What the threads left, reported from this thread in kernel order;
    * a message that several units give (libdevice unreadable) once. */
   double busy = 0;
@@ -363,6 +364,8 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
   }
   report(o, "LLVM optimize+codegen", NULL, fzNvNowSeconds() - t0, busy,
          job.threadsUsed, units->n);
+  fzCacheFinish(job.cache, ctx, o->timing);
+  fzCacheClose(job.cache);
   return ok;
 }
 
