@@ -2,7 +2,8 @@
  * (docs/codegen.md "Kernel cache"): a folder of files, one per compiled
  * LLVM module, named by a SHA-256 key of everything the code depends on.
  *
- *   sha256.c   the hash
+ *   sha256.c   the hash of keys
+ *   hash128.c  a fast hash of bulk data (weights, payloads)
  *   cache.c    the folder: where it is, entries (load, store), eviction
  *
  * The GPU back end stores every kernel's PTX (lowering/nvptx/codegen.c),
@@ -13,7 +14,7 @@
  * the options that change code generation and the module's bitcode.
  *
  * An entry is a 96-byte header (magic "FZKCACHE", format, kind, flags,
- * payload length, key, SHA-256 of the payload), then the payload. A load
+ * payload length, key, fzHash128 of the payload), then the payload. A load
  * checks all of it; an entry that fails a check is corrupt: a miss,
  * counted, and rewritten by the store that follows. Stores write a
  * unique temporary file in the folder and rename it over the entry, so
@@ -53,6 +54,12 @@ void fzSha256UpdateString(FzSha256 *s, const char *str);
 void fzSha256UpdateU64(FzSha256 *s, uint64_t v);
 /* The digest; s must be initialized again before further use. */
 void fzSha256Final(FzSha256 *s, uint8_t out[FZ_SHA256_BYTES]);
+
+/* A fast 128-bit hash of bulk data (hash128.c: the MurmurHash3_x64_128
+ * algorithm; not cryptographic), the two 64-bit halves little endian. */
+#define FZ_HASH128_BYTES 16
+void fzHash128(const void *data, size_t len, uint32_t seed,
+               uint8_t out[FZ_HASH128_BYTES]);
 
 typedef struct FzCacheKey {
   uint8_t bytes[FZ_SHA256_BYTES];

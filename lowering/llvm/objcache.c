@@ -5,7 +5,8 @@
  * the run-time check sites come from there, so a hit has them too);
  * the key is the SHA-256 of the cache's prefix, the target machine
  * (triple, CPU, features), every codegen option and the LLVM module's
- * bitcode as translated. A hit skips O3 and the code generator, which
+ * bitcode as translated (its large constants, the weights, by their
+ * fzHash128: module_key). A hit skips O3 and the code generator, which
  * are most of the time; a miss runs them and stores the object file.
  * The object is what `--emit=obj` writes and what the JIT loads
  * (jit.c), so both paths share the entries.
@@ -35,11 +36,23 @@ static void hash_options(FzSha256 *h, const FzCodegenOptions *o) {
   fzSha256UpdateU64(h, o->threads);
 }
 
+/* Constants at least this large (a model's weights: loop.constant_buffer,
+ * an [N x i8] string) are hashed with fzHash128 and left out of the
+ * bitcode that is hashed: writing ResNet-50's 100 MB of weights as
+ * bitcode takes seconds, hashing them a few hundredths. */
+enum { kBulkBytes = 4096 };
+
+typedef struct Bulk {
+  LLVMValueRef global, init;
+} Bulk;
+
+/* The key of mod: the cache's prefix, the target machine, the options,
+ * every large constant's length and fzHash128 (in module order), then
+ * the bitcode of mod with those constants' initializers replaced by
+ * zeros (restored before returning). False when it could not be made
+ * (no memory: the module is compiled without the cache). */
 static bool module_key(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                        const FzCodegenOptions *o, FzCacheKey *key) {
-  LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
-  if (!bc)
-    return false;
   FzSha256 h;
   fzCacheKeyBegin(&h, FZ_CACHE_OBJECT);
   char *triple = LLVMGetTargetMachineTriple(tm);
@@ -52,6 +65,44 @@ static bool module_key(LLVMModuleRef mod, LLVMTargetMachineRef tm,
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
   hash_options(&h, o);
+  size_t n = 0, cap = 0;
+  Bulk *bulk = NULL;
+  bool ok = true;
+  for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g && ok;
+       g = LLVMGetNextGlobal(g)) {
+    LLVMValueRef init = LLVMGetInitializer(g);
+    if (!init || !LLVMIsAConstantDataSequential(init) ||
+        !LLVMIsConstantString(init))
+      continue;
+    size_t len = 0;
+    const char *data = LLVMGetAsString(init, &len);
+    if (len < kBulkBytes)
+      continue;
+    if (n == cap) {
+      size_t ncap = cap ? 2 * cap : 64;
+      Bulk *nb = fzLLThreadAlloc(ncap * sizeof *nb);
+      if (!(ok = nb != NULL))
+        break;
+      if (n)
+        memcpy(nb, bulk, n * sizeof *nb);
+      fzLLThreadFree(bulk);
+      bulk = nb;
+      cap = ncap;
+    }
+    uint8_t d[FZ_HASH128_BYTES];
+    fzHash128(data, len, 0, d);
+    fzSha256UpdateU64(&h, n);
+    fzSha256UpdateU64(&h, len);
+    fzSha256Update(&h, d, sizeof d);
+    bulk[n++] = (Bulk){g, init};
+    LLVMSetInitializer(g, LLVMConstNull(LLVMTypeOf(init)));
+  }
+  LLVMMemoryBufferRef bc = ok ? LLVMWriteBitcodeToMemoryBuffer(mod) : NULL;
+  for (size_t i = 0; i < n; ++i)
+    LLVMSetInitializer(bulk[i].global, bulk[i].init);
+  fzLLThreadFree(bulk);
+  if (!bc)
+    return false;
   fzSha256Update(&h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
   fzSha256Final(&h, key->bytes);
   LLVMDisposeMemoryBuffer(bc);

@@ -2,7 +2,8 @@
  * (lowering/cache: sha256.c, cache.c; its users lowering/nvptx/codegen.c
  * and lowering/llvm/objcache.c).
  *
- * SHA-256 against FIPS 180-4's vectors; entries stored and loaded; a
+ * SHA-256 against FIPS 180-4's vectors, the 128-bit hash against
+ * SMHasher's verification value; entries stored and loaded; a
  * corrupt, truncated or foreign entry is a miss that the next store
  * rewrites; processes that store and load the same keys at once (fork)
  * leave sound entries and no temporary file; eviction keeps the most
@@ -158,6 +159,33 @@ START_TEST(test_sha256_vectors) {
   hex(d, sizeof d, h);
   ck_assert_str_eq(
       h, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+END_TEST
+
+/* SMHasher's verification of MurmurHash3_x64_128: keys 0, 0 1, 0 1 2,
+ * ... of lengths 0..255 hashed with seeds 256..1, their hashes hashed
+ * with seed 0; the first 4 bytes, little endian, are 0x6384BA69. */
+START_TEST(test_hash128_verification) {
+  uint8_t key[256], hashes[256 * FZ_HASH128_BYTES], final[FZ_HASH128_BYTES];
+  for (int i = 0; i < 256; ++i) {
+    key[i] = (uint8_t)i;
+    fzHash128(key, (size_t)i, (uint32_t)(256 - i),
+              &hashes[i * FZ_HASH128_BYTES]);
+  }
+  fzHash128(hashes, sizeof hashes, 0, final);
+  uint32_t v = (uint32_t)final[0] | (uint32_t)final[1] << 8 |
+               (uint32_t)final[2] << 16 | (uint32_t)final[3] << 24;
+  ck_assert_uint_eq(v, 0x6384BA69u);
+  /* Every byte counts, at every position of a tail. */
+  uint8_t a[FZ_HASH128_BYTES], b[FZ_HASH128_BYTES];
+  for (size_t len = 1; len < 40; ++len)
+    for (size_t at = 0; at < len; ++at) {
+      uint8_t buf[40] = {0};
+      fzHash128(buf, len, 0, a);
+      buf[at] = 1;
+      fzHash128(buf, len, 0, b);
+      ck_assert(memcmp(a, b, sizeof a) != 0);
+    }
 }
 END_TEST
 
@@ -705,11 +733,80 @@ START_TEST(test_cpu_object) {
 }
 END_TEST
 
+/* @main adds a constant of 2048 f32 (8 KiB: hashed apart from the
+ * bitcode, objcache.c) whose element `which` is 1.0 instead of 0.5. */
+static FzOp *weights_module(FzContext *ctx, int which) {
+  ck_assert(fzRegisterAllDialects(ctx));
+  ck_assert(fzRegisterAllPasses(ctx));
+  enum { kN = 2048 };
+  size_t cap = 8 * kN + 512;
+  char *src = malloc(cap);
+  ck_assert_ptr_nonnull(src);
+  int at = snprintf(src, cap,
+                    "func.func @main(%%x: tensor<%dxf32>) -> tensor<%dxf32> "
+                    "{\n  %%w = graph.constant dense<\"0x",
+                    kN, kN);
+  for (int i = 0; i < kN; ++i) /* 0.5: 0x3F000000, 1.0: 0x3F800000 */
+    at += snprintf(src + at, cap - (size_t)at, "%s",
+                   i == which ? "0000803F" : "0000003F");
+  snprintf(src + at, cap - (size_t)at,
+           "\"> : tensor<%dxf32>\n  %%0 = graph.add %%x, %%w : "
+           "tensor<%dxf32>, tensor<%dxf32> -> tensor<%dxf32>\n  return %%0 "
+           ": tensor<%dxf32>\n}\n",
+           kN, kN, kN, kN, kN);
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("w.fuse"),
+                          0);
+  free(src);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(fzLowerModuleForCpu(m, NULL));
+  return m;
+}
+
+/* One weight differs: another key (a miss, another object); the same
+ * weights again: a hit with the first object. */
+START_TEST(test_cpu_weights_in_key) {
+  char root[512];
+  temp_dir(root, sizeof root);
+  FzContext *ctx = fzContextCreate();
+  FzOp *m1 = weights_module(ctx, 7), *m2 = weights_module(ctx, 1500);
+  TextBuf a, b, c;
+  Counts k1, k2, k3;
+  ck_assert(emit_obj(m1, root, &a, &k1));
+  ck_assert(emit_obj(m2, root, &b, &k2));
+  ck_assert_uint_eq(k1.misses, 1);
+  ck_assert_uint_eq(k2.misses, 1);
+  ck_assert_uint_eq(k2.hits, 0);
+  ck_assert(a.len != b.len || memcmp(a.data, b.data, a.len) != 0);
+  ck_assert_uint_eq(count_entries(root, NULL), 2);
+  ck_assert(emit_obj(m1, root, &c, &k3));
+  ck_assert_uint_eq(k3.hits, 1);
+  ck_assert_uint_eq(a.len, c.len);
+  ck_assert(memcmp(a.data, c.data, a.len) == 0);
+  /* The module itself is left as it was: --emit=llvm shows the weights. */
+  TextBuf ll;
+  memset(&ll, 0, sizeof ll);
+  FzCodegenOptions co;
+  fzCodegenOptionsInit(&co);
+  co.optLevel = 0;
+  ck_assert(fzEmitLLVM(m1, &co, FZ_CODEGEN_LLVM_IR, text_cb, &ll));
+  ck_assert_ptr_nonnull(strstr(ll.data, "\\00\\00\\80?"));
+  text_free(&ll);
+  text_free(&a);
+  text_free(&b);
+  text_free(&c);
+  fzOpDestroy(m1);
+  fzOpDestroy(m2);
+  fzContextDestroy(ctx);
+  remove_tree(root);
+}
+END_TEST
+
 static Suite *cache_suite(void) {
   Suite *s = suite_create("cache");
   TCase *tc = tcase_create("cache");
   tcase_set_timeout(tc, 240);
   tcase_add_test(tc, test_sha256_vectors);
+  tcase_add_test(tc, test_hash128_verification);
   tcase_add_test(tc, test_key_depends_on_kind_and_text);
   tcase_add_test(tc, test_store_load);
   tcase_add_test(tc, test_location_from_environment);
@@ -720,6 +817,7 @@ static Suite *cache_suite(void) {
   tcase_add_test(tc, test_gpu_hits);
   tcase_add_test(tc, test_gpu_unwritable);
   tcase_add_test(tc, test_cpu_object);
+  tcase_add_test(tc, test_cpu_weights_in_key);
   suite_add_tcase(s, tc);
   return s;
 }
