@@ -27,6 +27,7 @@
 
 #include "fz/loop.h"
 #include "fz/lowering.h"
+#include "ir/cache.h"
 #include "ir/util.h"
 
 /* A run-time check in generated code (emit_check.c): when it fails, the
@@ -327,5 +328,8 @@ bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *o,
  * after reporting errors. (objcache.c) */
 bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *o,
                      LLVMMemoryBufferRef *obj, FzLLSites *sites);
+/* fzCacheKeyBegin (ir/cache.h), then LLVM's version: what every key of
+ * code LLVM made starts with. (objcache.c) */
+void fzLLCacheKeyBegin(FzSha256 *h, FzCacheKind kind);
 
 #endif /* FZ_LOWERING_LLVM_EMIT_INTERNAL_H */

@@ -1,5 +1,5 @@
 /* lowering/llvm/objcache.c - the CPU back end's object files through the
- * kernel cache (lowering/cache/cache.h, docs/codegen.md "Kernel cache").
+ * kernel cache (ir/cache.h, docs/codegen.md "Kernel cache").
  *
  * The module is translated as always (the loop transforms, the emitter:
  * the run-time check sites come from there, so a hit has them too);
@@ -15,8 +15,18 @@
 
 #include <llvm-c/BitWriter.h>
 
-#include "lowering/cache/cache.h"
+#include "ir/cache.h"
 #include "lowering/llvm/emit_internal.h"
+
+void fzLLCacheKeyBegin(FzSha256 *h, FzCacheKind kind) {
+  fzCacheKeyBegin(h, kind);
+  unsigned major = 0, minor = 0, patch = 0;
+  LLVMGetVersion(&major, &minor, &patch);
+  fzSha256UpdateString(h, "LLVM");
+  fzSha256UpdateU64(h, major);
+  fzSha256UpdateU64(h, minor);
+  fzSha256UpdateU64(h, patch);
+}
 
 /* The options, field by field (no padding bytes in the hash). */
 static void hash_options(FzSha256 *h, const FzCodegenOptions *o) {
@@ -54,7 +64,7 @@ typedef struct Bulk {
 static bool module_key(LLVMModuleRef mod, LLVMTargetMachineRef tm,
                        const FzCodegenOptions *o, FzCacheKey *key) {
   FzSha256 h;
-  fzCacheKeyBegin(&h, FZ_CACHE_OBJECT);
+  fzLLCacheKeyBegin(&h, FZ_CACHE_OBJECT);
   char *triple = LLVMGetTargetMachineTriple(tm);
   char *cpu = LLVMGetTargetMachineCPU(tm);
   char *features = LLVMGetTargetMachineFeatureString(tm);

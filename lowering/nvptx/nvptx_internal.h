@@ -21,7 +21,7 @@
 
 #include "fz/gpu.h"
 #include "fz/kernel.h"
-#include "lowering/cache/cache.h"
+#include "ir/cache.h"
 #include "lowering/llvm/emit_internal.h"
 
 /* One kernel's LLVM module, compiled on its own: translated on the

@@ -260,7 +260,7 @@ static LLVMMemoryBufferRef read_libdevice(FzContext *ctx, const char *path) {
 static void key_prefix(const FzGpuOptions *o, const FzCodegenOptions *co,
                        FzNvCodegenJob *job, bool emitIR) {
   FzSha256 h;
-  fzCacheKeyBegin(&h, emitIR ? FZ_CACHE_LLVM_IR : FZ_CACHE_PTX);
+  fzLLCacheKeyBegin(&h, emitIR ? FZ_CACHE_LLVM_IR : FZ_CACHE_PTX);
   fzSha256UpdateString(&h, "nvptx --nvptx-short-ptr");
   fzSha256UpdateString(&h, co->triple);
   fzSha256UpdateString(&h, o->arch);

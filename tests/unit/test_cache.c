@@ -1,5 +1,5 @@
 /* tests/unit/test_cache.c - Check suite of the kernel cache
- * (lowering/cache: sha256.c, cache.c; its users lowering/nvptx/codegen.c
+ * (ir/cache.c, sha256.c, hash128.c; its users lowering/nvptx/codegen.c
  * and lowering/llvm/objcache.c).
  *
  * SHA-256 against FIPS 180-4's vectors, the 128-bit hash against
@@ -27,7 +27,7 @@
 
 #include "fz/fz.h"
 #include "fz/gpu.h"
-#include "lowering/cache/cache.h"
+#include "ir/cache.h"
 #include "tests/unit/test_helpers.h"
 
 /*===--- Helpers --------------------------------------------------------===*/

@@ -1,5 +1,5 @@
-/* lowering/cache/sha256.c - SHA-256 (FIPS 180-4), the hash of the kernel
- * cache's keys and of its payloads' checksums (lowering/cache/cache.h).
+/* ir/sha256.c - SHA-256 (FIPS 180-4), the hash of the kernel
+ * cache's keys and of its payloads' checksums (ir/cache.h).
  *
  * A plain, portable implementation: big-endian words, one 64-byte block
  * at a time; no state outside the FzSha256 it is given, so any thread
@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "lowering/cache/cache.h"
+#include "ir/cache.h"
 
 static const uint32_t kRound[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,

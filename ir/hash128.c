@@ -1,4 +1,4 @@
-/* lowering/cache/hash128.c - a fast 128-bit hash for bulk data: the
+/* ir/hash128.c - a fast 128-bit hash for bulk data: the
  * MurmurHash3_x64_128 algorithm (Austin Appleby's, public domain),
  * written anew for little- and big-endian hosts alike (blocks are read
  * as little-endian words). The kernel cache hashes large constant data
@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "lowering/cache/cache.h"
+#include "ir/cache.h"
 
 static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 

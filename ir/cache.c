@@ -1,4 +1,4 @@
-/* lowering/cache/cache.c - the kernel cache's folder (cache.h): where it
+/* ir/cache.c - the kernel cache's folder (cache.h): where it
  * is, the entries' format, loads and stores that any thread and any
  * process may run at once, and eviction by size.
  *
@@ -9,7 +9,7 @@
  * their (identical) entries.
  *
  * Memory: the cache and the payloads it loads are the C library's
- * (fzLLThreadAlloc), since the code-generation threads use them; the
+ * (cache_alloc), since the code-generation threads use them; the
  * counters are atomic, the first failure is kept under a mutex.
  */
 #define _GNU_SOURCE /* dl_iterate_phdr */
@@ -26,11 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <llvm-c/Core.h>
+#include <stdarg.h>
 
-#include "lowering/cache/cache.h"
-#include "lowering/llvm/emit_internal.h" /* fzLLThreadAlloc */
-#include "fz/support.h"
+#include "fz/lowering.h" /* FzTimingSink */
+#include "ir/cache.h"
 
 static const char kMagic[8] = {'F', 'Z', 'K', 'C', 'A', 'C', 'H', 'E'};
 enum { kTmpMaxAgeSeconds = 3600 };
@@ -47,8 +46,32 @@ struct FzCache {
   char *error;          /* the first failure, or NULL */
 };
 
+/* The C library's memory: the code-generation threads load and store
+ * entries, and a context's allocator is for its own thread only
+ * (docs/architecture.md, "Memory"). */
+static void *cache_alloc(size_t n) {
+  return malloc(n ? n : 1); /* plain-alloc: kernel cache, any thread */
+}
+
+static void cache_free(void *p) {
+  free(p); /* plain-alloc: kernel cache, any thread */
+}
+
+static char *cache_printf(const char *fmt, ...) {
+  va_list ap, ap2;
+  va_start(ap, fmt);
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  char *s = n >= 0 ? cache_alloc((size_t)n + 1) : NULL;
+  if (s)
+    vsnprintf(s, (size_t)n + 1, fmt, ap2);
+  va_end(ap2);
+  return s;
+}
+
 static char *dup_printf(const char *fmt, const char *a, const char *b) {
-  return fzLLThreadPrintf(fmt, a, b);
+  return cache_printf(fmt, a, b);
 }
 
 FzCache *fzCacheOpen(const char *dir) {
@@ -66,17 +89,17 @@ FzCache *fzCacheOpen(const char *dir) {
     root = dup_printf("%s%s", home, "/.cache/fuse");
   else
     return NULL;
-  FzCache *c = root ? fzLLThreadAlloc(sizeof *c) : NULL;
+  FzCache *c = root ? cache_alloc(sizeof *c) : NULL;
   if (!c) {
-    fzLLThreadFree(root);
+    cache_free(root);
     return NULL;
   }
   memset(c, 0, sizeof *c);
   c->root = root;
   c->dir = dup_printf("%s%s", root, "/kernels");
   if (!c->dir) {
-    fzLLThreadFree(root);
-    fzLLThreadFree(c);
+    cache_free(root);
+    cache_free(c);
     return NULL;
   }
   c->maxBytes = (uint64_t)FZ_CACHE_DEFAULT_MAX_MB << 20;
@@ -95,10 +118,10 @@ void fzCacheClose(FzCache *c) {
   if (!c)
     return;
   pthread_mutex_destroy(&c->lock);
-  fzLLThreadFree(c->error);
-  fzLLThreadFree(c->dir);
-  fzLLThreadFree(c->root);
-  fzLLThreadFree(c);
+  cache_free(c->error);
+  cache_free(c->dir);
+  cache_free(c->root);
+  cache_free(c);
 }
 
 const char *fzCacheGetDir(const FzCache *c) { return c->root; }
@@ -107,7 +130,7 @@ void fzCacheSetMaxBytes(FzCache *c, uint64_t maxBytes) {
   c->maxBytes = maxBytes;
 }
 
-void fzCacheFree(void *payload) { fzLLThreadFree(payload); }
+void fzCacheFree(void *payload) { cache_free(payload); }
 
 /*===--- The build id ---------------------------------------------------===*/
 
@@ -197,11 +220,6 @@ void fzCacheKeyBegin(FzSha256 *h, FzCacheKind kind) {
   fzSha256UpdateString(h, FZ_GIT_COMMIT);
 #endif
   fzSha256Update(h, fzCacheBuildId(), FZ_SHA256_BYTES);
-  unsigned major = 0, minor = 0, patch = 0;
-  LLVMGetVersion(&major, &minor, &patch);
-  fzSha256UpdateU64(h, major);
-  fzSha256UpdateU64(h, minor);
-  fzSha256UpdateU64(h, patch);
 }
 
 /*===--- Entries --------------------------------------------------------===*/
@@ -214,6 +232,8 @@ static const char *kind_ext(FzCacheKind kind) {
     return "ll";
   case FZ_CACHE_OBJECT:
     return "o";
+  case FZ_CACHE_CUBIN:
+    return "cubin";
   }
   return "bin";
 }
@@ -231,7 +251,7 @@ static char *entry_path(const FzCache *c, const FzCacheKey *key,
                         FzCacheKind kind) {
   char hex[2 * FZ_SHA256_BYTES + 1];
   to_hex(key, hex);
-  return fzLLThreadPrintf("%s/%s.%s", c->dir, hex, kind_ext(kind));
+  return cache_printf("%s/%s.%s", c->dir, hex, kind_ext(kind));
 }
 
 static void put_u32(uint8_t *p, uint32_t v) {
@@ -299,7 +319,7 @@ bool fzCacheLoad(FzCache *c, const FzCacheKey *key, FzCacheKind kind,
   *flags = 0;
   char *path = entry_path(c, key, kind);
   int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-  fzLLThreadFree(path);
+  cache_free(path);
   if (fd < 0) {
     atomic_fetch_add(&c->misses, 1);
     return false;
@@ -314,7 +334,7 @@ bool fzCacheLoad(FzCache *c, const FzCacheKey *key, FzCacheKind kind,
       !memcmp(h + 32, key->bytes, FZ_SHA256_BYTES) &&
       get_u64(h + 24) == (uint64_t)st.st_size - FZ_CACHE_HEADER_BYTES) {
     size_t n = (size_t)get_u64(h + 24);
-    data = fzLLThreadAlloc(n + 1);
+    data = cache_alloc(n + 1);
     if (data && read_all(fd, (uint8_t *)data, n)) {
       uint8_t sum[FZ_SHA256_BYTES] = {0};
       fzHash128(data, n, 0, sum);
@@ -327,7 +347,7 @@ bool fzCacheLoad(FzCache *c, const FzCacheKey *key, FzCacheKind kind,
     (void)futimens(fd, NULL); /* used now: last to be evicted */
   close(fd);
   if (!sound) {
-    fzLLThreadFree(data);
+    cache_free(data);
     *len = 0;
     atomic_fetch_add(&c->corrupt, 1);
     atomic_fetch_add(&c->misses, 1);
@@ -345,7 +365,7 @@ static void note_failure(FzCache *c, const char *path, int err) {
   snprintf(reason, sizeof reason, "%s", err ? strerror(err) : "short write");
   pthread_mutex_lock(&c->lock);
   if (!c->error)
-    c->error = fzLLThreadPrintf("cannot write '%s': %s", path, reason);
+    c->error = cache_printf("cannot write '%s': %s", path, reason);
   pthread_mutex_unlock(&c->lock);
 }
 
@@ -353,7 +373,7 @@ static void note_failure(FzCache *c, const char *path, int err) {
 static bool make_dir(FzCache *c) {
   if (atomic_load(&c->madeDir))
     return true;
-  char *p = fzLLThreadPrintf("%s", c->dir);
+  char *p = cache_printf("%s", c->dir);
   if (!p)
     return false;
   int err = 0;
@@ -376,7 +396,7 @@ static bool make_dir(FzCache *c) {
     note_failure(c, p, err ? err : ENOTDIR);
     atomic_store(&c->broken, true);
   }
-  fzLLThreadFree(p);
+  cache_free(p);
   if (ok)
     atomic_store(&c->madeDir, true);
   return ok;
@@ -389,12 +409,12 @@ bool fzCacheStore(FzCache *c, const FzCacheKey *key, FzCacheKind kind,
   char hex[2 * FZ_SHA256_BYTES + 1];
   to_hex(key, hex);
   unsigned n = atomic_fetch_add(&c->serial, 1);
-  char *tmp = fzLLThreadPrintf("%s/.tmp-%ld-%u-%s", c->dir, (long)getpid(),
+  char *tmp = cache_printf("%s/.tmp-%ld-%u-%s", c->dir, (long)getpid(),
                                n, hex);
   char *path = entry_path(c, key, kind);
   if (!tmp || !path) {
-    fzLLThreadFree(tmp);
-    fzLLThreadFree(path);
+    cache_free(tmp);
+    cache_free(path);
     return false;
   }
   uint8_t h[FZ_CACHE_HEADER_BYTES];
@@ -418,8 +438,8 @@ bool fzCacheStore(FzCache *c, const FzCacheKey *key, FzCacheKind kind,
       unlink(tmp);
     }
   }
-  fzLLThreadFree(tmp);
-  fzLLThreadFree(path);
+  cache_free(tmp);
+  cache_free(path);
   if (ok)
     atomic_fetch_add(&c->stored, 1);
   return ok;
@@ -465,18 +485,18 @@ void fzCacheEvict(FzCache *c) {
     }
     if (n == cap) {
       size_t ncap = cap ? 2 * cap : 64;
-      Entry *nv = fzLLThreadAlloc(ncap * sizeof *nv);
+      Entry *nv = cache_alloc(ncap * sizeof *nv);
       if (!nv) {
         ok = false;
         break;
       }
       if (v)
         memcpy(nv, v, n * sizeof *v);
-      fzLLThreadFree(v);
+      cache_free(v);
       v = nv;
       cap = ncap;
     }
-    v[n].name = fzLLThreadPrintf("%s", e->d_name);
+    v[n].name = cache_printf("%s", e->d_name);
     if (!v[n].name) {
       ok = false;
       break;
@@ -495,8 +515,8 @@ void fzCacheEvict(FzCache *c) {
       }
   }
   for (size_t i = 0; i < n; ++i)
-    fzLLThreadFree(v[i].name);
-  fzLLThreadFree(v);
+    cache_free(v[i].name);
+  cache_free(v);
   closedir(d);
 }
 

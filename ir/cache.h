@@ -1,4 +1,4 @@
-/* lowering/cache/cache.h - the persistent cache of compiled code
+/* ir/cache.h - the persistent cache of compiled code
  * (docs/codegen.md "Kernel cache"): a folder of files, one per compiled
  * LLVM module, named by a SHA-256 key of everything the code depends on.
  *
@@ -6,12 +6,15 @@
  *   hash128.c  a fast hash of bulk data (weights, payloads)
  *   cache.c    the folder: where it is, entries (load, store), eviction
  *
- * The GPU back end stores every kernel's PTX (lowering/nvptx/codegen.c),
- * the CPU back end the object file of the module (lowering/llvm/
- * objcache.c). A key starts with fzCacheKeyBegin (the cache format,
- * fuse's version and the build id of the binary that holds this code,
- * LLVM's version, the kind of entry), then the caller hashes the target,
- * the options that change code generation and the module's bitcode.
+ * It sits in ir/, below every layer that uses it: the GPU back end
+ * stores every kernel's PTX (lowering/nvptx/codegen.c), the CPU back end
+ * the object file of the module (lowering/llvm/objcache.c), the CUDA
+ * runtime the driver's cubin of a PTX module (runtime/cuda.c). A key
+ * starts with fzCacheKeyBegin (the cache format, the kind of entry,
+ * fuse's version and the build id of the binary that holds this code),
+ * then the caller hashes what else the code depends on (LLVM's version,
+ * the target, the options, the module's bitcode; the driver's version
+ * and the device).
  *
  * An entry is a 96-byte header (magic "FZKCACHE", format, kind, flags,
  * payload length, key, fzHash128 of the payload), then the payload. A load
@@ -69,6 +72,7 @@ typedef enum FzCacheKind {
   FZ_CACHE_PTX = 1,     /* a kernel's PTX (flag 1: it uses fz_status) */
   FZ_CACHE_LLVM_IR = 2, /* a kernel's LLVM IR after O3 (the same flag) */
   FZ_CACHE_OBJECT = 3,  /* a CPU module's object file */
+  FZ_CACHE_CUBIN = 4,   /* the driver's cubin of a PTX module */
 } FzCacheKind;
 
 /* The format of the entries; a new one makes every old entry a miss. */
