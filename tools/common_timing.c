@@ -15,6 +15,7 @@
  *       2.5121 (100.0%)  Total
  *
  *     Kernel cache: 30 hits, 2 misses (/home/u/.cache/fuse)
+ *     Cubin cache: 1 hit, 0 misses          (fuse-run --device cuda)
  *
  * A phase a library call reports several times (one per function,
  * module or call) is one row, its times summed.
@@ -62,6 +63,12 @@ static void add_item(FzToolTiming *t, const FzTimingRecord *r) {
 
 static void record(const FzTimingRecord *r, void *userData) {
   FzToolTiming *t = userData;
+  if (!strcmp(r->phase, "cubin cache")) {
+    t->cubinUsed = true;
+    t->cubinHits += r->cacheHits;
+    t->cubinMisses += r->cacheMisses;
+    return;
+  }
   if (!strcmp(r->phase, "kernel cache")) {
     t->cacheUsed = true;
     t->cacheHits += r->cacheHits;
@@ -148,4 +155,8 @@ void fzToolTimingPrint(const FzToolTiming *t, FILE *out) {
       fprintf(out, " (%zu corrupt, rebuilt)", t->cacheCorrupt);
     fprintf(out, " (%s)\n", t->cacheDir);
   }
+  if (t->cubinUsed)
+    fprintf(out, "  Cubin cache: %zu hit%s, %zu miss%s\n", t->cubinHits,
+            t->cubinHits == 1 ? "" : "s", t->cubinMisses,
+            t->cubinMisses == 1 ? "" : "es");
 }

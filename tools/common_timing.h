@@ -36,9 +36,11 @@ typedef struct FzToolTiming {
   /* The slowest items (kernels), slowest first. */
   size_t numSlowest;
   FzToolItem slowest[FZ_TOOL_TIMING_SLOWEST];
-  /* The "kernel cache" records, summed (cacheDir: the last one's). */
-  bool cacheUsed;
+  /* The "kernel cache" records, summed (cacheDir: the last one's), and
+   * fuse-run's "cubin cache" (the driver's code of the PTX, fz/cuda.h). */
+  bool cacheUsed, cubinUsed;
   size_t cacheHits, cacheMisses, cacheCorrupt;
+  size_t cubinHits, cubinMisses;
   char cacheDir[512];
 } FzToolTiming;
 
