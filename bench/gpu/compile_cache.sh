@@ -9,18 +9,22 @@
 # $FZ_COMPILE_DIR (default /tmp/fz-compile; an export already there is
 # reused), then runs, for each model,
 #     fuse-run MODEL --device cuda --input x.npy --timing
-# four times:
+# five times:
 #   cold         an empty FZ_CACHE_DIR and an empty driver JIT cache
 #                (CUDA_CACHE_PATH): LLVM for every kernel, the driver's
 #                link of the PTX
 #   warm         the same FZ_CACHE_DIR, an empty driver cache again: the
 #                kernels' PTX and the module's cubin from fuse's cache
-#   warm+driver  as warm, the driver's cache warm too
-#   no-cache     --no-cache with the driver's cache warm: before the
-#                kernel cache, on a machine that ran the model already
+#                (the driver's own cache plays no part)
+#   warm again   the same, once more
+#   no-cache     --no-cache, an empty driver cache: as before the kernel
+#                cache, on a fresh machine
+#   no-cache+drv --no-cache with the driver's cache warm (filled by the
+#                no-cache run): as before, on a machine that ran the
+#                model already
 # and prints one row each: the wall time (import, compile, the driver's
 # load, one run), LLVM's and the driver's shares from --timing, and the
-# cache lines. The outputs of all four must be the same bit for bit;
+# cache lines. The outputs of all five must be the same bit for bit;
 # exits 1 when they are not or a run fails.
 set -u
 BUILD=${1:-build-gpu-carry}
@@ -60,14 +64,15 @@ for m in $MODELS; do
   first=
   printf '\n== %s\n%-12s %8s %8s %8s  %s\n' "$m" run "wall s" "LLVM s" \
     "driver s" "caches"
-  for run in cold warm warm+driver no-cache; do
-    out=$DIR/cache-$m-$run
+  for run in cold warm "warm again" no-cache no-cache+drv; do
+    out=$DIR/cache-$m-${run// /-}
     rm -rf "$out"; mkdir -p "$out"
     case $run in
       cold) drv=$nv/a extra=() ;;
       warm) drv=$nv/b extra=() ;;
-      warm+driver) drv=$nv/b extra=() ;;
-      no-cache) drv=$nv/b extra=(--no-cache) ;;
+      "warm again") drv=$nv/b extra=() ;;
+      no-cache) drv=$nv/c extra=(--no-cache) ;;
+      no-cache+drv) drv=$nv/c extra=(--no-cache) ;;
     esac
     s=$(now)
     env FZ_CACHE_DIR="$cache" CUDA_CACHE_PATH="$drv" timeout 300 "$RUN" \
