@@ -18,6 +18,14 @@
  * diagnostic handler too, since LLVM's default one exits the process on
  * an error (unreadable bitcode, say).
  *
+ * The kernel cache (ir/cache.h, docs/codegen.md "Kernel cache"): with
+ * job->cache, a unit's key is the SHA-256 of the job's prefix and its
+ * module's bitcode as translated; a hit takes the stored text (and
+ * whether it uses fz_status) and skips everything below, a miss stores
+ * what it made. Loads and stores are the cache's thread-safe calls.
+ * Progress: job->progress hears of every unit done, one call at a time
+ * (the pool's lock).
+ *
  * Determinism: each unit's PTX depends on its module alone, not on the
  * thread that compiled it nor on the order; the threads take the units
  * largest first (so that a long kernel does not start last), and the

@@ -7,7 +7,9 @@
  * threads, each with a target machine for `nvptx64-nvidia-cuda` and the
  * sm_XX processor made here; join.c joins their PTX, and the launch
  * plans' comment lines go before it. The phases go to the options'
- * timing sink when there is one.
+ * timing sink when there is one. Each kernel's PTX goes through the
+ * kernel cache (ir/cache.h) unless options->noCache: key_prefix hashes
+ * what the modules' bitcode does not show.
  *
  * The NVPTX target is initialized once per process (pthread_once); it
  * is linked through the `nvptx` LLVM component (FZ_LLVM_COMPONENTS).
