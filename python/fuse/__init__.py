@@ -119,6 +119,7 @@ _COMPILE_OPTIONS = {
                         and not isinstance(v, bool) and 0 <= v <= 256,
                         "an int in [0, 256] (0: one per core)"),
     "name": (lambda v: isinstance(v, str), "a str"),
+    "cache": (lambda v: isinstance(v, bool), "True or False"),
 }
 
 
@@ -137,7 +138,9 @@ def compile(model, device="auto", **options):  # noqa: A001  (fuse.compile)
     the only one), input_shapes ({name: shape} or [shape, ...] for ONNX
     inputs with symbolic dims), context (a fuse.Context for the model's
     diagnostics); CPU: threads (0: one per core), fast_math, exact_math,
-    tile, stage_rows, vector_width; CUDA: gpu_arch, codegen_threads.
+    tile, stage_rows, vector_width; CUDA: gpu_arch, codegen_threads;
+    cache (False: neither read nor write the kernel cache, $FZ_CACHE_DIR
+    or ~/.cache/fuse; default True).
 
     The GIL is released while it imports and compiles.
     """
