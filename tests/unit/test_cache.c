@@ -255,6 +255,9 @@ START_TEST(test_location_from_environment) {
   char root[512];
   temp_dir(root, sizeof root);
   char *saved = getenv("FZ_CACHE_DIR") ? strdup(getenv("FZ_CACHE_DIR")) : NULL;
+  char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+  char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME"))
+                                       : NULL;
   setenv("FZ_CACHE_DIR", root, 1);
   FzCache *c = fzCacheOpen(NULL);
   ck_assert_str_eq(fzCacheGetDir(c), root);
@@ -276,11 +279,18 @@ START_TEST(test_location_from_environment) {
   c = fzCacheOpen(root);
   ck_assert_str_eq(fzCacheGetDir(c), root);
   fzCacheClose(c);
+  /* As it was (for CK_FORK=no runs). */
   if (saved)
     setenv("FZ_CACHE_DIR", saved, 1);
   else
     unsetenv("FZ_CACHE_DIR");
+  if (home)
+    setenv("HOME", home, 1);
+  if (xdg)
+    setenv("XDG_CACHE_HOME", xdg, 1);
   free(saved);
+  free(home);
+  free(xdg);
   remove_tree(root);
 }
 END_TEST
