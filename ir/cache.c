@@ -3,7 +3,7 @@
  * process may run at once, and eviction by size.
  *
  * Layout: ROOT/kernels/HEX.EXT, HEX the 64 hex digits of the key, EXT
- * the kind's (ptx, ll, o). Temporary files are ROOT/kernels/.tmp-PID-N-
+ * the kind's (ptx, ll, o, cubin). Temporary files are ROOT/kernels/.tmp-PID-N-
  * HEX; the rename that publishes one is atomic, so readers never see a
  * partial entry, and two processes that store the same key leave one of
  * their (identical) entries.
@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +27,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <stdarg.h>
-
 #include "fz/lowering.h" /* FzTimingSink */
 #include "ir/cache.h"
 
@@ -35,8 +34,8 @@ static const char kMagic[8] = {'F', 'Z', 'K', 'C', 'A', 'C', 'H', 'E'};
 enum { kTmpMaxAgeSeconds = 3600 };
 
 struct FzCache {
-  char *root;           /* the folder given or found */
-  char *dir;            /* root/kernels */
+  char *root; /* the folder given or found */
+  char *dir;  /* root/kernels */
   uint64_t maxBytes;
   atomic_size_t hits, misses, corrupt, stored, evicted;
   atomic_uint serial;   /* temporary names */
@@ -124,18 +123,22 @@ void fzCacheClose(FzCache *c) {
   cache_free(c);
 }
 
-const char *fzCacheGetDir(const FzCache *c) { return c->root; }
+const char *fzCacheGetDir(const FzCache *c) {
+  return c->root;
+}
 
 void fzCacheSetMaxBytes(FzCache *c, uint64_t maxBytes) {
   c->maxBytes = maxBytes;
 }
 
-void fzCacheFree(void *payload) { cache_free(payload); }
+void fzCacheFree(void *payload) {
+  cache_free(payload);
+}
 
 /*===--- The build id ---------------------------------------------------===*/
 
 typedef struct BuildIdSearch {
-  uintptr_t addr;        /* an address inside fuse's code */
+  uintptr_t addr; /* an address inside fuse's code */
   FzSha256 *h;
   bool found;
 } BuildIdSearch;
@@ -178,8 +181,8 @@ static int on_object(struct dl_phdr_info *info, size_t size, void *ud) {
   }
   /* No note: the file (the executable when the name is empty). */
   struct stat st;
-  const char *path = info->dlpi_name && *info->dlpi_name ? info->dlpi_name
-                                                         : "/proc/self/exe";
+  const char *path =
+      info->dlpi_name && *info->dlpi_name ? info->dlpi_name : "/proc/self/exe";
   if (stat(path, &st) == 0) {
     fzSha256UpdateString(s->h, "file");
     fzSha256UpdateU64(s->h, (uint64_t)st.st_dev);
@@ -409,8 +412,7 @@ bool fzCacheStore(FzCache *c, const FzCacheKey *key, FzCacheKind kind,
   char hex[2 * FZ_SHA256_BYTES + 1];
   to_hex(key, hex);
   unsigned n = atomic_fetch_add(&c->serial, 1);
-  char *tmp = cache_printf("%s/.tmp-%ld-%u-%s", c->dir, (long)getpid(),
-                               n, hex);
+  char *tmp = cache_printf("%s/.tmp-%ld-%u-%s", c->dir, (long)getpid(), n, hex);
   char *path = entry_path(c, key, kind);
   if (!tmp || !path) {
     cache_free(tmp);
@@ -543,8 +545,8 @@ void fzCacheFinish(FzCache *c, FzContext *ctx, const FzTimingSink *sink) {
   if (st.stored)
     fzCacheEvict(c);
   if (sink && sink->record) {
-    FzTimingRecord r = {"kernel cache", c->root, 0, 0, 1, 0, st.hits,
-                        st.misses, st.corrupt};
+    FzTimingRecord r = {"kernel cache", c->root,   0,         0, 1, 0,
+                        st.hits,        st.misses, st.corrupt};
     sink->record(&r, sink->userData);
   }
   const char *err = fzCacheGetError(c);

@@ -76,7 +76,7 @@ typedef enum FzCacheKind {
 } FzCacheKind;
 
 /* The format of the entries; a new one makes every old entry a miss. */
-#define FZ_CACHE_FORMAT 1
+#define FZ_CACHE_FORMAT       1
 #define FZ_CACHE_HEADER_BYTES 96
 /* FZ_CACHE_MAX_MB's default. */
 #define FZ_CACHE_DEFAULT_MAX_MB 1024

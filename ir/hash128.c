@@ -12,7 +12,9 @@
 
 #include "ir/cache.h"
 
-static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
 
 static uint64_t fmix(uint64_t k) {
   k ^= k >> 33;

@@ -18,7 +18,7 @@ typedef struct FzToolProgress {
   int mode;            /* 0: never, 1: terminal, 2: always (FZ_PROGRESS=1) */
   double start;        /* when the current count started */
   double lastShown;
-  bool shown;          /* a line is on the terminal */
+  bool shown; /* a line is on the terminal */
 } FzToolProgress;
 
 /* Sets p->sink up; mode from FZ_PROGRESS and isatty(stderr). */

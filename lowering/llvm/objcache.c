@@ -149,8 +149,8 @@ bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *options,
   } else {
     ok = fzLLOptimize(ctx, mod, tm, options);
     char *err = NULL;
-    if (ok && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile,
-                                                  &err, obj)) {
+    if (ok && LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &err,
+                                                  obj)) {
       ok = fzEmitError(ctx, NULL, "native code: code generation failed: %s",
                        err ? err : "");
       LLVMDisposeMessage(err);

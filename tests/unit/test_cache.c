@@ -127,7 +127,9 @@ static void flip_byte(const char *path, long offset) {
   close(fd);
 }
 
-static void corrupt_payload(const char *path) { flip_byte(path, -1); }
+static void corrupt_payload(const char *path) {
+  flip_byte(path, -1);
+}
 
 /*===--- SHA-256 --------------------------------------------------------===*/
 
@@ -173,8 +175,8 @@ START_TEST(test_hash128_verification) {
               &hashes[i * FZ_HASH128_BYTES]);
   }
   fzHash128(hashes, sizeof hashes, 0, final);
-  uint32_t v = (uint32_t)final[0] | (uint32_t)final[1] << 8 |
-               (uint32_t)final[2] << 16 | (uint32_t)final[3] << 24;
+  uint32_t v = (uint32_t) final[0] | (uint32_t) final[1] << 8 |
+               (uint32_t) final[2] << 16 | (uint32_t) final[3] << 24;
   ck_assert_uint_eq(v, 0x6384BA69u);
   /* Every byte counts, at every position of a tail. */
   uint8_t a[FZ_HASH128_BYTES], b[FZ_HASH128_BYTES];
@@ -256,8 +258,8 @@ START_TEST(test_location_from_environment) {
   temp_dir(root, sizeof root);
   char *saved = getenv("FZ_CACHE_DIR") ? strdup(getenv("FZ_CACHE_DIR")) : NULL;
   char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-  char *xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME"))
-                                       : NULL;
+  char *xdg =
+      getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
   setenv("FZ_CACHE_DIR", root, 1);
   FzCache *c = fzCacheOpen(NULL);
   ck_assert_str_eq(fzCacheGetDir(c), root);
@@ -333,11 +335,21 @@ static void truncate_half(const char *path) {
 static void truncate_header(const char *path) {
   ck_assert_int_eq(truncate(path, 40), 0);
 }
-static void bad_magic(const char *path) { flip_byte(path, 0); }
-static void bad_format(const char *path) { flip_byte(path, 8); }
-static void bad_length(const char *path) { flip_byte(path, 24); }
-static void bad_key(const char *path) { flip_byte(path, 40); }
-static void bad_sum(const char *path) { flip_byte(path, 70); }
+static void bad_magic(const char *path) {
+  flip_byte(path, 0);
+}
+static void bad_format(const char *path) {
+  flip_byte(path, 8);
+}
+static void bad_length(const char *path) {
+  flip_byte(path, 24);
+}
+static void bad_key(const char *path) {
+  flip_byte(path, 40);
+}
+static void bad_sum(const char *path) {
+  flip_byte(path, 70);
+}
 static void appended(const char *path) {
   FILE *f = fopen(path, "ab");
   ck_assert_ptr_nonnull(f);
@@ -547,8 +559,7 @@ static void on_record(const FzTimingRecord *r, void *ud) {
   c->records++;
 }
 
-static void on_progress(const char *what, size_t done, size_t total,
-                        void *ud) {
+static void on_progress(const char *what, size_t done, size_t total, void *ud) {
   Counts *c = ud;
   ck_assert_str_eq(what, "compiling kernels");
   ck_assert_uint_le(done, total);
@@ -563,8 +574,8 @@ static void on_progress(const char *what, size_t done, size_t total,
 static FzOp *loop_module(FzContext *ctx) {
   ck_assert(fzRegisterAllDialects(ctx));
   ck_assert(fzRegisterAllPasses(ctx));
-  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(kModule),
-                          FZ_STR("t.fuse"), 0);
+  FzOp *m =
+      fzParseSource(ctx, fzStringRefFromCString(kModule), FZ_STR("t.fuse"), 0);
   ck_assert_ptr_nonnull(m);
   ck_assert(fzLowerModuleForCpu(m, NULL));
   return m;
@@ -764,8 +775,8 @@ static FzOp *weights_module(FzContext *ctx, int which) {
            "tensor<%dxf32>, tensor<%dxf32> -> tensor<%dxf32>\n  return %%0 "
            ": tensor<%dxf32>\n}\n",
            kN, kN, kN, kN, kN);
-  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("w.fuse"),
-                          0);
+  FzOp *m =
+      fzParseSource(ctx, fzStringRefFromCString(src), FZ_STR("w.fuse"), 0);
   free(src);
   ck_assert_ptr_nonnull(m);
   ck_assert(fzLowerModuleForCpu(m, NULL));
@@ -832,4 +843,6 @@ static Suite *cache_suite(void) {
   return s;
 }
 
-int main(void) { return run_suite(cache_suite()); }
+int main(void) {
+  return run_suite(cache_suite());
+}
