@@ -118,7 +118,7 @@ FZ_API size_t fzCudaGetNumCachedModules(const FzCuda *cu);
  * it. Drivers without the link API load the PTX as before. False when
  * out of memory (reported; nothing changed). */
 FZ_API FZ_MUST_CHECK bool fzCudaSetKernelCache(FzCuda *cu, bool enabled,
-                                              const char *dir);
+                                               const char *dir);
 /* PTX modules whose cubin came from the cache, and those linked and
  * stored, since cu was created. */
 FZ_API void fzCudaGetKernelCacheStats(const FzCuda *cu, size_t *hits,

@@ -288,8 +288,8 @@ typedef struct FzTimingSink {
  * and their total, first with done 0, last with done == total. It may
  * run on any code-generation thread, but never twice at once (the
  * library serializes the calls); it must not call the library. */
-typedef void (*FzProgressCallback)(const char *what, size_t done,
-                                   size_t total, void *userData);
+typedef void (*FzProgressCallback)(const char *what, size_t done, size_t total,
+                                   void *userData);
 
 typedef struct FzProgressSink {
   FzProgressCallback update;
