@@ -77,7 +77,7 @@ static void report(const FzCpuPipelineOptions *o, const char *name, double t0) {
   if (!o->timing || !o->timing->record)
     return;
   double t = fzCpuNowSeconds() - t0;
-  FzTimingRecord r = {name, NULL, t, t, 1, 0};
+  FzTimingRecord r = {name, NULL, t, t, 1, 0, 0, 0, 0};
   o->timing->record(&r, o->timing->userData);
 }
 

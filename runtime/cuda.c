@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fz/cuda.h"
+#include "ir/cache.h"
 #include "ir/util.h"
 
 /*===--- The driver's ABI (the subset fuse uses) --------------------------===*/
@@ -111,9 +112,24 @@ enum { /* CUjit_option */
   X(cuGraphDestroy, "cuGraphDestroy", (CUgraph))                              \
   X(cuGetErrorString, "cuGetErrorString", (CUresult, const char **))
 
+/* Entry points the cubin cache uses when the driver has them (the fake
+ * driver of the tests has them too); without them PTX is loaded as is. */
+typedef struct CUlinkState_st *CUlinkState;
+enum { CU_JIT_INPUT_PTX = 1 };
+#define FZ_CUDA_OPTIONAL_FUNCS(X)                                             \
+  X(cuDriverGetVersion, "cuDriverGetVersion", (int *))                        \
+  X(cuLinkCreate, "cuLinkCreate_v2",                                          \
+    (unsigned, int *, void **, CUlinkState *))                                \
+  X(cuLinkAddData, "cuLinkAddData_v2",                                        \
+    (CUlinkState, int, void *, size_t, const char *, unsigned, int *,         \
+     void **))                                                                \
+  X(cuLinkComplete, "cuLinkComplete", (CUlinkState, void **, size_t *))       \
+  X(cuLinkDestroy, "cuLinkDestroy", (CUlinkState))
+
 typedef struct CudaApi {
 #define FZ_CUDA_FIELD(name, sym, params) CUresult(*name) params;
   FZ_CUDA_FUNCS(FZ_CUDA_FIELD)
+  FZ_CUDA_OPTIONAL_FUNCS(FZ_CUDA_FIELD)
 #undef FZ_CUDA_FIELD
 } CudaApi;
 
@@ -150,6 +166,11 @@ struct FzCuda {
   size_t numModules, capModules;
   KnownKernel *kernels;
   size_t numKernels, capKernels;
+  /* The cubin cache (fzCudaSetKernelCache): off when noCache; dir NULL
+   * for the default folder (the context's). */
+  bool noCache;
+  char *cacheDir;
+  size_t cacheHits, cacheMisses;
 };
 
 /*===--- Opening the driver -----------------------------------------------===*/
@@ -179,6 +200,11 @@ static void *open_driver(CudaApi *api, char *why, size_t whySize) {
   memcpy(&api->name, &sym, sizeof sym);
   FZ_CUDA_FUNCS(FZ_CUDA_RESOLVE)
 #undef FZ_CUDA_RESOLVE
+#define FZ_CUDA_RESOLVE_OPTIONAL(name, symbol, params)                        \
+  sym = dlsym(h, symbol);                                                     \
+  memcpy(&api->name, &sym, sizeof sym);
+  FZ_CUDA_OPTIONAL_FUNCS(FZ_CUDA_RESOLVE_OPTIONAL)
+#undef FZ_CUDA_RESOLVE_OPTIONAL
   if (missing) {
     snprintf(why, whySize,
              "no CUDA driver found (%s): the library has no '%s' (not a "
@@ -334,6 +360,7 @@ void fzCudaDestroy(FzCuda *cu) {
   for (size_t i = 0; i < cu->numKernels; ++i)
     fzFree(cu->ctx, cu->kernels[i].name);
   fzFree(cu->ctx, cu->kernels);
+  fzFree(cu->ctx, cu->cacheDir);
   cu->api.cuDevicePrimaryCtxRelease(cu->device);
   fzFree(cu->ctx, cu);
 }
@@ -402,6 +429,91 @@ static uint64_t fnv1a(const char *s, size_t n) {
   return h;
 }
 
+/*===--- The cubin cache -------------------------------------------------===*/
+
+bool fzCudaSetKernelCache(FzCuda *cu, bool enabled, const char *dir) {
+  char *copy = dir && *dir ? fzStrDup(cu->ctx, dir) : NULL;
+  if (dir && *dir && !copy)
+    return false;
+  fzFree(cu->ctx, cu->cacheDir);
+  cu->cacheDir = copy;
+  cu->noCache = !enabled;
+  return true;
+}
+
+void fzCudaGetKernelCacheStats(const FzCuda *cu, size_t *hits,
+                               size_t *misses) {
+  *hits = cu->cacheHits;
+  *misses = cu->cacheMisses;
+}
+
+/* The key of ptx's cubin: the driver's version, the device (name and
+ * compute capability) and the text. */
+static void cubin_key(const FzCuda *cu, const char *ptx, size_t len,
+                      FzCacheKey *key) {
+  int version = 0;
+  if (cu->api.cuDriverGetVersion)
+    (void)cu->api.cuDriverGetVersion(&version);
+  FzSha256 h;
+  fzCacheKeyBegin(&h, FZ_CACHE_CUBIN);
+  fzSha256UpdateU64(&h, (uint64_t)version);
+  fzSha256UpdateU64(&h, (uint64_t)cu->cc);
+  fzSha256UpdateString(&h, cu->name);
+  fzSha256Update(&h, ptx, len);
+  fzSha256Final(&h, key->bytes);
+}
+
+/* The module of ptx (copy: NUL-terminated) through the cubin cache: the
+ * cached cubin when there is a sound one the driver loads, else the
+ * driver's link of the PTX (cuLinkCreate, cuLinkAddData,
+ * cuLinkComplete), stored. False (nothing reported) when the cache is
+ * off, the driver has no link API, or the link failed: the caller then
+ * loads the PTX as is, which reports the JIT's log. */
+static bool load_through_cache(FzCuda *cu, char *copy, size_t len,
+                               CUmodule *out) {
+  const CudaApi *a = &cu->api;
+  if (cu->noCache || !a->cuLinkCreate || !a->cuLinkAddData ||
+      !a->cuLinkComplete || !a->cuLinkDestroy)
+    return false;
+  FzCache *cache = fzCacheOpen(cu->cacheDir);
+  if (!cache)
+    return false;
+  FzCacheKey key;
+  cubin_key(cu, copy, len, &key);
+  char *data = NULL;
+  size_t n = 0;
+  uint32_t flags = 0;
+  bool ok = false;
+  if (fzCacheLoad(cache, &key, FZ_CACHE_CUBIN, &data, &n, &flags)) {
+    ok = a->cuModuleLoadDataEx(out, data, 0, NULL, NULL) == 0;
+    fzCacheFree(data);
+    cu->cacheHits += ok;
+  }
+  if (!ok) {
+    /* A miss (or a cubin this driver refuses: compiled again). */
+    char errorLog[256];
+    int opts[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *vals[2] = {errorLog, (void *)(uintptr_t)sizeof errorLog};
+    CUlinkState link = NULL;
+    void *cubin = NULL;
+    size_t size = 0;
+    ok = a->cuLinkCreate(2, opts, vals, &link) == 0 &&
+         a->cuLinkAddData(link, CU_JIT_INPUT_PTX, copy, len + 1, "fuse.ptx", 0,
+                          NULL, NULL) == 0 &&
+         a->cuLinkComplete(link, &cubin, &size) == 0 && cubin && size &&
+         a->cuModuleLoadDataEx(out, cubin, 0, NULL, NULL) == 0;
+    if (ok) {
+      cu->cacheMisses++;
+      (void)fzCacheStore(cache, &key, FZ_CACHE_CUBIN, 0, cubin, size);
+    }
+    if (link)
+      a->cuLinkDestroy(link);
+  }
+  fzCacheFinish(cache, cu->ctx, NULL);
+  fzCacheClose(cache);
+  return ok;
+}
+
 static CUmodule load_module(FzCuda *cu, const char *ptx, size_t len) {
   uint64_t h = fnv1a(ptx, len);
   for (size_t i = 0; i < cu->numModules; ++i) {
@@ -423,7 +535,9 @@ static CUmodule load_module(FzCuda *cu, const char *ptx, size_t len) {
   void *vals[4] = {errorLog, (void *)(uintptr_t)sizeof errorLog, infoLog,
                    (void *)(uintptr_t)sizeof infoLog};
   CUmodule mod = NULL;
-  CUresult r = cu->api.cuModuleLoadDataEx(&mod, copy, 4, opts, vals);
+  CUresult r = load_through_cache(cu, copy, len, &mod)
+                   ? 0
+                   : cu->api.cuModuleLoadDataEx(&mod, copy, 4, opts, vals);
   if (r != 0) {
     fzEmitError(cu->ctx, NULL,
                 "cuda: loading the PTX module failed: %s (error %d)%s%s",

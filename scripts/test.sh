@@ -17,6 +17,11 @@ root=$(pwd)
 
 bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
 
+# The kernel cache (docs/codegen.md "Kernel cache"): the tests never use
+# the user's.
+export FZ_CACHE_DIR="$root/build/tests/kernel-cache"
+unset XDG_CACHE_HOME
+
 test_start=$(date +%s)
 jobs=$(nproc 2>/dev/null || echo 2)
 lit_py=/usr/lib/llvm-19/build/utils/lit/lit.py

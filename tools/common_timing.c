@@ -14,6 +14,9 @@
  *       0.0101 (  0.4%)  Rest
  *       2.5121 (100.0%)  Total
  *
+ *     Kernel cache: 30 hits, 2 misses (/home/u/.cache/fuse)
+ *     Cubin cache: 1 hit, 0 misses          (fuse-run --device cuda)
+ *
  * A phase a library call reports several times (one per function,
  * module or call) is one row, its times summed.
  */
@@ -60,6 +63,20 @@ static void add_item(FzToolTiming *t, const FzTimingRecord *r) {
 
 static void record(const FzTimingRecord *r, void *userData) {
   FzToolTiming *t = userData;
+  if (!strcmp(r->phase, "cubin cache")) {
+    t->cubinUsed = true;
+    t->cubinHits += r->cacheHits;
+    t->cubinMisses += r->cacheMisses;
+    return;
+  }
+  if (!strcmp(r->phase, "kernel cache")) {
+    t->cacheUsed = true;
+    t->cacheHits += r->cacheHits;
+    t->cacheMisses += r->cacheMisses;
+    t->cacheCorrupt += r->cacheCorrupt;
+    snprintf(t->cacheDir, sizeof t->cacheDir, "%s", r->item ? r->item : "");
+    return;
+  }
   if (r->item) {
     add_item(t, r);
     return;
@@ -85,7 +102,7 @@ void fzToolTimingInit(FzToolTiming *t) {
 void fzToolTimingAdd(FzToolTiming *t, const char *name, double wall) {
   if (!t)
     return;
-  FzTimingRecord r = {name, NULL, wall, wall, 1, 0};
+  FzTimingRecord r = {name, NULL, wall, wall, 1, 0, 0, 0, 0};
   record(&r, t);
 }
 
@@ -130,4 +147,16 @@ void fzToolTimingPrint(const FzToolTiming *t, FILE *out) {
   }
   row(out, total > covered ? total - covered : 0, total, "", "Rest\n");
   row(out, total, total, "", "Total\n");
+  if (t->cacheUsed) {
+    fprintf(out, "\n  Kernel cache: %zu hit%s, %zu miss%s", t->cacheHits,
+            t->cacheHits == 1 ? "" : "s", t->cacheMisses,
+            t->cacheMisses == 1 ? "" : "es");
+    if (t->cacheCorrupt)
+      fprintf(out, " (%zu corrupt, rebuilt)", t->cacheCorrupt);
+    fprintf(out, " (%s)\n", t->cacheDir);
+  }
+  if (t->cubinUsed)
+    fprintf(out, "  Cubin cache: %zu hit%s, %zu miss%s\n", t->cubinHits,
+            t->cubinHits == 1 ? "" : "s", t->cubinMisses,
+            t->cubinMisses == 1 ? "" : "es");
 }

@@ -143,6 +143,10 @@ static const ToolOption kCpuOptions[] = {
                 "cuda, sim: the PTX target instead of the device's (sm_90a "
                 "on an sm_90 device: bf16/f16 matmuls on the warp-group mma, "
                 "kernel.wgmma; sim: lowers them so)"),
+    TOOL_FLAG("no-cache", NULL, C(noCache),
+              "cpu, cuda: neither read nor write the kernel cache of "
+              "compiled code (default: $FZ_CACHE_DIR, else "
+              "$XDG_CACHE_HOME/fuse, else ~/.cache/fuse)"),
     TOOL_FLAG("timing", NULL, C(timing),
               "Print the time of each compile phase (import, graph passes, "
               "fusion, lowering, LLVM, driver load) on stderr"),
@@ -210,6 +214,8 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.codegen.preferVectorWidth = o->vectorWidth;
   FzToolTiming *tt = o->timingReport;
   co.pipeline.timing = tt ? &tt->sink : NULL;
+  co.codegen.timing = co.pipeline.timing;
+  co.codegen.noCache = o->noCache;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
   double t0 = fzToolTimingNow(), covered0 = tt ? tt->covered : 0;
   if (r->rt)

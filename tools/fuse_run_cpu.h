@@ -37,6 +37,7 @@ typedef struct FuseRunCpuOptions {
   unsigned codegenThreads; /* --codegen-threads N: cuda's LLVM threads
                               (0: one per core) */
   bool timing;          /* --timing: the compile-time report on stderr */
+  bool noCache;         /* --no-cache: cpu, cuda: no kernel cache */
   /* --gpu-arch: cuda's PTX target instead of the device's (sm_90a on an
    * sm_90 device: the wgmma matmul mapping); sim: sm_90a lowers matmuls
    * with it. NULL: the device's. */

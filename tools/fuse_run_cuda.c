@@ -23,6 +23,7 @@
 
 #include "fz/cuda_run.h"
 #include "fz/loop.h"
+#include "tools/common_progress.h"
 #include "tools/common_timing.h"
 #include "tools/fuse_run_cuda.h"
 
@@ -40,7 +41,8 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
     return NULL;
   r->ctx = ctx;
   r->o = o;
-  if (!(r->cu = fzCudaCreate(ctx, 0))) {
+  if (!(r->cu = fzCudaCreate(ctx, 0)) ||
+      !fzCudaSetKernelCache(r->cu, !o->noCache, NULL)) {
     fuseRunCudaDestroy(r);
     return NULL;
   }
@@ -91,6 +93,10 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
     go.arch = o->gpuArch;
   FzToolTiming *tt = o->timingReport;
   go.timing = tt ? &tt->sink : NULL;
+  go.noCache = o->noCache;
+  FzToolProgress progress;
+  fzToolProgressInit(&progress);
+  go.progress = &progress.sink;
   if (!(r->prog = fzCudaCompileModule(r->cu, module, !o->noFuse, &go))) {
     fuseRunCudaDestroy(r);
     return NULL;
@@ -106,6 +112,12 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
     bool loaded = fzCudaGetKernel(r->cu, r->prog->ptx, r->prog->ptxLen,
                                   first->name) != NULL;
     fzToolTimingAdd(tt, "driver load", fzToolTimingNow() - t0);
+    size_t hits = 0, misses = 0;
+    fzCudaGetKernelCacheStats(r->cu, &hits, &misses);
+    if (hits + misses) {
+      FzTimingRecord rec = {"cubin cache", NULL, 0, 0, 1, 0, hits, misses, 0};
+      tt->sink.record(&rec, tt->sink.userData);
+    }
     if (!loaded) {
       fuseRunCudaDestroy(r);
       return NULL;

@@ -18,6 +18,7 @@
 #include "fz/lowering.h"
 #include "tools/common_options.h"
 #include "tools/common_output.h"
+#include "tools/common_progress.h"
 #include "tools/common_timing.h"
 #include "tools/fuse_translate_emit.h"
 
@@ -168,6 +169,10 @@ static const ToolOption kEmitOptions[] = {
               "is the same"),
     TOOL_CALL("align", NULL, "N", align,
               "Alignment promised for buffer arguments (default 16)"),
+    TOOL_FLAG("no-cache", NULL, E(codegen.noCache),
+              "Neither read nor write the kernel cache (--emit=ptx, obj; "
+              "default: $FZ_CACHE_DIR, else $XDG_CACHE_HOME/fuse, else "
+              "~/.cache/fuse)"),
 };
 
 const ToolParser fuseEmitParser = {
@@ -250,10 +255,16 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     go.noRowStage = o->noRowStage;
     go.codegenThreads = o->codegenThreads;
     go.timing = sink;
+    go.noCache = o->codegen.noCache;
+    FzToolProgress progress;
+    fzToolProgressInit(&progress);
+    go.progress = &progress.sink;
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     double t0 = fzToolTimingNow();
-    ok = fzEmitLLVM(module, &o->codegen, type, collect, &b);
+    FzCodegenOptions co = o->codegen;
+    co.timing = sink;
+    ok = fzEmitLLVM(module, &co, type, collect, &b);
     fzToolTimingAdd(o->timing, "LLVM for the CPU (translate, optimize, codegen)",
                     fzToolTimingNow() - t0);
   }

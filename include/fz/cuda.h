@@ -108,6 +108,22 @@ FZ_API bool fzCudaGetGlobal(FzCuda *cu, const char *ptx, size_t len,
 /* Number of modules in the cache (for tests). */
 FZ_API size_t fzCudaGetNumCachedModules(const FzCuda *cu);
 
+/* The persistent cubin cache (docs/codegen.md "Kernel cache"): a PTX
+ * module is compiled by the driver's linker (cuLinkComplete) and its
+ * cubin stored in the kernel cache's folder, keyed by the text, the
+ * device and the driver's version; the next process loads the cubin
+ * and skips the JIT. On by default in the default folder
+ * ($FZ_CACHE_DIR, else $XDG_CACHE_HOME/fuse, else ~/.cache/fuse);
+ * enabled false turns it off, dir (copied; NULL: the default) moves
+ * it. Drivers without the link API load the PTX as before. False when
+ * out of memory (reported; nothing changed). */
+FZ_API FZ_MUST_CHECK bool fzCudaSetKernelCache(FzCuda *cu, bool enabled,
+                                               const char *dir);
+/* PTX modules whose cubin came from the cache, and those linked and
+ * stored, since cu was created. */
+FZ_API void fzCudaGetKernelCacheStats(const FzCuda *cu, size_t *hits,
+                                      size_t *misses);
+
 /* Lets kernel (from fzCudaGetKernel) be launched with `bytes` of dynamic
  * shared memory. Up to 48 KiB every kernel may; above, CUDA needs the
  * function's opt-in, cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_

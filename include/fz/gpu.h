@@ -129,6 +129,18 @@ typedef struct FzGpuOptions {
    * as fzLowerModuleForCpu chooses when NULL). NULL: the defaults. Not
    * used by fzGpuCompile, whose input is already at the loop level. */
   const struct FzFusionOptions *fusion;
+  /* The persistent cache of compiled kernels (docs/codegen.md "Kernel
+   * cache"): each kernel's PTX is looked up by a hash of its LLVM module,
+   * the arch, these options, libdevice and fuse's build, and stored
+   * after a miss; the text is the same either way. noCache (default
+   * false) skips it; cacheDir (NULL: $FZ_CACHE_DIR, else
+   * $XDG_CACHE_HOME/fuse, else ~/.cache/fuse; not owned) moves it. A
+   * cache that cannot be written is a warning, never an error. */
+  bool noCache;
+  const char *cacheDir;
+  /* Kernels compiled out of the total, as code generation goes (NULL:
+   * none; fz/lowering.h). */
+  const struct FzProgressSink *progress;
 } FzGpuOptions;
 
 #define FZ_GPU_DEFAULT_CODEGEN_THREADS 16

@@ -100,6 +100,16 @@ typedef struct FzCodegenOptions {
   const char *triple;
   const char *cpu;
   const char *features;
+  /* The persistent cache of compiled code (docs/codegen.md "Kernel
+   * cache"): an object file (fzEmitLLVM's FZ_CODEGEN_OBJECT,
+   * fzNativeModuleCreate) is looked up by a hash of the module's LLVM
+   * IR, the target, these options and fuse's build, and stored after a
+   * miss. noCache (default false) skips it; cacheDir (NULL: $FZ_CACHE_DIR,
+   * else $XDG_CACHE_HOME/fuse, else ~/.cache/fuse; not owned) moves it. */
+  bool noCache;
+  const char *cacheDir;
+  /* Receives the "kernel cache" record (NULL: none). */
+  const struct FzTimingSink *timing;
 } FzCodegenOptions;
 
 /* Fills the defaults listed above. */
@@ -240,6 +250,11 @@ FZ_API void fzNativeModuleClearStatus(FzNativeModule *m);
  *   "LLVM optimize+codegen"  libdevice, O3 and NVPTX on every kernel's
  *                            module, on codegenThreads threads, and the
  *                            join of their PTX (GPU)
+ *   "kernel cache"           not a phase: what the persistent cache of
+ *                            compiled code did (docs/codegen.md "Kernel
+ *                            cache"), after the code generation; item is
+ *                            the cache's folder, the times are 0 (GPU,
+ *                            and the CPU's FzCodegenOptions.timing)
  * A phase may be reported several times (once per call); a record with
  * an item is one part of its phase (a kernel's module: item is its PTX
  * entry), reported before the phase's own record. */
@@ -250,6 +265,9 @@ typedef struct FzTimingRecord {
   double busySeconds; /* summed over the threads that worked on it */
   unsigned threads;   /* threads that worked on it (1: the caller's) */
   size_t items;       /* parts it was split into (0: not split) */
+  /* "kernel cache" only: modules found in the cache, modules compiled
+   * (misses), and of those the entries found corrupt and rebuilt. */
+  size_t cacheHits, cacheMisses, cacheCorrupt;
 } FzTimingRecord;
 
 typedef void (*FzTimingCallback)(const FzTimingRecord *record,
@@ -263,6 +281,20 @@ typedef struct FzTimingSink {
   FzTimingCallback record;
   void *userData;
 } FzTimingSink;
+
+/* Progress of a compilation's code generation (fuse-run and
+ * fuse-translate show "compiling kernels: 12/56" on a terminal): update
+ * receives what is being done ("compiling kernels"), the modules done
+ * and their total, first with done 0, last with done == total. It may
+ * run on any code-generation thread, but never twice at once (the
+ * library serializes the calls); it must not call the library. */
+typedef void (*FzProgressCallback)(const char *what, size_t done, size_t total,
+                                   void *userData);
+
+typedef struct FzProgressSink {
+  FzProgressCallback update;
+  void *userData;
+} FzProgressSink;
 
 /*===------------------------------------------------------------------===*
  * The graph -> loop pipeline for the CPU

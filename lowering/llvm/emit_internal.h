@@ -27,6 +27,7 @@
 
 #include "fz/loop.h"
 #include "fz/lowering.h"
+#include "ir/cache.h"
 #include "ir/util.h"
 
 /* A run-time check in generated code (emit_check.c): when it fails, the
@@ -314,5 +315,21 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *o,
                         LLVMContextRef *llctx, LLVMModuleRef *mod,
                         LLVMTargetMachineRef *tm, FzLLSites *sites);
+/* The same without the optimization (the module as translated). */
+bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *o,
+                         LLVMContextRef *llctx, LLVMModuleRef *mod,
+                         LLVMTargetMachineRef *tm, FzLLSites *sites);
+/* The object file of module for o: translated, then looked up in the
+ * kernel cache (o->noCache, o->cacheDir; docs/codegen.md "Kernel
+ * cache") by the module's bitcode, the target and o, else optimized,
+ * compiled and stored. *obj is the caller's (LLVMDisposeMemoryBuffer,
+ * or handed to the JIT), and so are the run-time check sites in *sites
+ * (may be NULL). The "kernel cache" record goes to o->timing. False
+ * after reporting errors. (objcache.c) */
+bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *o,
+                     LLVMMemoryBufferRef *obj, FzLLSites *sites);
+/* fzCacheKeyBegin (ir/cache.h), then LLVM's version: what every key of
+ * code LLVM made starts with. (objcache.c) */
+void fzLLCacheKeyBegin(FzSha256 *h, FzCacheKind kind);
 
 #endif /* FZ_LOWERING_LLVM_EMIT_INTERNAL_H */

@@ -2,9 +2,10 @@
  * the host and loaded into this process by an ORC LLJIT.
  *
  * The module goes through the same path as `fuse-translate --emit=obj`
- * (translate, O3 for the host CPU, object file in memory), and the
- * object is then linked into an LLJIT of its own, so what runs is
- * exactly what --emit=obj writes. Symbols the code needs from the
+ * (translate, O3 for the host CPU, object file in memory, or the object
+ * file from the kernel cache: objcache.c), and the object is then
+ * linked into an LLJIT of its own, so what runs is exactly what
+ * --emit=obj writes. Symbols the code needs from the
  * process (aligned_alloc, free, and the C library's math functions with
  * exact math) are resolved against the process itself.
  *
@@ -64,28 +65,10 @@ FzNativeModule *fzNativeModuleCreate(FzOp *module,
     }
   }
   double t0 = now_seconds();
-  LLVMContextRef llctx;
-  LLVMModuleRef mod;
-  LLVMTargetMachineRef tm;
   FzLLSites sites = {0};
-  if (!fzLLBuildOptimized(module, &o, &llctx, &mod, &tm, &sites))
-    return NULL;
   LLVMMemoryBufferRef obj = NULL;
-  char *err = NULL;
-  bool ok = !LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile,
-                                                 &err, &obj);
-  if (!ok) {
-    fzEmitError(ctx, NULL, "native code: code generation failed: %s",
-                err ? err : "");
-    LLVMDisposeMessage(err);
-  }
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(llctx);
-  LLVMDisposeTargetMachine(tm);
-  if (!ok) {
-    fzLLSitesFree(ctx, &sites);
+  if (!fzLLBuildObject(module, &o, &obj, &sites))
     return NULL;
-  }
 
   FzNativeModule *m = fzCalloc(ctx, 1, sizeof *m);
   if (!m) {

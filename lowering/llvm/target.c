@@ -185,6 +185,32 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
     fzCodegenOptionsInit(&defaults);
     options = &defaults;
   }
+  FzLLSites sites = {0};
+  if (!fzLLBuildTranslated(module, options, llctxOut, modOut, tmOut, &sites))
+    return false;
+  if (!fzLLOptimize(ctx, *modOut, *tmOut, options)) {
+    fzLLSitesFree(ctx, &sites);
+    LLVMDisposeModule(*modOut);
+    LLVMContextDispose(*llctxOut);
+    LLVMDisposeTargetMachine(*tmOut);
+    return false;
+  }
+  if (sitesOut)
+    *sitesOut = sites;
+  else
+    fzLLSitesFree(ctx, &sites);
+  return true;
+}
+
+bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *options,
+                         LLVMContextRef *llctxOut, LLVMModuleRef *modOut,
+                         LLVMTargetMachineRef *tmOut, FzLLSites *sitesOut) {
+  FzContext *ctx = fzOpGetContext(module);
+  FzCodegenOptions defaults;
+  if (!options) {
+    fzCodegenOptionsInit(&defaults);
+    options = &defaults;
+  }
   char *cpu = NULL, *features = NULL;
   LLVMTargetMachineRef tm =
       fzLLCreateTargetMachine(ctx, options, &cpu, &features);
@@ -215,8 +241,7 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
     copy = fzOpClone(module, NULL);
     ok = copy && fzLLPrepareLoopModule(copy, options, features);
   }
-  ok = ok && fzLLTranslateModule(&E, copy ? copy : module) &&
-       fzLLOptimize(ctx, E.mod, tm, options);
+  ok = ok && fzLLTranslateModule(&E, copy ? copy : module);
   if (copy)
     fzOpDestroy(copy);
   fzFree(ctx, cpu);
@@ -240,6 +265,15 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
 bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
                 FzCodegenFileType type, FzPrintCallback cb, void *userData) {
   FzContext *ctx = fzOpGetContext(module);
+  if (type == FZ_CODEGEN_OBJECT) {
+    LLVMMemoryBufferRef obj = NULL;
+    if (!fzLLBuildObject(module, options, &obj, NULL))
+      return false;
+    cb((FzStringRef){LLVMGetBufferStart(obj), LLVMGetBufferSize(obj)},
+       userData);
+    LLVMDisposeMemoryBuffer(obj);
+    return true;
+  }
   LLVMContextRef llctx;
   LLVMModuleRef mod;
   LLVMTargetMachineRef tm;

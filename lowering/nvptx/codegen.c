@@ -18,6 +18,14 @@
  * diagnostic handler too, since LLVM's default one exits the process on
  * an error (unreadable bitcode, say).
  *
+ * The kernel cache (ir/cache.h, docs/codegen.md "Kernel cache"): with
+ * job->cache, a unit's key is the SHA-256 of the job's prefix and its
+ * module's bitcode as translated; a hit takes the stored text (and
+ * whether it uses fz_status) and skips everything below, a miss stores
+ * what it made. Loads and stores are the cache's thread-safe calls.
+ * Progress: job->progress hears of every unit done, one call at a time
+ * (the pool's lock).
+ *
  * Determinism: each unit's PTX depends on its module alone, not on the
  * thread that compiled it nor on the order; the threads take the units
  * largest first (so that a long kernel does not start last), and the
@@ -32,6 +40,7 @@
  * declaration) keep their names; join.c declares them once.
  */
 #include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Linker.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -192,10 +201,54 @@ static bool emit_text(const FzNvCodegenJob *job, FzNvUnit *U,
   return U->text != NULL || fail(U, NULL);
 }
 
+/* U's key in the kernel cache: keyPrefix, then its module's bitcode as
+ * translated. False when the bitcode could not be written. */
+static bool unit_key(const FzNvCodegenJob *job, FzNvUnit *U, FzCacheKey *key) {
+  LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(U->mod);
+  if (!bc)
+    return false;
+  FzSha256 h;
+  fzSha256Init(&h);
+  fzSha256Update(&h, job->keyPrefix, sizeof job->keyPrefix);
+  fzSha256Update(&h, LLVMGetBufferStart(bc), LLVMGetBufferSize(bc));
+  fzSha256Final(&h, key->bytes);
+  LLVMDisposeMemoryBuffer(bc);
+  return true;
+}
+
+static FzCacheKind unit_kind(const FzNvCodegenJob *job) {
+  return job->emitIR ? FZ_CACHE_LLVM_IR : FZ_CACHE_PTX;
+}
+
+/* U's text from the cache, if it holds it (the module then disposed). */
+static bool load_cached(const FzNvCodegenJob *job, FzNvUnit *U,
+                        const FzCacheKey *key) {
+  char *text = NULL;
+  size_t len = 0;
+  uint32_t flags = 0;
+  if (!fzCacheLoad(job->cache, key, unit_kind(job), &text, &len, &flags))
+    return false;
+  U->text = text;
+  U->len = len;
+  U->usesStatus = (flags & 1) != 0;
+  U->cached = true;
+  return true;
+}
+
 static void compile_unit(const FzNvCodegenJob *job, FzNvUnit *U,
                          LLVMTargetMachineRef tm) {
   double t0 = fzNvNowSeconds();
   char *err = NULL;
+  FzCacheKey key;
+  bool keyed = job->cache && unit_key(job, U, &key);
+  if (keyed && load_cached(job, U, &key)) {
+    LLVMDisposeModule(U->mod);
+    LLVMContextDispose(U->llctx);
+    U->mod = NULL;
+    U->llctx = NULL;
+    U->seconds = fzNvNowSeconds() - t0;
+    return;
+  }
   LLVMContextSetDiagnosticHandler(U->llctx, on_llvm_diagnostic, U);
   bool ok =
       !job->libdevice || !fzNvUsesLibdevice(U->mod) || link_libdevice(job, U);
@@ -212,6 +265,9 @@ static void compile_unit(const FzNvCodegenJob *job, FzNvUnit *U,
     U->usesStatus = g != NULL;
   }
   ok = ok && rename_locals(U) && emit_text(job, U, tm);
+  if (ok && keyed)
+    (void)fzCacheStore(job->cache, &key, unit_kind(job), U->usesStatus ? 1 : 0,
+                       U->text, U->len);
   LLVMDisposeModule(U->mod);
   LLVMContextDispose(U->llctx);
   U->mod = NULL;
@@ -223,7 +279,20 @@ typedef struct Pool {
   const FzNvCodegenJob *job;
   const size_t *order; /* units by decreasing size; NULL: kernel order */
   atomic_size_t next;
+  pthread_mutex_t lock; /* the progress calls */
+  size_t done;          /* units done (under lock) */
 } Pool;
+
+/* One more unit done, told to the progress sink. */
+static void tell_progress(Pool *p) {
+  const FzProgressSink *s = p->job->progress;
+  if (!s || !s->update)
+    return;
+  pthread_mutex_lock(&p->lock);
+  ++p->done;
+  s->update("compiling kernels", p->done, p->job->numUnits, s->userData);
+  pthread_mutex_unlock(&p->lock);
+}
 
 typedef struct Worker {
   Pool *pool;
@@ -240,6 +309,7 @@ static void *work(void *arg) {
       break;
     size_t u = p->order ? p->order[k] : k;
     compile_unit(p->job, &p->job->units[u], w->tm);
+    tell_progress(p);
   }
   return NULL;
 }
@@ -275,7 +345,9 @@ bool fzNvCodegenRun(FzContext *ctx, FzNvCodegenJob *job) {
   for (size_t i = 0; i < n; ++i)
     order[i] = ranked[i].index;
   fzFree(ctx, ranked);
-  Pool pool = {job, order, 0};
+  Pool pool = {job, order, 0, PTHREAD_MUTEX_INITIALIZER, 0};
+  if (job->progress && job->progress->update)
+    job->progress->update("compiling kernels", 0, n, job->progress->userData);
   unsigned started = 0;
   pthread_attr_t attr;
   bool haveAttr = pthread_attr_init(&attr) == 0;

@@ -21,6 +21,7 @@
 
 #include "fz/gpu.h"
 #include "fz/kernel.h"
+#include "ir/cache.h"
 #include "lowering/llvm/emit_internal.h"
 
 /* One kernel's LLVM module, compiled on its own: translated on the
@@ -39,6 +40,7 @@ typedef struct FzNvUnit {
   char *error;           /* what failed, or NULL */
   char *llvmError;       /* LLVM's first error diagnostic */
   bool usesStatus;       /* fz_status is still referenced after O3 */
+  bool cached;           /* the text came from the kernel cache */
   double seconds;        /* the thread's time on this unit */
 } FzNvUnit;
 
@@ -74,6 +76,13 @@ typedef struct FzNvCodegenJob {
   size_t libdeviceLen;
   const char *libdevicePath; /* for messages */
   bool emitIR;      /* LLVM IR text after O3 instead of PTX */
+  /* The kernel cache (NULL: none): a unit's key is the SHA-256 of
+   * keyPrefix (the target, options and libdevice: ptx.c) and its
+   * module's bitcode before anything is done to it. */
+  FzCache *cache;
+  uint8_t keyPrefix[FZ_SHA256_BYTES];
+  /* Told as units are done (NULL: nobody). */
+  const FzProgressSink *progress;
   unsigned threadsUsed; /* out: the threads that ran */
 } FzNvCodegenJob;
 

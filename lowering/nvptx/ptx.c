@@ -7,7 +7,9 @@
  * threads, each with a target machine for `nvptx64-nvidia-cuda` and the
  * sm_XX processor made here; join.c joins their PTX, and the launch
  * plans' comment lines go before it. The phases go to the options'
- * timing sink when there is one.
+ * timing sink when there is one. Each kernel's PTX goes through the
+ * kernel cache (ir/cache.h) unless options->noCache: key_prefix hashes
+ * what the modules' bitcode does not show.
  *
  * The NVPTX target is initialized once per process (pthread_once); it
  * is linked through the `nvptx` LLVM component (FZ_LLVM_COMPONENTS).
@@ -220,7 +222,7 @@ static void report(const FzGpuOptions *o, const char *phase, const char *item,
                    double wall, double busy, unsigned threads, size_t items) {
   if (!o->timing || !o->timing->record)
     return;
-  FzTimingRecord r = {phase, item, wall, busy, threads, items};
+  FzTimingRecord r = {phase, item, wall, busy, threads, items, 0, 0, 0};
   o->timing->record(&r, o->timing->userData);
 }
 
@@ -253,6 +255,33 @@ static LLVMMemoryBufferRef read_libdevice(FzContext *ctx, const char *path) {
   return buf;
 }
 
+/* What every kernel's key in the cache starts with: the cache's own
+ * prefix (fuse's build, LLVM), the target machine, the options that the
+ * modules' IR does not show (the optimization level, fast math, what
+ * is emitted) and libdevice's bitcode when it is linked. */
+static void key_prefix(const FzGpuOptions *o, const FzCodegenOptions *co,
+                       FzNvCodegenJob *job, bool emitIR) {
+  FzSha256 h;
+  fzLLCacheKeyBegin(&h, emitIR ? FZ_CACHE_LLVM_IR : FZ_CACHE_PTX);
+  fzSha256UpdateString(&h, "nvptx --nvptx-short-ptr");
+  fzSha256UpdateString(&h, co->triple);
+  fzSha256UpdateString(&h, o->arch);
+  fzSha256UpdateString(&h, co->features);
+  fzSha256UpdateU64(&h, o->optLevel);
+  fzSha256UpdateU64(&h, o->fastMath);
+  if (job->libdevice) {
+    uint8_t lib[FZ_SHA256_BYTES];
+    FzSha256 l;
+    fzSha256Init(&l);
+    fzSha256Update(&l, job->libdevice, job->libdeviceLen);
+    fzSha256Final(&l, lib);
+    fzSha256Update(&h, lib, sizeof lib);
+  } else {
+    fzSha256UpdateString(&h, "no libdevice");
+  }
+  fzSha256Final(&h, job->keyPrefix);
+}
+
 /* Optimizes and compiles units on the threads (job->tms set up here from
  * tm0 and co), reports the phase, and leaves the joined PTX (or the
  * modules' LLVM IR, one after another) in *text. False after reporting
@@ -280,6 +309,10 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
     job.libdevice = lib ? LLVMGetBufferStart(lib) : NULL;
     job.libdeviceLen = lib ? LLVMGetBufferSize(lib) : 0;
   }
+  job.progress = o->progress;
+  job.cache = o->noCache ? NULL : fzCacheOpen(o->cacheDir);
+  if (job.cache)
+    key_prefix(o, co, &job, emitIR);
   job.tms = ok ? fzCalloc(ctx, job.numThreads, sizeof *job.tms) : NULL;
   ok = ok && job.tms;
   if (job.tms)
@@ -293,8 +326,11 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
   fzFree(ctx, job.tms);
   if (lib)
     LLVMDisposeMemoryBuffer(lib);
-  if (!ok)
+  if (!ok) {
+    fzCacheFinish(job.cache, ctx, o->timing);
+    fzCacheClose(job.cache);
     return false;
+  }
   /* What the threads left, reported from this thread in kernel order;
    * a message that several units give (libdevice unreadable) once. */
   double busy = 0;
@@ -330,6 +366,8 @@ static bool run_codegen(FzContext *ctx, const FzGpuOptions *o,
   }
   report(o, "LLVM optimize+codegen", NULL, fzNvNowSeconds() - t0, busy,
          job.threadsUsed, units->n);
+  fzCacheFinish(job.cache, ctx, o->timing);
+  fzCacheClose(job.cache);
   return ok;
 }
 

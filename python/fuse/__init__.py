@@ -121,6 +121,7 @@ _COMPILE_OPTIONS = {
                         "an int in [0, 256] (0: one per core)"),
     "name": (lambda v: isinstance(v, str), "a str"),
     "layout": (lambda v: v in _LAYOUTS, " or ".join(_LAYOUTS)),
+    "cache": (lambda v: isinstance(v, bool), "True or False"),
 }
 
 
@@ -140,8 +141,10 @@ def compile(model, device="auto", **options):  # noqa: A001  (fuse.compile)
     inputs with symbolic dims), context (a fuse.Context for the model's
     diagnostics), layout ("nchw", "nhwc" or "auto": channels-last
     convolution regions where they hold most of the work; default auto
-    on cuda, nchw on the CPU, as fuse-run); CPU: threads (0: one per core), fast_math, exact_math,
-    tile, stage_rows, vector_width; CUDA: gpu_arch, codegen_threads.
+    on cuda, nchw on the CPU, as fuse-run); CPU: threads (0: one per
+    core), fast_math, exact_math, tile, stage_rows, vector_width; CUDA:
+    gpu_arch, codegen_threads; cache (False: neither read nor write the
+    kernel cache, $FZ_CACHE_DIR or ~/.cache/fuse; default True).
 
     The GIL is released while it imports and compiles.
     """

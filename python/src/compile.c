@@ -187,6 +187,7 @@ typedef struct CompileOptions {
   const char *layout; /* NULL: auto on cuda, nchw on cpu (as fuse-run) */
   int fuse, fastMath, exactMath, tile, stageRows, remarks;
   unsigned threads, vectorWidth, codegenThreads;
+  int cache; /* the kernel cache (docs/codegen.md), default on */
 } CompileOptions;
 
 /* What the no-GIL part needs and produces. */
@@ -233,6 +234,7 @@ static bool compile_cpu(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   co.codegen.tileConvolutions = o->tile;
   co.codegen.stageRows = o->stageRows;
   co.codegen.preferVectorWidth = o->vectorWidth;
+  co.codegen.noCache = !o->cache;
   e->rt = fzCpuRuntimeCreate(ctx, o->threads);
   if (e->rt)
     e->exe = fzCpuExecutableCreate(e->rt, work, &co);
@@ -255,7 +257,8 @@ static bool compile_cpu(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
 static bool compile_cuda(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   const CompileOptions *o = j->o;
   ExecutableObject *e = j->e;
-  if (!(e->cu = fzCudaCreate(j->ctx->ctx, 0)))
+  if (!(e->cu = fzCudaCreate(j->ctx->ctx, 0)) ||
+      !fzCudaSetKernelCache(e->cu, o->cache, NULL))
     return false;
   FzGpuOptions go;
   fzGpuOptionsInit(&go);
@@ -263,6 +266,7 @@ static bool compile_cuda(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   go.precision = j->precision; /* bf16/fp16 applied by fzCudaCompileModule */
   go.codegenThreads = o->codegenThreads;
   go.layout = j->haveLayout ? j->layout : FZ_GRAPH_LAYOUT_AUTO;
+  go.noCache = !o->cache;
   if (o->gpuArch)
     go.arch = o->gpuArch;
   go.fusion = fo;
@@ -358,16 +362,17 @@ PyObject *fzpyCompile(PyObject *self, PyObject *args, PyObject *kwargs) {
                        "precision",  "fuse",         "threads",    "fast_math",
                        "exact_math", "tile",         "stage_rows", "vector_width",
                        "fusion_mode", "remarks",     "input_shapes", "gpu_arch",
-                       "codegen_threads", "name",    "layout",     NULL};
+                       "codegen_threads", "name",    "layout",     "cache",
+                       NULL};
   PyObject *source, *ctxArg = Py_None, *shapes = Py_None;
   CompileOptions o = {"auto", NULL, "default", "cost", NULL, "model.onnx",
-                      NULL, 1, 0, 0, 1, 1, 1, 0, 0, 0};
+                      NULL, 1, 0, 0, 1, 1, 1, 0, 0, 0, 1};
   if (!PyArg_ParseTupleAndKeywords(
-          args, kwargs, "O|$OszspIppppIspOzIsz", kw, &source, &ctxArg,
+          args, kwargs, "O|$OszspIppppIspOzIszp", kw, &source, &ctxArg,
           &o.device, &o.entry, &o.precision, &o.fuse, &o.threads, &o.fastMath,
           &o.exactMath, &o.tile, &o.stageRows, &o.vectorWidth, &o.fusionMode,
           &o.remarks, &shapes, &o.gpuArch, &o.codegenThreads, &o.name,
-          &o.layout))
+          &o.layout, &o.cache))
     return NULL;
   CompileJob j;
   memset(&j, 0, sizeof j);

@@ -55,6 +55,13 @@ config.environment.setdefault(
     "UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:abort_on_error=1")
 config.environment.setdefault("ASAN_OPTIONS", "abort_on_error=1")
 
+# The kernel cache (docs/codegen.md "Kernel cache"): never the user's.
+# Tests that look at hits and misses give FZ_CACHE_DIR a folder of their
+# own (%t).
+config.environment["FZ_CACHE_DIR"] = os.path.join(
+    build_dir, "tests", "lit-kernel-cache")
+config.environment.pop("XDG_CACHE_HOME", None)
+
 config.substitutions.append(("%fuse_src_root", repo_root))
 config.substitutions.append(("%fuse_tools_dir", config.fz_tools_dir))
 

@@ -159,6 +159,37 @@ class CompileCpuTest(unittest.TestCase):
                             vector_width=256)
         np.testing.assert_allclose(fast(x), want, rtol=1e-3, atol=1e-4)
 
+    def test_kernel_cache(self):
+        # A folder of its own: the first compile stores the module's
+        # object file, the second loads it; cache=False does neither.
+        import tempfile
+        x = np.load(os.path.join(MLP_DATA, "input_0.npy"))
+        want = np.load(os.path.join(MLP_DATA, "output_0.npy"))
+        saved = os.environ.get("FZ_CACHE_DIR")
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["FZ_CACHE_DIR"] = d
+            try:
+                off = fuse.compile(MLP_ONNX, device="cpu", cache=False)
+                self.assertFalse(os.path.exists(os.path.join(d, "kernels")))
+                first = fuse.compile(MLP_ONNX, device="cpu")
+                entries = os.listdir(os.path.join(d, "kernels"))
+                self.assertEqual(len(entries), 1)
+                self.assertTrue(entries[0].endswith(".o"))
+                second = fuse.compile(MLP_ONNX, device="cpu")
+                self.assertEqual(os.listdir(os.path.join(d, "kernels")),
+                                 entries)
+                for m in (off, first, second):
+                    np.testing.assert_allclose(m(x), want, rtol=1e-4,
+                                               atol=1e-5)
+                np.testing.assert_array_equal(first(x), second(x))
+            finally:
+                if saved is None:
+                    del os.environ["FZ_CACHE_DIR"]
+                else:
+                    os.environ["FZ_CACHE_DIR"] = saved
+        with self.assertRaises(ValueError):
+            fuse.compile(MLP_ONNX, device="cpu", cache="yes")
+
     def test_fusion_report_and_remarks(self):
         m = fuse.compile(MLP_ONNX, device="cpu")
         report = m.fusion_report()

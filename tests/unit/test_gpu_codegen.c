@@ -81,6 +81,7 @@ START_TEST(test_same_ptx_any_threads) {
     FzGpuOptions go;
     fzGpuOptionsInit(&go);
     go.codegenThreads = threads[t];
+    go.noCache = true; /* every run compiles (tests/unit/test_cache.c) */
     FzGpuProgram *p = fzGpuCompile(l.module, &go);
     ck_assert_ptr_nonnull(p);
     if (!first) {
@@ -167,7 +168,7 @@ START_TEST(test_timing_sink) {
       "graph passes", "fusion", "graph->loop", "loop->kernel",
       "launch plans", "LLVM translate"};
   size_t np = sizeof phases / sizeof phases[0];
-  ck_assert_uint_eq(rs.n, np + 5 + 1);
+  ck_assert_uint_eq(rs.n, np + 5 + 2);
   for (size_t i = 0; i < np; ++i) {
     ck_assert_str_eq(rs.phase[i], phases[i]);
     ck_assert_str_eq(rs.item[i], "");
@@ -190,6 +191,8 @@ START_TEST(test_timing_sink) {
   ck_assert_uint_eq(rs.items[last], 5);
   ck_assert_uint_eq(rs.threads[last], 2);
   ck_assert(rs.busy[last] > sum * 0.999 && rs.busy[last] < sum * 1.001);
+  /* Then what the kernel cache did (tests/unit/test_cache.c). */
+  ck_assert_str_eq(rs.phase[last + 1], "kernel cache");
   /* Every record from the calling thread. */
   for (size_t i = 0; i < rs.n; ++i)
     ck_assert(pthread_equal(rs.thread[i], pthread_self()));
