@@ -68,16 +68,21 @@ static bool require_elt(FzGraphDiag *d, FzType *const *in, size_t i,
                       fzGraphTypeStr(in[i], buf, sizeof buf));
 }
 
-/* quantize(x f32, scale f32, zero_point i8) -> i8 */
+/* quantize(x f32|f64, scale like x, zero_point i8) -> i8 */
 static bool shape_quantize(FzGraphDiag *d, size_t n, FzType *const *in,
                            const FzGraphAttrs *a, FzType **out) {
   bool u;
-  FzType *f32 = fzF32TypeGet(d->ctx), *i8 = fzIntegerTypeGet(d->ctx, 8);
+  char buf[128];
+  FzType *i8 = fzIntegerTypeGet(d->ctx, 8);
   if (!fzGraphCheckCount(d, n, 3, 3) || !bcast_result(d, 3, in, i8, out) ||
       !get_unsigned(d, a, &u))
     return false;
-  return require_elt(d, in, 0, f32, "x") &&
-         require_elt(d, in, 1, f32, "the scale") &&
+  FzType *xe = elt_of(in[0]);
+  if (fzTypeGetKind(xe) != FZ_TYPE_F32 && fzTypeGetKind(xe) != FZ_TYPE_F64)
+    return fzGraphError(d, "operand #0 (x) must be a tensor of f32 or f64, "
+                           "but got '%s'", fzGraphTypeStr(in[0], buf,
+                                                          sizeof buf));
+  return require_elt(d, in, 1, xe, "the scale, of x's element type") &&
          require_elt(d, in, 2, i8, "the zero point");
 }
 FZ_GRAPH_INFER_HOOK(shape_quantize)
@@ -131,11 +136,13 @@ static int64_t get_int(const FzTensor *t, int64_t i, bool u) {
   return u ? (v & 0xff) : v;
 }
 
-static double quantize_scalar(float x, float scale, int64_t zp, bool u) {
-  float q = x / scale;
+/* sat(rint(x / scale) + zp) with the division in f32 (f64 when wide). */
+static double quantize_scalar(double x, double scale, int64_t zp, bool u,
+                              bool wide) {
+  double q = wide ? x / scale : (double)((float)x / (float)scale);
   if (isnan(q))
     return 0.0;
-  double t = (double)nearbyintf(q) + (double)zp;
+  double t = nearbyint(q) + (double)zp;
   double lo = u ? 0.0 : -128.0, hi = u ? 255.0 : 127.0;
   return t < lo ? lo : t > hi ? hi : t;
 }
@@ -155,12 +162,13 @@ static bool kernel_quantize_fn(FzGraphInterp *in, FzOp *op,
                                                                res))
     return false;
   FzTensor *y = res[0];
-  const float *x = ops[0]->data, *s = ops[1]->data;
+  bool wide = fzTypeGetKind(ops[0]->dtype) == FZ_TYPE_F64;
   FzGraphBcastIter it;
   fzGraphBcastInit(&it, y, 3, (const FzTensor *const *)ops);
   for (int64_t i = 0; i < y->numElements; ++i, fzGraphBcastNext(&it)) {
-    double q = quantize_scalar(x[it.off[0]], s[it.off[1]],
-                                     get_int(ops[2], it.off[2], u), u);
+    double q = quantize_scalar(fzTensorGetF64(ops[0], it.off[0]),
+                               fzTensorGetF64(ops[1], it.off[1]),
+                               get_int(ops[2], it.off[2], u), u, wide);
     fzTensorSetI64(y, i, (int64_t)q);
   }
   return true;
