@@ -13,7 +13,8 @@
  * canonicalize,cse and before fusion. The CPU and GPU pipelines run the
  * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
 #define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
-  "recognize-composites,simplify-algebra,simplify-reshapes,fold-transpose," \
+  "fold-qdq,recognize-composites,simplify-algebra,simplify-reshapes,"     \
+  "fold-transpose,"                                                       \
   "fold-batchnorm,recognize-attention,canonicalize"
 
 /* The layout steps of fzModuleApplyLayout (NHWC), after the

@@ -36,6 +36,7 @@ static const FzPassDef *const kPasses[] = {
     &fzRecognizeAttentionPass,  /* transforms/graph */
     &fzConvertContractionsPass, /* transforms/graph */
     &fzConvertLayoutPass,       /* transforms/graph */
+    &fzFoldQdqPass,             /* transforms/graph */
 };
 
 static const Pipeline kPipelines[] = {

@@ -34,6 +34,7 @@ extern const FzPassDef fzRecognizeCompositesPass; /* recognize-composites */
 extern const FzPassDef fzRecognizeAttentionPass;  /* recognize-attention */
 extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
 extern const FzPassDef fzConvertLayoutPass;       /* convert-layout */
+extern const FzPassDef fzFoldQdqPass;             /* fold-qdq */
 
 /* convert-contractions on everything nested in root (convert_contractions.c):
  * f32 matmuls and convolutions on operands of element type `to` (bf16 or
@@ -52,7 +53,8 @@ FZ_MUST_CHECK bool fzGraphConvertContractions(FzOp *root, FzType *to,
 typedef struct FzGraphOptOptions {
   bool fastMath;         /* simplify-algebra{fast-math} */
   bool sharedStatistics; /* recognize-composites{shared-statistics} */
-  bool remarks;          /* recognize-attention{remarks} */
+  bool remarks;          /* recognize-attention{remarks}, fold-qdq{remarks} */
+  bool inexact;          /* fold-qdq{inexact} */
 } FzGraphOptOptions;
 
 /* One pattern of a pass. `group` indexes the pass's bool options (the

@@ -33,7 +33,7 @@ struct OptState {
   size_t numStats;
 };
 
-static const FzGraphOptOptions kDefaults = {false, true, false};
+static const FzGraphOptOptions kDefaults = {false, true, false, false};
 
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud) {
   return ud ? &((const Slot *)ud)->state->opts : &kDefaults;
@@ -103,6 +103,8 @@ bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
     st->opts.sharedStatistics = fzPassGetBoolOption(pass, "shared-statistics");
   if (has_option(def, "remarks"))
     st->opts.remarks = fzPassGetBoolOption(pass, "remarks");
+  if (has_option(def, "inexact"))
+    st->opts.inexact = fzPassGetBoolOption(pass, "inexact");
   st->numStats = def->numStatistics;
   size_t numRows = table->numRows + table->numLateRows;
   st->hits = fzCalloc(ctx, st->numStats ? st->numStats : 1, sizeof *st->hits);
