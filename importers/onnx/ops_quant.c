@@ -107,7 +107,7 @@ static FzType *i8_type(FzOnnxImporter *im) {
 }
 
 static FzAttr *unit_attr(FzOnnxImporter *im) {
-  return fzBoolAttrGet(ctx_of(im), true);
+  return fzUnitAttrGet(ctx_of(im));
 }
 
 /* Emits a quantization op with `unsigned` set when u. */

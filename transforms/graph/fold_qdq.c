@@ -256,7 +256,7 @@ static bool fold_contraction(FzOp *op, FzRewriter *rw, void *ud) {
     m = rt ? fzGraphOptCreate(rw, "graph.reshape", loc, 1, mo, rt, 0, NULL)
            : NULL;
   }
-  FzGraphOptProp up = {"unsigned", fzBoolAttrGet(ctx, true)};
+  FzGraphOptProp up = {"unsigned", fzUnitAttrGet(ctx)};
   FzValue *xo[2] = {fzOpGetOperand(dx, 0), fzOpGetOperand(dx, 2)};
   FzValue *wo[2] = {fzOpGetOperand(dw, 0), fzOpGetOperand(dw, 2)};
   FzValue *xa = fzGraphOptCreate(rw, "graph.sub_zero_point", fzOpGetLoc(dx),
