@@ -83,6 +83,8 @@ static bool h_constant_of_shape(FzOnnxImporter *im, FzValue *const *in,
     if (shape[i] < 0)
       return fzOnnxError(im, "shape entry %zu is negative", i);
   out[0] = fzOnnxConstSplat(im, elt, n, shape, v);
+  if (a && a->t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+    fzOnnxMarkUnsigned(im, out[0]);
   return out[0] != NULL;
 }
 

@@ -16,7 +16,9 @@
  * requantizing epilogue). The fold is exact, bit for bit, when the f32
  * graph computes the same value: every scale a power of two (so each
  * dequantized value and product is exact in f32) and the largest
- * possible |sum| below 2^24 (so no partial sum rounds). Otherwise it is
+ * possible |sum| below 2^24 (so no partial sum rounds): max |x - zx|
+ * times the largest L1 norm of one output's weights (constant weights),
+ * else times K * max |w - zw|. Otherwise it is
  * left, with a remark saying why, unless the option `inexact` is given:
  * then it folds whenever the i32 accumulator cannot overflow, which is
  * ONNX Runtime's choice (the integer result is then the exactly rounded
@@ -122,8 +124,48 @@ static double max_offset(FzContext *ctx, FzOp *dq) {
   return best;
 }
 
-static void remark(bool on, FzOp *op, const char *fmt, const char *why) {
-  if (on)
+/* For a constant weight w of dequantize dw (zero point a constant
+ * scalar or per output): the largest sum over one output's reduction of
+ * |w - zw|, the weight's part of the bound on |sum|; -1 when w or zw is
+ * not constant or the layout is not known. Outputs are w's dim 0 for
+ * conv2d ([M, C, kh, kw]) and B's last dim for matmul ([K, N], not
+ * transposed, rank 2). */
+static double weight_l1(FzContext *ctx, FzOp *dw, bool conv, bool tb) {
+  FzTensor *w = fzGraphOptTensor(fzOpGetOperand(dw, 0));
+  FzTensor *z = fzGraphOptTensor(fzOpGetOperand(dw, 2));
+  double best = -1;
+  bool u = is_unsigned(dw);
+  if (w && z && !tb && (conv ? w->rank == 4 : w->rank == 2)) {
+    int64_t outs = conv ? w->shape[0] : w->shape[1];
+    int64_t per = outs ? w->numElements / outs : 0;
+    bool perOut = z->numElements == outs && outs > 1;
+    if (z->numElements == 1 || perOut) {
+      best = 0;
+      for (int64_t o = 0; o < outs; ++o) {
+        int64_t zo = fzTensorGetI64(z, perOut ? o : 0);
+        double sum = 0;
+        if (u)
+          zo &= 0xff;
+        for (int64_t k = 0; k < per; ++k) {
+          int64_t i = conv ? o * per + k : k * outs + o;
+          int64_t wi = fzTensorGetI64(w, i);
+          if (u)
+            wi &= 0xff;
+          sum += fabs((double)(wi - zo));
+        }
+        best = fmax(best, sum);
+      }
+    }
+  }
+  fzTensorDestroy(w);
+  fzTensorDestroy(z);
+  (void)ctx;
+  return best;
+}
+
+static void remark(const void *ud, FzOp *op, const char *fmt,
+                   const char *why) {
+  if (fzGraphOptGetOptions(ud)->remarks && fzGraphOptFirstRemark(ud, op))
     fzEmitRemark(ctx_of(op), fzOpGetLoc(op), fmt, why);
 }
 
@@ -182,26 +224,26 @@ static bool fold_contraction(FzOp *op, FzRewriter *rw, void *ud) {
   FzType *i8 = fzIntegerTypeGet(ctx, 8), *f32 = fzF32TypeGet(ctx);
   FzValue *res = fzOpGetResult(op, 0);
   if (!dx || !dw) {
-    remark(o->remarks, op, fail, "only one operand is dequantized");
+    remark(ud, op, fail, "only one operand is dequantized");
     return false;
   }
   if (fzGraphOptElementType(fzOpGetOperand(dx, 0)) != i8 ||
       fzGraphOptElementType(fzOpGetOperand(dw, 0)) != i8 ||
       fzGraphOptElementType(res) != f32) {
-    remark(o->remarks, op, fail, "an operand is not an 8-bit tensor");
+    remark(ud, op, fail, "an operand is not an 8-bit tensor");
     return false;
   }
   FzAttr *layout = fzOpGetInherentAttr(op, FZ_STR("layout"));
   if (conv && layout && fzAttrGetKind(layout) == FZ_ATTR_STRING &&
       !fzStringRefEqual(fzStringAttrGetValue(layout), FZ_STR("nchw"))) {
-    remark(o->remarks, op, fail, "only NCHW convolutions are folded");
+    remark(ud, op, fail, "only NCHW convolutions are folded");
     return false;
   }
   FzValue *sx = fzOpGetOperand(dx, 1), *sw = fzOpGetOperand(dw, 1);
   int64_t mshape[4];
   int mr = mult_rank(sw, conv, mshape);
   if (num_elements(sx) != 1 || mr < 0) {
-    remark(o->remarks, op, fail,
+    remark(ud, op, fail,
            "the input's scale is not per-tensor, or the weight's is not "
            "per-tensor or per output channel");
     return false;
@@ -221,18 +263,25 @@ static bool fold_contraction(FzOp *op, FzRewriter *rw, void *ud) {
     K = ra ? fzShapedTypeGetDim(xt, tA ? ra - 2 : ra - 1) : -1;
   }
   if (K < 0 || !fzShapedTypeHasStaticShape(fzValueGetType(res))) {
-    remark(o->remarks, op, fail, "a dynamic shape");
+    remark(ud, op, fail, "a dynamic shape");
     return false;
   }
-  double bound = (double)K * max_offset(ctx, dx) * max_offset(ctx, dw);
+  /* |sum| <= max|x - zx| * (the largest L1 norm of one output's
+   * weights, or K * max|w - zw|). */
+  FzAttr *tba = fzOpGetInherentAttr(op, FZ_STR("transpose_b"));
+  bool tB = tba && fzAttrGetKind(tba) == FZ_ATTR_BOOL &&
+            fzBoolAttrGetValue(tba);
+  double l1 = weight_l1(ctx, dw, conv, tB);
+  double bound = max_offset(ctx, dx) *
+                 (l1 >= 0 ? l1 : (double)K * max_offset(ctx, dw));
   if (bound >= 2147483648.0) {
-    remark(o->remarks, op, fail, "the i32 accumulator could overflow");
+    remark(ud, op, fail, "the i32 accumulator could overflow");
     return false;
   }
   bool exact = powers_of_two(ctx, sx) && powers_of_two(ctx, sw) &&
                bound < 16777216.0;
   if (!exact && !o->inexact) {
-    remark(o->remarks, op, fail,
+    remark(ud, op, fail,
            "not exact (the scales are not constant powers of two, or a sum "
            "could reach 2^24, so the f32 graph rounds where i32 does not; "
            "fold-qdq{inexact} folds it as ONNX Runtime does)");

@@ -72,6 +72,11 @@ typedef struct FzGraphOptRow {
 /* The options of the pass instance running a pattern; defaults when ud is
  * NULL (a canonicalization pattern). Never NULL. */
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud);
+/* True the first time a pattern of this pass run asks about op: a
+ * remark saying why op was not rewritten is given once, however often
+ * the greedy driver revisits op (always true for a canonicalization
+ * copy, ud NULL). */
+bool fzGraphOptFirstRemark(const void *ud, const FzOp *op);
 
 /* A pass built from a table of rows: initialize builds the pattern set
  * from the rows whose group option is on (and one of the late rows); run
