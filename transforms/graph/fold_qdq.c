@@ -1,8 +1,10 @@
 /* transforms/graph/fold_qdq.c - the fold-qdq pass: the QDQ pattern of
  * quantized models folded into integer code (docs/quantization.md).
  *
- * Integer contractions. matmul / conv2d whose operands are both
- * graph.dequantize of i8 tensors:
+ * Integer contractions (option `contractions`, off by default: the i32
+ * contraction lowers to the untiled loop nest, far slower than the tiled
+ * f32 one, until it has a kernel). matmul / conv2d whose operands are
+ * both graph.dequantize of i8 tensors:
  *
  *   c = conv2d(dequantize(x, sx, zx), dequantize(w, sw, zw)) [+ bias]
  *   ->
@@ -33,6 +35,9 @@
  * be the same scalar constants (per-tensor). dequantize(quantize(x)) is
  * never folded: it rounds x to the grid, which is the model's meaning.
  *
+ * Dequantized constants. Late (after the contractions took their
+ * weights), a dequantize of constants becomes its f32 constant.
+ *
  * Remarks (option `remarks`): at each contraction with a dequantized
  * operand, folded (exact or inexact) or why not; at each folded pair.
  */
@@ -42,7 +47,10 @@
 #include "ir/util.h"
 #include "transforms/graph/graph_opt.h"
 
-enum { STAT_CONTRACTIONS, STAT_PAIRS, NUM_STATS };
+enum { STAT_CONTRACTIONS, STAT_PAIRS, STAT_CONSTANTS, NUM_STATS };
+
+/* Constants folded by the late row, at most (as fold-constants). */
+#define MAX_FOLDED_ELEMENTS ((int64_t)1 << 24)
 
 /*===--- Helpers --------------------------------------------------------===*/
 
@@ -284,7 +292,7 @@ static bool fold_contraction(FzOp *op, FzRewriter *rw, void *ud) {
     remark(ud, op, fail,
            "not exact (the scales are not constant powers of two, or a sum "
            "could reach 2^24, so the f32 graph rounds where i32 does not; "
-           "fold-qdq{inexact} folds it as ONNX Runtime does)");
+           "fold-qdq{contractions inexact} folds it as ONNX Runtime does)");
     return false;
   }
   /* The multiplier sx * sw, a constant or computed. */
@@ -420,20 +428,64 @@ static bool fold_pair(FzOp *q, FzRewriter *rw, void *ud) {
   return true;
 }
 
+/*===--- Dequantized constants --------------------------------------===*/
+
+/* dequantize of constants (a weight no contraction took) becomes its f32
+ * constant, evaluated by the interpreter: the same values, computed once
+ * instead of at every run. */
+static bool fold_constant(FzOp *dq, FzRewriter *rw, void *ud) {
+  (void)ud;
+  FzValue *res = fzOpGetResult(dq, 0);
+  int64_t n = num_elements(res);
+  if (n < 0 || n > MAX_FOLDED_ELEMENTS)
+    return false;
+  FzTensor *in[3] = {NULL, NULL, NULL}, *out[1] = {NULL};
+  bool ok = true;
+  for (size_t i = 0; i < 3; ++i)
+    ok = ok && (in[i] = fzGraphOptTensor(fzOpGetOperand(dq, i))) != NULL;
+  if (ok) {
+    FzInterpOptions opts;
+    memset(&opts, 0, sizeof opts);
+    opts.quiet = true;
+    ok = fzInterpretOp(dq, in, &opts, out);
+  }
+  for (size_t i = 0; i < 3; ++i)
+    fzTensorDestroy(in[i]);
+  FzValue *c = ok ? fzGraphOptConstant(rw, out[0], fzOpGetLoc(dq)) : NULL;
+  fzTensorDestroy(out[0]);
+  if (!c)
+    return false;
+  fzRewriterReplaceOp(rw, dq, &c);
+  return true;
+}
+
 /*===--- The pass -------------------------------------------------------===*/
 
 static const FzGraphOptRow kRows[] = {
-    {"graph.matmul", fold_contraction, "integer-matmul", 1, -1,
+    {"graph.matmul", fold_contraction, "integer-matmul", 1, 0,
      STAT_CONTRACTIONS},
-    {"graph.conv2d", fold_contraction, "integer-conv2d", 1, -1,
+    {"graph.conv2d", fold_contraction, "integer-conv2d", 1, 0,
      STAT_CONTRACTIONS},
     {"graph.quantize", fold_pair, "requantize-pair", 1, -1, STAT_PAIRS},
 };
 
-static const FzGraphOptTable kTable = {kRows, sizeof kRows / sizeof kRows[0],
-                                       NULL, 0, NULL, 0};
+/* After the contractions took their weights. */
+static const FzGraphOptRow kLateRows[] = {
+    {"graph.dequantize", fold_constant, "dequantize-constant", 1, -1,
+     STAT_CONSTANTS},
+};
+
+static const char *const kGroups[] = {"contractions"};
+
+static const FzGraphOptTable kTable = {
+    kRows, sizeof kRows / sizeof kRows[0], kGroups, 1, kLateRows,
+    sizeof kLateRows / sizeof kLateRows[0]};
 
 static const FzPassOptionDef kOptions[] = {
+    {"contractions", FZ_PASS_OPTION_BOOL, "false",
+     "Fold dequantize -> matmul/conv2d into i32 contractions (off by "
+     "default: their CPU lowering is the untiled nest, docs/quantization.md)",
+     NULL, 0, 0},
     {"inexact", FZ_PASS_OPTION_BOOL, "false",
      "Fold contractions whose integer result may differ from the f32 graph "
      "by one rounding (ONNX Runtime's choice)", NULL, 0, 0},
@@ -445,6 +497,7 @@ static const FzPassOptionDef kOptions[] = {
 static const FzPassStatisticDef kStats[NUM_STATS] = {
     {"num-contractions", "matmul/conv2d folded into integer contractions"},
     {"num-pairs", "quantize(dequantize) pairs folded"},
+    {"num-constants", "dequantize of constants folded to f32 constants"},
 };
 
 const FzPassDef fzFoldQdqPass = {
