@@ -539,6 +539,21 @@ static bool check_output_zp(FzOnnxImporter *im, FzValue *yz, bool *u) {
   return true;
 }
 
+/* Checks that the inputs named in `names` (space-separated, one per
+ * entry of in[0..n)) are present; "-" entries are optional. */
+static bool require_inputs(FzOnnxImporter *im, FzValue *const *in, size_t n,
+                           const char *const *names) {
+  for (size_t i = 0; i < n; ++i)
+    if (!in[i] && names[i][0] != '-')
+      return fzOnnxError(im, "requires input #%zu (%s)", i, names[i]);
+  return true;
+}
+
+/* An absent zero point: 0 of x's type. */
+static FzValue *zp_or_zero(FzOnnxImporter *im, FzValue *x, FzValue *zp) {
+  return zp ? zp : fzOnnxConstScalar(im, fzOnnxElt(x), 0.0);
+}
+
 static FzValue *scalar_of(FzOnnxImporter *im, FzValue *v, const char *what) {
   if (num_elements(v) != 1) {
     fzOnnxError(im, "unsupported %s shape: only a scalar is supported", what);
@@ -549,12 +564,24 @@ static FzValue *scalar_of(FzOnnxImporter *im, FzValue *v, const char *what) {
 
 static bool h_qlinear_matmul(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue **out, size_t nOut) {
-  (void)nIn;
   (void)nOut;
-  FzValue *a = in[0], *b = in[3], *az = in[2], *bz = in[5], *yz = in[7];
+  static const char *const names[] = {"a", "a_scale", "-", "b", "b_scale",
+                                      "-", "y_scale", "-"};
+  if (!require_inputs(im, in, nIn < 8 ? nIn : 8, names))
+    return false;
+  FzValue *a = in[0], *b = in[3], *az = in[2], *bz = in[5];
+  FzValue *yz = nIn > 7 ? in[7] : NULL;
   bool u;
-  if (!check_operand(im, a, az, "a") || !check_operand(im, b, bz, "b") ||
-      !check_output_zp(im, yz, &u))
+  if (!check_operand(im, a, az, "a") || !check_operand(im, b, bz, "b"))
+    return false;
+  az = zp_or_zero(im, a, az);
+  bz = zp_or_zero(im, b, bz);
+  if (!yz) { /* the output takes a's type */
+    yz = zp_or_zero(im, a, NULL);
+    if (fzOnnxIsUnsigned(im, a))
+      fzOnnxMarkUnsigned(im, yz);
+  }
+  if (!check_output_zp(im, yz, &u))
     return false;
   FzValue *as = scalar_of(im, in[1], "a_scale"),
           *bs = col_param(im, b, in[4], "b_scale"),
@@ -574,11 +601,24 @@ static bool h_qlinear_matmul(FzOnnxImporter *im, FzValue *const *in,
 static bool h_qlinear_conv(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                            FzValue **out, size_t nOut) {
   (void)nOut;
-  FzValue *x = in[0], *w = in[3], *xz = in[2], *wz = in[5], *yz = in[7];
+  static const char *const names[] = {"x", "x_scale", "-", "w", "w_scale",
+                                      "-", "y_scale", "-"};
+  if (!require_inputs(im, in, nIn < 8 ? nIn : 8, names))
+    return false;
+  FzValue *x = in[0], *w = in[3], *xz = in[2], *wz = in[5];
+  FzValue *yz = nIn > 7 ? in[7] : NULL;
   FzValue *bias = nIn > 8 ? in[8] : NULL;
   bool u;
-  if (!check_operand(im, x, xz, "x") || !check_operand(im, w, wz, "w") ||
-      !check_output_zp(im, yz, &u))
+  if (!check_operand(im, x, xz, "x") || !check_operand(im, w, wz, "w"))
+    return false;
+  xz = zp_or_zero(im, x, xz);
+  wz = zp_or_zero(im, w, wz);
+  if (!yz) {
+    yz = zp_or_zero(im, x, NULL);
+    if (fzOnnxIsUnsigned(im, x))
+      fzOnnxMarkUnsigned(im, yz);
+  }
+  if (!check_output_zp(im, yz, &u))
     return false;
   if (bias && fzOnnxElt(bias) != fzIntegerTypeGet(ctx_of(im), 32))
     return fzOnnxError(im, "the bias B must be INT32");
@@ -609,7 +649,7 @@ const FzOnnxOpDef fzOnnxQuantOps[] = {
     {"DynamicQuantizeLinear", h_dynamic_quantize, NULL, "", 1, 1, 3},
     {"MatMulInteger", h_matmul_integer, NULL, "", 2, 4, 1},
     {"ConvInteger", h_conv_integer, NULL, CONV_ATTRS, 2, 4, 1},
-    {"QLinearMatMul", h_qlinear_matmul, NULL, "", 8, 8, 1},
-    {"QLinearConv", h_qlinear_conv, NULL, CONV_ATTRS, 8, 9, 1},
+    {"QLinearMatMul", h_qlinear_matmul, NULL, "", 7, 8, 1},
+    {"QLinearConv", h_qlinear_conv, NULL, CONV_ATTRS, 7, 9, 1},
     {NULL, NULL, NULL, NULL, 0, 0, 0},
 };
