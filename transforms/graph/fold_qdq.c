@@ -392,15 +392,22 @@ static bool fold_pair(FzOp *q, FzRewriter *rw, void *ud) {
       fzGraphOptElementType(v) != fzF32TypeGet(ctx))
     return false;
   FzValue *s = fzOpGetOperand(dq, 1);
+  const char *fail = "quantize(dequantize(q)) not folded: %s";
   if (!same_scalar(ctx, s, fzOpGetOperand(q, 1)) ||
-      !same_scalar(ctx, fzOpGetOperand(dq, 2), fzOpGetOperand(q, 2)))
+      !same_scalar(ctx, fzOpGetOperand(dq, 2), fzOpGetOperand(q, 2))) {
+    remark(ud, q, fail, "another scale or zero point, or not per-tensor "
+                        "constants (it requantizes to another grid)");
     return false;
+  }
   int64_t n;
   double *sv = const_values(ctx, s, &n);
   bool normal = sv && n == 1 && sv[0] >= 0x1p-126 && sv[0] <= 1e36;
   fzFree(ctx, sv);
-  if (!normal)
+  if (!normal) {
+    remark(ud, q, fail, "the scale is subnormal or too large for the "
+                        "round trip to be exact");
     return false;
+  }
   FzValue *r = fzOpGetOperand(dq, 0);
   if (mover) {
     FzType *mt = fzValueGetType(fzOpGetResult(mover, 0));
@@ -426,6 +433,17 @@ static bool fold_pair(FzOp *q, FzRewriter *rw, void *ud) {
                  mover ? "the same op on " : "");
   fzRewriterReplaceOp(rw, q, &r);
   return true;
+}
+
+/* dequantize(quantize(x)) is the model's rounding of x to the grid: kept,
+ * with a remark (option `remarks`). */
+static bool keep_rounding(FzOp *dq, FzRewriter *rw, void *ud) {
+  (void)rw;
+  if (fzGraphOptProducer(fzOpGetOperand(dq, 0), "graph.quantize"))
+    remark(ud, dq, "dequantize(quantize(x)) kept: %s",
+           "it rounds x to the quantization grid, which is the model's "
+           "meaning, not a no-op");
+  return false;
 }
 
 /*===--- Dequantized constants --------------------------------------===*/
@@ -467,6 +485,7 @@ static const FzGraphOptRow kRows[] = {
     {"graph.conv2d", fold_contraction, "integer-conv2d", 1, 0,
      STAT_CONTRACTIONS},
     {"graph.quantize", fold_pair, "requantize-pair", 1, -1, STAT_PAIRS},
+    {"graph.dequantize", keep_rounding, "keep-rounding", 1, -1, STAT_PAIRS},
 };
 
 /* After the contractions took their weights. */
