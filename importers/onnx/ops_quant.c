@@ -8,9 +8,10 @@
  * which values are unsigned (im->unsignedValues). The quantization ops
  * read that mark (graph.quantize / graph.dequantize / graph.sub_zero_point
  * take `unsigned`); data movement (Identity, Reshape, Flatten, Squeeze,
- * Unsqueeze, Transpose) passes it on; Cast converts from and to UINT8
- * exactly; every other op refuses a uint8 operand with a located error,
- * since the graph dialect would read its bits as signed.
+ * Unsqueeze, Transpose) and Add, Sub, Mul (modulo 2^8, the same bits
+ * signed or not) pass it on; Cast converts from and to UINT8 exactly;
+ * every other op refuses a uint8 operand with a located error, since the
+ * graph dialect would read its bits as signed.
  *
  * Scales and zero points. A per-tensor scale (rank 0 or one element) is
  * used as a scalar; a per-axis one (1-D of x's dim along `axis`) is
@@ -70,10 +71,15 @@ static bool moves_data(const char *op) {
   return false;
 }
 
+/* Arithmetic modulo 2^8: the i8 result has the uint8 result's bits. */
+static bool wraps(const char *op) {
+  return is_op(op, "Add") || is_op(op, "Sub") || is_op(op, "Mul");
+}
+
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n) {
   const char *op = im->node->op_type;
-  if (reads_unsigned(op))
+  if (reads_unsigned(op) || wraps(op))
     return true;
   for (size_t i = 0; i < n; ++i) {
     if (!fzOnnxIsUnsigned(im, in[i]))
@@ -83,15 +89,17 @@ bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
     if (is_op(op, "Shape") || is_op(op, "Size"))
       continue;
     return fzOnnxError(im, "unsupported UINT8 operand #%zu: uint8 tensors "
-                           "are read by the quantization ops, Cast and data "
-                           "movement only (docs/quantization.md)", i);
+                           "are read by the quantization ops, Cast, Add, "
+                           "Sub, Mul and data movement only "
+                           "(docs/quantization.md)", i);
   }
   return true;
 }
 
 void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue *const *out, size_t nOut) {
-  if (nIn && nOut && moves_data(im->node->op_type) &&
+  const char *op = im->node->op_type;
+  if (nIn && nOut && (moves_data(op) || wraps(op)) &&
       fzOnnxIsUnsigned(im, in[0]))
     fzOnnxMarkUnsigned(im, out[0]);
 }
