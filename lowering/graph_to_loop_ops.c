@@ -596,6 +596,54 @@ static FzValue *emit_gather(LgNest *N, FzOp *op, FzValue *const *idx) {
   return lgEmit(N, data, oi);
 }
 
+/*===--- Quantization (docs/quantization.md) ----------------------------===*/
+
+/* Operand k at idx widened to i32 (zero-extended when u). */
+static FzValue *operand_i32(LgNest *N, FzOp *op, size_t k, FzValue *const *idx,
+                            bool u) {
+  FzValue *v = operand_at(N, op, k, idx);
+  FzType *i32 = fzIntegerTypeGet(N->F->ctx, 32);
+  if (!v || fzTypeGetBitWidth(fzValueGetType(v)) == 32)
+    return v;
+  return lgCast(N, u ? "loop.extui" : "loop.extsi", v, i32);
+}
+
+/* sat(roundeven(x / s) + z): the sum in f32 (exact below 2^24, saturated
+ * above), fptosi saturating with NaN to 0, then clamped to the 8-bit
+ * range and truncated. */
+static FzValue *emit_quantize(LgNest *N, FzOp *op, FzValue *const *idx) {
+  bool u = lgAttrBool(op, "unsigned", false);
+  FzValue *x = operand_at(N, op, 0, idx), *s = operand_at(N, op, 1, idx);
+  FzValue *z = operand_i32(N, op, 2, idx, u);
+  if (!x || !s || !z)
+    return NULL;
+  FzType *i32 = fzIntegerTypeGet(N->F->ctx, 32);
+  FzValue *r = lgUnary(N, "loop.roundeven", lgBinary(N, "loop.divf", x, s));
+  FzValue *t = lgBinary(N, "loop.addf", r,
+                        lgCast(N, "loop.sitofp", z, fzValueGetType(x)));
+  FzValue *q = lgCast(N, "loop.fptosi", t, i32);
+  q = lgBinary(N, "loop.maxsi", q, lgConstI(N, i32, u ? 0 : -128));
+  q = lgBinary(N, "loop.minsi", q, lgConstI(N, i32, u ? 255 : 127));
+  return lgCast(N, "loop.trunci", q, fzIntegerTypeGet(N->F->ctx, 8));
+}
+
+static FzValue *emit_dequantize(LgNest *N, FzOp *op, FzValue *const *idx) {
+  bool u = lgAttrBool(op, "unsigned", false);
+  FzValue *x = operand_i32(N, op, 0, idx, u), *s = operand_at(N, op, 1, idx);
+  FzValue *z = operand_i32(N, op, 2, idx, u);
+  if (!x || !s || !z)
+    return NULL;
+  FzValue *d = lgCast(N, "loop.sitofp", lgBinary(N, "loop.subi", x, z),
+                      fzValueGetType(s));
+  return lgBinary(N, "loop.mulf", d, s);
+}
+
+static FzValue *emit_sub_zero_point(LgNest *N, FzOp *op, FzValue *const *idx) {
+  bool u = lgAttrBool(op, "unsigned", false);
+  FzValue *x = operand_i32(N, op, 0, idx, u), *z = operand_i32(N, op, 1, idx, u);
+  return x && z ? lgBinary(N, "loop.subi", x, z) : NULL;
+}
+
 /*===--- The table ------------------------------------------------------===*/
 
 static const struct {
@@ -631,6 +679,9 @@ static const struct {
     {"graph.global_avg_pool", lgEmitGlobalPool},
     {"graph.global_max_pool", lgEmitGlobalPool},
     {"graph.scatter_nd", lgEmitScatterNd},
+    {"graph.quantize", emit_quantize},
+    {"graph.dequantize", emit_dequantize},
+    {"graph.sub_zero_point", emit_sub_zero_point},
 };
 
 LgEmitFn lgFindEmitter(const FzOp *op) {

@@ -506,10 +506,12 @@ static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
     FzValue *wv = lgEmit(N, W->w, wi);
     if (!wv)
       return false;
-    FzValue *p = lgBinary(N, "loop.mulf", v, wv);
+    /* Integer convolutions (i32: the quantized path) wrap as i32. */
+    bool f = fzTypeIsFloat(t);
+    FzValue *p = lgBinary(N, f ? "loop.mulf" : "loop.muli", v, wv);
     if (inb)
-      p = lgSelect(N, inb, p, lgConstF(N, t, 0.0));
-    next[0] = lgBinary(N, "loop.addf", acc[0], p);
+      p = lgSelect(N, inb, p, f ? lgConstF(N, t, 0.0) : lgConstI(N, t, 0));
+    next[0] = lgBinary(N, f ? "loop.addf" : "loop.addi", acc[0], p);
   } else if (W->kind == 1) {
     if (inb)
       v = lgSelect(N, inb, v, lgConstF(N, t, -HUGE_VAL));
@@ -569,8 +571,10 @@ FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *res = fzOpGetResult(op, 0);
   if (lgRank(W.x) != 4 || lgRank(W.w) != 4)
     return lgFail(N, op, "expects 4-d input and weights");
-  if (!fzTypeIsFloat(lgElt(res)))
-    return lgFail(N, op, "integer convolution is not supported");
+  bool isInt = !fzTypeIsFloat(lgElt(res));
+  if (isInt && (lgElt(res) != lgElt(W.x) || lgElt(res) != lgElt(W.w)))
+    return lgFail(N, op, "an integer convolution needs operands of its "
+                         "result's element type");
   window_attrs(op, &W);
   window_layout(op, &W, idx);
   int64_t groups = lgAttrInt(op, "groups", 1);
@@ -588,12 +592,13 @@ FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
   int64_t ext[3] = {W.cg, kH, kW};
   if (W.nhwc)
     ext[0] = kH, ext[1] = kW, ext[2] = W.cg;
-  FzValue *init = lgConstF(N, ct, 0.0), *out;
+  FzValue *init = isInt ? lgConstI(N, ct, 0) : lgConstF(N, ct, 0.0), *out;
   if (!reduce_loops(N, parent, 3, ext, 1, &init, window_step, &W, &out))
     return NULL;
   if (fzOpGetNumOperands(op) > 2) {
     FzValue *bi = W.m;
-    out = lgBinary(N, "loop.addf", out, lgEmit(N, fzOpGetOperand(op, 2), &bi));
+    out = lgBinary(N, isInt ? "loop.addi" : "loop.addf", out,
+                   lgEmit(N, fzOpGetOperand(op, 2), &bi));
   }
   return out;
 }

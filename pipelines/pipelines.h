@@ -13,8 +13,9 @@
  * canonicalize,cse and before fusion. The CPU and GPU pipelines run the
  * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
 #define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
-  "recognize-composites,simplify-algebra,simplify-reshapes,fold-transpose," \
-  "fold-batchnorm,recognize-attention,merge-projections,canonicalize"
+  "fold-qdq,recognize-composites,simplify-algebra,simplify-reshapes,"     \
+  "fold-transpose,fold-batchnorm,recognize-attention,merge-projections,"  \
+  "canonicalize"
 
 /* The layout steps of fzModuleApplyLayout (NHWC), after the
  * simplifications: convert-layout, then the reshape chains and constants

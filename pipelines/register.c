@@ -37,6 +37,7 @@ static const FzPassDef *const kPasses[] = {
     &fzMergeProjectionsPass,    /* transforms/graph */
     &fzConvertContractionsPass, /* transforms/graph */
     &fzConvertLayoutPass,       /* transforms/graph */
+    &fzFoldQdqPass,             /* transforms/graph */
 };
 
 static const Pipeline kPipelines[] = {

@@ -88,7 +88,8 @@
               X(layer_norm) X(rms_norm) X(batch_norm) X(matmul) X(conv2d)      \
                   X(max_pool) X(avg_pool) X(global_avg_pool)                   \
                       X(global_max_pool) X(weighted_sum) X(scatter_nd)       \
-                          X(attention)
+                          X(attention) X(quantize) X(dequantize)     \
+                              X(sub_zero_point)
 
 /*===--- Diagnostics of shape functions -------------------------------===*/
 

@@ -218,6 +218,11 @@ static FzValue *try_fold(FzOnnxImporter *im, FzOp *op) {
   size_t n = fzOpGetNumOperands(op);
   const FzOpDef *def = fzOpGetDef(op);
   FzType *rt = fzValueGetType(result);
+  /* A dequantized constant (a QDQ model's weight) stays an op: fold-qdq
+   * reads it as the integer weight of a contraction (ops_quant.c). */
+  if (fzStringRefEqual(fzIdentGetString(fzOpGetName(op)),
+                       FZ_STR("graph.dequantize")))
+    return result;
   if (n == 0 || n > 16 || !def || !def->interpret ||
       fzOpGetNumResults(op) != 1 || !fzShapedTypeHasStaticShape(rt) ||
       fzShapedTypeGetNumElements(rt) > FZ_ONNX_FOLD_LIMIT)

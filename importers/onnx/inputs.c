@@ -29,6 +29,7 @@ struct FzOnnxInput {
   const char *name;
   size_t pos;   /* among the graph inputs that are not initializers */
   FzType *elt;  /* NULL: its type was refused (reported) */
+  bool isUnsigned; /* UINT8 (elt is i8) */
   size_t rank;
   int64_t shape[FZ_GRAPH_MAX_RANK];            /* declared; FZ_DYNAMIC */
   const char *symbols[FZ_GRAPH_MAX_RANK];      /* dim_param, or NULL */
@@ -67,7 +68,8 @@ static void read_declared(FzOnnxImporter *im, const Onnx__ValueInfoProto *vi,
     return;
   }
   const Onnx__TypeProto__Tensor *tt = tp->tensor_type;
-  FzType *elt = fzOnnxElementType(im->ctx, tt->elem_type);
+  FzType *elt = fzOnnxElementTypeU8(im->ctx, tt->elem_type,
+                                    &in->isUnsigned);
   if (!elt) {
     fzOnnxModelError(im, "graph input '%s': unsupported dtype %s", in->name,
                      fzOnnxDataTypeName(tt->elem_type));
@@ -388,10 +390,15 @@ bool fzOnnxBindInputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
     if (t && in->value) {
       FzAttr *meta = fzStringAttrGet(im->ctx, FZ_STR("Input"));
       im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
-      fzOnnxDefineValue(im, in->name, fzOnnxConstTensor(im, in->value));
+      FzValue *c = fzOnnxConstTensor(im, in->value);
+      if (in->isUnsigned)
+        fzOnnxMarkUnsigned(im, c);
+      fzOnnxDefineValue(im, in->name, c);
       continue;
     }
     FzValue *arg = t ? fzBlockAddArgument(body, t, nameLoc) : NULL;
+    if (arg && in->isUnsigned)
+      fzOnnxMarkUnsigned(im, arg);
     fzOnnxDefineValue(im, in->name, arg);
     if (!t)
       continue;

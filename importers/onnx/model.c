@@ -43,6 +43,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxSampleOps,
     fzOnnxMathOps,
     fzOnnxSignalOps,
+    fzOnnxQuantOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {
@@ -162,6 +163,8 @@ static FzValue *lookup_value(FzOnnxImporter *im, const char *name) {
   im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
   FzAttr *a = fzOnnxTensorToAttr(im, init, what);
   v = a ? fzOnnxConstAttr(im, a) : NULL;
+  if (v && init->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+    fzOnnxMarkUnsigned(im, v);
   im->node = node;
   im->nodeLoc = loc;
   if (!fzPtrMapPut(&im->values, id, v ? (void *)v : POISON))
@@ -390,6 +393,7 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
       ok = refuse_op(im, n->op_type);
     else
       ok = resolve_version(im, n->op_type) && check_node(im, row);
+    ok = ok && fzOnnxCheckUnsignedInputs(im, in, n->n_input);
   }
   im->row = row;
   if (ok && !poisoned) {
@@ -401,6 +405,8 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
     for (size_t i = 0; ok && i < n->n_output; ++i)
       if (n->output[i][0] && !out[i])
         ok = false;
+    if (ok)
+      fzOnnxPropagateUnsigned(im, in, n->n_input, out, n->n_output);
     /* A captured error was counted by the context even when the handler
      * recovered from it: report it, or the import would fail without a
      * word. */
@@ -727,9 +733,10 @@ static bool import_graph(FzOnnxImporter *im, const Onnx__GraphProto *g,
     const Onnx__TypeProto *tp = vi->type;
     if (tp && tp->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
         tp->tensor_type->has_elem_type) {
+      bool u;
       FzType *want =
-          fzOnnxElementType(im->ctx, tp->tensor_type->elem_type);
-      if (want != fzOnnxElt(v))
+          fzOnnxElementTypeU8(im->ctx, tp->tensor_type->elem_type, &u);
+      if (want != fzOnnxElt(v) || u != fzOnnxIsUnsigned(im, v))
         fzOnnxModelError(im, "graph output '%s' is declared %s but its "
                              "value has another element type", vi->name,
                          fzOnnxDataTypeName(tp->tensor_type->elem_type));
@@ -822,6 +829,7 @@ static FzOp *import_once(FzOnnxImporter *base, const Onnx__ModelProto *m,
   fzPtrMapInit(&im->values, ctx);
   fzPtrMapInit(&im->initializers, ctx);
   fzPtrMapInit(&im->inputNames, ctx);
+  fzPtrMapInit(&im->unsignedValues, ctx);
   fzPtrVecInit(&im->inputs, ctx);
   fzPtrVecInit(&im->argInputs, ctx);
   fzBuilderInit(&im->b, ctx);
@@ -848,6 +856,7 @@ static FzOp *import_once(FzOnnxImporter *base, const Onnx__ModelProto *m,
   fzPtrMapFree(&im->values);
   fzPtrMapFree(&im->initializers);
   fzPtrMapFree(&im->inputNames);
+  fzPtrMapFree(&im->unsignedValues);
   fzPtrVecFree(&im->inputs);
   fzPtrVecFree(&im->argInputs);
   fzArenaReset(&im->arena);

@@ -60,6 +60,8 @@ typedef struct FzOnnxImporter {
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
   FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
+  FzPtrMap unsignedValues; /* FzValue -> 1: i8 values holding UINT8 bits
+                              (ops_quant.c) */
   FzBlock *body;         /* @main's body */
   FzPtrVec inputs;       /* FzOnnxInput: the graph inputs that are not
                             initializers, in order */
@@ -117,6 +119,22 @@ extern const FzOnnxOpDef fzOnnxDataDependentOps[];
 extern const FzOnnxOpDef fzOnnxSampleOps[];
 extern const FzOnnxOpDef fzOnnxMathOps[];
 extern const FzOnnxOpDef fzOnnxSignalOps[];
+extern const FzOnnxOpDef fzOnnxQuantOps[];
+
+/*===--- uint8 (ops_quant.c) -------------------------------------------===*/
+
+/* UINT8 tensors are i8 tensors of the same bits, marked unsigned. */
+void fzOnnxMarkUnsigned(FzOnnxImporter *im, FzValue *v);
+bool fzOnnxIsUnsigned(FzOnnxImporter *im, FzValue *v);
+/* Refuses a uint8 operand of a node that would read it as signed. */
+bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
+                               size_t n);
+/* Marks the output of a data-movement node of a uint8 input. */
+void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
+                             size_t nIn, FzValue *const *out, size_t nOut);
+/* Cast from a uint8 value or to UINT8 (to is i8 then, toUnsigned set). */
+bool fzOnnxCastUnsigned(FzOnnxImporter *im, FzValue *x, FzType *to,
+                        bool toUnsigned, FzValue **out);
 
 /* The row for an op type, or NULL. */
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType);
@@ -207,6 +225,9 @@ bool fzOnnxErrorAttrValue(FzOnnxImporter *im, const char *name,
 /* The element type of an ONNX TensorProto.DataType, or NULL when the
  * importer does not support it (strings, unsigned, complex). */
 FzType *fzOnnxElementType(FzContext *ctx, int32_t dataType);
+/* As fzOnnxElementType, and UINT8 as i8 (*isUnsigned set). */
+FzType *fzOnnxElementTypeU8(FzContext *ctx, int32_t dataType,
+                            bool *isUnsigned);
 /* "FLOAT", "UINT8", ... for messages. */
 const char *fzOnnxDataTypeName(int32_t dataType);
 /* A dense attribute of a TensorProto's contents; NULL after an error

@@ -103,6 +103,9 @@ static bool h_cast(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     if (!fzOnnxAttr(im, "to"))
       return fzOnnxError(im, "requires attribute 'to'");
     /* An int64 attribute: no truncation to a valid dtype. */
+    if (to == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+      return fzOnnxCastUnsigned(im, in[0], fzIntegerTypeGet(im->ctx, 8),
+                                true, &out[0]);
     elt = to < 0 || to > INT32_MAX ? NULL
                                    : fzOnnxElementType(im->ctx, (int32_t)to);
     if (!elt)
@@ -111,6 +114,8 @@ static bool h_cast(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                              ? "out of range"
                              : fzOnnxDataTypeName((int32_t)to));
   }
+  if (fzOnnxIsUnsigned(im, in[0]))
+    return fzOnnxCastUnsigned(im, in[0], elt, false, &out[0]);
   out[0] = fzOnnxCast(im, in[0], elt);
   return out[0] != NULL;
 }

@@ -5,9 +5,11 @@
  * by the conformance runner.
  *
  * dtypes: FLOAT f32, DOUBLE f64, FLOAT16 f16, BFLOAT16 bf16, INT8 i8,
- * INT16 i16, INT32 i32, INT64 i64, BOOL i1. Unsigned integers, strings
- * and complex numbers are unsupported (fuse's integers are signless and
- * the interpreter treats them as signed).
+ * INT16 i16, INT32 i32, INT64 i64, BOOL i1; UINT8 as i8 holding the same
+ * bits where the importer reads it (tensors; the importer marks the value
+ * unsigned: ops_quant.c). Other unsigned integers, strings and complex
+ * numbers are unsupported (fuse's integers are signless and the
+ * interpreter treats them as signed).
  *
  * The host is assumed little-endian (raw_data is little-endian by the
  * ONNX spec and is copied as is).
@@ -43,6 +45,13 @@ FzType *fzOnnxElementType(FzContext *ctx, int32_t dataType) {
   case DT(BOOL): return fzIntegerTypeGet(ctx, 1);
   default: return NULL;
   }
+}
+
+FzType *fzOnnxElementTypeU8(FzContext *ctx, int32_t dataType,
+                            bool *isUnsigned) {
+  *isUnsigned = dataType == DT(UINT8);
+  return *isUnsigned ? fzIntegerTypeGet(ctx, 8)
+                     : fzOnnxElementType(ctx, dataType);
 }
 
 const char *fzOnnxDataTypeName(int32_t dataType) {
@@ -226,6 +235,7 @@ static bool decode_typed(Reporter *r, const Onnx__TensorProto *t,
   case DT(INT32):
   case DT(INT16):
   case DT(INT8):
+  case DT(UINT8):
   case DT(BOOL):
   case DT(FLOAT16):
   case DT(BFLOAT16): {
@@ -264,7 +274,8 @@ static bool decode(Reporter *r, const char *baseDir,
   memset(d, 0, sizeof *d);
   if (t->segment)
     return report(r, "unsupported segmented tensor");
-  d->elt = fzOnnxElementType(r->ctx, t->data_type);
+  bool isUnsigned;
+  d->elt = fzOnnxElementTypeU8(r->ctx, t->data_type, &isUnsigned);
   int32_t dataType = t->data_type;
   if (dataType == DT(UINT16) && as16 &&
       (fzTypeGetKind(as16) == FZ_TYPE_BF16 ||

@@ -35,6 +35,7 @@ extern const FzPassDef fzRecognizeAttentionPass;  /* recognize-attention */
 extern const FzPassDef fzMergeProjectionsPass;    /* merge-projections */
 extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
 extern const FzPassDef fzConvertLayoutPass;       /* convert-layout */
+extern const FzPassDef fzFoldQdqPass;             /* fold-qdq */
 
 /* convert-contractions on everything nested in root (convert_contractions.c):
  * f32 matmuls and convolutions on operands of element type `to` (bf16 or
@@ -53,7 +54,8 @@ FZ_MUST_CHECK bool fzGraphConvertContractions(FzOp *root, FzType *to,
 typedef struct FzGraphOptOptions {
   bool fastMath;         /* simplify-algebra{fast-math} */
   bool sharedStatistics; /* recognize-composites{shared-statistics} */
-  bool remarks;          /* recognize-attention{remarks} */
+  bool remarks;          /* recognize-attention{remarks}, fold-qdq{remarks} */
+  bool inexact;          /* fold-qdq{inexact} */
 } FzGraphOptOptions;
 
 /* One pattern of a pass. `group` indexes the pass's bool options (the
@@ -71,6 +73,11 @@ typedef struct FzGraphOptRow {
 /* The options of the pass instance running a pattern; defaults when ud is
  * NULL (a canonicalization pattern). Never NULL. */
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud);
+/* True the first time a pattern of this pass run asks about op: a
+ * remark saying why op was not rewritten is given once, however often
+ * the greedy driver revisits op (always true for a canonicalization
+ * copy, ud NULL). */
+bool fzGraphOptFirstRemark(const void *ud, const FzOp *op);
 
 /* A pass built from a table of rows: initialize builds the pattern set
  * from the rows whose group option is on (and one of the late rows); run

@@ -31,9 +31,20 @@ struct OptState {
   Slot *slots;    /* one per enabled row */
   uint64_t *hits; /* one per statistic of the pass */
   size_t numStats;
+  FzPtrMap remarked; /* ops a "why not" remark was given for, this run */
+  bool remarkedInit;
 };
 
-static const FzGraphOptOptions kDefaults = {false, true, false};
+bool fzGraphOptFirstRemark(const void *ud, const FzOp *op) {
+  if (!ud)
+    return true;
+  OptState *st = ((const Slot *)ud)->state;
+  if (!st->remarkedInit || fzPtrMapContains(&st->remarked, op))
+    return false;
+  return fzPtrMapPut(&st->remarked, op, (void *)1);
+}
+
+static const FzGraphOptOptions kDefaults = {false, true, false, false};
 
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud) {
   return ud ? &((const Slot *)ud)->state->opts : &kDefaults;
@@ -64,6 +75,8 @@ void fzGraphOptPassDestroy(FzPass *pass) {
     fzPatternSetDestroy(st->lateSet);
   fzFree(ctx, st->slots);
   fzFree(ctx, st->hits);
+  if (st->remarkedInit)
+    fzPtrMapFree(&st->remarked);
   fzFree(ctx, st);
   fzPassSetState(pass, NULL);
 }
@@ -103,7 +116,11 @@ bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
     st->opts.sharedStatistics = fzPassGetBoolOption(pass, "shared-statistics");
   if (has_option(def, "remarks"))
     st->opts.remarks = fzPassGetBoolOption(pass, "remarks");
+  if (has_option(def, "inexact"))
+    st->opts.inexact = fzPassGetBoolOption(pass, "inexact");
   st->numStats = def->numStatistics;
+  fzPtrMapInit(&st->remarked, ctx);
+  st->remarkedInit = true;
   size_t numRows = table->numRows + table->numLateRows;
   st->hits = fzCalloc(ctx, st->numStats ? st->numStats : 1, sizeof *st->hits);
   st->slots = fzCalloc(ctx, numRows ? numRows : 1, sizeof *st->slots);
@@ -125,6 +142,8 @@ bool fzGraphOptPassRun(FzPass *pass, FzOp *op) {
   FzGreedyConfig cfg;
   fzGreedyConfigInit(&cfg);
   cfg.fold = false; /* canonicalize folds; these passes do what they say */
+  fzPtrMapFree(&st->remarked);
+  fzPtrMapInit(&st->remarked, fzPassGetContext(pass));
   bool ok = fzApplyPatternsGreedily(op, st->set, &cfg, NULL);
   if (ok && st->lateSet)
     ok = fzApplyPatternsGreedily(op, st->lateSet, &cfg, NULL);
