@@ -243,6 +243,9 @@ static bool match_dot(FzAttnNest *a, const Vars *kv, char *why,
   if ((a->D = const_trips(dot)) < 1 || fzOpGetNumResults(dot) != 1)
     return fzReasonf(why, whyLen, "the score is not one loop over the "
                                   "head dim");
+  if (a->D % 16 != 0 || a->D > 128)
+    return fzReasonf(why, whyLen, "head dim %lld: the kernel takes "
+                     "multiples of 16 up to 128", (long long)a->D);
   double z;
   if (!const_float(fzOpGetOperand(dot, 3), &z) || z != 0.0)
     return fzReasonf(why, whyLen, "the dot product does not start at 0");
@@ -267,16 +270,19 @@ static bool match_dot(FzAttnNest *a, const Vars *kv, char *why,
   a->elt = ex;
   Vars V = *kv;
   V.e = body_arg(dot, 0);
-  /* q depends on i, not j; k on j, not i. */
-  char w1[160], w2[160];
+  /* q depends on i, not j; k on j, not i: q is the load without j. */
   size_t iv = a->numDims - 1, jv = a->numDims;
-  if (operand(&V, lx, a->par, jv, "q", &a->q, w1, sizeof w1) &&
-      operand(&V, ly, a->par, iv, "k", &a->k, w2, sizeof w2))
-    return true;
-  if (operand(&V, ly, a->par, jv, "q", &a->q, w1, sizeof w1) &&
-      operand(&V, lx, a->par, iv, "k", &a->k, w2, sizeof w2))
-    return true;
-  return fzReasonf(why, whyLen, "%s", w1[0] ? w1 : w2);
+  for (size_t d = 1; d < fzOpGetNumOperands(lx); ++d) {
+    int64_t co[FZ_ATTN_MAX_VARS], cst;
+    if (affine(&V, fzOpGetOperand(lx, d), co, &cst, 0) && co[jv] != 0) {
+      FzOp *t = lx;
+      lx = ly;
+      ly = t;
+      break;
+    }
+  }
+  return operand(&V, lx, a->par, jv, "q", &a->q, why, whyLen) &&
+         operand(&V, ly, a->par, iv, "k", &a->k, why, whyLen);
 }
 
 /* The P V loop: v, acc = fma(acc, alpha, p * v). */
@@ -285,6 +291,9 @@ static bool match_pv(FzAttnNest *a, const Vars *kv, FzValue *alpha,
   FzOp *pv = a->pv;
   if ((a->Dv = const_trips(pv)) < 1 || fzOpGetNumResults(pv) != 0)
     return fzReasonf(why, whyLen, "the P V loop is not over the value dim");
+  if (a->Dv % 16 != 0 || a->Dv > 128)
+    return fzReasonf(why, whyLen, "value dim %lld: the kernel takes "
+                     "multiples of 16 up to 128", (long long)a->Dv);
   FzOp *store = NULL;
   for (FzOp *op = fzBlockGetFirstOp(fzLoopGetBody(pv)); op;
        op = fzOpGetNextInBlock(op)) {
@@ -548,11 +557,7 @@ bool fzKernelMatchAttentionNest(FzOp *par, FzAttnNest *a, bool *isAttn,
       return fzReasonf(why, whyLen, "the final loop reads the accumulator "
                                     "again");
   }
-  /* Shapes the kernel holds. */
-  if (a->D % 16 != 0 || a->Dv % 16 != 0 || a->D > 128 || a->Dv > 128)
-    return fzReasonf(why, whyLen, "head dims %lld and %lld: the kernel "
-                     "takes multiples of 16 up to 128", (long long)a->D,
-                     (long long)a->Dv);
+  /* Shapes the kernel holds (head dims: match_dot, match_pv). */
   if (a->Sk < 1)
     return fzReasonf(why, whyLen, "no keys");
   if (a->batch > 65535)
