@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# bench/gpu/attention.sh - the flash-attention kernel (docs/codegen.md
+# "Flash attention": one graph.attention = one kernel of lower-loop-to-
+# kernel's attention mapping) against torch's scaled_dot_product_attention
+# with its flash backend, on the GPU machine. Nothing is built here:
+#     bash bench/gpu/attention.sh [BUILD_DIR] [REPS]   (default build-gpu-carry, 50)
+#     SEQS="128 512" DIMS=64 TYPES=bf16 CAUSAL=1 ...   a subset
+#     CHECK=0 ...   skips part 1
+# BUILD_DIR is tests/gpu/pack.sh's folder (fuse-run, plain or xz).
+# Workloads: q, k, v [B, H, S, D] with B x S = 16384 tokens and H x D =
+# 2048 (B x H fills the GPU at every S: 2048 heads of 128 tokens down to
+# 64 of 4096), S 128, 512, 2048, 4096, D 64 and 128, bf16 and f16, causal
+# and not, scale 1/sqrt(D).
+# Part 1, correctness against the graph interpreter (`fuse-run --device
+# cuda --check-interp`, PASS/FAIL lines): small batches at S 128 and 200
+# (a ragged last tile), every D, type and causal flag, and an additive
+# mask.
+# Part 2, every benchmark run's output checked first, then timed:
+# fuse-run --device cuda --random-inputs 1 --save-inputs --output-dir
+# (its inputs and outputs as .npy) --bench REPS (CUDA events, median);
+# attention_peers.py reads them, compares fuse's output with torch's
+# attention in f32 on the same inputs (f16: rtol 5e-3 atol 4e-3, bf16:
+# rtol 2e-2 atol 2e-2; a FAIL marks the row) and times
+# F.scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION) the
+# same way (median of REPS after warm-up). The table: per workload
+# fuse's and torch's microseconds and TFLOP/s (4 B H S^2 D, half for
+# causal) and torch / fuse (above 1: fuse is faster). Exits 1 when a
+# check failed.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+BUILD=${1:-build-gpu-carry}
+REPS=${2:-50}
+SEQS=${SEQS:-"128 512 2048 4096"}
+DIMS=${DIMS:-"64 128"}
+TYPES=${TYPES:-"bf16 f16"}
+CAUSAL=${CAUSAL:-"0 1"}
+. tests/gpu/find_run.sh
+fz_find_run "$BUILD" || exit 1
+echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"; [ "${RUN#/tmp/}" != "$RUN" ] && rm -f "$RUN"' EXIT
+status=0
+
+# attention B H S D TYPE CAUSAL [MASK]: a function computing one.
+attention() {
+  local b=$1 h=$2 s=$3 d=$4 t=$5 c=$6 m=${7:-0} ty sc attrs margs="" mtype="" params
+  ty="tensor<${b}x${h}x${s}x${d}x$t>"
+  sc=$(python3 -c "print(repr(1.0 / $d ** 0.5))")
+  attrs="scale = $sc : f64"
+  [ "$c" = 1 ] && attrs="$attrs, causal = true"
+  params="%q: $ty, %k: $ty, %v: $ty"
+  if [ "$m" = 1 ]; then
+    margs=", %m" mtype=", tensor<${b}x1x${s}x${s}x$t>"
+    params="$params, %m: tensor<${b}x1x${s}x${s}x$t>"
+  fi
+  cat <<EOT
+func.func @main($params) -> $ty {
+  %0 = graph.attention %q, %k, %v$margs {$attrs} : $ty, $ty, $ty$mtype -> $ty
+  return %0 : $ty
+}
+EOT
+}
+
+if [ "${CHECK:-1}" != 0 ]; then
+  echo "== correctness: cuda against the graph interpreter =="
+  for t in $TYPES; do
+    case $t in bf16) tol="--rtol 2e-2 --atol 2e-2" ;; *) tol="--rtol 5e-3 --atol 4e-3" ;; esac
+    for d in $DIMS; do
+      for s in 128 200; do
+        for c in $CAUSAL; do
+          f=$TMP/check_${t}_${d}_${s}_$c.fuse
+          attention 2 3 "$s" "$d" "$t" "$c" >"$f"
+          fz_check_cuda "$t d=$d s=$s causal=$c" "$f" --random-inputs 3 $tol || status=1
+        done
+      done
+      f=$TMP/check_${t}_${d}_mask.fuse
+      attention 2 2 200 "$d" "$t" 0 1 >"$f"
+      fz_check_cuda "$t d=$d s=200 mask" "$f" --random-inputs 3 $tol || status=1
+    done
+  done
+fi
+
+# One function per workload; its fuse-run --bench time and files kept.
+RES=$TMP/fuse.txt
+: >"$RES"
+for t in $TYPES; do
+  for d in $DIMS; do
+    for s in $SEQS; do
+      for c in $CAUSAL; do
+        b=$((16384 / s)) h=$((2048 / d))
+        name=${t}_d${d}_s${s}_c$c
+        f=$TMP/$name.fuse dir=$TMP/$name
+        mkdir -p "$dir"
+        attention "$b" "$h" "$s" "$d" "$t" "$c" >"$f"
+        out=$(timeout 600 "$RUN" "$f" --device cuda --random-inputs 1 --save-inputs --output-dir "$dir" --bench "$REPS" --print-limit 0 2>&1)
+        us=$(echo "$out" | sed -nE 's/^bench-cuda: @main: .* median ([0-9.]+) us.*/\1/p')
+        kernels=$(echo "$out" | grep -c "^bench-cuda: kernel")
+        plan=$(echo "$out" | grep -m1 "^bench-cuda: kernel main_k0:" | grep -q "flash attention" && echo flash || echo other)
+        [ -z "$us" ] && { us=nan; echo "fuse-run failed ($name): $(echo "$out" | grep -m1 -i error)"; }
+        echo "$name $t $d $s $c $b $h $us $kernels $plan $dir" >>"$RES"
+      done
+    done
+  done
+done
+"$RUN" "$TMP/${name}.fuse" --device cuda --random-inputs 1 --bench 1 --print-limit 0 2>&1 | grep "^bench-cuda: kernel" | sed "s|^|$name: |"
+echo
+timeout 1800 python3 bench/gpu/attention_peers.py "$RES" "$REPS" || status=1
+exit $status
