@@ -186,11 +186,15 @@ static void mma(AG *G, FzValue *const *a, FzValue *b0, FzValue *b1,
   c[1] = fzOpGetResult(op, 1);
 }
 
+static void clone_op(AG *G, FzOp *op, FzIRMapping *map);
+
 /*===--- Operand indices and tile copies ------------------------------===*/
 
 /* The batch part of each index of x: cst + sum over batch dims. */
 static void operand_base(AG *G, const FzAttnOperand *x, FzValue **base) {
   KB *K = &G->K;
+  if (x->computed)
+    return;
   for (size_t d = 0; d < x->rank; ++d) {
     FzValue *v = mmConst(K, x->cst[d]);
     for (size_t b = 0; b + 1 < G->a->numDims; ++b)
@@ -203,6 +207,52 @@ static void operand_base(AG *G, const FzAttnOperand *x, FzValue **base) {
 /* Copies a rows x cols tile of operand x (row variable rowVar: i for q,
  * j for k and v) from row row0 (of `extent`: zero-filled past it) into
  * shared memory at element sbase (i32), 16 bytes per copy. */
+/* A computed operand's element (row rc, column col): its slice cloned,
+ * rounded to the element type. */
+static FzValue *computed_at(AG *G, const FzAttnOperand *x, bool isQ,
+                            FzValue *rc, FzValue *col) {
+  KB *K = &G->K;
+  const FzAttnNest *a = G->a;
+  FzIRMapping *map = fzIRMappingCreate(K->ctx);
+  if (!map) {
+    K->failed = true;
+    return NULL;
+  }
+  for (size_t i = 0; i < a->numCaptures; ++i)
+    if (G->capMap[i])
+      fzIRMappingMap(map, a->captures[i], G->capMap[i]);
+  FzBlock *body = fzLoopGetBody(a->par);
+  for (size_t d = 0; d + 1 < a->numDims; ++d)
+    fzIRMappingMap(map, fzBlockGetArgument(body, d), G->batchIv[d]);
+  fzIRMappingMap(map, fzBlockGetArgument(body, a->numDims - 1),
+                 isQ ? rc : G->rowC[0]);
+  fzIRMappingMap(map, fzBlockGetArgument(fzLoopGetBody(a->kloop), 0),
+                 isQ ? mmConst(K, 0) : rc);
+  fzIRMappingMap(map, x->inner, col);
+  for (size_t i = 0; i < x->numSlice && !K->failed; ++i)
+    clone_op(G, x->slice[i], map);
+  FzValue *v = fzIRMappingLookup(map, x->value);
+  fzIRMappingDestroy(map);
+  if (!v) {
+    K->failed = true;
+    return NULL;
+  }
+  return mmOp(K, "loop.truncf", 1, &v, K->elt, NULL);
+}
+
+/* Chunk (rc, col .. col + 7) of a computed operand stored at dst. */
+static void computed_chunk(AG *G, const FzAttnOperand *x, bool isQ,
+                           FzValue *rc, FzValue *col, FzValue *dst) {
+  KB *K = &G->K;
+  FzValue *e[8];
+  for (int i = 0; i < 8; ++i)
+    e[i] = computed_at(G, x, isQ, rc, mmAddC(K, col, i));
+  FzType *vt = fzVectorTypeGet(K->ctx, 1, &(int64_t){8}, K->elt, NULL);
+  FzValue *vec = mmOp(K, "kernel.from_elements", 8, e, vt, NULL);
+  FzValue *ops[3] = {vec, G->smem, mmCast(K, dst, K->idx)};
+  mmOp(K, "kernel.vector_store", 3, ops, NULL, NULL);
+}
+
 static void load_tile(AG *G, const FzAttnOperand *x, FzValue *const *base,
                       size_t rowVar, int rows, int cols, int64_t extent,
                       FzValue *row0, FzValue *sbase) {
@@ -218,6 +268,10 @@ static void load_tile(AG *G, const FzAttnOperand *x, FzValue *const *base,
     FzValue *rg = mmAdd(K, row0, r);
     FzValue *ok = ragged ? mmLtC(K, rg, extent) : NULL;
     FzValue *rc = ragged ? mmMinC(K, rg, extent - 1) : rg;
+    if (x->computed) {
+      computed_chunk(G, x, x == &G->a->q, rc, col, dst);
+      continue;
+    }
     FzValue *ops[4 + FZ_MATMUL_MAX_DIMS];
     size_t n = 0;
     ops[n++] = G->smem;
@@ -765,12 +819,20 @@ void fzAttentionDescribe(const FzAttnNest *a, char *buf, size_t n) {
   char dv[48] = "";
   if (a->Dv != a->D)
     snprintf(dv, sizeof dv, ", value dim %lld", (long long)a->Dv);
+  /* Operands with fused producers: computed by the kernel. */
+  char comp[64] = "";
+  if (a->q.computed || a->k.computed || a->v.computed)
+    snprintf(comp, sizeof comp, ", %s%s%s computed into shared memory",
+             a->q.computed ? "q" : "",
+             a->k.computed ? (a->q.computed ? " k" : "k") : "",
+             a->v.computed ? (a->q.computed || a->k.computed ? " v" : "v")
+                           : "");
   snprintf(buf, n, "flash attention %lldx%lld, head dim %lld%s %s (batch "
-           "%lld)%s, tile %dx%d:%dw, cp.async double buffer, mma.sync",
+           "%lld)%s, tile %dx%d:%dw, cp.async double buffer%s, mma.sync",
            (long long)a->Sq, (long long)a->Sk, (long long)a->D, dv,
            fzTypeGetKind(a->elt) == FZ_TYPE_BF16 ? "bf16" : "f16",
            (long long)a->batch, a->causal ? ", causal" : "", BM, BN,
-           FZ_ATTN_WARPS);
+           FZ_ATTN_WARPS, comp);
 }
 
 /*===--- The mapping ----------------------------------------------------===*/

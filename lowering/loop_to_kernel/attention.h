@@ -40,11 +40,18 @@
  * dot loop or d of the P V loop). */
 #define FZ_ATTN_MAX_VARS (FZ_MATMUL_MAX_DIMS + 2)
 
-/* q, k or v as the nest reads it: index d of the load is
- * cst[d] + sum_v coef[d][v] * var_v. */
+/* q, k or v as the nest reads it: one load whose index d is
+ * cst[d] + sum_v coef[d][v] * var_v (copied by cp.async), or `computed`:
+ * a value of scalar ops and loads (a fused producer: a bias add) that
+ * the kernel clones per element (slice) and stores into shared memory. */
 typedef struct FzAttnOperand {
   FzValue *buffer; /* a global buffer defined outside the nest */
   FzOp *load;
+  bool computed;
+  FzValue *value;  /* the f32 value the dot or P V loop uses */
+  FzValue *inner;  /* that loop's iv (t or d) */
+  FzOp *slice[64]; /* computed: the nest's ops value depends on, in order */
+  size_t numSlice;
   size_t rank;
   int64_t coef[FZ_MATMUL_MAX_DIMS][FZ_ATTN_MAX_VARS];
   int64_t cst[FZ_MATMUL_MAX_DIMS];

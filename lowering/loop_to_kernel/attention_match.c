@@ -234,6 +234,71 @@ static bool exp_diff(FzValue *v, FzValue **x, FzValue **y) {
   return true;
 }
 
+/* The ops of the nest that value v depends on (inside par: its row ops
+ * and the loop body), operands first, into x->slice; uses[0] / uses[1]
+ * say whether it reads i / j. Only the par ivs, the key iv and the inner
+ * iv may be reached as block arguments. */
+static bool collect_slice(const Vars *V, FzValue *v, FzAttnOperand *x,
+                          bool *uses, int depth) {
+  if (!v || depth > 48)
+    return false;
+  if (fzValueIsBlockArgument(v)) {
+    if (fzValueGetParentBlock(v) == fzLoopGetBody(V->par)) {
+      if (fzValueGetIndex(v) + 1 == V->nd)
+        uses[0] = true;
+      return true;
+    }
+    if (v == V->j)
+      uses[1] = true;
+    return v == V->j || v == V->e || !defined_inside(v, V->par);
+  }
+  FzOp *d = def_of(v);
+  if (!d || !defined_inside(v, V->par))
+    return true; /* a capture */
+  for (size_t i = 0; i < x->numSlice; ++i)
+    if (x->slice[i] == d)
+      return true;
+  if (!mmEpilogueOpOk(d) || fzLoopGetOpcode(d) == FZ_LOOP_OP_STORE)
+    return false;
+  for (size_t i = 0; i < fzOpGetNumOperands(d); ++i)
+    if (!collect_slice(V, fzOpGetOperand(d, i), x, uses, depth + 1))
+      return false;
+  if (x->numSlice >= sizeof x->slice / sizeof x->slice[0])
+    return false;
+  x->slice[x->numSlice++] = d;
+  return true;
+}
+
+/* Operand value v as a computed one: its slice, no dependence on var
+ * `absent` (0: i, 1: j). */
+static bool computed_operand(const Vars *V, FzValue *v, int absent,
+                             const char *name, FzAttnOperand *x, char *why,
+                             size_t whyLen) {
+  memset(x, 0, sizeof *x);
+  x->computed = true;
+  x->value = v;
+  x->inner = V->e;
+  bool uses[2] = {false, false};
+  if (!collect_slice(V, v, x, uses, 0))
+    return fzReasonf(why, whyLen, "%s is computed by ops the kernel cannot "
+                                  "clone", name);
+  if (uses[absent])
+    return fzReasonf(why, whyLen, "%s depends on the %s index", name,
+                     absent ? "key" : "query");
+  return true;
+}
+
+/* The 16-bit element type of the first load in x's slice, or NULL. */
+static FzType *slice_elt(const FzAttnOperand *x) {
+  for (size_t i = 0; i < x->numSlice; ++i)
+    if (fzLoopGetOpcode(x->slice[i]) == FZ_LOOP_OP_LOAD) {
+      FzType *t = fzValueGetType(fzOpGetResult(x->slice[i], 0));
+      if (fzTypeGetKind(t) == FZ_TYPE_F16 || fzTypeGetKind(t) == FZ_TYPE_BF16)
+        return t;
+    }
+  return NULL;
+}
+
 /*===--- The parts ------------------------------------------------------===*/
 
 /* The dot loop: q and k. */
@@ -254,35 +319,47 @@ static bool match_dot(FzAttnNest *a, const Vars *kv, char *why,
   if (fzOpGetNumOperands(yl) != 1 ||
       !fma_parts(fzOpGetOperand(yl, 0), &x, &y, &c) || c != body_arg(dot, 1))
     return fzReasonf(why, whyLen, "the dot loop is not a sum of products");
-  FzType *ex, *ey;
+  FzType *ex = NULL, *ey = NULL;
   FzOp *lx = ext_load(x, &ex), *ly = ext_load(y, &ey);
   if (opc_of(x) == FZ_LOOP_OP_LOAD && opc_of(y) == FZ_LOOP_OP_LOAD &&
       fzTypeGetKind(fzValueGetType(x)) == FZ_TYPE_F32)
     return fzReasonf(why, whyLen, "f32 q and k: no tf32 flash-attention "
                                   "kernel yet (the generic mapping runs "
                                   "it in f32)");
-  if (!lx || !ly)
-    return fzReasonf(why, whyLen, "q or k is not a plain load of 16-bit "
-                                  "elements (a fused producer, or f32)");
-  if (ex != ey || (fzTypeGetKind(ex) != FZ_TYPE_F16 &&
-                   fzTypeGetKind(ex) != FZ_TYPE_BF16))
-    return fzReasonf(why, whyLen, "q and k are not both f16 or both bf16");
-  a->elt = ex;
   Vars V = *kv;
   V.e = body_arg(dot, 0);
-  /* q depends on i, not j; k on j, not i: q is the load without j. */
   size_t iv = a->numDims - 1, jv = a->numDims;
-  for (size_t d = 1; d < fzOpGetNumOperands(lx); ++d) {
-    int64_t co[FZ_ATTN_MAX_VARS], cst;
-    if (affine(&V, fzOpGetOperand(lx, d), co, &cst, 0) && co[jv] != 0) {
-      FzOp *t = lx;
-      lx = ly;
-      ly = t;
-      break;
-    }
+  /* q depends on i, not j; k on j, not i: q is the one without j. */
+  FzAttnOperand probe;
+  bool uses[2] = {false, false};
+  memset(&probe, 0, sizeof probe);
+  if (collect_slice(&V, x, &probe, uses, 0) && uses[1]) {
+    FzValue *t = x;
+    x = y;
+    y = t;
+    FzOp *tl = lx;
+    lx = ly;
+    ly = tl;
+    FzType *te = ex;
+    ex = ey;
+    ey = te;
   }
-  return operand(&V, lx, a->par, jv, "q", &a->q, why, whyLen) &&
-         operand(&V, ly, a->par, iv, "k", &a->k, why, whyLen);
+  bool ok = lx ? operand(&V, lx, a->par, jv, "q", &a->q, why, whyLen)
+               : computed_operand(&V, x, 1, "q", &a->q, why, whyLen);
+  ok = ok && (ly ? operand(&V, ly, a->par, iv, "k", &a->k, why, whyLen)
+                 : computed_operand(&V, y, 0, "k", &a->k, why, whyLen));
+  if (!ok)
+    return false;
+  if (!ex)
+    ex = ey ? ey : slice_elt(&a->q);
+  if (!ey)
+    ey = ex;
+  if (!ex || ex != ey || (a->q.computed && slice_elt(&a->q) != ex) ||
+      (a->k.computed && slice_elt(&a->k) != ex) ||
+      (fzTypeGetKind(ex) != FZ_TYPE_F16 && fzTypeGetKind(ex) != FZ_TYPE_BF16))
+    return fzReasonf(why, whyLen, "q and k are not both f16 or both bf16");
+  a->elt = ex;
+  return true;
 }
 
 /* The P V loop: v, acc = fma(acc, alpha, p * v). */
@@ -324,14 +401,22 @@ static bool match_pv(FzAttnNest *a, const Vars *kv, FzValue *alpha,
   FzOp *mul = def_of(pvv);
   FzValue *m0 = fzOpGetOperand(mul, 0), *m1 = fzOpGetOperand(mul, 1);
   FzValue *vv = m0 == p ? m1 : m1 == p ? m0 : NULL;
-  FzType *ev;
-  FzOp *lv = vv ? ext_load(vv, &ev) : NULL;
-  if (!lv || ev != a->elt)
-    return fzReasonf(why, whyLen, "v is not a plain load of q's element "
-                                  "type");
+  if (!vv)
+    return fzReasonf(why, whyLen, "the P V loop is not acc * alpha + p v");
+  FzType *ev = NULL;
+  FzOp *lv = ext_load(vv, &ev);
   Vars V = *kv;
   V.e = body_arg(pv, 0);
-  return operand(&V, lv, a->par, a->numDims - 1, "v", &a->v, why, whyLen);
+  if (!lv) {
+    if (!computed_operand(&V, vv, 0, "v", &a->v, why, whyLen))
+      return false;
+    ev = slice_elt(&a->v);
+  }
+  if (ev != a->elt)
+    return fzReasonf(why, whyLen, "v is not of q's element type");
+  return lv ? operand(&V, lv, a->par, a->numDims - 1, "v", &a->v, why,
+                      whyLen)
+            : true;
 }
 
 /* The score chain: the ops of the key loop's body that %s depends on. */
