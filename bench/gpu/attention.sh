@@ -6,6 +6,8 @@
 #     bash bench/gpu/attention.sh [BUILD_DIR] [REPS]   (default build-gpu-carry, 50)
 #     SEQS="128 512" DIMS=64 TYPES=bf16 CAUSAL=1 ...   a subset
 #     CHECK=0 ...   skips part 1
+#     BMS="128" ... the query tiles timed (default "64 128": both, each
+#                   row of the table shows both, FZ_GPU_ATTN_BM)
 # BUILD_DIR is tests/gpu/pack.sh's folder (fuse-run, plain or xz).
 # Workloads: q, k, v [B, H, S, D] with B x S = 16384 tokens and H x D =
 # 2048 (B x H fills the GPU at every S: 2048 heads of 128 tokens down to
@@ -15,17 +17,18 @@
 # cuda --check-interp`, PASS/FAIL lines): small batches at S 128 and 200
 # (a ragged last tile), every D, type and causal flag, and an additive
 # mask.
-# Part 2, every benchmark run's output checked first, then timed:
-# fuse-run --device cuda --random-inputs 1 --save-inputs --output-dir
-# (its inputs and outputs as .npy) --bench REPS (CUDA events, median);
-# attention_peers.py reads them, compares fuse's output with torch's
+# Part 2, every benchmark run's output checked first, then timed
+# (attention_peers.py): per workload and query tile of BMS
+# (FZ_GPU_ATTN_BM=64 and 128) `fuse-run --device cuda --random-inputs 1
+# --save-inputs --output-dir DIR --bench REPS` (CUDA events, median; its
+# inputs and output as .npy, removed after the check); it compares fuse's output with torch's
 # attention in f32 on the same inputs (f16: rtol 5e-3 atol 4e-3, bf16:
 # rtol 2e-2 atol 2e-2; a FAIL marks the row) and times
 # F.scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION) the
 # same way (median of REPS after warm-up). The table: per workload
-# fuse's and torch's microseconds and TFLOP/s (4 B H S^2 D, half for
-# causal) and torch / fuse (above 1: fuse is faster). Exits 1 when a
-# check failed.
+# fuse's microseconds per query tile, the best one's TFLOP/s (4 B H S^2
+# D, half for causal), torch's microseconds and TFLOP/s, and torch /
+# fuse's best (above 1: fuse is faster). Exits 1 when a check failed.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUILD=${1:-build-gpu-carry}
@@ -34,6 +37,7 @@ SEQS=${SEQS:-"128 512 2048 4096"}
 DIMS=${DIMS:-"64 128"}
 TYPES=${TYPES:-"bf16 f16"}
 CAUSAL=${CAUSAL:-"0 1"}
+BMS=${BMS:-"64 128"}
 . tests/gpu/find_run.sh
 fz_find_run "$BUILD" || exit 1
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
@@ -80,29 +84,24 @@ if [ "${CHECK:-1}" != 0 ]; then
   done
 fi
 
-# One function per workload; its fuse-run --bench time and files kept.
-RES=$TMP/fuse.txt
-: >"$RES"
+# One function per workload; attention_peers.py runs fuse-run on each
+# (once per query tile), checks and times it, and times torch.
+PLAN=$TMP/plan.txt
+: >"$PLAN"
 for t in $TYPES; do
   for d in $DIMS; do
     for s in $SEQS; do
       for c in $CAUSAL; do
         b=$((16384 / s)) h=$((2048 / d))
-        name=${t}_d${d}_s${s}_c$c
-        f=$TMP/$name.fuse dir=$TMP/$name
-        mkdir -p "$dir"
+        f=$TMP/${t}_d${d}_s${s}_c$c.fuse
         attention "$b" "$h" "$s" "$d" "$t" "$c" >"$f"
-        out=$(timeout 600 "$RUN" "$f" --device cuda --random-inputs 1 --save-inputs --output-dir "$dir" --bench "$REPS" --print-limit 0 2>&1)
-        us=$(echo "$out" | sed -nE 's/^bench-cuda: @main: .* median ([0-9.]+) us.*/\1/p')
-        kernels=$(echo "$out" | grep -c "^bench-cuda: kernel")
-        plan=$(echo "$out" | grep -m1 "^bench-cuda: kernel main_k0:" | grep -q "flash attention" && echo flash || echo other)
-        [ -z "$us" ] && { us=nan; echo "fuse-run failed ($name): $(echo "$out" | grep -m1 -i error)"; }
-        echo "$name $t $d $s $c $b $h $us $kernels $plan $dir" >>"$RES"
+        for bm in $BMS; do
+          echo "$t $d $s $c $b $h $bm $f" >>"$PLAN"
+        done
       done
     done
   done
 done
-"$RUN" "$TMP/${name}.fuse" --device cuda --random-inputs 1 --bench 1 --print-limit 0 2>&1 | grep "^bench-cuda: kernel" | sed "s|^|$name: |"
 echo
-timeout 1800 python3 bench/gpu/attention_peers.py "$RES" "$REPS" || status=1
+RUN=$RUN TMPDIR=$TMP timeout 3600 python3 bench/gpu/attention_peers.py "$PLAN" "$REPS" || status=1
 exit $status

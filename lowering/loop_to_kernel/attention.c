@@ -2,8 +2,9 @@
  * attention nest (attention.h; docs/codegen.md "Flash attention") and
  * the mapping of lower-loop-to-kernel that takes it.
  *
- * One block per (query tile of BM = 64 rows, batch element: heads
- * included, grid.z), 4 warps of 16 query rows, 128 threads:
+ * One block per (query tile of BM = 64 or 128 rows, batch element: heads
+ * included, grid.z), 4 warps of BM / 4 query rows (MT = 1 or 2 m16
+ * tiles each), 128 threads:
  *
  *   setup:    batch ivs from block_id.z; the query tile from block_id.x
  *             (reversed for causal nests: the longest blocks start first);
@@ -12,12 +13,14 @@
  *   prologue: Q tile (BM x D) into shared memory by cp.async, commit; K
  *             and V tile 0 into stage 0, commit; wait for Q, barrier; each
  *             warp ldmatrix's its 16 rows as D / 16 m16n8k16 A fragments,
- *             kept in registers for the whole loop;
+ *             kept in registers for the whole loop (at most 32 of them:
+ *             BM = 128 at D = 128 loads them again in every key tile);
  *   key loop: per tile of BN = 64 keys (kt): wait, barrier, K and V tile
  *             kt + 1 into the other stage (double buffer), commit;
  *             S = Q K^T by mma.sync (K fragments by ldmatrix), per score
  *             the nest's score chain cloned (scale, mask loads, select),
- *             the row max over the thread's 16 scores and its quad (two
+ *             the row max over the thread's 16 scores per row (2 MT
+ *             rows) and its quad (two
  *             shuffles), m' = max(m, max), alpha = exp(m - m'), p = exp(s
  *             - m'), the thread's partial row sum l = l alpha + sum p, O *=
  *             alpha; P rounded to the element type as the A fragments of
@@ -44,6 +47,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ir/util.h"
@@ -51,7 +55,6 @@
 #include "lowering/loop_to_kernel/loop_to_kernel_internal.h"
 #include "lowering/loop_to_kernel/matmul_internal.h"
 
-#define BM FZ_ATTN_BM
 #define BN FZ_ATTN_BN
 #define THREADS (32 * FZ_ATTN_WARPS)
 #define MAX_ROW_OPS 256
@@ -67,14 +70,21 @@ typedef struct AG {
   FzValue *qBase[FZ_MATMUL_MAX_DIMS], *kBase[FZ_MATMUL_MAX_DIMS],
       *vBase[FZ_MATMUL_MAX_DIMS];
   int64_t qOff, kOff, vOff, kStage, vStage; /* shared element offsets */
-  /* This thread's rows (g, g + 8 of its warp), clamped into [0, Sq). */
-  FzValue *row[2], *rowC[2];
+  int BM, MT; /* query rows per block, m16 tiles per warp (1 or 2) */
+  int R;      /* rows per thread: 2 MT (g, g + 8 of each m16 tile) */
+  /* This thread's rows (row r: m16 tile r / 2, g + 8 (r % 2)), clamped
+   * into [0, Sq). */
+  FzValue *row[4], *rowC[4];
   /* The nest's row ops cloned per row: from[i] -> to[r][i]. */
-  FzValue *rowFrom[MAX_ROW_OPS], *rowTo[2][MAX_ROW_OPS];
+  FzValue *rowFrom[MAX_ROW_OPS], *rowTo[4][MAX_ROW_OPS];
   size_t numRowVals;
   /* The lane offsets of K and V fragment (0, 0) in a stage (i32). */
   FzValue *lane0[2];
-  FzValue *fq[8][4]; /* Q's A fragments per k16 step */
+  /* Q's A fragments per m16 tile and k16 step, when kept in registers
+   * (qRegs: at most 32 of them); else loaded from shared memory in every
+   * key tile. */
+  bool qRegs;
+  FzValue *fq[2][8][4];
 } AG;
 
 static FzValue *cap(AG *G, FzValue *v) {
@@ -430,7 +440,7 @@ static void clone_op(AG *G, FzOp *op, FzIRMapping *map) {
 /* The nest's row ops (its top-level scalar ops) for both rows. */
 static void clone_row_ops(AG *G) {
   const FzAttnNest *a = G->a;
-  for (int r = 0; r < 2 && !G->K.failed; ++r) {
+  for (int r = 0; r < G->R && !G->K.failed; ++r) {
     FzIRMapping *map = row_map(G, r, false);
     if (!map)
       return;
@@ -498,20 +508,22 @@ static void final_at(AG *G, int r, FzValue *d, FzValue *o, FzValue *m,
 
 /*===--- The key loop ---------------------------------------------------===*/
 
-/* Iteration arguments: O (Dv / 8 n8 tiles x 2 pairs), m[2], l[2]. */
+/* Iteration arguments: O (per m16 tile, Dv / 8 n8 tiles x 2 pairs: o[(mi
+ * Dv / 8 + n) 2 + half]), m and l per row. */
 typedef struct State {
-  FzValue *o[32];
-  FzValue *m[2], *l[2];
+  FzValue *o[64];
+  FzValue *m[4], *l[4];
   size_t no;
+  int R;
 } State;
 
 static size_t state_pack(const State *s, FzValue **v) {
   size_t n = 0;
   for (size_t i = 0; i < s->no; ++i)
     v[n++] = s->o[i];
-  for (int r = 0; r < 2; ++r)
+  for (int r = 0; r < s->R; ++r)
     v[n++] = s->m[r];
-  for (int r = 0; r < 2; ++r)
+  for (int r = 0; r < s->R; ++r)
     v[n++] = s->l[r];
   return n;
 }
@@ -520,44 +532,68 @@ static void state_unpack(State *s, FzValue *const *v) {
   size_t n = 0;
   for (size_t i = 0; i < s->no; ++i)
     s->o[i] = v[n++];
-  for (int r = 0; r < 2; ++r)
+  for (int r = 0; r < s->R; ++r)
     s->m[r] = v[n++];
-  for (int r = 0; r < 2; ++r)
+  for (int r = 0; r < s->R; ++r)
     s->l[r] = v[n++];
+}
+
+/* Q's A fragments of m16 tile mi (this warp's) and k16 step ks from
+ * the Q tile in shared memory. */
+static void load_q_frag(AG *G, int mi, int ks, FzValue **out) {
+  KB *K = &G->K;
+  FzValue *qr = mmAdd(K, mmMul(K, G->warp, 16 * G->MT),
+                      mmAddC(K, mmRemC(K, G->lane, 16), 16 * mi));
+  FzValue *qc = mmAddC(K, mmMul(K, mmDivC(K, G->lane, 16), 8), 16 * ks);
+  ldsm(G, mmAddC(K, mmCast(K, mmSwizzle(K, qr, qc, (int)G->a->D), K->i32),
+                 G->qOff),
+       false, out);
 }
 
 /* One key tile kt (index) on stage `stage` (i32): S, the online softmax,
  * O += P V. masked: keys past Sk and (causal) past each row's diagonal
- * get -inf. */
+ * get -inf. Row r of the thread is m16 tile r / 2, half r % 2. */
 static void compute_tile(AG *G, FzValue *kt, FzValue *stage, bool masked,
                          State *s) {
   KB *K = &G->K;
   const FzAttnNest *a = G->a;
-  int KS = (int)(a->D / 16), NT = BN / 8;
+  int KS = (int)(a->D / 16), NT = BN / 8, MT = G->MT, NO = (int)(a->Dv / 8);
   FzValue *zero = mmConstAttr(
       K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
       K->vacc);
-  FzValue *S[BN / 8][2];
-  for (int n = 0; n < NT; ++n)
-    S[n][0] = S[n][1] = zero;
+  FzValue *S[2][BN / 8][2];
+  for (int mi = 0; mi < MT; ++mi)
+    for (int n = 0; n < NT; ++n)
+      S[mi][n][0] = S[mi][n][1] = zero;
   FzValue *kb = mmAdd(K, mmConstOf(K, K->i32, G->kOff),
                       mmMul(K, stage, G->kStage));
-  for (int ks = 0; ks < KS; ++ks)
+  for (int ks = 0; ks < KS; ++ks) {
+    FzValue *qf[2][4];
+    for (int mi = 0; mi < MT; ++mi) {
+      if (G->qRegs)
+        memcpy(qf[mi], G->fq[mi][ks], sizeof qf[mi]);
+      else
+        load_q_frag(G, mi, ks, qf[mi]);
+    }
     for (int nj = 0; nj < BN / 16; ++nj) {
       FzValue *b[4];
       ldsm(G, frag_addr(G, false, ks, nj, kb), false, b);
-      mma(G, G->fq[ks], b[0], b[1], S[2 * nj]);
-      mma(G, G->fq[ks], b[2], b[3], S[2 * nj + 1]);
+      for (int mi = 0; mi < MT; ++mi) {
+        mma(G, qf[mi], b[0], b[1], S[mi][2 * nj]);
+        mma(G, qf[mi], b[2], b[3], S[mi][2 * nj + 1]);
+      }
     }
+  }
   /* Scores, the row max, p. */
   FzValue *n0 = mmMul(K, kt, BN);
   FzValue *ninf = fconst(G, -HUGE_VAL);
-  FzValue *p[2][BN / 8][2];
-  for (int r = 0; r < 2; ++r) {
+  FzValue *p[4][BN / 8][2];
+  for (int r = 0; r < G->R; ++r) {
+    int mi = r / 2, half = r % 2;
     FzValue *sc[BN / 8][2], *mx = NULL;
     for (int n = 0; n < NT; ++n)
       for (int h = 0; h < 2; ++h) {
-        FzValue *x = extract(G, S[n][r], h);
+        FzValue *x = extract(G, S[mi][n][half], h);
         FzValue *j = mmAdd(K, n0, mmAddC(K, mmMul(K, G->tq, 2), 8 * n + h));
         FzValue *jc = masked ? mmMinC(K, j, a->Sk - 1) : j;
         FzValue *v = score_at(G, r, jc, x);
@@ -586,8 +622,8 @@ static void compute_tile(AG *G, FzValue *kt, FzValue *stage, bool masked,
     FzValue *ops[3] = {s->l[r], alpha, sum};
     s->l[r] = mmOp(K, "loop.fma", 3, ops, K->f32, NULL);
     s->m[r] = mn;
-    for (size_t i = 0; i < s->no / 2; ++i) {
-      FzValue **o = &s->o[2 * i + r];
+    for (int n = 0; n < NO; ++n) {
+      FzValue **o = &s->o[(mi * NO + n) * 2 + half];
       *o = pair(G, fop(G, "loop.mulf", extract(G, *o, 0), alpha),
                 fop(G, "loop.mulf", extract(G, *o, 1), alpha), K->vacc);
     }
@@ -596,18 +632,22 @@ static void compute_tile(AG *G, FzValue *kt, FzValue *stage, bool masked,
   FzValue *vb = mmAdd(K, mmConstOf(K, K->i32, G->vOff),
                       mmMul(K, stage, G->vStage));
   for (int kk = 0; kk < BN / 16; ++kk) {
-    FzValue *pa[4];
-    for (int q = 0; q < 4; ++q) {
-      int n = 2 * kk + q / 2, r = q % 2;
-      pa[q] = pair(G, mmOp(K, "loop.truncf", 1, &p[r][n][0], K->elt, NULL),
-                   mmOp(K, "loop.truncf", 1, &p[r][n][1], K->elt, NULL),
-                   K->vreg);
-    }
-    for (int nj = 0; nj < (int)(a->Dv / 16); ++nj) {
+    FzValue *pa[2][4];
+    for (int mi = 0; mi < MT; ++mi)
+      for (int q = 0; q < 4; ++q) {
+        int n = 2 * kk + q / 2, r = 2 * mi + q % 2;
+        pa[mi][q] =
+            pair(G, mmOp(K, "loop.truncf", 1, &p[r][n][0], K->elt, NULL),
+                 mmOp(K, "loop.truncf", 1, &p[r][n][1], K->elt, NULL),
+                 K->vreg);
+      }
+    for (int nj = 0; nj < NO / 2; ++nj) {
       FzValue *b[4];
       ldsm(G, frag_addr(G, true, kk, nj, vb), true, b);
-      mma(G, pa, b[0], b[1], &s->o[(2 * nj) * 2]);
-      mma(G, pa, b[2], b[3], &s->o[(2 * nj + 1) * 2]);
+      for (int mi = 0; mi < MT; ++mi) {
+        mma(G, pa[mi], b[0], b[1], &s->o[(mi * NO + 2 * nj) * 2]);
+        mma(G, pa[mi], b[2], b[3], &s->o[(mi * NO + 2 * nj + 1) * 2]);
+      }
     }
   }
 }
@@ -617,7 +657,7 @@ static void compute_tile(AG *G, FzValue *kt, FzValue *stage, bool masked,
 static void key_loop(AG *G, FzValue *lo, FzValue *hi, FzValue *nTiles,
                      bool masked, State *s) {
   KB *K = &G->K;
-  FzValue *inits[40], *iters[40], *kt;
+  FzValue *inits[80], *iters[80], *kt;
   size_t n = state_pack(s, inits);
   FzBuilder saved;
   FzOp *loop = mmForOpen(K, lo, hi, n, inits, &kt, iters, &saved);
@@ -638,7 +678,7 @@ static void key_loop(AG *G, FzValue *lo, FzValue *hi, FzValue *nTiles,
   mmIfClose(K, guard, &inIf);
   mmPlainOp(K, "kernel.cp_async_commit");
   compute_tile(G, kt, mmRemC(K, mmCast(K, kt, K->i32), 2), masked, &in);
-  FzValue *ys[40];
+  FzValue *ys[80];
   state_pack(&in, ys);
   mmForClose(K, loop, n, ys, &saved);
   for (size_t i = 0; i < n; ++i)
@@ -656,6 +696,7 @@ static FzValue *min_idx(KB *K, FzValue *x, FzValue *y) {
 static void setup(AG *G) {
   KB *K = &G->K;
   const FzAttnNest *a = G->a;
+  int BM = G->BM;
   FzValue *bz = mmId(K, "kernel.block_id", "z");
   int64_t inner = 1;
   for (size_t d = a->numDims - 1; d-- > 0;) {
@@ -672,9 +713,9 @@ static void setup(AG *G) {
   G->warp = mmDivC(K, G->tid, 32);
   G->g = mmDivC(K, G->lane, 4);
   G->tq = mmRemC(K, G->lane, 4);
-  for (int r = 0; r < 2; ++r) {
-    G->row[r] = mmAdd(K, mmAdd(K, G->m0, mmMul(K, G->warp, 16)),
-                      mmAddC(K, G->g, 8 * r));
+  for (int r = 0; r < G->R; ++r) {
+    G->row[r] = mmAdd(K, mmAdd(K, G->m0, mmMul(K, G->warp, 16 * G->MT)),
+                      mmAddC(K, G->g, 16 * (r / 2) + 8 * (r % 2)));
     G->rowC[r] = a->Sq % BM ? mmMinC(K, G->row[r], a->Sq - 1) : G->row[r];
   }
   operand_base(G, &a->q, G->qBase);
@@ -693,6 +734,7 @@ static void setup(AG *G) {
 static bool build_body(AG *G) {
   KB *K = &G->K;
   const FzAttnNest *a = G->a;
+  int BM = G->BM, NO = (int)(a->Dv / 8);
   setup(G);
   /* Prologue: Q, then K and V tile 0; Q's fragments. */
   load_tile(G, &a->q, G->qBase, a->numDims - 1, BM, (int)a->D, a->Sq, G->m0,
@@ -706,14 +748,10 @@ static bool build_body(AG *G) {
                    fzIntegerAttrGet(K->ctx, K->i32, 1));
   mmCreate(K, &st, 0);
   mmPlainOp(K, "kernel.barrier");
-  FzValue *qr = mmAdd(K, mmMul(K, G->warp, 16), mmRemC(K, G->lane, 16));
-  FzValue *qc = mmMul(K, mmDivC(K, G->lane, 16), 8);
-  for (int ks = 0; ks < (int)(a->D / 16); ++ks)
-    ldsm(G, mmAddC(K, mmCast(K, mmSwizzle(K, qr, mmAddC(K, qc, 16 * ks),
-                                          (int)a->D),
-                             K->i32),
-                   G->qOff),
-         false, G->fq[ks]);
+  if (G->qRegs)
+    for (int mi = 0; mi < G->MT; ++mi)
+      for (int ks = 0; ks < (int)(a->D / 16); ++ks)
+        load_q_frag(G, mi, ks, G->fq[mi][ks]);
   /* The key tiles: [0, full) whole for every row, [full, nTiles) masked. */
   int64_t kt = (a->Sk + BN - 1) / BN, kf = a->Sk / BN;
   FzValue *nTiles = mmConst(K, kt), *full = mmConst(K, kf);
@@ -725,13 +763,14 @@ static bool build_body(AG *G) {
     full = min_idx(K, full, mmDivC(K, mmAddC(K, G->m0, a->causalC), BN));
   }
   State s;
-  s.no = (size_t)(a->Dv / 8) * 2;
+  s.no = (size_t)(G->MT * NO * 2);
+  s.R = G->R;
   FzValue *zero = mmConstAttr(
       K, fzDenseAttrGet(K->ctx, K->vacc, &(float){0.0f}, sizeof(float)),
       K->vacc);
   for (size_t i = 0; i < s.no; ++i)
     s.o[i] = zero;
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < G->R; ++r) {
     s.m[r] = fconst(G, -FLT_MAX);
     s.l[r] = fconst(G, 0.0);
   }
@@ -739,18 +778,19 @@ static bool build_body(AG *G) {
   if (a->causal || a->Sk % BN)
     key_loop(G, full, nTiles, nTiles, true, &s);
   /* Final: l over the quad, then the nest's final loop per element. */
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < G->R; ++r) {
     FzValue *l = fop(G, "loop.addf", s.l[r], shfl_xor(G, s.l[r], 1));
     s.l[r] = fop(G, "loop.addf", l, shfl_xor(G, l, 2));
   }
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < G->R; ++r) {
     FzBuilder saved;
     FzOp *guard = mmIfOpen(K, a->Sq % BM ? mmLtC(K, G->row[r], a->Sq) : NULL,
                            &saved);
-    for (int n = 0; n < (int)(a->Dv / 8); ++n)
+    for (int n = 0; n < NO; ++n)
       for (int h = 0; h < 2; ++h) {
         FzValue *d = mmAddC(K, mmMul(K, G->tq, 2), 8 * n + h);
-        final_at(G, r, d, extract(G, s.o[2 * n + r], h), s.m[r], s.l[r]);
+        FzValue *o = s.o[((r / 2) * NO + n) * 2 + r % 2];
+        final_at(G, r, d, extract(G, o, h), s.m[r], s.l[r]);
       }
     mmIfClose(K, guard, &saved);
   }
@@ -777,6 +817,10 @@ bool fzKernelBuildAttentionBody(const FzAttnNest *a, FzBuilder *at,
   K->vacc = fzVectorTypeGet(ctx, 1, &(int64_t){2}, K->f32, NULL);
   K->b = *at;
   G->a = a;
+  G->BM = a->bm == 128 ? 128 : 64;
+  G->MT = G->BM / 64;
+  G->R = 2 * G->MT;
+  G->qRegs = G->MT * a->D / 16 <= 8;
   for (size_t i = 0; i < a->numCaptures; ++i)
     if (!(G->capMap[i] = caps[i]))
       K->failed = true;
@@ -801,6 +845,7 @@ bool fzKernelBuildAttentionBody(const FzAttnNest *a, FzBuilder *at,
 
 void fzAttentionGetLaunch(const FzAttnNest *a, int64_t grid[3],
                           int64_t block[3], int64_t *sharedBytes) {
+  int64_t BM = a->bm == 128 ? 128 : 64;
   grid[0] = (a->Sq + BM - 1) / BM;
   grid[1] = 1;
   grid[2] = a->batch;
@@ -831,8 +876,22 @@ void fzAttentionDescribe(const FzAttnNest *a, char *buf, size_t n) {
            "%lld)%s, tile %dx%d:%dw, cp.async double buffer%s, mma.sync",
            (long long)a->Sq, (long long)a->Sk, (long long)a->D, dv,
            fzTypeGetKind(a->elt) == FZ_TYPE_BF16 ? "bf16" : "f16",
-           (long long)a->batch, a->causal ? ", causal" : "", BM, BN,
-           FZ_ATTN_WARPS, comp);
+           (long long)a->batch, a->causal ? ", causal" : "",
+           a->bm == 128 ? 128 : 64, BN, FZ_ATTN_WARPS, comp);
+}
+
+bool fzAttentionChooseTile(FzAttnNest *a, const char *text, char *why,
+                           size_t whyLen) {
+  const char *src = text && *text ? text : getenv("FZ_GPU_ATTN_BM");
+  if (!src || !*src) {
+    a->bm = a->Sq > 64 ? 128 : 64;
+    return true;
+  }
+  if (strcmp(src, "64") && strcmp(src, "128"))
+    return fzReasonf(why, whyLen, "'%s' is not a query tile (64 or 128)",
+                     src);
+  a->bm = atoi(src);
+  return true;
 }
 
 /*===--- The mapping ----------------------------------------------------===*/
@@ -854,6 +913,13 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                    "attention nest not lowered to the flash-attention "
                    "kernel: %s", why);
     fzFree(p->ctx, a);
+    return false;
+  }
+  if (!fzAttentionChooseTile(a, NULL, why, sizeof why)) {
+    fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
+                "lower-loop-to-kernel: attention tile: %s", why);
+    fzFree(p->ctx, a);
+    p->failed = true;
     return false;
   }
   fzAttentionGetLaunch(a, p->grid, p->block, &p->sharedBytes);

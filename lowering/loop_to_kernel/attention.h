@@ -86,6 +86,11 @@ typedef struct FzAttnNest {
   /* Values used in the nest and defined outside it. */
   FzValue *captures[FZ_MATMUL_MAX_CAPTURES];
   size_t numCaptures;
+  /* The kernel's query rows per block: 64 (a warp per 16 rows) or 128
+   * (32 rows, two m16 tiles, per warp; Q's fragments are then loaded
+   * from shared memory in every key tile when D > 64); set by
+   * fzAttentionChooseTile. */
+  int bm;
 } FzAttnNest;
 
 /* Recognizes `par` as an attention nest and fills *out. False when it is
@@ -96,11 +101,16 @@ typedef struct FzAttnNest {
 bool fzKernelMatchAttentionNest(FzOp *par, FzAttnNest *out, bool *isAttn,
                                 char *why, size_t whyLen);
 
-/* Tile of the kernel: FZ_ATTN_BM query rows per block (4 warps of 16
- * rows), FZ_ATTN_BN keys per streamed tile. */
-#define FZ_ATTN_BM 64
+/* Tile of the kernel: FzAttnNest.bm query rows per block (4 warps of
+ * bm / 4 rows), FZ_ATTN_BN keys per streamed tile. */
 #define FZ_ATTN_BN 64
 #define FZ_ATTN_WARPS 4
+
+/* Sets a->bm: `text` ("64" or "128") when not NULL/empty, else
+ * $FZ_GPU_ATTN_BM when set, else 128 when Sq > 64, else 64. False with
+ * the reason for a bad text. */
+bool fzAttentionChooseTile(FzAttnNest *a, const char *text, char *why,
+                           size_t whyLen);
 
 /* The launch: grid.x the query tiles, grid.z the batch (heads
  * included), 128 threads, the dynamic shared bytes (Q tile and two
