@@ -15,8 +15,8 @@
 # and not, scale 1/sqrt(D).
 # Part 1, correctness against the graph interpreter (`fuse-run --device
 # cuda --check-interp`, PASS/FAIL lines): small batches at S 128 and 200
-# (a ragged last tile), every D, type and causal flag, and an additive
-# mask.
+# (a ragged last tile), every D, type, causal flag and query tile, and an
+# additive mask.
 # Part 2, every benchmark run's output checked first, then timed
 # (attention_peers.py): per workload and query tile of BMS
 # (FZ_GPU_ATTN_BM=64 and 128) `fuse-run --device cuda --random-inputs 1
@@ -70,16 +70,18 @@ if [ "${CHECK:-1}" != 0 ]; then
   for t in $TYPES; do
     case $t in bf16) tol="--rtol 2e-2 --atol 2e-2" ;; *) tol="--rtol 5e-3 --atol 4e-3" ;; esac
     for d in $DIMS; do
-      for s in 128 200; do
-        for c in $CAUSAL; do
-          f=$TMP/check_${t}_${d}_${s}_$c.fuse
-          attention 2 3 "$s" "$d" "$t" "$c" >"$f"
-          fz_check_cuda "$t d=$d s=$s causal=$c" "$f" --random-inputs 3 $tol || status=1
+      for bm in $BMS; do
+        for s in 128 200; do
+          for c in $CAUSAL; do
+            f=$TMP/check_${t}_${d}_${s}_$c.fuse
+            attention 2 3 "$s" "$d" "$t" "$c" >"$f"
+            FZ_GPU_ATTN_BM=$bm fz_check_cuda "$t d=$d s=$s causal=$c BM=$bm" "$f" --random-inputs 3 $tol || status=1
+          done
         done
+        f=$TMP/check_${t}_${d}_mask.fuse
+        attention 2 2 200 "$d" "$t" 0 1 >"$f"
+        FZ_GPU_ATTN_BM=$bm fz_check_cuda "$t d=$d s=200 mask BM=$bm" "$f" --random-inputs 3 $tol || status=1
       done
-      f=$TMP/check_${t}_${d}_mask.fuse
-      attention 2 2 200 "$d" "$t" 0 1 >"$f"
-      fz_check_cuda "$t d=$d s=200 mask" "$f" --random-inputs 3 $tol || status=1
     done
   done
 fi

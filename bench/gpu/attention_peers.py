@@ -18,12 +18,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
-
 plan = [l.split() for l in open(sys.argv[1]) if l.strip()]
 REPS = int(sys.argv[2]) if len(sys.argv) > 2 else 50
 RUN = os.environ["RUN"]
 try:
+    import numpy as np
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel

@@ -884,7 +884,10 @@ bool fzAttentionChooseTile(FzAttnNest *a, const char *text, char *why,
                            size_t whyLen) {
   const char *src = text && *text ? text : getenv("FZ_GPU_ATTN_BM");
   if (!src || !*src) {
-    a->bm = a->Sq > 64 ? 128 : 64;
+    /* 128 rows reuse each K and V fragment twice; at head dims above 64
+     * their O, S and P take ~240 registers a thread, so 64 there until
+     * measured (bench/gpu/attention.sh times both). */
+    a->bm = a->Sq > 64 && a->D <= 64 && a->Dv <= 64 ? 128 : 64;
     return true;
   }
   if (strcmp(src, "64") && strcmp(src, "128"))

@@ -107,8 +107,8 @@ bool fzKernelMatchAttentionNest(FzOp *par, FzAttnNest *out, bool *isAttn,
 #define FZ_ATTN_WARPS 4
 
 /* Sets a->bm: `text` ("64" or "128") when not NULL/empty, else
- * $FZ_GPU_ATTN_BM when set, else 128 when Sq > 64, else 64. False with
- * the reason for a bad text. */
+ * $FZ_GPU_ATTN_BM when set, else 128 when Sq > 64 and both head dims are
+ * at most 64, else 64. False with the reason for a bad text. */
 bool fzAttentionChooseTile(FzAttnNest *a, const char *text, char *why,
                            size_t whyLen);
 
