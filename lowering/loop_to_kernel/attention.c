@@ -903,21 +903,24 @@ static bool plan(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                  FzLkPlan *p) {
   if (o->noMma)
     return false;
+  /* Matched on the stack: most nests are no attention, and allocate
+   * nothing here. */
+  FzAttnNest m;
+  char why[256];
+  bool isAttn = false;
+  if (!fzKernelMatchAttentionNest(nest->par, &m, &isAttn, why, sizeof why)) {
+    if (o->remarks && isAttn)
+      fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
+                   "attention nest not lowered to the flash-attention "
+                   "kernel: %s", why);
+    return false;
+  }
   FzAttnNest *a = fzCalloc(p->ctx, 1, sizeof *a);
   if (!a) {
     p->failed = true;
     return false;
   }
-  char why[256];
-  bool isAttn = false;
-  if (!fzKernelMatchAttentionNest(nest->par, a, &isAttn, why, sizeof why)) {
-    if (o->remarks && isAttn)
-      fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
-                   "attention nest not lowered to the flash-attention "
-                   "kernel: %s", why);
-    fzFree(p->ctx, a);
-    return false;
-  }
+  *a = m;
   if (!fzAttentionChooseTile(a, NULL, why, sizeof why)) {
     fzEmitError(nest->ctx, fzOpGetLoc(nest->par),
                 "lower-loop-to-kernel: attention tile: %s", why);
