@@ -127,6 +127,7 @@ typedef struct FzLkMapping {
 
 extern const FzLkMapping fzLkMatmulMapping;      /* matmul_mapping.c */
 extern const FzLkMapping fzLkDepthwiseMapping;   /* depthwise.c */
+extern const FzLkMapping fzLkAttentionMapping;   /* attention.c */
 /* fzLkSmallMMapping: small_m.h. */
 /* Before the mappings plan a matmul nest (matmul_mapping.c): the batch
  * dims of its rows operand that the other operand does not index, and

@@ -28,6 +28,7 @@
 static const FzLkMapping *const kMappings[] = {
     &fzLkSmallMMapping,
     &fzLkDepthwiseMapping,
+    &fzLkAttentionMapping,
     &fzLkMatmulMapping,
     &fzLkGroupedMapping,
     &fzLkElementwiseMapping,

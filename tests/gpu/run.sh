@@ -31,7 +31,7 @@
 # when anything failed or the conformance runner did not finish.
 # FZ_GPU_DEVICE=cpu runs the same checks on the CPU, FZ_GPU_DEVICE=sim
 # through the GPU path on the kernel simulator (dry runs of this script on
-# a machine without a GPU; sim: 903 passed, 0 failed: test_cuda, 42
+# a machine without a GPU; sim: 909 passed, 0 failed: test_cuda, 45
 # cases x 2 seeds, 818 conformance tests).
 #
 # Tolerances: rtol 1e-4, atol 1e-5 (reductions sum in a different order
