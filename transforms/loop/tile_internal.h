@@ -87,7 +87,8 @@ static inline FzLoopBuilder tileAt(TileGen *G, const FzBuilder *b) {
 }
 
 /* Transitional: the builders of the old tile* family that conv_emit.c
- * and conv_tile.c still call, as one-line forwards to FzLoopBuilder.
+ * and conv_tile.c (and conv_flat.c, conv_flat_epi.c) still call, as
+ * one-line forwards to FzLoopBuilder.
  * They go when those files move to it (docs/architecture.md, "Building
  * IR": a mechanical change left until the conv work in flight has
  * merged). Do not use them in new code. */
@@ -132,6 +133,20 @@ static inline FzOp *tileMakeParallel(TileGen *G, size_t n, const int64_t *ub,
   if (par)
     *inner = in.ip;
   return par;
+}
+static inline FzType *tileVectorType(TileGen *G, FzType *scalar) {
+  FzLoopBuilder B = tileAt(G, &G->top);
+  return fzBVectorType(&B, G->W, scalar);
+}
+static inline FzOp *tileMakeFor(TileGen *G, FzBuilder *b, FzValue *lb,
+                                FzValue *ub, FzValue *st, size_t n,
+                                FzValue *const *init, FzType *t,
+                                FzBuilder *inner) {
+  FzLoopBuilder B = tileAt(G, b), in;
+  FzOp *loop = fzBFor(&B, lb, ub, st, n, init, t, &in);
+  if (loop)
+    *inner = in.ip;
+  return loop;
 }
 static inline FzValue *tileCloneWith(TileGen *G, FzBuilder *b, FzOp *op,
                                      FzValue *const *ops, FzType *rt) {
