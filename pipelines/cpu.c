@@ -97,8 +97,9 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
   double t0 = fzCpuNowSeconds();
   if (options->simplify) {
     bool ok = run_pipeline(
-        module, options->fuse ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
-                              : "canonicalize,cse");
+        module, !options->fuse     ? "canonicalize,cse"
+                : options->forGpu ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY_GPU
+                                  : "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY);
     report(options, "graph passes", t0);
     if (!ok)
       return false;

@@ -23,6 +23,7 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     po.timing = options ? options->timing : NULL;
     po.fusion = options ? options->fusion : NULL;
     po.layout = options ? options->layout : FZ_GRAPH_LAYOUT_NCHW;
+    po.forGpu = true;
     /* bf16, fp16: contractions on 16-bit operands (a graph rewrite). */
     ok = (!options ||
           fzModuleApplyPrecision(clone, options->precision, fuse)) &&

@@ -12,10 +12,18 @@
 /* The graph simplifications of graph-optimize, in order, after its
  * canonicalize,cse and before fusion. The CPU and GPU pipelines run the
  * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
-#define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
+#define FZ_PIPELINE_GRAPH_SIMPLIFY_HEAD                                      \
   "fold-qdq,recognize-composites,simplify-algebra,simplify-reshapes,"     \
-  "fold-transpose,fold-batchnorm,recognize-attention,merge-projections,"  \
-  "canonicalize"
+  "fold-transpose,fold-batchnorm,"
+#define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
+  FZ_PIPELINE_GRAPH_SIMPLIFY_HEAD                                            \
+  "recognize-attention,merge-projections,canonicalize"
+/* The same for the GPU (FzCpuPipelineOptions.forGpu): attention only over
+ * 16-bit operands, which the flash-attention kernel takes; f32 attention
+ * stays tensor-core matmuls and a softmax. */
+#define FZ_PIPELINE_GRAPH_SIMPLIFY_GPU                                       \
+  FZ_PIPELINE_GRAPH_SIMPLIFY_HEAD                                            \
+  "recognize-attention{f32=false},merge-projections,canonicalize"
 
 /* The layout steps of fzModuleApplyLayout (NHWC), after the
  * simplifications: convert-layout, then the reshape chains and constants

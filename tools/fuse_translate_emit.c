@@ -232,6 +232,7 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     po.layout = o->haveLayout       ? o->layout
                 : !strcmp(o->kind, "ptx") ? FZ_GRAPH_LAYOUT_AUTO
                                           : FZ_GRAPH_LAYOUT_NCHW;
+    po.forGpu = !strcmp(o->kind, "ptx");
     if (!fzModuleApplyPrecision(module, o->precision, po.fuse) ||
         !fzLowerModuleForCpu(module, &po))
       return false;

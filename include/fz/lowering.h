@@ -321,6 +321,12 @@ typedef struct FzCpuPipelineOptions {
    * runs convert-layout after the simplifications (fzModuleApplyLayout);
    * FZ_GRAPH_LAYOUT_NCHW (zero, the default) leaves the model's. */
   FzGraphLayout layout;
+  /* The graph -> loop half of a GPU compile (default false; set by
+   * fzCudaCompileModule, fzGpuCompile's callers in the tools and
+   * fuse-translate --emit=ptx): recognize-attention takes only f16/bf16
+   * attention, which the flash-attention kernel runs; f32 attention
+   * stays tensor-core matmuls and a softmax (docs/passes.md). */
+  bool forGpu;
 } FzCpuPipelineOptions;
 
 FZ_API void fzCpuPipelineOptionsInit(FzCpuPipelineOptions *options);

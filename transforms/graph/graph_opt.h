@@ -56,6 +56,7 @@ typedef struct FzGraphOptOptions {
   bool sharedStatistics; /* recognize-composites{shared-statistics} */
   bool remarks;          /* recognize-attention{remarks}, fold-qdq{remarks} */
   bool inexact;          /* fold-qdq{inexact} */
+  bool attentionF32;     /* recognize-attention{f32} (default true) */
 } FzGraphOptOptions;
 
 /* One pattern of a pass. `group` indexes the pass's bool options (the

@@ -44,7 +44,7 @@ bool fzGraphOptFirstRemark(const void *ud, const FzOp *op) {
   return fzPtrMapPut(&st->remarked, op, (void *)1);
 }
 
-static const FzGraphOptOptions kDefaults = {false, true, false, false};
+static const FzGraphOptOptions kDefaults = {false, true, false, false, true};
 
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud) {
   return ud ? &((const Slot *)ud)->state->opts : &kDefaults;
@@ -116,6 +116,8 @@ bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
     st->opts.sharedStatistics = fzPassGetBoolOption(pass, "shared-statistics");
   if (has_option(def, "remarks"))
     st->opts.remarks = fzPassGetBoolOption(pass, "remarks");
+  if (has_option(def, "f32"))
+    st->opts.attentionF32 = fzPassGetBoolOption(pass, "f32");
   if (has_option(def, "inexact"))
     st->opts.inexact = fzPassGetBoolOption(pass, "inexact");
   st->numStats = def->numStatistics;

@@ -316,6 +316,15 @@ static bool recognize(FzOp *root, FzRewriter *rw, void *ud) {
   Match M;
   if (!match(root, &M, ud))
     return false;
+  FzType *elt = fzGraphOptElementType(M.q);
+  if (!fzGraphOptGetOptions(ud)->attentionF32 && elt &&
+      fzTypeGetKind(elt) != FZ_TYPE_F16 && fzTypeGetKind(elt) != FZ_TYPE_BF16)
+    return decline(root,
+                   "its operands are not f16 or bf16 (f32=false: the GPU's "
+                   "flash-attention kernel takes 16-bit operands, and the "
+                   "tensor-core matmuls and softmax are faster than the "
+                   "attention nest's generic mapping)",
+                   ud);
   FzContext *ctx = fzRewriterGetContext(rw);
   FzLoc *loc = fzGraphOptFusedLoc(M.ops, M.nops);
   if (M.kt && !(M.k = build_k(rw, &M, loc)))
@@ -362,6 +371,10 @@ static const FzGraphOptTable kTable = {kRows, 1, NULL, 0, NULL, 0};
 static const FzPassOptionDef kOptions[] = {
     {"remarks", FZ_PASS_OPTION_BOOL, "false",
      "A remark at each softmax-fed matmul: recognized, or why not", NULL, 0, 0},
+    {"f32", FZ_PASS_OPTION_BOOL, "true",
+     "Recognize attention over f32 (and other non-16-bit) operands too "
+     "(the GPU pipeline sets false)",
+     NULL, 0, 0},
 };
 
 static const FzPassStatisticDef kStats[NUM_STATS] = {
