@@ -19,7 +19,14 @@
 #                           1,300 runs of fuse-opt on tiny inputs, which
 #                           the fuzzers cover under ASan, and
 #                           format/roundtrip-all.fuse, ~600 runs on the
-#                           other lit files; "" runs them)
+#                           other lit files; kernel/attention-flash.fuse,
+#                           ~100 simulator runs of the tensor-core
+#                           flash-attention kernel (native here like the
+#                           matmul ones below); cpu/conv-flat.fuse, ~60
+#                           native compiles of large register-tiled convs
+#                           (minutes each under memcheck). The last two run
+#                           under ASan+UBSan in the sanitizer stage; ""
+#                           runs them all)
 #   FZ_VALGRIND_SIM         which `--device sim` runs go under memcheck:
 #                           a bash regex on the arguments (default: files
 #                           under tests/lit/kernel, fuse-run, loop,
@@ -36,7 +43,7 @@ lit_py=/usr/lib/llvm-19/build/utils/lit/lit.py
 jobs=${FZ_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 2)}
 tests=${FZ_VALGRIND_TESTS:-tests/lit}
 [[ "$tests" == all ]] && tests=tests/lit
-filterOut=${FZ_VALGRIND_FILTER_OUT-invalid-fuzz|invalid-truncated-sweep|roundtrip-all}
+filterOut=${FZ_VALGRIND_FILTER_OUT-invalid-fuzz|invalid-truncated-sweep|roundtrip-all|attention-flash|conv-flat}
 simFiles=${FZ_VALGRIND_SIM:-/tests/lit/(kernel|fuse-run|loop|regressions|simplify)/}
 [[ "$simFiles" == all ]] && simFiles=.
 
