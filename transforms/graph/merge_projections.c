@@ -71,17 +71,19 @@ static FzOp *source_matmul(FzValue *v) {
 }
 
 /* Whether mm can join a merge with `first`: same input, constant rank-2
- * weights of the same element type and K, same flags. *n gets its N. */
-static bool joinable(FzOp *first, FzOp *mm, int64_t *n) {
+ * weights of the same element type and K, same flags, a static result
+ * (so that each slice of the merged matmul has exactly mm's type, checked
+ * before anything is built). */
+static bool joinable(FzOp *first, FzOp *mm) {
   FzValue *w = fzOpGetOperand(mm, 1);
   FzType *wt = fzValueGetType(w);
   if (fzOpGetNumOperands(mm) != 2 || !fzGraphOptDense(w) ||
       fzTypeGetKind(wt) != FZ_TYPE_TENSOR || fzShapedTypeGetRank(wt) != 2 ||
       !fzShapedTypeHasStaticShape(wt) || bool_attr(mm, "transpose_a") ||
-      fzGraphOptRank(fzOpGetOperand(mm, 0)) < 2)
+      fzGraphOptRank(fzOpGetOperand(mm, 0)) < 2 ||
+      !fzShapedTypeHasStaticShape(fzValueGetType(result(mm))))
     return false;
   bool tb = bool_attr(mm, "transpose_b");
-  *n = fzShapedTypeGetDim(wt, tb ? 0 : 1);
   if (mm == first)
     return true;
   FzType *ft = fzValueGetType(fzOpGetOperand(first, 1));
@@ -189,9 +191,7 @@ static bool merge(FzRewriter *rw, FzOp *const *mms, size_t n) {
     FzType *want = fzValueGetType(result(mms[i]));
     slices[i] = fzGraphOptCreate(rw, "graph.slice", fzOpGetLoc(mms[i]), 1,
                                  &mm, NULL, 3, sp);
-    /* The slice must give the matmul's own type (dynamic batch dims of
-     * the input included); otherwise nothing is replaced and the new ops
-     * are dead code for dce. */
+    /* Static shapes (joinable): the slice has the matmul's own type. */
     if (!slices[i] || fzValueGetType(slices[i]) != want)
       return false;
   }
@@ -215,15 +215,14 @@ static bool merge_attention_projections(FzOp *op, FzRewriter *rw, void *ud) {
       continue;
     FzOp *set[3];
     size_t n = 0;
-    int64_t nn;
-    if (!joinable(mm[a], mm[a], &nn))
+    if (!joinable(mm[a], mm[a]))
       continue;
     set[n++] = mm[a];
     for (size_t b = a + 1; b < 3; ++b) {
       bool dup = false;
       for (size_t j = 0; j < n; ++j)
         dup = dup || set[j] == mm[b];
-      if (mm[b] && !dup && joinable(mm[a], mm[b], &nn))
+      if (mm[b] && !dup && joinable(mm[a], mm[b]))
         set[n++] = mm[b];
     }
     if (n >= 2)
