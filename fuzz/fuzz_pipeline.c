@@ -13,9 +13,17 @@
  *     it succeeds the module verifies, and running @main (the graph
  *     interpreter, or the loop interpreter once the pipeline lowered it)
  *     gives the original's results within 1e-4 + 1e-3 * |want|
- *     (fast-math options are within that on these inputs).
+ *     (fast-math options are within that on these inputs). A pipeline
+ *     that runs convert-contractions (the bf16/fp16 precision policies:
+ *     the matmul's operands rounded to 8 or 11 significant bits, its
+ *     result rounded to the 16-bit type) is held to 2e-2 + 2e-2 * |want|
+ *     instead: docs/codegen.md's bound for the matmul here (K = 8,
+ *     |x|, |w| <= 2) is 2^-7 sqrt(8) 4 = 0.088 before the softmax and
+ *     layer norm; the worst seen on these inputs is 1.7e-2 at 1.25 for
+ *     bf16 and 1.2e-3 for fp16.
  */
 #include <math.h>
+#include <string.h>
 
 #include "fuzz/fuzz_common.h"
 
@@ -60,10 +68,25 @@ static const char kModule[] =
     "  return %r, %d : tensor<4x8xf32>, tensor<8x4xf32>\n"
     "}\n";
 
-static bool close_enough(double a, double b) {
+/* The tolerance of invariant 2: exact-precision pipelines, and those
+ * that lower the contractions to 16-bit operands (convert-contractions). */
+typedef struct {
+  double atol, rtol;
+} Tolerance;
+
+static Tolerance tolerance_for(FzStringRef pipeline) {
+  static const char kLossy[] = "convert-contractions";
+  size_t n = sizeof kLossy - 1;
+  for (size_t i = 0; i + n <= pipeline.length; ++i)
+    if (memcmp(pipeline.data + i, kLossy, n) == 0)
+      return (Tolerance){2e-2, 2e-2};
+  return (Tolerance){1e-4, 1e-3};
+}
+
+static bool close_enough(double a, double b, Tolerance tol) {
   if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
   if (isinf(a) || isinf(b)) return a == b;
-  return fabs(a - b) <= 1e-4 + 1e-3 * fabs(b);
+  return fabs(a - b) <= tol.atol + tol.rtol * fabs(b);
 }
 
 /* The original's results on the seeded inputs (computed per context). */
@@ -84,12 +107,13 @@ static void check_lowered(FzContext *ctx, FzOp *main, FzTensor *const *in,
                                  want[i]->shape);
     if (!args[3 + i]) abort();
   }
+  Tolerance tol = tolerance_for(pipeline);
   FzLoopInterpOptions o = {.maxSteps = 1 << 24};
   if (fzLoopInterpretFunction(main, 3 + nWant, args, &o))
     for (size_t i = 0; i < nWant; ++i)
       for (int64_t k = 0; k < want[i]->numElements; ++k)
         if (!close_enough(fzTensorGetF64(args[3 + i], k),
-                          fzTensorGetF64(want[i], k))) {
+                          fzTensorGetF64(want[i], k), tol)) {
           fprintf(stderr, "result %zu element %lld: got %.9g, want %.9g\n", i,
                   (long long)k, fzTensorGetF64(args[3 + i], k),
                   fzTensorGetF64(want[i], k));
@@ -135,7 +159,8 @@ static void run_pipeline(FzContext *ctx, FzPassManager *pm,
       for (size_t i = 0; i < nWant; ++i)
         for (int64_t k = 0; k < want[i]->numElements; ++k)
           if (!close_enough(fzTensorGetF64(got[i], k),
-                            fzTensorGetF64(want[i], k))) {
+                            fzTensorGetF64(want[i], k),
+                            tolerance_for(pipeline))) {
             fprintf(stderr, "result %zu element %lld: got %.9g, want %.9g\n",
                     i, (long long)k, fzTensorGetF64(got[i], k),
                     fzTensorGetF64(want[i], k));
