@@ -483,12 +483,12 @@ static void reshape_group(LgNest *N, FzValue *x, FzValue *r,
 /* A reshape as an index map, group by group: the shapes are cut where
  * their running products meet (the coarsest common grouping), so a dim
  * that is split or merged costs a division only inside its group and a
- * merge of result dims into one dim of x is affine (ViT's [B*H, S, D]
- * read as [B, H, S, D]). */
-static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
-  FzValue *x = fzOpGetOperand(op, 0), *r = result_of(op);
+ * merge of `from`'s dims into one dim of `to` is affine (ViT's [B*H, S,
+ * D] read as [B, H, S, D]). */
+void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from,
+                    FzValue *const *idx, FzValue **oi) {
+  FzValue *x = to, *r = from;
   size_t rx = lgRank(x), rr = lgRank(r), i = 0, j = 0;
-  FzValue *oi[LG_MAX_RANK];
   bool empty = false;
   for (size_t d = 0; d < rx; ++d)
     empty = empty || lgDim(x, d) == 0;
@@ -500,7 +500,7 @@ static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
       oi[d] = lgConstIndex(N, 0);
     if (rr > 0 && rx > 0)
       reshape_group(N, x, r, idx, oi, 0, rx, 0, rr);
-    return lgEmit(N, x, oi);
+    return;
   }
   while (i < rx && j < rr) {
     size_t i0 = i, j0 = j;
@@ -524,6 +524,11 @@ static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
   }
   for (; i < rx; ++i)
     oi[i] = lgConstIndex(N, 0);
+}
+
+static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
+  FzValue *x = fzOpGetOperand(op, 0), *oi[LG_MAX_RANK];
+  lgReshapeIndex(N, x, result_of(op), idx, oi);
   return lgEmit(N, x, oi);
 }
 

@@ -481,15 +481,40 @@ static bool chain_op(const FzOp *op) {
   return false;
 }
 
+/* The elementwise ops chain[nc-1..0] re-applied to v (innermost first),
+ * each with its other (scalar) operand, on shape sx. */
+static FzValue *reapply(FzRewriter *rw, FzValue *v, FzOp *const *chain,
+                        size_t nc, const int64_t *sx) {
+  FzContext *ctx = fzRewriterGetContext(rw);
+  for (size_t c = nc; v && c-- > 0;) {
+    FzOp *e = chain[c];
+    FzValue *ops[2] = {v, fzOpGetNumOperands(e) == 2 ? fzOpGetOperand(e, 1)
+                                                     : NULL};
+    FzType *rt = fzTensorTypeGet(
+        ctx, 4, sx, fzGraphOptElementType(fzOpGetResult(e, 0)), NULL);
+    FzStringRef n = fzIdentGetString(fzOpGetName(e));
+    char buf[64];
+    if (!rt || n.length >= sizeof buf)
+      return NULL;
+    memcpy(buf, n.data, n.length);
+    buf[n.length] = 0;
+    v = fzGraphOptCreate(rw, buf, fzOpGetLoc(e), fzOpGetNumOperands(e), ops,
+                         rt, 0, NULL);
+  }
+  return v;
+}
+
 /* x [B*H, S, D] as [B, H, S, D]. When x is ops(transpose(reshape(Y)))
  * (ops: chain_op, at most 8; the transpose optional) and the reshape's
  * dim that becomes N is split into B x H, the chain is rebuilt on four
  * dims: Y reshaped with that dim cut in two, transposed with the
  * permutation widened, then ops again; index maps of such a chain stay
- * affine. Otherwise x is reshaped. */
+ * affine, and *rebuilt is set. Otherwise x itself is returned (nothing
+ * built) and *rebuilt is false. */
 static FzValue *split_operand(FzRewriter *rw, FzValue *x, int64_t B, int64_t H,
-                              FzLoc *loc) {
+                              FzLoc *loc, bool *rebuilt) {
   FzContext *ctx = fzRewriterGetContext(rw);
+  *rebuilt = false;
   FzOp *chain[8];
   size_t nc = 0;
   FzValue *at = x;
@@ -517,7 +542,7 @@ static FzValue *split_operand(FzRewriter *rw, FzValue *x, int64_t B, int64_t H,
                  f1 == H;
   int64_t sx[4] = {B, H, dim(x, 1), dim(x, 2)};
   if (!rebuild)
-    return reshaped(rw, x, 4, sx, loc);
+    return x; /* *rebuilt false: the caller reshapes it */
   /* r' = r with r[dr] cut into (B, H); X'[b, h, s, d] = r'[p'..]. */
   size_t dr = (size_t)perm[0];
   int64_t r2[4];
@@ -544,28 +569,88 @@ static FzValue *split_operand(FzRewriter *rw, FzValue *x, int64_t B, int64_t H,
                                       1, &prop)
                    : NULL;
   }
-  for (size_t c = nc; v && c-- > 0;) {
-    FzOp *e = chain[c];
-    FzValue *ops[2] = {v, fzOpGetNumOperands(e) == 2 ? fzOpGetOperand(e, 1)
-                                                     : NULL};
-    FzType *rt = fzTensorTypeGet(
-        ctx, 4, sx, fzGraphOptElementType(fzOpGetResult(e, 0)), NULL);
-    FzIdent *name = fzOpGetName(e);
-    FzStringRef n = fzIdentGetString(name);
-    char buf[64];
-    if (!rt || n.length >= sizeof buf)
-      return NULL;
-    memcpy(buf, n.data, n.length);
-    buf[n.length] = 0;
-    v = fzGraphOptCreate(rw, buf, fzOpGetLoc(e), fzOpGetNumOperands(e), ops,
-                         rt, 0, NULL);
+  *rebuilt = v != NULL;
+  return reapply(rw, v, chain, nc, sx);
+}
+
+/* x [B, H, S, D] (an operand of a rank-4 attention) when it is ops(R(x3))
+ * with R splitting x3 [B*H, S, D]'s batch dim (PyTorch 2's
+ * multi-head attention: q.view(S, B*H, D).transpose(0, 1).view(B, H, S,
+ * D)): x3 rebuilt by split_operand, then ops; *rebuilt false (x is
+ * returned) when x3 is not of a form split_operand rebuilds. */
+static FzValue *split_operand4(FzRewriter *rw, FzValue *x, FzLoc *loc,
+                               bool *rebuilt) {
+  *rebuilt = false;
+  FzOp *chain[8];
+  size_t nc = 0;
+  FzOp *op = fzValueGetDefiningOp(x);
+  while (op && nc < 8 && chain_op(op)) {
+    chain[nc++] = op;
+    op = fzValueGetDefiningOp(fzOpGetOperand(op, 0));
   }
-  return v;
+  if (!op || !fzGraphOptIsOp(op, "graph.reshape"))
+    return x;
+  FzValue *x3 = fzOpGetOperand(op, 0);
+  int64_t B = dim(x, 0), H = dim(x, 1), b, h;
+  if (fzGraphOptRank(x3) != 3 || !static_shape(x3) ||
+      dim(x3, 0) != B * H || dim(x3, 1) != dim(x, 2) ||
+      dim(x3, 2) != dim(x, 3) || !batch_factors(x3, 0, &b, &h) || b != B ||
+      h != H)
+    return x;
+  bool rb = false;
+  FzValue *v = split_operand(rw, x3, B, H, loc, &rb);
+  if (!v || !rb)
+    return v ? x : NULL; /* v is x3: nothing was built */
+  int64_t sx[4] = {B, H, dim(x, 2), dim(x, 3)};
+  *rebuilt = true;
+  return reapply(rw, v, chain, nc, sx);
+}
+
+/* A rank-4 attention whose operands are ops(reshape([B*H, S, D] ->
+ * [B, H, S, D])) of the rank-3 form split_operand rebuilds: those
+ * operands rebuilt (the mask, if any, stays). False when none is. */
+static bool split_rank4(FzOp *root, FzRewriter *rw) {
+  size_t n = fzOpGetNumOperands(root);
+  FzValue *y[4];
+  bool any = false;
+  for (size_t i = 0; i < n; ++i) {
+    y[i] = fzOpGetOperand(root, i);
+    if (i >= 3 || fzGraphOptRank(y[i]) != 4 || !static_shape(y[i]))
+      continue;
+    bool rb = false;
+    FzValue *v = split_operand4(rw, y[i], fzOpGetLoc(root), &rb);
+    if (!v)
+      return false;
+    any = any || rb;
+    y[i] = v;
+  }
+  if (!any)
+    return false;
+  FzContext *ctx = fzRewriterGetContext(rw);
+  size_t np = 0;
+  FzGraphOptProp props[2];
+  FzAttr *scale = fzOpGetInherentAttr(root, FZ_STR("scale"));
+  if (scale)
+    props[np++] = (FzGraphOptProp){"scale", scale};
+  if (bool_attr(root, "causal"))
+    props[np++] = (FzGraphOptProp){"causal", fzBoolAttrGet(ctx, true)};
+  FzValue *att = fzGraphOptCreate(rw, "graph.attention", fzOpGetLoc(root), n,
+                                  y, fzValueGetType(fzOpGetResult(root, 0)),
+                                  np, props);
+  if (!att)
+    return false;
+  fzRewriterReplaceOp(rw, root, &att);
+  return true;
 }
 
 static bool split_batch(FzOp *root, FzRewriter *rw, void *ud) {
   (void)ud;
-  if (fzOpGetNumOperands(root) != 3 || fzOpGetNumResults(root) != 1)
+  if (fzOpGetNumResults(root) != 1 || fzOpGetNumOperands(root) < 3 ||
+      fzOpGetNumOperands(root) > 4)
+    return false;
+  if (fzGraphOptRank(fzOpGetOperand(root, 0)) == 4)
+    return split_rank4(root, rw);
+  if (fzOpGetNumOperands(root) != 3)
     return false;
   FzValue *x[3] = {fzOpGetOperand(root, 0), fzOpGetOperand(root, 1),
                    fzOpGetOperand(root, 2)};
@@ -588,7 +673,10 @@ static bool split_batch(FzOp *root, FzRewriter *rw, void *ud) {
   FzLoc *loc = fzOpGetLoc(root);
   FzValue *y[3];
   for (int i = 0; i < 3; ++i) {
-    if (!(y[i] = split_operand(rw, x[i], B, H, loc)))
+    bool rb;
+    int64_t sx[4] = {B, H, dim(x[i], 1), dim(x[i], 2)};
+    if (!(y[i] = split_operand(rw, x[i], B, H, loc, &rb)) ||
+        (!rb && !(y[i] = reshaped(rw, x[i], 4, sx, loc))))
       return false;
   }
   FzContext *ctx = fzRewriterGetContext(rw);
