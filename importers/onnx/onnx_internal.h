@@ -129,6 +129,14 @@ bool fzOnnxIsUnsigned(FzOnnxImporter *im, FzValue *v);
 /* Refuses a uint8 operand of a node that would read it as signed. */
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n);
+/* For the ops that order or divide (Max, Min, Div, Mod, MaxPool, the
+ * comparisons, ...): replaces each uint8 operand in in[] by its
+ * zero-extension to i32; *widened tells whether one was. */
+bool fzOnnxWidenUnsignedInputs(FzOnnxImporter *im, FzValue **in, size_t n,
+                               bool *widened);
+/* After a widened node: its i32 results back to uint8. */
+bool fzOnnxNarrowUnsignedOutputs(FzOnnxImporter *im, FzValue **out,
+                                 size_t n);
 /* Marks the output of a data-movement node of a uint8 input. */
 void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue *const *out, size_t nOut);

@@ -272,7 +272,27 @@ def signal_case():
     return [x, xc, s], [o.astype(F) for o in (a, b, c, d)]
 
 
-CASES = {"signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
+def uint8_case():
+    """uint8 Max, Min, Div, Mod, Greater, ArgMax, ReduceMax and MaxPool
+    (pads 1 at the top and left); the files hold the bits as int8, as
+    fuse-run's .npy reader takes no unsigned dtypes."""
+    a = np.array([[200, 3, 255, 128], [7, 90, 130, 0]], np.uint8)
+    b = np.array([[100, 250, 1, 129], [7, 200, 3, 5]], np.uint8)
+    p = np.array([[[[140, 2, 9], [255, 130, 4], [6, 200, 127]]]], np.uint8)
+    pp = np.pad(p, [(0, 0), (0, 0), (1, 0), (1, 0)])
+    mp = np.zeros((1, 1, 3, 3), np.uint8)
+    for i in range(3):
+        for j in range(3):
+            cells = [pp[0, 0, i + u, j + v] for u in range(2) for v in range(2)
+                     if i + u >= 1 and j + v >= 1]
+            mp[0, 0, i, j] = max(cells)
+    outs = [np.maximum(a, b), np.minimum(a, b), a // b, a % b, a > b,
+            np.argmax(a, axis=1).astype(np.int64), a.max(axis=1), mp]
+    i8 = lambda v: v.view(np.int8) if v.dtype == np.uint8 else v
+    return [i8(a), i8(b), i8(p)], [i8(o) for o in outs]
+
+
+CASES = {"uint8": uint8_case, "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
