@@ -231,18 +231,37 @@ static bool h_eye_like(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return out[0] != NULL;
 }
 
+/* Whether v has one element (rank 0, or every dim 1). */
+static bool single_element(FzValue *v) {
+  for (size_t i = 0; i < fzOnnxRank(v); ++i)
+    if (fzOnnxDim(v, i) != 1)
+      return false;
+  return true;
+}
+
+/* Trilu: a select through a mask of the (i, j) with j - i >= k (upper) or
+ * <= k; constant for a constant k, else the compare of a constant table
+ * of j - i with k at run time. */
 static bool h_trilu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                     FzValue **out, size_t nOut) {
   (void)nOut;
   int64_t upper, k = 0;
   if (!fzOnnxAttrInt(im, "upper", 1, &upper))
     return false;
+  FzValue *kRun = NULL; /* k known only at run time */
   if (nIn > 1 && in[1]) {
     int64_t *kv;
     size_t n;
-    if (!fzOnnxGetConstInts(im, in[1], &kv, &n) || n != 1)
-      return fzOnnxErrorNotConstant(im, 1, "k");
-    k = kv[0];
+    if (fzOnnxGetConstInts(im, in[1], &kv, &n)) {
+      if (n != 1)
+        return fzOnnxError(im, "input #1 (k) must hold one element");
+      k = kv[0];
+    } else if (!single_element(in[1]) ||
+               fzOnnxElt(in[1]) != fzIntegerTypeGet(im->ctx, 64)) {
+      return fzOnnxError(im, "input #1 (k) must be one int64");
+    } else {
+      kRun = in[1];
+    }
   }
   FzValue *x = in[0];
   size_t r = fzOnnxRank(x);
@@ -253,6 +272,24 @@ static bool h_trilu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return fzOnnxError(im, "unsupported dynamic matrix dimensions");
   if (!fzOnnxCheckBuilt(im, 2, shape, "triangular mask", NULL))
     return false;
+  if (kRun) {
+    /* The mask compares the constant diagonal offsets j - i with k. */
+    FzTensor *d = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 64), 2,
+                                 shape);
+    if (!d)
+      return false;
+    for (int64_t i = 0; i < shape[0]; ++i)
+      for (int64_t j = 0; j < shape[1]; ++j)
+        fzTensorSetI64(d, i * shape[1] + j, j - i);
+    FzValue *off = fzOnnxConstTensor(im, d);
+    fzTensorDestroy(d);
+    int64_t one = 1;
+    FzValue *kk = fzOnnxReshape(im, kRun, 1, &one);
+    FzValue *mask = fzOnnxCompare(im, upper ? "ge" : "le", off, kk);
+    out[0] =
+        fzOnnxSelect(im, mask, x, fzOnnxConstScalar(im, fzOnnxElt(x), 0));
+    return out[0] != NULL;
+  }
   FzTensor *m = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 1), 2,
                                shape);
   if (!m)
