@@ -457,31 +457,22 @@ static bool h_gather_elements(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
-static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
-                     FzValue **out, size_t nOut) {
-  (void)nIn;
-  (void)nOut;
-  int64_t exclusive, reverse, *av;
-  size_t n;
-  if (!fzOnnxAttrInt(im, "exclusive", 0, &exclusive) ||
-      !fzOnnxAttrInt(im, "reverse", 0, &reverse))
-    return false;
-  if (!fzOnnxGetConstInts(im, in[1], &av, &n) || n != 1)
-    return fzOnnxErrorNotConstant(im, 1, "axis");
-  FzValue *x = in[0];
-  size_t r = fzOnnxRank(x), ax;
-  if (!fzOnnxNormAxis(im, av[0], r, &ax))
-    return false;
+/* x's cumulative sum along axis ax: y[j] = sum_i x[i] * T[i][j] with a
+ * constant triangular T. NULL after an error. */
+static FzValue *cumsum_along(FzOnnxImporter *im, FzValue *x, size_t ax,
+                             bool exclusive, bool reverse) {
+  size_t r = fzOnnxRank(x);
   int64_t d = fzOnnxDim(x, ax);
-  if (d == FZ_DYNAMIC)
-    return fzOnnxError(im, "unsupported dynamic dimension along the axis");
-  /* y[j] = sum_i x[i] * T[i][j] along the axis. */
+  if (d == FZ_DYNAMIC) {
+    fzOnnxError(im, "unsupported dynamic dimension along the axis");
+    return NULL;
+  }
   int64_t shape[2] = {d, d};
   if (!fzOnnxCheckBuilt(im, 2, shape, "triangular matrix", NULL))
-    return false;
+    return NULL;
   FzTensor *t = fzTensorCreate(im->ctx, fzOnnxElt(x), 2, shape);
   if (!t)
-    return false;
+    return NULL;
   for (int64_t i = 0; i < d; ++i)
     for (int64_t j = 0; j < d; ++j) {
       bool on = reverse ? (exclusive ? i > j : i >= j)
@@ -497,7 +488,54 @@ static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   perm[r - 1] = (int64_t)ax;
   FzValue *y = fzOnnxTranspose(im, x, r, perm);
   y = fzOnnxBinary(im, "graph.matmul", y, tri);
-  out[0] = fzOnnxTranspose(im, y, r, perm);
+  return fzOnnxTranspose(im, y, r, perm);
+}
+
+/* CumSum. A run-time axis (an input whose value is unknown at import)
+ * computes the sum along every axis and selects the one the axis names:
+ * the axis is looked up in the constant table 0..r-1 by graph.gather,
+ * which wraps a negative axis and reports one outside [-r, r) at run
+ * time, as ONNX requires; r times the work of a constant axis. */
+static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t exclusive, reverse, *av;
+  size_t n;
+  if (!fzOnnxAttrInt(im, "exclusive", 0, &exclusive) ||
+      !fzOnnxAttrInt(im, "reverse", 0, &reverse))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x), ax;
+  if (r == 0)
+    return fzOnnxError(im, "input must have rank >= 1");
+  if (fzOnnxGetConstInts(im, in[1], &av, &n)) {
+    if (n != 1)
+      return fzOnnxError(im, "input #1 (axis) must hold one element");
+    if (!fzOnnxNormAxis(im, av[0], r, &ax))
+      return false;
+    out[0] = cumsum_along(im, x, ax, exclusive, reverse);
+    return out[0] != NULL;
+  }
+  FzType *elt = fzOnnxElt(in[1]);
+  if (!single_element(in[1]) || !fzTypeIsInteger(elt))
+    return fzOnnxError(im, "input #1 (axis) must be one int32 or int64");
+  FzValue *axis = fzOnnxReshape(im, in[1], 0, NULL);
+  FzValue *ops[2] = {fzOnnxIota(im, 1, 0, (int64_t)r), axis};
+  FzValue *norm = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                             fzIntegerAttrGet(im->ctx,
+                                              fzIntegerTypeGet(im->ctx, 64),
+                                              0),
+                             NULL);
+  FzValue *y = cumsum_along(im, x, 0, exclusive, reverse);
+  for (size_t a = 1; y && a < r; ++a) {
+    FzValue *ya = cumsum_along(im, x, a, exclusive, reverse);
+    FzValue *is = fzOnnxCompare(
+        im, "eq", norm,
+        fzOnnxConstScalar(im, fzIntegerTypeGet(im->ctx, 64), (double)a));
+    y = ya ? fzOnnxSelect(im, is, ya, y) : NULL;
+  }
+  out[0] = y;
   return out[0] != NULL;
 }
 

@@ -292,7 +292,21 @@ def uint8_case():
     return [i8(a), i8(b), i8(p)], [i8(o) for o in outs]
 
 
-CASES = {"uint8": uint8_case, "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
+def cumsum_axis_case(axis):
+    """CumSum exclusive and reverse along a run-time axis (2: out of
+    range, no expected output)."""
+    x = vals((2, 3, 4), 2.0, 0.3)
+    if not -3 <= axis < 3:
+        return [x, np.array(axis, np.int64)], []
+    f = np.flip(x.astype(np.float64), axis)
+    c = np.cumsum(f, axis) - f
+    return [x, np.array(axis, np.int64)], [np.flip(c, axis).astype(F)]
+
+
+CASES = {"uint8": uint8_case,
+         "cumsum_axis1": lambda: cumsum_axis_case(1),
+         "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
+         "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():
