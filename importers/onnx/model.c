@@ -44,6 +44,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxMathOps,
     fzOnnxSignalOps,
     fzOnnxQuantOps,
+    fzOnnxUnpoolOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

@@ -120,6 +120,7 @@ extern const FzOnnxOpDef fzOnnxSampleOps[];
 extern const FzOnnxOpDef fzOnnxMathOps[];
 extern const FzOnnxOpDef fzOnnxSignalOps[];
 extern const FzOnnxOpDef fzOnnxQuantOps[];
+extern const FzOnnxOpDef fzOnnxUnpoolOps[];
 
 /*===--- uint8 (ops_quant.c) -------------------------------------------===*/
 
@@ -349,6 +350,15 @@ bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
                       const int64_t *kernel, const int64_t *strides,
                       const int64_t *dilations, int64_t *pads);
 
+/* MaxPool's Indices: for x [N, C, H, W] and its max pool y [N, C, OH,
+ * OW] of that window (kernel, strides, dilations: 2 entries; pads: top,
+ * left, bottom, right), the int64 flat position of each maximum in x
+ * (row-major, or column-major within a plane). NULL after an error.
+ * (ops_unpool.c) */
+FzValue *fzOnnxMaxPoolIndices(FzOnnxImporter *im, FzValue *x, FzValue *y,
+                              const int64_t *kernel, const int64_t *strides,
+                              const int64_t *dilations, const int64_t *pads,
+                              bool columnMajor);
 /* A convolution of sp >= 2 spatial dims (ops_conv_nd.c): x [N, C, ...],
  * w [M, C/group, k...], b [M] or NULL; pads [begin..., end...]. sp == 2
  * is one graph.conv2d; more, a sum of (sp-1)-D ones. NULL after an

@@ -110,6 +110,7 @@ static const OpVersions kVersions[] = {
     {"MatMulInteger", {10}},
     {"Max", {1, 6, 8, 12, 13}},
     {"MaxPool", {1, 8, 10, 11, 12}},
+    {"MaxUnpool", {9, 11}},
     {"Mean", {1, 6, 8, 13}},
     {"MeanVarianceNormalization", {9, 13}},
     {"MelWeightMatrix", {17}},

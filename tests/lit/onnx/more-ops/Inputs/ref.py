@@ -303,7 +303,57 @@ def cumsum_axis_case(axis):
     return [x, np.array(axis, np.int64)], [np.flip(c, axis).astype(F)]
 
 
-CASES = {"uint8": uint8_case,
+def max_pool_indices(x, k, s, d, pads, ceil, col_major=False):
+    """MaxPool-12 and its Indices by direct loops over each window (the
+    first maximum in window order; flat positions in x)."""
+    n, c = x.shape[:2]
+    ins = x.shape[2:]
+    sp = len(ins)
+    o = []
+    for a in range(sp):
+        span = ins[a] + pads[a] + pads[sp + a] - ((k[a] - 1) * d[a] + 1)
+        o.append((-(-span // s[a]) if ceil else span // s[a]) + 1)
+    y = np.zeros([n, c] + o, F)
+    ind = np.zeros([n, c] + o, np.int64)
+    for b in range(n):
+        for ch in range(c):
+            for out in itertools.product(*[range(v) for v in o]):
+                best, arg = None, None
+                for kk in itertools.product(*[range(v) for v in k]):
+                    pos = [out[a] * s[a] + kk[a] * d[a] - pads[a] for a in range(sp)]
+                    if not all(0 <= pos[a] < ins[a] for a in range(sp)):
+                        continue
+                    v = x[(b, ch) + tuple(pos)]
+                    if best is None or v > best:
+                        best = v
+                        if col_major:
+                            flat = pos[1] * ins[0] + pos[0]
+                        else:
+                            flat = int(np.ravel_multi_index(pos, ins))
+                        arg = (b * c + ch) * int(np.prod(ins)) + flat
+                y[(b, ch) + out] = best
+                ind[(b, ch) + out] = arg
+    return y, ind
+
+
+def unpool_case():
+    # Rounded values, so that windows hold ties.
+    x = np.round(vals((2, 3, 5, 6), 3.0, 0.2))
+    t = vals((1, 2, 7), 1.0, 0.9)
+    y, i = max_pool_indices(x, [3, 2], [2, 1], [1, 2], [1, 0, 1, 1], True)
+    y2, i2 = max_pool_indices(x, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], False, True)
+    y3, i3 = max_pool_indices(t, [3], [2], [1], [1, 1], False)
+    z = np.round(vals((2, 3, 4, 6), 3.0, 1.1))
+    y4, i4 = max_pool_indices(z, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], False)
+    u = np.zeros(2 * 3 * 4 * 6, F)
+    u[i4.ravel()] = y4.ravel()
+    u = u.reshape(2, 3, 4, 6)
+    u2 = np.zeros((2, 3, 7, 8), F)
+    u2[:, :, :4, :6] = u
+    return [x, z, t], [y, i, i2, y3, i3, u, u2]
+
+
+CASES = {"uint8": uint8_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
