@@ -353,7 +353,21 @@ def unpool_case():
     return [x, z, t], [y, i, i2, y3, i3, u, u2]
 
 
-CASES = {"uint8": uint8_case, "unpool": unpool_case,
+def einsum_case():
+    """numpy.einsum in float64 on the same equations."""
+    a, b = vals((2, 1, 3, 4), 1.0, 0.1), vals((5, 4, 2), 1.0, 0.2)
+    c, d = vals((3, 4, 4), 1.0, 0.3), vals((5, 5), 1.0, 0.4)
+    e, f = vals((2, 3, 4), 1.0, 0.5), vals((2, 4, 3), 1.0, 0.6)
+    g = vals((3, 3, 2), 1.0, 0.7)
+    D = lambda v: v.astype(np.float64)
+    outs = [np.einsum("...ij,...jk->...ik", D(a), D(b)),
+            np.einsum("...ii->...i", D(c)), np.einsum("ii", D(d)),
+            np.einsum("bij,bjk", D(e), D(f)), np.einsum("i...->...", D(c)),
+            np.einsum("iij->ji", D(g)), np.einsum("...ji", D(a))]
+    return [a, b, c, d, e, f, g], [np.asarray(o).astype(F) for o in outs]
+
+
+CASES = {"uint8": uint8_case, "einsum": einsum_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
