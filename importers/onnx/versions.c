@@ -147,6 +147,7 @@ static const OpVersions kVersions[] = {
     {"Relu", {1, 6, 13, 14}},
     {"Reshape", {1, 5, 13, 14, 19, 21}},
     {"Resize", {10, 11, 13, 18, 19}},
+    {"ReverseSequence", {10}},
     {"Round", {11}},
     {"STFT", {17}},
     {"Scan", {8, 9, 11, 16, 19, 21}},
