@@ -45,6 +45,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxSignalOps,
     fzOnnxQuantOps,
     fzOnnxUnpoolOps,
+    fzOnnxRoiAlignOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {

@@ -121,6 +121,7 @@ extern const FzOnnxOpDef fzOnnxMathOps[];
 extern const FzOnnxOpDef fzOnnxSignalOps[];
 extern const FzOnnxOpDef fzOnnxQuantOps[];
 extern const FzOnnxOpDef fzOnnxUnpoolOps[];
+extern const FzOnnxOpDef fzOnnxRoiAlignOps[];
 
 /*===--- uint8 (ops_quant.c) -------------------------------------------===*/
 

@@ -148,6 +148,7 @@ static const OpVersions kVersions[] = {
     {"Reshape", {1, 5, 13, 14, 19, 21}},
     {"Resize", {10, 11, 13, 18, 19}},
     {"ReverseSequence", {10}},
+    {"RoiAlign", {10, 16}},
     {"Round", {11}},
     {"STFT", {17}},
     {"Scan", {8, 9, 11, 16, 19, 21}},

@@ -367,7 +367,64 @@ def einsum_case():
     return [a, b, c, d, e, f, g], [np.asarray(o).astype(F) for o in outs]
 
 
-CASES = {"uint8": uint8_case, "einsum": einsum_case, "unpool": unpool_case,
+def roi_align(x, rois, bi, mode, oh, ow, ratio, scale, half):
+    """RoiAlign as ONNX's reference computes it, sample by sample."""
+    n, c, h, w = x.shape
+    y = np.zeros((len(rois), c, oh, ow))
+    off = 0.5 if half else 0.0
+
+    def bilinear(img, yy, xx):
+        if yy < -1 or yy > h or xx < -1 or xx > w:
+            return [(0.0, 0, 0)] * 4
+        yy, xx = max(yy, 0.0), max(xx, 0.0)
+        yl, xl = int(yy), int(xx)
+        if yl >= h - 1:
+            yl = yh = h - 1
+            yy = float(yl)
+        else:
+            yh = yl + 1
+        if xl >= w - 1:
+            xl = xh = w - 1
+            xx = float(xl)
+        else:
+            xh = xl + 1
+        ly, lx = yy - yl, xx - xl
+        hy, hx = 1 - ly, 1 - lx
+        return [(hy * hx, yl, xl), (hy * lx, yl, xh), (ly * hx, yh, xl),
+                (ly * lx, yh, xh)]
+
+    for r, (x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):
+        sx, sy = x1 * scale - off, y1 * scale - off
+        rw, rh = x2 * scale - off - sx, y2 * scale - off - sy
+        if not half:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        img = x[bi[r]].astype(np.float64)
+        for ph in range(oh):
+            for pw in range(ow):
+                vals_ = []
+                for iy in range(ratio):
+                    for ix in range(ratio):
+                        yy = sy + ph * bh + (iy + 0.5) * bh / ratio
+                        xx = sx + pw * bw + (ix + 0.5) * bw / ratio
+                        corners = bilinear(img, yy, xx)
+                        terms = np.array([wt * img[:, a, b] for wt, a, b in corners])
+                        vals_.append(terms.max(0) if mode == "max" else terms.sum(0))
+                vals_ = np.array(vals_)
+                y[r, :, ph, pw] = vals_.max(0) if mode == "max" else vals_.mean(0)
+    return y.astype(F)
+
+
+def roialign_case():
+    x = vals((2, 3, 6, 7), 2.0, 0.4)
+    rois = np.array([[0, 0, 9, 11], [2.5, 1, 13, 7.5], [-3, -2, 4, 5],
+                     [5, 4, 5.5, 4.2]], F)
+    bi = np.array([0, 1, 1, 0], np.int64)
+    return [x, rois, bi], [roi_align(x, rois, bi, "avg", 3, 2, 2, 0.5, True),
+                           roi_align(x, rois, bi, "max", 2, 3, 3, 1.0, False)]
+
+
+CASES = {"uint8": uint8_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
