@@ -79,6 +79,7 @@ typedef struct FzOnnxImporter {
   const char *nodeName; /* its name, or its first output's */
   FzLoc *nodeLoc;
   bool nodeFailed;      /* an error was reported for it */
+  bool widenedUnsigned; /* its uint8 operands were widened (ops_quant.c) */
   bool reporting;       /* fzOnnxError is reporting: not captured */
   char capturedError[512]; /* the first dialect error while importing it */
   bool captured;

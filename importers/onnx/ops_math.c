@@ -1,5 +1,6 @@
 /* importers/onnx/ops_math.c - ONNX math ops the graph dialect has no op
- * for, decomposed: the inverse trigonometric functions Atan, Asin, Acos.
+ * for, decomposed: the inverse trigonometric functions Atan, Asin, Acos,
+ * and BitShift of uint8 operands.
  *
  * atan(x) is Cephes' atanf: with a = |x|, the argument is reduced to
  * [-tan(pi/8), tan(pi/8)] (a > tan(3pi/8): pi/2 + atan(-1/a); a >
@@ -77,7 +78,40 @@ static bool h_inverse_trig(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
+/* BitShift of uint8 operands, which arrive widened to i32 (ops_quant.c)
+ * and leave narrowed back (the low 8 bits): x << y is x * t[y] with
+ * t[y] = 2^y below 8 and 0 from 8 (the bits shifted past the byte), and
+ * x >> y is x / t[y] with 256 from 8, both through a constant table of
+ * the 256 amounts. The other unsigned types are refused as dtypes. */
+static bool h_bitshift(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                       FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  const char *dir;
+  if (!fzOnnxAttrString(im, "direction", "", &dir))
+    return false;
+  bool left = !strcmp(dir, "LEFT");
+  if (!left && strcmp(dir, "RIGHT"))
+    return fzOnnxErrorAttrValue(im, "direction", dir);
+  if (!im->widenedUnsigned)
+    return fzOnnxError(im, "unsupported operands: BitShift takes unsigned "
+                           "integers, and UINT8 is the only one imported");
+  int64_t t[256], n = 256;
+  for (int64_t y = 0; y < n; ++y)
+    t[y] = y < 8 ? (int64_t)1 << y : left ? 0 : 256;
+  FzType *i32 = fzIntegerTypeGet(im->ctx, 32);
+  FzValue *table = fzOnnxCast(im, fzOnnxConstI64(im, 1, &n, t), i32);
+  FzValue *ops[2] = {table, in[1]};
+  FzValue *f = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                          fzIntegerAttrGet(im->ctx,
+                                           fzIntegerTypeGet(im->ctx, 64), 0),
+                          NULL);
+  out[0] = bin(im, left ? "graph.mul" : "graph.div", in[0], f);
+  return out[0] != NULL;
+}
+
 const FzOnnxOpDef fzOnnxMathOps[] = {
+    {"BitShift", h_bitshift, NULL, "direction", 2, 2, 1},
     {"Acos", h_inverse_trig, NULL, "", 1, 1, 1},
     {"Asin", h_inverse_trig, NULL, "", 1, 1, 1},
     {"Atan", h_inverse_trig, NULL, "", 1, 1, 1},

@@ -85,7 +85,7 @@ static bool widens(const char *op) {
       "Max",     "Min",         "Div",     "Mod",          "MaxPool",
       "Greater", "GreaterOrEqual", "Less", "LessOrEqual",  "ReduceMax",
       "ReduceMin", "ArgMax",    "ArgMin",  "Clip",         "TopK",
-      NULL};
+      "BitShift",  NULL};
   for (size_t i = 0; ops[i]; ++i)
     if (is_op(op, ops[i]))
       return true;
@@ -147,6 +147,7 @@ static FzType *widened_type(FzOnnxImporter *im) {
 bool fzOnnxWidenUnsignedInputs(FzOnnxImporter *im, FzValue **in, size_t n,
                                bool *widened) {
   *widened = false;
+  im->widenedUnsigned = false;
   if (!widens(im->node->op_type))
     return true;
   FzType *wide = widened_type(im);
@@ -157,6 +158,7 @@ bool fzOnnxWidenUnsignedInputs(FzOnnxImporter *im, FzValue **in, size_t n,
       return false;
     *widened = true;
   }
+  im->widenedUnsigned = *widened;
   return true;
 }
 

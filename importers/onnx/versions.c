@@ -40,6 +40,7 @@ static const OpVersions kVersions[] = {
     {"Atanh", {9}},
     {"AveragePool", {1, 7, 10, 11, 19}},
     {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
+    {"BitShift", {11}},
     {"BitwiseNot", {18}},
     {"BlackmanWindow", {17}},
     {"Cast", {1, 6, 9, 13, 19, 21}},
@@ -221,7 +222,6 @@ static const struct {
   const char *opType;
   const char *why;
 } kRefused[] = {
-    {"BitShift", "the graph dialect has no integer bit operations"},
     {"BitwiseAnd", "the graph dialect's and/or/xor are logical (i1) only; "
                    "it has no integer bitwise ops"},
     {"BitwiseOr", "the graph dialect's and/or/xor are logical (i1) only; "

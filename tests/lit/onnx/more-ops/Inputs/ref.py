@@ -273,8 +273,8 @@ def signal_case():
 
 
 def uint8_case():
-    """uint8 Max, Min, Div, Mod, Greater, ArgMax, ReduceMax and MaxPool
-    (pads 1 at the top and left); the files hold the bits as int8, as
+    """uint8 Max, Min, Div, Mod, Greater, ArgMax, ReduceMax, MaxPool (pads
+    1 at the top and left) and BitShift; the files hold the bits as int8, as
     fuse-run's .npy reader takes no unsigned dtypes."""
     a = np.array([[200, 3, 255, 128], [7, 90, 130, 0]], np.uint8)
     b = np.array([[100, 250, 1, 129], [7, 200, 3, 5]], np.uint8)
@@ -286,10 +286,16 @@ def uint8_case():
             cells = [pp[0, 0, i + u, j + v] for u in range(2) for v in range(2)
                      if i + u >= 1 and j + v >= 1]
             mp[0, 0, i, j] = max(cells)
+    # Shift amounts past the byte (8, 9, 255) give 0.
+    s = np.array([[0, 1, 3, 7], [8, 9, 255, 2]], np.uint8)
+    wide = s.astype(np.int64)
+    shl = np.where(wide < 8, (a.astype(np.int64) << np.minimum(wide, 8)) & 255, 0)
+    shr = np.where(wide < 8, a.astype(np.int64) >> np.minimum(wide, 8), 0)
     outs = [np.maximum(a, b), np.minimum(a, b), a // b, a % b, a > b,
-            np.argmax(a, axis=1).astype(np.int64), a.max(axis=1), mp]
+            np.argmax(a, axis=1).astype(np.int64), a.max(axis=1), mp,
+            shl.astype(np.uint8), shr.astype(np.uint8)]
     i8 = lambda v: v.view(np.int8) if v.dtype == np.uint8 else v
-    return [i8(a), i8(b), i8(p)], [i8(o) for o in outs]
+    return [i8(a), i8(b), i8(p), i8(s)], [i8(o) for o in outs]
 
 
 def cumsum_axis_case(axis):
