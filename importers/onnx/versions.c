@@ -63,6 +63,7 @@ static const OpVersions kVersions[] = {
     {"DFT", {17, 20}},
     {"DepthToSpace", {1, 11, 13}},
     {"DequantizeLinear", {10, 13, 19, 21}},
+    {"Det", {11}},
     {"Div", {1, 6, 7, 13, 14}},
     {"Dropout", {1, 6, 7, 10, 12, 13}},
     {"DynamicQuantizeLinear", {11}},

@@ -430,7 +430,21 @@ def roialign_case():
                            roi_align(x, rois, bi, "max", 2, 3, 3, 1.0, False)]
 
 
-CASES = {"uint8": uint8_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
+def det_case():
+    """numpy.linalg.det in float64 (quadratic phases: vals alone gives
+    rank-2 matrices)."""
+    full = lambda shape, ph: (2.0 * np.sin(np.arange(int(np.prod(shape))) ** 2
+                                           * 0.37 + ph)).reshape(shape).astype(F)
+    a = full((4, 5, 5), 0.8)
+    a[1, 4] = a[1, 0] + a[1, 2]  # singular (up to rounding)
+    a[2, 0, 0] = 0                # the first pivot needs a swap
+    b = np.array([[-3.5]], F)
+    c = full((2, 2, 3, 3), 1.3)
+    d = lambda v: np.linalg.det(v.astype(np.float64)).astype(F)
+    return [a, b, c], [d(a), d(b), d(c)]
+
+
+CASES = {"uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
