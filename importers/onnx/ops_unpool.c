@@ -152,7 +152,12 @@ static bool h_max_unpool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       return fzOnnxError(im, "attributes 'kernel_shape', 'strides' and "
                              "'pads' must be positive (pads non-negative) "
                              "and at most 2^40");
-    shape[2 + i] = (X[2 + i] - 1) * st - pb - pe + k[i];
+    int64_t span; /* (in - 1) * stride: each factor at most 2^40 */
+    if (!fzOnnxMulI64(X[2 + i] > 0 ? X[2 + i] - 1 : 0, st, &span) ||
+        span > FZ_MAX_ELEMENTS)
+      return fzOnnxError(im, "the output's dimension %zu is out of range",
+                         2 + i);
+    shape[2 + i] = X[2 + i] > 0 ? span - pb - pe + k[i] : 0;
   }
   memcpy(want, shape, r * sizeof *want);
   if (nIn > 2 && in[2]) {
