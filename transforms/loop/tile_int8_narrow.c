@@ -22,14 +22,13 @@
 #include "transforms/loop/tile_int8.h"
 #include "transforms/loop/tile_internal.h"
 
-#define NARROW_MAX_VIEWS 8
+#define NARROW_MAX_ALIASES 16
 
 typedef struct Narrow {
-  FzOp *alloc, *store, *nest, *dealloc;
-  FzOp *views[NARROW_MAX_VIEWS]; /* views of the buffer (plan-memory's
-                                    reuse of its memory); they keep it */
-  size_t numViews;
-  FzOp *ext;        /* extsi / extui */
+  FzOp *def;         /* the buffer's loop.alloc or loop.view */
+  FzOp *store, *nest, *dealloc;
+  FzOp *last;        /* the last top-level op that reads it */
+  FzOp *ext;         /* extsi / extui */
   FzValue *byte, *z; /* the i8 value; the zero point or NULL */
 } Narrow;
 
@@ -65,31 +64,42 @@ static bool identity_store(FzOp *store, FzOp *nest, FzType *bt) {
   return true;
 }
 
-/* Whether every use of v (through views) is in an op of body after
- * `last`. */
-static bool uses_after(FzBlock *body, FzValue *v, FzOp *last, int depth) {
-  if (depth > 4)
+/* Collects v and its views (transitively) into out; false when there
+ * are too many or a view is not at the top level. */
+static bool aliases(FzBlock *body, FzValue *v, FzValue **out, size_t *n) {
+  if (*n >= NARROW_MAX_ALIASES)
     return false;
+  out[(*n)++] = v;
   for (FzOpOperand *u = fzValueGetFirstUse(v); u; u = fzOpOperandGetNextUse(u)) {
     FzOp *o = fzOpOperandGetOwner(u);
-    FzOp *t = top_of(body, o);
-    if (!t || t == last || !fzOpIsBeforeInBlock(last, t))
-      return false;
-    if (fzLoopGetOpcode(o) == FZ_LOOP_OP_VIEW &&
-        !uses_after(body, fzOpGetResult(o, 0), last, depth + 1))
+    if (fzLoopGetOpcode(o) != FZ_LOOP_OP_VIEW || fzOpOperandGetIndex(u) != 0)
+      continue;
+    if (fzOpGetBlock(o) != body || !aliases(body, fzOpGetResult(o, 0), out, n))
       return false;
   }
   return true;
 }
 
-static bool analyze(FzBlock *body, FzOp *alloc, Narrow *w) {
+/* Whether top-level op t lies in [first, last]. */
+static bool within(FzOp *t, FzOp *first, FzOp *last) {
+  return t == first || t == last ||
+         (fzOpIsBeforeInBlock(first, t) && fzOpIsBeforeInBlock(t, last));
+}
+
+static bool analyze(FzBlock *body, FzOp *def, Narrow *w) {
   memset(w, 0, sizeof *w);
-  w->alloc = alloc;
-  FzValue *B = fzOpGetResult(alloc, 0);
+  w->def = def;
+  FzValue *B = fzOpGetResult(def, 0);
   FzType *bt = fzValueGetType(B);
   if (fzTypeGetKind(bt) != FZ_TYPE_BUFFER ||
       !is_int(fzShapedTypeGetElementType(bt), 32) ||
       fzShapedTypeGetRank(bt) == 0)
+    return false;
+  bool isView = fzLoopGetOpcode(def) == FZ_LOOP_OP_VIEW;
+  FzValue *root = tileRootOf(B);
+  FzOp *rootDef = fzValueGetDefiningOp(root);
+  if (!rootDef || fzLoopGetOpcode(rootDef) != FZ_LOOP_OP_ALLOC ||
+      fzOpGetBlock(rootDef) != body)
     return false;
   size_t loads = 0;
   for (FzOpOperand *u = fzValueGetFirstUse(B); u; u = fzOpOperandGetNextUse(u)) {
@@ -100,13 +110,10 @@ static bool analyze(FzBlock *body, FzOp *alloc, Narrow *w) {
     } else if (c == FZ_LOOP_OP_STORE && fzOpOperandGetIndex(u) == 1 &&
                !w->store) {
       w->store = o;
-    } else if (c == FZ_LOOP_OP_DEALLOC && fzOpGetBlock(o) == body &&
-               !w->dealloc) {
+    } else if (c == FZ_LOOP_OP_DEALLOC && !isView &&
+               fzOpGetBlock(o) == body && !w->dealloc) {
       w->dealloc = o;
-    } else if (c == FZ_LOOP_OP_VIEW && fzOpGetBlock(o) == body &&
-               w->numViews < NARROW_MAX_VIEWS) {
-      w->views[w->numViews++] = o;
-    } else {
+    } else if (c != FZ_LOOP_OP_VIEW || fzOpOperandGetIndex(u) != 0) {
       return false;
     }
   }
@@ -135,7 +142,7 @@ static bool analyze(FzBlock *body, FzOp *alloc, Narrow *w) {
   if (!is_int(fzValueGetType(w->byte), 8))
     return false;
   /* Every reader comes after the nest. */
-  FzOp *last = w->nest;
+  w->last = w->nest;
   for (FzOpOperand *u = fzValueGetFirstUse(B); u; u = fzOpOperandGetNextUse(u)) {
     FzOp *o = fzOpOperandGetOwner(u);
     if (fzLoopGetOpcode(o) != FZ_LOOP_OP_LOAD)
@@ -143,13 +150,31 @@ static bool analyze(FzBlock *body, FzOp *alloc, Narrow *w) {
     FzOp *t = top_of(body, o);
     if (!t || t == w->nest || !fzOpIsBeforeInBlock(w->nest, t))
       return false;
-    if (fzOpIsBeforeInBlock(last, t))
-      last = t;
+    if (fzOpIsBeforeInBlock(w->last, t))
+      w->last = t;
   }
-  /* The memory's next life (through views) starts after the last one. */
-  for (size_t i = 0; i < w->numViews; ++i)
-    if (!uses_after(body, fzOpGetResult(w->views[i], 0), last, 0))
-      return false;
+  /* The memory's other names (plan-memory's reuse: the root and its
+   * views) are not used while these values live, from the nest to the
+   * last reader. */
+  FzValue *al[NARROW_MAX_ALIASES];
+  size_t na = 0;
+  if (!aliases(body, root, al, &na))
+    return false;
+  for (size_t i = 0; i < na; ++i) {
+    if (al[i] == B)
+      continue;
+    for (FzOpOperand *u = fzValueGetFirstUse(al[i]); u;
+         u = fzOpOperandGetNextUse(u)) {
+      FzOp *o = fzOpOperandGetOwner(u);
+      FzLoopOpcode c = fzLoopGetOpcode(o);
+      if (c == FZ_LOOP_OP_DEALLOC ||
+          (c == FZ_LOOP_OP_VIEW && fzOpOperandGetIndex(u) == 0))
+        continue;
+      FzOp *t = top_of(body, o);
+      if (!t || within(t, w->nest, w->last))
+        return false;
+    }
+  }
   return true;
 }
 
@@ -162,7 +187,7 @@ static FzValue *forwarded_source(FzBlock *body, const Narrow *w) {
     return NULL;
   FzValue *S = fzOpGetOperand(l, 0);
   FzType *st = fzValueGetType(S);
-  FzType *bt = fzValueGetType(fzOpGetResult(w->alloc, 0));
+  FzType *bt = fzValueGetType(fzOpGetResult(w->def, 0));
   size_t rank = fzShapedTypeGetRank(bt);
   if (fzShapedTypeGetRank(st) != rank || fzBufferTypeGetStrides(st) ||
       fzOpGetNumOperands(l) != 1 + rank ||
@@ -202,13 +227,13 @@ static bool nest_is_dead(FzOp *nest) {
 
 static bool rewrite(FzContext *ctx, FzBlock *body, Narrow *w) {
   bool failed = false;
-  FzLoc *loc = fzOpGetLoc(w->alloc);
+  FzLoc *loc = fzOpGetLoc(w->def);
   FzBuilder ip;
   fzBuilderInit(&ip, ctx);
-  fzBuilderSetInsertionPointBefore(&ip, w->alloc);
+  fzBuilderSetInsertionPointBefore(&ip, w->nest);
   FzLoopBuilder b;
   fzBInit(&b, ctx, &ip, loc, NULL, &failed);
-  FzValue *B = fzOpGetResult(w->alloc, 0);
+  FzValue *B = fzOpGetResult(w->def, 0);
   FzType *bt = fzValueGetType(B);
   FzValue *src = forwarded_source(body, w);
   if (!src) {
@@ -231,11 +256,9 @@ static bool rewrite(FzContext *ctx, FzBlock *body, Narrow *w) {
       ops[i] = fzOpGetOperand(w->store, i);
     if (!fzBOp(&sb, "loop.store", n, ops, NULL))
       return false;
-    if (w->dealloc) {
-      FzLoopBuilder db = fzBAfter(&b, w->dealloc);
-      if (!fzBOp(&db, "loop.dealloc", 1, &src, NULL))
-        return false;
-    }
+    FzLoopBuilder db = fzBAfter(&b, w->last);
+    if (!fzBOp(&db, "loop.dealloc", 1, &src, NULL))
+      return false;
   }
   FzType *i32 = fzShapedTypeGetElementType(bt);
   /* The readers. */
@@ -265,10 +288,12 @@ static bool rewrite(FzContext *ctx, FzBlock *body, Narrow *w) {
     fzOpErase(l);
   }
   fzOpErase(w->store);
-  if (!w->numViews) {
+  /* The buffer goes when nothing else names it. */
+  size_t uses = fzValueGetNumUses(B);
+  if (uses == 0 || (uses == 1 && w->dealloc)) {
     if (w->dealloc)
       fzOpErase(w->dealloc);
-    fzOpErase(w->alloc);
+    fzOpErase(w->def);
   }
   if (nest_is_dead(w->nest))
     fzOpErase(w->nest);
@@ -281,11 +306,14 @@ bool tileInt8Narrow(FzOp *func) {
   if (!body)
     return true;
   FzContext *ctx = fzOpGetContext(func);
-  /* The allocs first: a rewrite erases ops after them. */
+  /* The allocs and views first: a rewrite erases ops after them (and
+   * only the one it analyzed among them). */
   FzPtrVec allocs;
   fzPtrVecInit(&allocs, ctx);
   for (FzOp *op = fzBlockGetFirstOp(body); op; op = fzOpGetNextInBlock(op))
-    if (fzLoopGetOpcode(op) == FZ_LOOP_OP_ALLOC && !fzPtrVecPush(&allocs, op)) {
+    if ((fzLoopGetOpcode(op) == FZ_LOOP_OP_ALLOC ||
+         fzLoopGetOpcode(op) == FZ_LOOP_OP_VIEW) &&
+        !fzPtrVecPush(&allocs, op)) {
       fzPtrVecFree(&allocs);
       return false;
     }
