@@ -244,6 +244,7 @@ typedef struct IntGen {
   size_t nx, ny;  /* batch dims of A's and B's packed copies */
   size_t xDims[TILE_MAX_DIMS], yDims[TILE_MAX_DIMS];
   FzValue *Ap, *Bp, *RA, *CW;
+  bool bConst;             /* Bp and CW are constants (packed here) */
   FzValue *zxp, *zyp, *c0; /* zx', zy' and K zx' zy' (NULL: zero) */
 } IntGen;
 
@@ -401,10 +402,133 @@ static bool emit_pack_a(IntGen *I) {
   return !G->failed;
 }
 
+/* A loop.constant_buffer of i32 words (shape[0..rank)) at G->consts. */
+static FzValue *const_words(IntGen *I, size_t rank, const int64_t *shape,
+                            const int32_t *words, size_t n) {
+  FzContext *ctx = I->G.ctx;
+  FzType *tt = fzTensorTypeGet(ctx, rank, shape, I->i32, NULL);
+  FzType *bt = fzBufferTypeGet(ctx, rank, shape, I->i32, NULL, 0, NULL);
+  FzAttr *v = tt ? fzDenseAttrGet(ctx, tt, words, n * sizeof *words) : NULL;
+  if (!v || !bt) {
+    I->G.failed = true;
+    return NULL;
+  }
+  FzOpState st;
+  fzOpStateInit(&st, ctx, FZ_STR("loop.constant_buffer"), I->G.loc);
+  fzOpStateAddProp(&st, FZ_STR("value"), v);
+  fzOpStateAddResults(&st, 1, &bt);
+  FzOp *op = fzBuilderCreate(&I->G.consts, &st);
+  if (!op) {
+    I->G.failed = true;
+    return NULL;
+  }
+  return fzOpGetResult(op, 0);
+}
+
+/* Most words packed at compile time (256 MiB). */
+#define INT8_MAX_CONST_WORDS ((int64_t)1 << 26)
+
+/* Bp and CW computed here when y's bytes are a constant (a weight):
+ * y's load reads a loop.constant_buffer at indices that are ivs of the
+ * nest, k or constants. True with I->Bp set when it did; true with
+ * I->Bp NULL when it does not apply; false after an error. */
+static bool const_pack_b(IntGen *I) {
+  TileNest *T = &I->N->T;
+  FzOp *l = I->N->y.load;
+  FzOp *cb = fzValueGetDefiningOp(fzOpGetOperand(l, 0));
+  if (!cb || fzLoopGetOpcode(cb) != FZ_LOOP_OP_CONSTANT_BUFFER)
+    return true;
+  FzAttr *v = fzOpGetInherentAttr(cb, FZ_STR("value"));
+  FzType *bt = fzValueGetType(fzOpGetResult(cb, 0));
+  size_t rank = fzShapedTypeGetRank(bt);
+  if (!v || fzAttrGetKind(v) != FZ_ATTR_DENSE || fzBufferTypeGetStrides(bt) ||
+      fzOpGetNumOperands(l) != 1 + rank || rank > TILE_MAX_DIMS)
+    return true;
+  /* Each index: -1 - d for iv d, -1 - TILE_MAX_DIMS for k, else >= 0. */
+  int64_t role[TILE_MAX_DIMS];
+  for (size_t i = 0; i < rank; ++i) {
+    FzValue *ix = fzOpGetOperand(l, 1 + i);
+    if (tileInNest(T, ix)) {
+      FzBlock *blk = fzValueGetParentBlock(ix);
+      role[i] = blk == T->redBody ? -1 - TILE_MAX_DIMS
+                                  : -1 - (int64_t)fzValueGetIndex(ix);
+    } else if (!fzLoopValueGetConstantInt(ix, &role[i]) || role[i] < 0 ||
+               role[i] >= fzShapedTypeGetDim(bt, i)) {
+      return true;
+    }
+  }
+  int64_t W = I->G.W, outer = 1;
+  for (size_t i = 0; i < I->ny; ++i)
+    outer *= T->trips[I->yDims[i]];
+  int64_t per = I->Np * I->K4 * W, total = outer * per;
+  if (total > INT8_MAX_CONST_WORDS)
+    return true;
+  const uint8_t *data = fzDenseAttrGetData(v);
+  bool splat = fzDenseAttrIsSplat(v);
+  int64_t elems = fzShapedTypeGetNumElements(bt);
+  if (!data || (!splat && fzDenseAttrGetNumBytes(v) != (size_t)elems))
+    return true;
+  FzContext *ctx = I->G.ctx;
+  int32_t *words = fzMalloc(ctx, (size_t)total * sizeof *words);
+  int32_t *sums = I->zxp ? fzCalloc(ctx, (size_t)(outer * I->Np * W), sizeof *sums)
+                         : NULL;
+  if (!words || (I->zxp && !sums)) {
+    fzFree(ctx, words);
+    fzFree(ctx, sums);
+    I->G.failed = true;
+    return false;
+  }
+  uint8_t flip = I->N->y.isUnsigned ? 0x80 : 0;
+  int64_t iv[TILE_MAX_DIMS] = {0};
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t rem = o;
+    for (size_t i = I->ny; i-- > 0;) {
+      iv[I->yDims[i]] = rem % T->trips[I->yDims[i]];
+      rem /= T->trips[I->yDims[i]];
+    }
+    for (int64_t p = 0; p < I->Np; ++p)
+      for (int64_t g = 0; g < I->K4; ++g)
+        for (int64_t ln = 0; ln < W; ++ln) {
+          iv[T->dJ] = p * W + ln;
+          uint32_t word = 0;
+          for (int64_t t = 0; t < 4 && 4 * g + t < T->K; ++t) {
+            int64_t off = 0;
+            for (size_t i = 0; i < rank; ++i) {
+              int64_t x = role[i] >= 0                    ? role[i]
+                          : role[i] == -1 - TILE_MAX_DIMS ? 4 * g + t
+                                                          : iv[-1 - role[i]];
+              off = off * fzShapedTypeGetDim(bt, i) + x;
+            }
+            uint8_t b = (uint8_t)(data[splat ? 0 : off] ^ flip);
+            word |= (uint32_t)b << (8 * t);
+            if (sums)
+              sums[o * I->Np * W + p * W + ln] += (int8_t)b;
+          }
+          words[o * per + (p * I->K4 + g) * W + ln] = (int32_t)word;
+        }
+  }
+  int64_t shape[TILE_MAX_DIMS + 1];
+  for (size_t i = 0; i < I->ny; ++i)
+    shape[i] = T->trips[I->yDims[i]];
+  shape[I->ny] = per;
+  I->Bp = const_words(I, I->ny + 1, shape, words, (size_t)total);
+  shape[I->ny] = I->Np * W;
+  if (sums && I->Bp)
+    I->CW = const_words(I, I->ny + 1, shape, sums, (size_t)(outer * I->Np * W));
+  fzFree(ctx, words);
+  fzFree(ctx, sums);
+  I->bConst = true;
+  return !I->G.failed;
+}
+
 /* Bp (and CW when zx' is not zero). */
 static bool emit_pack_b(IntGen *I) {
   TileNest *T = &I->N->T;
   TileGen *G = &I->G;
+  if (!const_pack_b(I))
+    return false;
+  if (I->Bp)
+    return true;
   int64_t W = G->W;
   int64_t shape[TILE_MAX_DIMS + 3];
   size_t r = 0;
@@ -699,7 +823,8 @@ static bool transform_int(IntNest *N, const FzTileInt8Options *o) {
   }
   FzLoopBuilder b = tileAt(G, &G->top);
   b = fzBAfter(&b, after);
-  FzValue *bufs[4] = {I.CW, I.Bp, I.RA, I.Ap};
+  FzValue *bufs[4] = {I.bConst ? NULL : I.CW, I.bConst ? NULL : I.Bp, I.RA,
+                      I.Ap};
   for (size_t i = 0; i < 4; ++i)
     if (bufs[i])
       fzBOp(&b, "loop.dealloc", 1, &bufs[i], NULL);
