@@ -100,7 +100,7 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
     bool ok = run_pipeline(
         module, !options->fuse     ? "canonicalize,cse"
                 : options->forGpu ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY_GPU
-                                  : "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
+                                  : "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY_CPU
                                     ",transpose-weights");
     report(options, "graph passes", t0);
     if (!ok)

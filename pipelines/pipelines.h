@@ -12,11 +12,19 @@
 /* The graph simplifications of graph-optimize, in order, after its
  * canonicalize,cse and before fusion. The CPU and GPU pipelines run the
  * same list (fzLowerModuleForCpu), so the two cannot drift apart. */
-#define FZ_PIPELINE_GRAPH_SIMPLIFY_HEAD                                      \
-  "fold-qdq,recognize-composites,simplify-algebra,simplify-reshapes,"     \
+#define FZ_PIPELINE_GRAPH_SIMPLIFY_TAIL                                      \
+  "recognize-composites,simplify-algebra,simplify-reshapes,"              \
   "fold-transpose,fold-batchnorm,"
+#define FZ_PIPELINE_GRAPH_SIMPLIFY_HEAD                                      \
+  "fold-qdq," FZ_PIPELINE_GRAPH_SIMPLIFY_TAIL
 #define FZ_PIPELINE_GRAPH_SIMPLIFY                                           \
   FZ_PIPELINE_GRAPH_SIMPLIFY_HEAD                                            \
+  "recognize-attention,merge-projections,canonicalize"
+/* The CPU's (fzLowerModuleForCpu without forGpu): QDQ matmuls folded
+ * into integer matmuls where exact (fold-qdq{matmuls}), which
+ * tile-int8-contractions turns into vpdpbusd tiles. */
+#define FZ_PIPELINE_GRAPH_SIMPLIFY_CPU                                       \
+  "fold-qdq{matmuls}," FZ_PIPELINE_GRAPH_SIMPLIFY_TAIL                       \
   "recognize-attention,merge-projections,canonicalize"
 /* The same for the GPU (FzCpuPipelineOptions.forGpu): attention only over
  * 16-bit operands, which the flash-attention kernel takes; f32 attention

@@ -60,6 +60,7 @@ static const FzPassDef *const kLoopPasses[] = {
     &fzPlanMemoryPassDef,        /* transforms/plan_memory.c */
     &fzTileContractionsPassDef,  /* transforms/loop */
     &fzTileConvolutionsPassDef,  /* transforms/loop */
+    &fzTileInt8ContractionsPassDef, /* transforms/loop */
     &fzStageRowsPassDef,         /* transforms/loop */
 };
 

@@ -15,6 +15,7 @@ extern const FzPassDef fzSymbolDCEPass;    /* symbol-dce */
 extern const FzPassDef fzPlanMemoryPassDef;       /* plan-memory */
 extern const FzPassDef fzTileContractionsPassDef; /* tile-contractions */
 extern const FzPassDef fzTileConvolutionsPassDef; /* tile-convolutions */
+extern const FzPassDef fzTileInt8ContractionsPassDef; /* tile-int8-contractions */
 extern const FzPassDef fzStageRowsPassDef;        /* stage-rows */
 
 #endif /* FZ_TRANSFORMS_PASSES_H */

@@ -183,6 +183,17 @@ bool fzLoopEvalScalar(FzLoopOpcode opc, int pred, FzType *t, FzType *ot,
   case FZ_LOOP_OP_MINF: r.f = min_nan(a, b); break;
   case FZ_LOOP_OP_POWF: r.f = pow(a, b); break;
   case FZ_LOOP_OP_FMA: r.f = fma(a, b, in[2].f); break;
+  case FZ_LOOP_OP_DOT4: {
+    /* acc + sum u8(a.t) * s8(b.t): |sum| < 2^17, the i32 add wraps. */
+    uint64_t acc = (uint64_t)x;
+    for (unsigned t = 0; t < 4; ++t) {
+      int64_t ua = (int64_t)(((uint64_t)y >> (8 * t)) & 255);
+      int64_t sb = (int64_t)(int8_t)(uint8_t)(((uint64_t)in[2].i >> (8 * t)) & 255);
+      acc += (uint64_t)(ua * sb);
+    }
+    r.i = (int64_t)(int32_t)(uint32_t)acc;
+    break;
+  }
   case FZ_LOOP_OP_NEGF: r.f = -a; break;
   case FZ_LOOP_OP_ABSF: r.f = fabs(a); break;
   case FZ_LOOP_OP_EXP: r.f = exp(a); break;

@@ -18,6 +18,7 @@ typedef enum FzLoopFamily {
   FZ_LOOP_FAM_BINARY_I, /* (T, T) -> T, T integer or index */
   FZ_LOOP_FAM_UNARY_F,  /* (T) -> T, T float */
   FZ_LOOP_FAM_FMA,      /* (T, T, T) -> T, T float */
+  FZ_LOOP_FAM_DOT4,     /* (T, T, T) -> T, T i32 (or vector of) */
   FZ_LOOP_FAM_CAST,     /* (A) -> B */
   FZ_LOOP_FAM_CMP,      /* cmpf / cmpi */
   FZ_LOOP_FAM_OTHER,    /* its own hooks */

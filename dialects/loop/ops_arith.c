@@ -6,6 +6,7 @@
  *   %r = loop.addf %a, %b : f32
  *   %r = loop.exp %a : vector<4xf32>
  *   %r = loop.fma %a, %b, %c : f32
+ *   %r = loop.dot4 %acc, %a, %b : vector<16xi32>
  *   %r = loop.cmpf olt, %a, %b : f32            (result i1)
  *   %r = loop.select %c, %a, %b : f32           (%c: i1 or i1 lanes)
  *   %r = loop.extf %a : bf16 to f32
@@ -166,6 +167,17 @@ bool fzLoopVerifyElementwise(FzOp *op) {
                                "have one type, got '%s' and '%s'",
                            tstr(t, b1, sizeof b1), tstr(r, b2, sizeof b2));
     return true;
+  case FZ_LOOP_FAM_DOT4: {
+    FzType *e = fzTypeGetKind(t) == FZ_TYPE_VECTOR ? fzShapedTypeGetElementType(t) : t;
+    if (fzTypeGetKind(e) != FZ_TYPE_INTEGER || fzTypeGetBitWidth(e) != 32)
+      return fzOpEmitError(op, "expects i32 operands (or vectors of), got '%s'",
+                           tstr(t, b1, sizeof b1));
+    if (!all_same_type(op, t) || r != t)
+      return fzOpEmitError(op, "expects every operand and the result to "
+                               "have one type, got '%s' and '%s'",
+                           tstr(t, b1, sizeof b1), tstr(r, b2, sizeof b2));
+    return true;
+  }
   case FZ_LOOP_FAM_CMP: {
     bool isF = info->opcode == FZ_LOOP_OP_CMPF;
     if (isF ? !fzLoopIsFloatLike(t) : !fzLoopIsIntLike(t))
@@ -530,6 +542,7 @@ ELEMENTWISE_OP(XORI, "loop.xori", BI, 2, C, "bitwise xor")
 ELEMENTWISE_OP(SHLI, "loop.shli", BI, 2, 0, "shift left (0 past the width)")
 ELEMENTWISE_OP(SHRSI, "loop.shrsi", BI, 2, 0, "arithmetic shift right")
 ELEMENTWISE_OP(FMA, "loop.fma", FZ_LOOP_FAM_FMA, 3, 0, "a * b + c, fused")
+ELEMENTWISE_OP(DOT4, "loop.dot4", FZ_LOOP_FAM_DOT4, 3, 0, "acc + sum of u8(a byte) * s8(b byte) over 4 bytes, wrapping")
 ELEMENTWISE_OP(NEGF, "loop.negf", UF, 1, 0, "-x")
 ELEMENTWISE_OP(ABSF, "loop.absf", UF, 1, 0, "|x|")
 ELEMENTWISE_OP(EXP, "loop.exp", UF, 1, 0, "e^x")

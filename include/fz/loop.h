@@ -74,6 +74,9 @@ extern "C" {
  *   binary      (T, T) -> T      addf..powf, addi..shrsi
  *   unary       (T) -> T         negf..cos
  *   fma         (a, b, c: T) -> T  a*b+c, one rounding
+ *   dot4        (acc, a, b: T) -> T  T i32 (or vector of): acc + the
+ *               sum over the 4 bytes t of u8(a.t) * s8(b.t), wrapping
+ *               (x86's vpdpbusd, AVX-512 VNNI / AVX-VNNI, per lane)
  *   cmpf/cmpi   (T, T) -> i1-of-T  property `predicate` (string)
  *   select      (cond, a: T, b: T) -> T
  *   casts       (A) -> B
@@ -104,7 +107,7 @@ extern "C" {
   X(MINSI, "loop.minsi") X(ANDI, "loop.andi") X(ORI, "loop.ori")              \
   X(XORI, "loop.xori") X(SHLI, "loop.shli") X(SHRSI, "loop.shrsi")            \
   /* ternary */                                                               \
-  X(FMA, "loop.fma")                                                          \
+  X(FMA, "loop.fma") X(DOT4, "loop.dot4")                                     \
   /* float unary */                                                           \
   X(NEGF, "loop.negf") X(ABSF, "loop.absf") X(EXP, "loop.exp")                \
   X(LOG, "loop.log") X(LOG1P, "loop.log1p") X(TANH, "loop.tanh")              \
@@ -420,6 +423,40 @@ FZ_API void fzTileContractionsOptionsInit(FzTileContractionsOptions *options);
 FZ_API FZ_MUST_CHECK bool
 fzTileContractions(FzOp *func, const FzTileContractionsOptions *options,
                    size_t *numTiled);
+
+/*===------------------------------------------------------------------===*
+ * tile-int8-contractions (CPU)
+ *
+ * Rewrites each top-level integer matmul nest of a lowered function (a
+ * loop.parallel whose k loop sums muli(x, y) in i32, x and y 8-bit
+ * loads extended with extsi or extui, minus a zero point defined
+ * outside the nest) into register tiles of `rows` x `vectors` vectors
+ * of vectorBits / 32 i32 lanes accumulated with loop.dot4 (vpdpbusd):
+ * both operands packed at run time in 4-byte k groups (A as u8, B as
+ * s8, shifted by 128 where their type is the other one), the zero
+ * points and the shifts applied after the k loop through row and column
+ * byte sums, then the fused epilogue on the accumulators as vector ops.
+ * Exact (i32 arithmetic modulo 2^32, as the nest). Before matching, an
+ * i32 buffer that one nest fills with ext(byte) [- zp] is narrowed to
+ * the bytes (its readers extend them again), so that fold-qdq's
+ * sub_zero_point producers leave bytes in memory. The last N % W
+ * columns stay the original nest. (transforms/loop/tile_int8.c,
+ * docs/codegen.md)
+ *===------------------------------------------------------------------===*/
+
+typedef struct FzTileInt8Options {
+  unsigned vectorBits; /* vector register width (default 512) */
+  unsigned rows;       /* MR (default 6) */
+  unsigned vectors;    /* NV (default 4) */
+} FzTileInt8Options;
+
+FZ_API void fzTileInt8OptionsInit(FzTileInt8Options *options);
+/* Tiles the integer contraction nests of one lowered func.func in
+ * place; *numTiled (may be NULL) counts them. options may be NULL. False
+ * after reporting an error. */
+FZ_API FZ_MUST_CHECK bool
+fzTileInt8Contractions(FzOp *func, const FzTileInt8Options *options,
+                       size_t *numTiled);
 
 /*===------------------------------------------------------------------===*
  * tile-convolutions (CPU)

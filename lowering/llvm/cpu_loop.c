@@ -27,6 +27,13 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
                                              : 128;
   t.vectors = t.vectorBits >= 512 ? 4 : 2;
   t.threads = o->threads;
+  /* Integer matmuls: 16 i32 lanes where AVX-512 VNNI gives vpdpbusd on
+   * them, else the f32 tiles' width (8 lanes: AVX-VNNI's vpdpbusd, or
+   * the portable dot4). */
+  FzTileInt8Options i8;
+  fzTileInt8OptionsInit(&i8);
+  i8.vectorBits = t.vectorBits;
+  i8.vectors = t.vectorBits >= 512 ? 4 : 2;
   FzTileConvolutionsOptions cv;
   fzTileConvolutionsOptionsInit(&cv);
   cv.vectorBits = t.vectorBits;
@@ -52,6 +59,8 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
     FzStringRef n = fzIdentGetString(fzOpGetName(op));
     if (!fzStringRefEqual(n, FZ_STR("func.func")))
       continue;
+    if (o->tileContractions && !fzTileInt8Contractions(op, &i8, NULL))
+      return false;
     if (o->tileContractions && !fzTileContractions(op, &t, NULL))
       return false;
     if (o->tileConvolutions && !fzTileConvolutions(op, &cv, NULL))

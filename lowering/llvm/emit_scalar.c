@@ -170,6 +170,48 @@ LLVMValueRef fzLLFlags(FzLLEmitter *E, LLVMValueRef v,
   return v;
 }
 
+/* loop.dot4 (acc, a, b: i32 or <N x i32>): acc + the sum over the 4
+ * bytes of each lane of u8(a) * s8(b). On x86 with AVX-512 VNNI (16
+ * lanes) or AVX-VNNI / AVX-512 VNNI+VL (8 lanes) one vpdpbusd; elsewhere
+ * the bytes widened to i32, multiplied and summed in groups of 4 (exact:
+ * each sum is below 2^17 in magnitude, the add to acc wraps as the
+ * instruction's does). */
+static LLVMValueRef emit_dot4(FzLLEmitter *E, LLVMValueRef acc, LLVMValueRef a,
+                              LLVMValueRef b) {
+  LLVMTypeRef ty = LLVMTypeOf(acc);
+  bool vec = LLVMGetTypeKind(ty) == LLVMVectorTypeKind;
+  unsigned n = vec ? LLVMGetVectorSize(ty) : 1;
+  const char *f = E->features;
+  bool vnni = f && strstr(f, "+avx512vnni");
+  bool vnni256 = f && ((vnni && strstr(f, "+avx512vl")) || strstr(f, "+avxvnni"));
+  if (vec && ((n == 16 && vnni) || (n == 8 && vnni256))) {
+    LLVMValueRef args[3] = {acc, a, b};
+    return fzLLCallIntrinsic(E, n == 16 ? "llvm.x86.avx512.vpdpbusd.512"
+                                        : "llvm.x86.avx512.vpdpbusd.256",
+                             NULL, 0, args, 3);
+  }
+  LLVMTypeRef i8 = LLVMInt8TypeInContext(E->llctx);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(E->llctx);
+  LLVMTypeRef bytes = LLVMVectorType(i8, 4 * n), wide = LLVMVectorType(i32, 4 * n);
+  LLVMValueRef ua = LLVMBuildZExt(E->b, LLVMBuildBitCast(E->b, a, bytes, ""), wide, "");
+  LLVMValueRef sb = LLVMBuildSExt(E->b, LLVMBuildBitCast(E->b, b, bytes, ""), wide, "");
+  LLVMValueRef p = LLVMBuildMul(E->b, ua, sb, "");
+  LLVMValueRef sum = NULL;
+  LLVMValueRef mask[64];
+  if (n > 64)
+    return NULL;
+  for (unsigned t = 0; t < 4; ++t) {
+    for (unsigned l = 0; l < n; ++l)
+      mask[l] = LLVMConstInt(i32, 4 * l + t, 0);
+    LLVMValueRef part = LLVMBuildShuffleVector(E->b, p, LLVMGetPoison(wide),
+                                               LLVMConstVector(mask, n), "");
+    sum = sum ? LLVMBuildAdd(E->b, sum, part, "") : part;
+  }
+  if (!vec)
+    sum = LLVMBuildExtractElement(E->b, sum, LLVMConstInt(i32, 0, 0), "");
+  return LLVMBuildAdd(E->b, acc, sum, "");
+}
+
 /*===--- Ops ---------------------------------------------------------------===*/
 
 /* Operand i of op; in an explicit vector loop, a scalar operand of a
@@ -643,6 +685,9 @@ bool fzLLEmitScalarOp(FzLLEmitter *E, FzOp *op, FzLoopOpcode code) {
     r = fzLLNarrow(E, r, t);
     break;
   }
+  case FZ_LOOP_OP_DOT4:
+    r = emit_dot4(E, operand(E, op, 0), operand(E, op, 1), operand(E, op, 2));
+    break;
   case FZ_LOOP_OP_NEGF:
   case FZ_LOOP_OP_ABSF:
   case FZ_LOOP_OP_EXP:

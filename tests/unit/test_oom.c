@@ -286,12 +286,15 @@ static bool wl_npy(FzContext *ctx, TextBuf *out) {
 }
 
 /* Convolutions (padded with stride 2, bias and relu; a 1x1 read in
- * place; a depthwise) and a matmul for the CPU-only loop transforms. */
+ * place; a depthwise), a matmul and an integer matmul on bytes (uint8 x
+ * int8, zero points) for the CPU-only loop transforms. */
 static const char kConv[] =
     "func.func @main(%x: tensor<1x3x9x19xf32>, %w: tensor<5x3x3x3xf32>, "
     "%b: tensor<5xf32>, %v: tensor<4x3x1x1xf32>, %d: tensor<3x1x3x3xf32>, "
-    "%a: tensor<7x9xf32>, %m: tensor<9x10xf32>) -> (tensor<1x5x5x10xf32>, "
-    "tensor<1x4x9x19xf32>, tensor<1x3x9x19xf32>, tensor<7x10xf32>) {\n"
+    "%a: tensor<7x9xf32>, %m: tensor<9x10xf32>, %qa: tensor<7x9xi8>, "
+    "%qb: tensor<9x20xi8>) -> (tensor<1x5x5x10xf32>, "
+    "tensor<1x4x9x19xf32>, tensor<1x3x9x19xf32>, tensor<7x10xf32>, "
+    "tensor<7x20xi32>) {\n"
     "  %0 = graph.conv2d %x, %w, %b {strides = array<i64: 2, 2>, pads = "
     "array<i64: 1, 1, 1, 1>} : tensor<1x3x9x19xf32>, tensor<5x3x3x3xf32>, "
     "tensor<5xf32> -> tensor<1x5x5x10xf32>\n"
@@ -302,11 +305,21 @@ static const char kConv[] =
     ": tensor<1x3x9x19xf32>, tensor<3x1x3x3xf32> -> tensor<1x3x9x19xf32>\n"
     "  %4 = graph.matmul %a, %m : tensor<7x9xf32>, tensor<9x10xf32> -> "
     "tensor<7x10xf32>\n"
-    "  return %1, %2, %3, %4 : tensor<1x5x5x10xf32>, tensor<1x4x9x19xf32>, "
-    "tensor<1x3x9x19xf32>, tensor<7x10xf32>\n"
+    "  %za = graph.constant dense<-128> : tensor<i8>\n"
+    "  %zb = graph.constant dense<1> : tensor<i8>\n"
+    "  %5 = graph.sub_zero_point %qa, %za {unsigned} : tensor<7x9xi8>, "
+    "tensor<i8> -> tensor<7x9xi32>\n"
+    "  %6 = graph.sub_zero_point %qb, %zb : tensor<9x20xi8>, tensor<i8> -> "
+    "tensor<9x20xi32>\n"
+    "  %7 = graph.matmul %5, %6 : tensor<7x9xi32>, tensor<9x20xi32> -> "
+    "tensor<7x20xi32>\n"
+    "  return %1, %2, %3, %4, %7 : tensor<1x5x5x10xf32>, "
+    "tensor<1x4x9x19xf32>, tensor<1x3x9x19xf32>, tensor<7x10xf32>, "
+    "tensor<7x20xi32>\n"
     "}\n";
 
-/* graph-to-loop, then tile-convolutions and tile-contractions (no LLVM:
+/* graph-to-loop, then tile-convolutions, tile-int8-contractions and
+ * tile-contractions (no LLVM:
  * every allocation of the CPU-only loop transforms is swept). */
 static bool wl_tile(FzContext *ctx, TextBuf *out) {
   FzOp *m = parse_text(ctx, kConv);
@@ -314,8 +327,8 @@ static bool wl_tile(FzContext *ctx, TextBuf *out) {
   bool ok = pm &&
             fzPassManagerParsePipeline(
                 pm, FZ_STR("graph-to-loop,func.func(tile-convolutions{"
-                           "vector-bits=128},tile-contractions{vector-bits="
-                           "128})")) &&
+                           "vector-bits=128},tile-int8-contractions{vector-"
+                           "bits=128},tile-contractions{vector-bits=128})")) &&
             fzPassManagerRun(pm, m) && fzOpVerify(m) &&
             printed_ok(ctx, m, out);
   fzPassManagerDestroy(pm);
@@ -457,7 +470,7 @@ END_TEST
 START_TEST(test_cpu) { sweep("cpu compile + run", wl_cpu, 23); }
 END_TEST
 START_TEST(test_tile) {
-  sweep("tile-convolutions + tile-contractions", wl_tile, 1);
+  sweep("tile-convolutions + tile-int8/tile-contractions", wl_tile, 1);
 }
 END_TEST
 

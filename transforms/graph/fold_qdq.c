@@ -1,10 +1,11 @@
 /* transforms/graph/fold_qdq.c - the fold-qdq pass: the QDQ pattern of
  * quantized models folded into integer code (docs/quantization.md).
  *
- * Integer contractions (option `contractions`, off by default: the i32
- * contraction lowers to the untiled loop nest, far slower than the tiled
- * f32 one, until it has a kernel). matmul / conv2d whose operands are
- * both graph.dequantize of i8 tensors:
+ * Integer contractions (option `contractions`; `matmuls` for matmuls
+ * only, which the CPU pipeline sets: the CPU's integer matmul has a
+ * kernel, tile-int8-contractions, while the integer conv2d lowers to the
+ * untiled loop nest, far slower than the tiled f32 one). matmul / conv2d
+ * whose operands are both graph.dequantize of i8 tensors:
  *
  *   c = conv2d(dequantize(x, sx, zx), dequantize(w, sw, zw)) [+ bias]
  *   ->
@@ -482,6 +483,11 @@ static bool fold_constant(FzOp *dq, FzRewriter *rw, void *ud) {
 static const FzGraphOptRow kRows[] = {
     {"graph.matmul", fold_contraction, "integer-matmul", 1, 0,
      STAT_CONTRACTIONS},
+    /* The same under `matmuls` (the CPU pipeline's default: matmuls have
+     * the dot4 kernel of tile-int8-contractions, convolutions not yet).
+     * With both options the first row folds and this one finds nothing. */
+    {"graph.matmul", fold_contraction, "integer-matmul-only", 1, 1,
+     STAT_CONTRACTIONS},
     {"graph.conv2d", fold_contraction, "integer-conv2d", 1, 0,
      STAT_CONTRACTIONS},
     {"graph.quantize", fold_pair, "requantize-pair", 1, -1, STAT_PAIRS},
@@ -494,16 +500,21 @@ static const FzGraphOptRow kLateRows[] = {
      STAT_CONSTANTS},
 };
 
-static const char *const kGroups[] = {"contractions"};
+static const char *const kGroups[] = {"contractions", "matmuls"};
 
 static const FzGraphOptTable kTable = {
-    kRows, sizeof kRows / sizeof kRows[0], kGroups, 1, kLateRows,
+    kRows, sizeof kRows / sizeof kRows[0], kGroups, 2, kLateRows,
     sizeof kLateRows / sizeof kLateRows[0]};
 
 static const FzPassOptionDef kOptions[] = {
     {"contractions", FZ_PASS_OPTION_BOOL, "false",
      "Fold dequantize -> matmul/conv2d into i32 contractions (off by "
-     "default: their CPU lowering is the untiled nest, docs/quantization.md)",
+     "default: the integer conv2d lowers to the untiled nest, "
+     "docs/quantization.md)",
+     NULL, 0, 0},
+    {"matmuls", FZ_PASS_OPTION_BOOL, "false",
+     "Fold dequantize -> matmul only (the CPU pipeline sets it: "
+     "tile-int8-contractions gives them a vpdpbusd kernel)",
      NULL, 0, 0},
     {"inexact", FZ_PASS_OPTION_BOOL, "false",
      "Fold contractions whose integer result may differ from the f32 graph "
