@@ -288,6 +288,13 @@ LLVMValueRef fzLLEmitMath(FzLLEmitter *E, FzLLMathFn fn, LLVMValueRef x,
 
 /* Initializes LLVM's native target once per process (thread-safe). */
 void fzLLInitNative(void);
+/* Monotonic seconds. */
+double fzLLNowSeconds(void);
+/* Hands phase `phase` (static storage), started at t0 (fzLLNowSeconds),
+ * to o->timing when set: wall time, `threads` threads busy for busy
+ * seconds in all (busy < 0: the wall time), split into `items` parts. */
+void fzLLReportPhase(const FzCodegenOptions *o, const char *phase, double t0,
+                     double busy, unsigned threads, size_t items);
 /* A target machine for options (host when triple is NULL). The CPU name
  * and features actually used are copied into *cpu / *features (the
  * context's, freed by the caller; may be NULL). NULL after reporting an
@@ -328,6 +335,21 @@ bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *o,
  * after reporting errors. (objcache.c) */
 bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *o,
                      LLVMMemoryBufferRef *obj, FzLLSites *sites);
+/* A native module (jit.c) of the objects objs[0..n) (all taken, also on
+ * failure) linked into one JIT dylib, with the run-time check sites
+ * *sites (taken: *sites is emptied). NULL after reporting errors. */
+struct FzNativeModule *fzLLNativeFromObjects(FzContext *ctx,
+                                             LLVMMemoryBufferRef *objs,
+                                             size_t n, FzLLSites *sites,
+                                             const FzCodegenOptions *o);
+/* *o = *options (defaults when NULL), checked to target this process.
+ * False after reporting an error. (jit.c) */
+bool fzLLNativeHostOptions(FzContext *ctx, const FzCodegenOptions *options,
+                           FzCodegenOptions *o);
+void fzNativeModuleSetCompileSeconds(struct FzNativeModule *m,
+                                     double seconds);
+/* The options, field by field, into a key (objcache.c). */
+void fzLLHashOptions(FzSha256 *h, const FzCodegenOptions *o);
 /* fzCacheKeyBegin (ir/cache.h), then LLVM's version: what every key of
  * code LLVM made starts with. (objcache.c) */
 void fzLLCacheKeyBegin(FzSha256 *h, FzCacheKind kind);

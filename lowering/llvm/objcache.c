@@ -29,7 +29,7 @@ void fzLLCacheKeyBegin(FzSha256 *h, FzCacheKind kind) {
 }
 
 /* The options, field by field (no padding bytes in the hash). */
-static void hash_options(FzSha256 *h, const FzCodegenOptions *o) {
+void fzLLHashOptions(FzSha256 *h, const FzCodegenOptions *o) {
   fzSha256UpdateU64(h, o->optLevel);
   fzSha256UpdateU64(h, o->fastMath);
   fzSha256UpdateU64(h, o->reassocReductions);
@@ -74,7 +74,7 @@ static bool module_key(LLVMModuleRef mod, LLVMTargetMachineRef tm,
   LLVMDisposeMessage(triple);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
-  hash_options(&h, o);
+  fzLLHashOptions(&h, o);
   size_t n = 0, cap = 0;
   Bulk *bulk = NULL;
   bool ok = true;
@@ -136,7 +136,10 @@ bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *options,
     return false;
   FzCache *cache = options->noCache ? NULL : fzCacheOpen(options->cacheDir);
   FzCacheKey key;
+  double t0 = fzLLNowSeconds();
   bool keyed = cache && module_key(mod, tm, options, &key);
+  fzLLReportPhase(options, "cache key", t0, -1, 1, 0);
+  t0 = fzLLNowSeconds();
   char *data = NULL;
   size_t len = 0;
   uint32_t flags = 0;
@@ -146,6 +149,7 @@ bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *options,
     fzCacheFree(data);
     if (!*obj)
       ok = fzEmitError(ctx, NULL, "native code: out of memory");
+    fzLLReportPhase(options, "cache load", t0, -1, 1, 0);
   } else {
     ok = fzLLOptimize(ctx, mod, tm, options);
     char *err = NULL;
@@ -156,6 +160,7 @@ bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *options,
       LLVMDisposeMessage(err);
       *obj = NULL;
     }
+    fzLLReportPhase(options, "LLVM optimize+codegen", t0, -1, 1, 0);
     if (ok && keyed)
       (void)fzCacheStore(cache, &key, FZ_CACHE_OBJECT, 0,
                          LLVMGetBufferStart(*obj), LLVMGetBufferSize(*obj));

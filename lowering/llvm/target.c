@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -41,6 +42,22 @@ static void init_native(void) {
   LLVMInitializeNativeAsmParser();
 }
 void fzLLInitNative(void) { pthread_once(&gInitOnce, init_native); }
+
+double fzLLNowSeconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void fzLLReportPhase(const FzCodegenOptions *o, const char *phase, double t0,
+                     double busy, unsigned threads, size_t items) {
+  if (!o || !o->timing || !o->timing->record)
+    return;
+  double wall = fzLLNowSeconds() - t0;
+  FzTimingRecord r = {phase, NULL, wall, busy < 0 ? wall : busy,
+                      threads ? threads : 1, items, 0, 0, 0};
+  o->timing->record(&r, o->timing->userData);
+}
 
 /* The only C-library allocation of the back end (docs/api.md,
  * "Allocation"): for the code-generation threads. */
@@ -241,7 +258,9 @@ bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *options,
     copy = fzOpClone(module, NULL);
     ok = copy && fzLLPrepareLoopModule(copy, options, features);
   }
+  double t0 = fzLLNowSeconds();
   ok = ok && fzLLTranslateModule(&E, copy ? copy : module);
+  fzLLReportPhase(options, "LLVM translate", t0, -1, 1, 0);
   if (copy)
     fzOpDestroy(copy);
   fzFree(ctx, cpu);
