@@ -1,11 +1,13 @@
 /* lowering/llvm/jit.c - FzNativeModule: a loop-level module compiled for
  * the host and loaded into this process by an ORC LLJIT.
  *
- * The module goes through the same path as `fuse-translate --emit=obj`
- * (translate, O3 for the host CPU, object file in memory, or the object
- * file from the kernel cache: objcache.c), and the object is then
- * linked into an LLJIT of its own, so what runs is exactly what
- * --emit=obj writes. Symbols the code needs from the
+ * fzNativeModuleCreate (native_cache.c) finds the module's objects in
+ * the kernel cache or translates it into units (the top-level functions,
+ * each outlined parallel region) compiled on threads (cpu_codegen.c),
+ * one object each; fzLLNativeFromObjects links them into one dylib of
+ * an LLJIT of its own. (`fuse-translate --emit=obj` links the same
+ * units' optimized IR into one module and object instead: the same
+ * optimized functions, one file.) Symbols the code needs from the
  * process (aligned_alloc, free, and the C library's math functions with
  * exact math) are resolved against the process itself.
  *
@@ -29,12 +31,6 @@ struct FzNativeModule {
   FzLLSites sites;   /* the run-time checks of the code (emit_check.c) */
   int64_t *status;   /* its fz_status global; NULL when it has no check */
 };
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Reports err (consumed) as an error; returns false. */
 static bool report(FzContext *ctx, LLVMErrorRef err, const char *what) {
@@ -116,23 +112,6 @@ fail:
     fzLLSitesFree(ctx, sites);
   fzNativeModuleDestroy(m);
   return NULL;
-}
-
-FzNativeModule *fzNativeModuleCreate(FzOp *module,
-                                     const FzCodegenOptions *options) {
-  FzContext *ctx = fzOpGetContext(module);
-  FzCodegenOptions o;
-  if (!host_options(ctx, options, &o))
-    return NULL;
-  double t0 = now_seconds();
-  FzLLSites sites = {0};
-  LLVMMemoryBufferRef obj = NULL;
-  if (!fzLLBuildObject(module, &o, &obj, &sites))
-    return NULL;
-  FzNativeModule *m = fzLLNativeFromObjects(ctx, &obj, 1, &sites, &o);
-  if (m)
-    m->compileSeconds = now_seconds() - t0;
-  return m;
 }
 
 bool fzLLNativeHostOptions(FzContext *ctx, const FzCodegenOptions *options,

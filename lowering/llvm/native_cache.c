@@ -152,7 +152,8 @@ static void hash_env(FzSha256 *h, const char *name) {
     fzSha256UpdateString(h, v);
 }
 
-static bool loop_key(FzOp *module, const FzCodegenOptions *o, FzCacheKey *key) {
+bool fzLLLoopKey(FzOp *module, const FzCodegenOptions *o, FzCacheKind kind,
+                 FzCacheKey *key) {
   FzContext *ctx = fzOpGetContext(module);
   char *cpu = NULL, *features = NULL;
   LLVMTargetMachineRef tm = fzLLCreateTargetMachine(ctx, o, &cpu, &features);
@@ -160,7 +161,7 @@ static bool loop_key(FzOp *module, const FzCodegenOptions *o, FzCacheKey *key) {
     return false;
   Hasher H;
   memset(&H, 0, sizeof H);
-  fzLLCacheKeyBegin(&H.h, FZ_CACHE_NATIVE);
+  fzLLCacheKeyBegin(&H.h, kind);
   char *triple = LLVMGetTargetMachineTriple(tm);
   fzSha256UpdateString(&H.h, triple);
   LLVMDisposeMessage(triple);
@@ -433,7 +434,7 @@ FzNativeCacheSession *fzNativeCacheOpen(FzOp *loopModule,
     return NULL;
   s->ctx = ctx;
   s->o = *o;
-  if (!loop_key(loopModule, o, &s->key) ||
+  if (!fzLLLoopKey(loopModule, o, FZ_CACHE_NATIVE, &s->key) ||
       !(s->cache = fzCacheOpen(o->cacheDir))) {
     fzFree(ctx, s);
     return NULL;
@@ -474,28 +475,69 @@ FzNativeModule *fzNativeCacheLookup(FzNativeCacheSession *s) {
   return m;
 }
 
-FzNativeModule *fzNativeCacheCompile(FzNativeCacheSession *s,
-                                     FzOp *loopModule,
-                                     const FzCodegenOptions *options) {
-  FzContext *ctx = fzOpGetContext(loopModule);
-  if (!s)
-    return fzNativeModuleCreate(loopModule, options);
+/* Translates module into units, compiles them to objects on threads
+ * (cpu_codegen.c), stores them under s's key (s may be NULL) and links
+ * them into a JIT. */
+static FzNativeModule *compile(FzNativeCacheSession *s, FzOp *module,
+                               const FzCodegenOptions *options) {
+  FzContext *ctx = fzOpGetContext(module);
   FzCodegenOptions o;
   if (!fzLLNativeHostOptions(ctx, options, &o))
     return NULL;
-  o.noCache = true; /* this session's entry replaces the LLVM-level one */
   double t0 = fzLLNowSeconds();
   FzLLSites sites = {0};
-  LLVMMemoryBufferRef obj = NULL;
-  if (!fzLLBuildObject(loopModule, &o, &obj, &sites))
+  FzLLUnits units;
+  memset(&units, 0, sizeof units);
+  fzPtrVecInit(&units.exported, ctx);
+  LLVMContextRef llctx;
+  LLVMModuleRef mod;
+  LLVMTargetMachineRef tm;
+  if (!fzLLBuildTranslated(module, &o, &llctx, &mod, &tm, &sites, &units))
     return NULL;
-  Out w = {0};
-  if (write_payload(&w, &sites, &obj, 1))
-    (void)fzCacheStore(s->cache, &s->key, FZ_CACHE_NATIVE, 0, w.p, w.len);
-  fzLLThreadFree(w.p);
-  FzNativeModule *m = fzLLNativeFromObjects(ctx, &obj, 1, &sites, &o);
+  bool ok = fzLLCompileUnits(ctx, &units, &o, tm, true, false);
+  LLVMDisposeTargetMachine(tm);
+  size_t n = units.n;
+  LLVMMemoryBufferRef *objs = ok ? fzCalloc(ctx, n + 1, sizeof *objs) : NULL;
+  if (objs) {
+    for (size_t i = 0; i < n; ++i) {
+      objs[i] = units.v[i].out;
+      units.v[i].out = NULL;
+    }
+    Out w = {0};
+    if (s && write_payload(&w, &sites, objs, n))
+      (void)fzCacheStore(s->cache, &s->key, FZ_CACHE_NATIVE, 0, w.p, w.len);
+    fzLLThreadFree(w.p);
+  }
+  fzLLUnitsFree(ctx, &units);
+  if (!objs) {
+    fzLLSitesFree(ctx, &sites);
+    return NULL;
+  }
+  FzNativeModule *m = fzLLNativeFromObjects(ctx, objs, n, &sites, &o);
+  fzFree(ctx, objs);
   if (m)
     fzNativeModuleSetCompileSeconds(m, fzLLNowSeconds() - t0);
+  return m;
+}
+
+FzNativeModule *fzNativeCacheCompile(FzNativeCacheSession *s,
+                                     FzOp *loopModule,
+                                     const FzCodegenOptions *o) {
+  return compile(s, loopModule, o);
+}
+
+FzNativeModule *fzNativeModuleCreate(FzOp *module,
+                                     const FzCodegenOptions *options) {
+  FzCodegenOptions defaults;
+  if (!options) {
+    fzCodegenOptionsInit(&defaults);
+    options = &defaults;
+  }
+  FzNativeCacheSession *s = fzNativeCacheOpen(module, options);
+  FzNativeModule *m = fzNativeCacheLookup(s);
+  if (!m)
+    m = compile(s, module, options);
+  fzNativeCacheClose(s);
   return m;
 }
 
