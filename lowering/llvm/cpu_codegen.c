@@ -43,6 +43,7 @@ void fzLLUnitsFree(FzContext *ctx, FzLLUnits *u) {
       LLVMContextDispose(U->llctx);
     fzLLThreadFree(U->error);
     fzLLThreadFree(U->llvmError);
+    fzFree(ctx, U->name);
   }
   fzFree(ctx, u->v);
   for (size_t i = 0; i < u->exported.len; ++i)
@@ -206,13 +207,19 @@ bool fzLLCompileUnits(FzContext *ctx, FzLLUnits *u, const FzCodegenOptions *o,
   fzFree(ctx, order);
   bool ok = true;
   double busy = 0;
+  const char *phase = objects ? "LLVM optimize+codegen" : "LLVM optimize";
   for (size_t i = 0; i < n; ++i) {
     busy += u->v[i].seconds;
     if (u->v[i].error && ok)
       ok = fzEmitError(ctx, NULL, "%s", u->v[i].error);
+    if (o->timing && o->timing->record) { /* each unit, as one item */
+      const char *name = u->v[i].name ? u->v[i].name : "(top-level functions)";
+      FzTimingRecord r = {phase, name, u->v[i].seconds, u->v[i].seconds,
+                          1, 0, 0, 0, 0};
+      o->timing->record(&r, o->timing->userData);
+    }
   }
-  fzLLReportPhase(o, objects ? "LLVM optimize+codegen" : "LLVM optimize", t0,
-                  busy, started + 1, n);
+  fzLLReportPhase(o, phase, t0, busy, started + 1, n);
   return ok;
 }
 

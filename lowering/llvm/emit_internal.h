@@ -68,6 +68,7 @@ typedef struct FzLLUnit {
   LLVMMemoryBufferRef out;  /* the unit's object file or bitcode */
   char *error, *llvmError;  /* fzLLThreadAlloc'ed; NULL: none */
   double seconds;           /* on its thread */
+  char *name; /* the context's: its trampoline's; NULL for unit 0 */
 } FzLLUnit;
 typedef struct FzLLUnits {
   FzLLUnit *v; /* the context's; v[0] is the emitter's own module */
@@ -173,10 +174,10 @@ typedef struct FzLLCtxSave {
 
 /* E's types for E->llctx. */
 void fzLLSetTypes(FzLLEmitter *E);
-/* Starts a new unit (E->units) and makes E fill it (its own context,
+/* Starts a new unit (E->units; name: for --timing) and makes E fill it (its own context,
  * module, builder, types), saving E's in *save. False when out of
  * memory (E->failed set, E unchanged). */
-bool fzLLUnitBegin(FzLLEmitter *E, FzLLCtxSave *save);
+bool fzLLUnitBegin(FzLLEmitter *E, FzLLCtxSave *save, const char *name);
 /* Makes E fill what *save held again. */
 void fzLLUnitEnd(FzLLEmitter *E, const FzLLCtxSave *save);
 /* t (of another context) in E->llctx; NULL for a type it does not map

@@ -554,7 +554,7 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
   {
     LLVMTypeRef *params = fzCalloc(E->ctx, numCap + 2, sizeof *params);
     FzLLCtxSave outerCtx;
-    if (!params || (E->units && !fzLLUnitBegin(E, &outerCtx))) {
+    if (!params || (E->units && !fzLLUnitBegin(E, &outerCtx, trampName))) {
       fzFree(E->ctx, params);
       ok = false;
       E->failed = true;

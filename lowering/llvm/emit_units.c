@@ -9,7 +9,6 @@
  * (a model's weights) declared with the same type, alignment and
  * constness and defined once, in unit 0, made external and hidden there.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "lowering/llvm/emit_internal.h"
@@ -47,7 +46,7 @@ static void save_ctx(const FzLLEmitter *E, FzLLCtxSave *s) {
   s->insert = LLVMGetInsertBlock(E->b);
 }
 
-bool fzLLUnitBegin(FzLLEmitter *E, FzLLCtxSave *save) {
+bool fzLLUnitBegin(FzLLEmitter *E, FzLLCtxSave *save, const char *name) {
   FzLLUnits *u = E->units;
   if (u->n == u->cap) {
     size_t cap = u->cap ? 2 * u->cap : 16;
@@ -57,11 +56,13 @@ bool fzLLUnitBegin(FzLLEmitter *E, FzLLCtxSave *save) {
     u->v = v;
     u->cap = cap;
   }
+  char *copy = fzStrDup(E->ctx, name);
+  if (!copy)
+    return E->failed = true, false;
   save_ctx(E, save);
-  char name[32];
-  snprintf(name, sizeof name, "fuse.%zu", u->n);
   FzLLUnit *unit = &u->v[u->n++];
   memset(unit, 0, sizeof *unit);
+  unit->name = copy;
   unit->llctx = LLVMContextCreate();
   unit->mod = LLVMModuleCreateWithNameInContext(name, unit->llctx);
   LLVMSetTarget(unit->mod, LLVMGetTarget(save->mod));
