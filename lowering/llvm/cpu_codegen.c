@@ -177,11 +177,19 @@ bool fzLLCompileUnits(FzContext *ctx, FzLLUnits *u, const FzCodegenOptions *o,
   for (size_t i = 0; i < n; ++i)
     order[i] = ranked[i].index;
   fzFree(ctx, ranked);
-  /* Target machines for the other threads (made here: the context). */
+  /* Target machines for the other threads (made here: the context). A
+   * failure is reported (out of memory): the compile fails. */
   unsigned made = 1;
   for (; made < threads; ++made)
     if (!(workers[made].tm = fzLLCreateTargetMachine(ctx, o, NULL, NULL)))
       break;
+  if (made < threads) {
+    for (unsigned t = 1; t < made; ++t)
+      LLVMDisposeTargetMachine(workers[t].tm);
+    fzFree(ctx, workers);
+    fzFree(ctx, order);
+    return false;
+  }
   Pool pool = {u, order, 0, o->optLevel, objects, keepFirst};
   pthread_attr_t attr;
   bool haveAttr = pthread_attr_init(&attr) == 0;
