@@ -237,6 +237,8 @@ static const char *kind_ext(FzCacheKind kind) {
     return "o";
   case FZ_CACHE_CUBIN:
     return "cubin";
+  case FZ_CACHE_NATIVE:
+    return "native";
   }
   return "bin";
 }

@@ -73,6 +73,8 @@ typedef enum FzCacheKind {
   FZ_CACHE_LLVM_IR = 2, /* a kernel's LLVM IR after O3 (the same flag) */
   FZ_CACHE_OBJECT = 3,  /* a CPU module's object file */
   FZ_CACHE_CUBIN = 4,   /* the driver's cubin of a PTX module */
+  FZ_CACHE_NATIVE = 5,  /* a CPU module by its loop IR: run-time check
+                           sites and object files (native_cache.c) */
 } FzCacheKind;
 
 /* The format of the entries; a new one makes every old entry a miss. */

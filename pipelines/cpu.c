@@ -22,6 +22,7 @@
 #include "fz/pass.h"
 #include "fz/precision.h"
 #include "fz/runtime.h"
+#include "lowering/llvm/native_cache.h"
 #include "pipelines/pipelines.h"
 #include "runtime/cpu_internal.h"
 
@@ -194,9 +195,26 @@ FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
   FzCodegenOptions codegen = options->codegen;
   if (!codegen.threads && rt)
     codegen.threads = fzCpuRuntimeGetNumThreads(rt);
-  bool ok = loop && fzLowerModuleForCpu(loop, &options->pipeline) &&
-            fzPrepareLoopModuleForCpu(loop, &codegen) && fzOpVerify(loop);
+  bool ok = loop && fzLowerModuleForCpu(loop, &options->pipeline);
+  /* The warm start: the module compiled before, found by its loop IR
+   * (lowering/llvm/native_cache.h); then the loop transforms wait until
+   * someone asks for the loop module. */
+  FzNativeCacheSession *cache = ok ? fzNativeCacheOpen(loop, &codegen) : NULL;
+  double t1 = fzCpuNowSeconds();
+  FzNativeModule *hit = fzNativeCacheLookup(cache);
+  if (hit) {
+    fzNativeCacheClose(cache);
+    FzCodegenOptions done = codegen;
+    done.tileContractions = done.tileConvolutions = done.stageRows = false;
+    return fzCpuExecutableCreateFromNative(rt, loop, hit, &done, &codegen,
+                                           t1 - t0, fzCpuNowSeconds() - t1);
+  }
+  t1 = fzCpuNowSeconds();
+  ok = ok && fzPrepareLoopModuleForCpu(loop, &codegen);
+  report(&options->pipeline, "loop transforms", t1);
+  ok = ok && fzOpVerify(loop);
   if (!ok) {
+    fzNativeCacheClose(cache);
     if (loop)
       fzOpDestroy(loop);
     return NULL;
@@ -204,6 +222,10 @@ FzCpuExecutable *fzCpuExecutableCreate(FzCpuRuntime *rt, FzOp *module,
   codegen.tileContractions = false;
   codegen.tileConvolutions = false;
   codegen.stageRows = false;
-  return fzCpuExecutableCreateFromLoop(rt, loop, &codegen,
-                                       fzCpuNowSeconds() - t0);
+  double lowered = fzCpuNowSeconds();
+  FzNativeModule *native = fzNativeCacheCompile(cache, loop, &codegen);
+  fzNativeCacheClose(cache);
+  return fzCpuExecutableCreateFromNative(rt, loop, native, &codegen, NULL,
+                                         lowered - t0,
+                                         fzCpuNowSeconds() - lowered);
 }

@@ -2,8 +2,9 @@
  * calling its functions on tensors or raw buffers.
  *
  * fzCpuExecutableCreate (pipelines/cpu.c) lowers a clone of the module
- * to the loop level and hands it to fzCpuExecutableCreateFromLoop, which
- * compiles it (fzNativeModuleCreate) and records each function's
+ * to the loop level and hands it to fzCpuExecutableCreateFromNative, which
+ * holds its native code (pipelines/cpu.c compiled it, or found it in the
+ * kernel cache) and records each function's
  * signature from its loop-level arguments (buffers: inputs, then
  * loop.num_outputs outputs). The clone is kept for inspection.
  *
@@ -35,6 +36,12 @@ struct FzCpuExecutable {
   size_t numFuncs;
   unsigned alignment;
   double lowerSeconds, codegenSeconds;
+  /* A module found in the kernel cache by its loop IR (pipelines/cpu.c)
+   * was compiled from loopModule after the CPU's loop transforms, which
+   * were skipped: fzCpuExecutableGetLoopModule applies them on first
+   * use, with these options (their strings copied into ctx). */
+  bool transformsPending;
+  FzCodegenOptions pending;
 };
 
 double fzCpuNowSeconds(void) {
@@ -92,13 +99,20 @@ static bool collect_functions(FzCpuExecutable *e) {
   return true;
 }
 
-FzCpuExecutable *fzCpuExecutableCreateFromLoop(FzCpuRuntime *rt,
-                                               FzOp *loopModule,
-                                               const FzCodegenOptions *codegen,
-                                               double lowerSeconds) {
+static bool copy_string(FzContext *ctx, const char **s) {
+  if (!*s)
+    return true;
+  return (*s = fzStrDup(ctx, *s)) != NULL;
+}
+
+FzCpuExecutable *fzCpuExecutableCreateFromNative(
+    FzCpuRuntime *rt, FzOp *loopModule, FzNativeModule *native,
+    const FzCodegenOptions *codegen, const FzCodegenOptions *pending,
+    double lowerSeconds, double codegenSeconds) {
   FzContext *ctx = fzOpGetContext(loopModule);
-  FzCpuExecutable *e = fzCalloc(ctx, 1, sizeof *e);
+  FzCpuExecutable *e = native ? fzCalloc(ctx, 1, sizeof *e) : NULL;
   if (!e) {
+    fzNativeModuleDestroy(native);
     fzOpDestroy(loopModule);
     return NULL;
   }
@@ -106,12 +120,20 @@ FzCpuExecutable *fzCpuExecutableCreateFromLoop(FzCpuRuntime *rt,
   e->rt = rt;
   e->alignment = codegen->alignment ? codegen->alignment : 1;
   e->loopModule = loopModule;
+  e->native = native;
   e->lowerSeconds = lowerSeconds;
-  double t0 = fzCpuNowSeconds();
-  bool ok = (e->native = fzNativeModuleCreate(loopModule, codegen)) != NULL;
-  e->codegenSeconds = fzCpuNowSeconds() - t0;
-  if (ok)
-    ok = collect_functions(e);
+  e->codegenSeconds = codegenSeconds;
+  bool ok = true;
+  if (pending) {
+    e->transformsPending = true;
+    e->pending = *pending;
+    e->pending.timing = NULL;
+    e->pending.cacheDir = NULL;
+    ok = copy_string(ctx, &e->pending.triple) &&
+         copy_string(ctx, &e->pending.cpu) &&
+         copy_string(ctx, &e->pending.features);
+  }
+  ok = ok && collect_functions(e);
   if (!ok) {
     fzCpuExecutableDestroy(e);
     return NULL;
@@ -128,10 +150,28 @@ void fzCpuExecutableDestroy(FzCpuExecutable *e) {
   fzNativeModuleDestroy(e->native);
   if (e->loopModule)
     fzOpDestroy(e->loopModule);
+  if (e->transformsPending) {
+    fzFree(e->ctx, (char *)e->pending.triple);
+    fzFree(e->ctx, (char *)e->pending.cpu);
+    fzFree(e->ctx, (char *)e->pending.features);
+  }
   fzFree(e->ctx, e);
 }
 
 FzOp *fzCpuExecutableGetLoopModule(const FzCpuExecutable *e) {
+  if (e->transformsPending) {
+    /* The module that was compiled: the transforms a cache hit skipped
+     * (deterministic: what the first compile ran). The executable is
+     * its own; only this lazily made state changes. */
+    FzCpuExecutable *m = (FzCpuExecutable *)e;
+    m->transformsPending = false;
+    if (!fzPrepareLoopModuleForCpu(m->loopModule, &m->pending))
+      fzEmitWarning(m->ctx, NULL, "the CPU's loop transforms failed on the "
+                                  "loop module kept for inspection");
+    fzFree(m->ctx, (char *)m->pending.triple);
+    fzFree(m->ctx, (char *)m->pending.cpu);
+    fzFree(m->ctx, (char *)m->pending.features);
+  }
   return e->loopModule;
 }
 double fzCpuExecutableGetLowerSeconds(const FzCpuExecutable *e) {

@@ -136,9 +136,10 @@ static const ToolOption kCpuOptions[] = {
               "weight, read once per call); cpu rotates its buffers "
               "anyway"),
     TOOL_CALL("codegen-threads", NULL, "N", set_codegen_threads,
-              "cuda: threads for LLVM's optimization and code generation of "
-              "the kernels (default 0: one per core, at most 16; 1: this "
-              "thread alone; the PTX is the same)"),
+              "cpu, cuda: threads for LLVM's optimization and code "
+              "generation of the kernels or outlined parallel loops (default "
+              "0: one per core, at most 16; 1: this thread alone; the code "
+              "is the same)"),
     TOOL_CHOICE("gpu-arch", NULL, "SM", C(gpuArch), kGpuArchs,
                 "cuda, sim: the PTX target instead of the device's (sm_90a "
                 "on an sm_90 device: bf16/f16 matmuls on the warp-group mma, "
@@ -216,6 +217,7 @@ FuseRunCpu *fuseRunCpuCreate(FzContext *ctx, FzOp *module,
   co.pipeline.timing = tt ? &tt->sink : NULL;
   co.codegen.timing = co.pipeline.timing;
   co.codegen.noCache = o->noCache;
+  co.codegen.codegenThreads = o->codegenThreads;
   r->rt = fzCpuRuntimeCreate(ctx, o->threads);
   double t0 = fzToolTimingNow(), covered0 = tt ? tt->covered : 0;
   if (r->rt)

@@ -34,7 +34,7 @@ typedef struct FuseRunCpuOptions {
   bool benchCold;       /* --bench-cold: cuda: L2 overwritten before each
                            timed run */
   double startSeconds;  /* fuseRunNow() when fuse-run started */
-  unsigned codegenThreads; /* --codegen-threads N: cuda's LLVM threads
+  unsigned codegenThreads; /* --codegen-threads N: LLVM threads (cpu, cuda)
                               (0: one per core) */
   bool timing;          /* --timing: the compile-time report on stderr */
   bool noCache;         /* --no-cache: cpu, cuda: no kernel cache */

@@ -165,8 +165,9 @@ static const ToolOption kEmitOptions[] = {
               "Long rows re-read in each phase, not kept on chip (PTX)"),
     TOOL_CALL("codegen-threads", NULL, "N", codegen_threads,
               "Threads for LLVM's optimization and code generation of the "
-              "kernels (PTX; default 0: one per core, at most 16); the PTX "
-              "is the same"),
+              "kernels (PTX) or of the outlined parallel loops (llvm, asm, "
+              "obj) (default 0: one per core, at most 16); the output is "
+              "the same"),
     TOOL_CALL("align", NULL, "N", align,
               "Alignment promised for buffer arguments (default 16)"),
     TOOL_FLAG("no-cache", NULL, E(codegen.noCache),
@@ -263,11 +264,14 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     ok = fzEmitPTX(module, &go, FZ_CODEGEN_ASSEMBLY, collect, &b);
   } else {
     double t0 = fzToolTimingNow();
+    double covered0 = o->timing ? o->timing->covered : 0;
     FzCodegenOptions co = o->codegen;
     co.timing = sink;
+    co.codegenThreads = o->codegenThreads;
     ok = fzEmitLLVM(module, &co, type, collect, &b);
-    fzToolTimingAdd(o->timing, "LLVM for the CPU (translate, optimize, codegen)",
-                    fzToolTimingNow() - t0);
+    fzToolTimingAddRest(o->timing,
+                        "LLVM for the CPU (translate, optimize, codegen)", t0,
+                        covered0);
   }
   if (ok && b.failed) {
     fprintf(stderr, "fuse-translate: error: out of memory\n");

@@ -108,8 +108,14 @@ typedef struct FzCodegenOptions {
    * else $XDG_CACHE_HOME/fuse, else ~/.cache/fuse; not owned) moves it. */
   bool noCache;
   const char *cacheDir;
-  /* Receives the "kernel cache" record (NULL: none). */
+  /* Receives the phases of the CPU's code generation and the "kernel
+   * cache" record (NULL: none). */
   const struct FzTimingSink *timing;
+  /* Threads for LLVM's optimization and code generation: every outlined
+   * parallel region is a module of its own (docs/codegen.md, "Compile
+   * time"); 0 (default): one per core, at most 16. The output is the
+   * same for any number. */
+  unsigned codegenThreads;
 } FzCodegenOptions;
 
 /* Fills the defaults listed above. */

@@ -53,6 +53,29 @@ void *fzLLThreadAlloc(size_t size);
 void fzLLThreadFree(void *p);
 char *fzLLThreadPrintf(const char *fmt, ...) FZ_PRINTF(1, 2);
 
+/* Parallel code generation on the CPU (cpu_codegen.c): the module is
+ * translated into units, each an LLVMContext and module of its own:
+ * unit 0 holds the top-level functions (and the large constants), every
+ * outlined parallel region (emit_loops.c) is a unit of its trampoline
+ * and body. What one unit uses of another is external with hidden
+ * visibility (the trampolines, the constants of unit 0), its name kept
+ * in `exported` so that a link into one module can make them local
+ * again. */
+typedef struct FzLLUnit {
+  LLVMContextRef llctx; /* NULL once disposed */
+  LLVMModuleRef mod;
+  int64_t work;             /* instructions: the schedule's order */
+  LLVMMemoryBufferRef out;  /* the unit's object file or bitcode */
+  char *error, *llvmError;  /* fzLLThreadAlloc'ed; NULL: none */
+  double seconds;           /* on its thread */
+  char *name; /* the context's: its trampoline's; NULL for unit 0 */
+} FzLLUnit;
+typedef struct FzLLUnits {
+  FzLLUnit *v; /* the context's; v[0] is the emitter's own module */
+  size_t n, cap;
+  FzPtrVec exported; /* char * (the context's): names made external */
+} FzLLUnits;
+
 typedef struct FzLLEmitter {
   FzContext *ctx;
   FzCodegenOptions opts;
@@ -107,6 +130,9 @@ typedef struct FzLLEmitter {
   FzPtrMap rangeMemo;
   void *rangePool;
   size_t rangeN, rangeCap;
+  /* Non-NULL: each outlined parallel region goes to a unit of its own
+   * (emit_loops.c); NULL: everything in mod. */
+  FzLLUnits *units;
   LLVMFastMathFlags fmf;       /* on every float op */
   LLVMFastMathFlags fmfReduce; /* on reduction accumulations */
   bool failed;
@@ -133,6 +159,41 @@ void fzLLSetFunctionAttrs(FzLLEmitter *E, LLVMValueRef fn);
 /* Error at op (sets E->failed); returns false. */
 bool fzLLError(FzLLEmitter *E, FzOp *op, const char *fmt, ...)
     FZ_PRINTF(3, 4);
+
+/*===--- emit_units.c -----------------------------------------------------===*/
+
+/* What belongs to the LLVMContext being filled. */
+typedef struct FzLLCtxSave {
+  LLVMContextRef llctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMTypeRef tVoid, tI1, tI8, tI16, tI32, tI64, tF16, tF32, tF64, tPtr;
+  LLVMValueRef status;
+  LLVMBasicBlockRef insert; /* where the builder was */
+} FzLLCtxSave;
+
+/* E's types for E->llctx. */
+void fzLLSetTypes(FzLLEmitter *E);
+/* Starts a new unit (E->units; name: for --timing) and makes E fill it (its own context,
+ * module, builder, types), saving E's in *save. False when out of
+ * memory (E->failed set, E unchanged). */
+bool fzLLUnitBegin(FzLLEmitter *E, FzLLCtxSave *save, const char *name);
+/* Makes E fill what *save held again. */
+void fzLLUnitEnd(FzLLEmitter *E, const FzLLCtxSave *save);
+/* t (of another context) in E->llctx; NULL for a type it does not map
+ * (structs, functions). */
+LLVMTypeRef fzLLMapType(FzLLEmitter *E, LLVMTypeRef t);
+/* Whether fzLLMoveConst takes c: an integer, float, null, undef or
+ * poison scalar, or a global variable. */
+bool fzLLConstMovable(LLVMValueRef c);
+/* c (a constant of the saved context, fzLLConstMovable) in the unit
+ * being filled: scalars rebuilt; a global of at most 4 KiB copied
+ * (private), a larger one declared and exported from its module. NULL
+ * after an error (E->failed). */
+LLVMValueRef fzLLMoveConst(FzLLEmitter *E, LLVMValueRef c);
+/* Makes gv (a function or global of unit 0) external and hidden, and
+ * records its name. False when out of memory. */
+bool fzLLExport(FzLLEmitter *E, LLVMValueRef gv);
 
 /*===--- types and constants (emit_scalar.c) ------------------------------===*/
 
@@ -288,6 +349,13 @@ LLVMValueRef fzLLEmitMath(FzLLEmitter *E, FzLLMathFn fn, LLVMValueRef x,
 
 /* Initializes LLVM's native target once per process (thread-safe). */
 void fzLLInitNative(void);
+/* Monotonic seconds. */
+double fzLLNowSeconds(void);
+/* Hands phase `phase` (static storage), started at t0 (fzLLNowSeconds),
+ * to o->timing when set: wall time, `threads` threads busy for busy
+ * seconds in all (busy < 0: the wall time), split into `items` parts. */
+void fzLLReportPhase(const FzCodegenOptions *o, const char *phase, double t0,
+                     double busy, unsigned threads, size_t items);
 /* A target machine for options (host when triple is NULL). The CPU name
  * and features actually used are copied into *cpu / *features (the
  * context's, freed by the caller; may be NULL). NULL after reporting an
@@ -315,19 +383,61 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
 bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *o,
                         LLVMContextRef *llctx, LLVMModuleRef *mod,
                         LLVMTargetMachineRef *tm, FzLLSites *sites);
-/* The same without the optimization (the module as translated). */
+/* The same without the optimization (the module as translated). With
+ * units (parallel code generation), every outlined parallel region goes
+ * to a unit of its own and unit 0 is *llctx and *mod: the caller then
+ * disposes them through fzLLUnitsFree only. */
 bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *o,
                          LLVMContextRef *llctx, LLVMModuleRef *mod,
-                         LLVMTargetMachineRef *tm, FzLLSites *sites);
-/* The object file of module for o: translated, then looked up in the
+                         LLVMTargetMachineRef *tm, FzLLSites *sites,
+                         FzLLUnits *units);
+/* The object file of module for o (--emit=obj): looked up in the
  * kernel cache (o->noCache, o->cacheDir; docs/codegen.md "Kernel
- * cache") by the module's bitcode, the target and o, else optimized,
- * compiled and stored. *obj is the caller's (LLVMDisposeMemoryBuffer,
- * or handed to the JIT), and so are the run-time check sites in *sites
- * (may be NULL). The "kernel cache" record goes to o->timing. False
- * after reporting errors. (objcache.c) */
+ * cache") by fzLLLoopKey, else translated into units, optimized on
+ * threads, linked and compiled, and stored. *obj is the caller's
+ * (LLVMDisposeMemoryBuffer). The "kernel cache" record goes to
+ * o->timing. False after reporting errors. (objcache.c) */
 bool fzLLBuildObject(FzOp *module, const FzCodegenOptions *o,
-                     LLVMMemoryBufferRef *obj, FzLLSites *sites);
+                     LLVMMemoryBufferRef *obj);
+/* A native module (jit.c) of the objects objs[0..n) (all taken, also on
+ * failure) linked into one JIT dylib, with the run-time check sites
+ * *sites (taken: *sites is emptied). NULL after reporting errors. */
+struct FzNativeModule *fzLLNativeFromObjects(FzContext *ctx,
+                                             LLVMMemoryBufferRef *objs,
+                                             size_t n, FzLLSites *sites,
+                                             const FzCodegenOptions *o);
+/* *o = *options (defaults when NULL), checked to target this process.
+ * False after reporting an error. (jit.c) */
+bool fzLLNativeHostOptions(FzContext *ctx, const FzCodegenOptions *options,
+                           FzCodegenOptions *o);
+void fzNativeModuleSetCompileSeconds(struct FzNativeModule *m,
+                                     double seconds);
+/* The options, field by field, into a key (objcache.c). */
+void fzLLHashOptions(FzSha256 *h, const FzCodegenOptions *o);
+/*===--- cpu_codegen.c ----------------------------------------------------===*/
+
+/* Disposes what the units still hold and frees them. */
+void fzLLUnitsFree(FzContext *ctx, FzLLUnits *u);
+/* The threads for n units: o->codegenThreads, or one per core (at most
+ * 16); at most n. */
+unsigned fzLLCodegenThreads(const FzCodegenOptions *o, size_t n);
+/* Optimizes every unit and makes its object file (objects) or optimized
+ * bitcode (U->out), on fzLLCodegenThreads threads (tm for this one; the
+ * others get theirs); with keepFirst, unit 0 is optimized in place and
+ * kept. Every other unit's module is disposed. Reports "LLVM
+ * optimize+codegen" to o->timing. False after reporting errors. */
+bool fzLLCompileUnits(FzContext *ctx, FzLLUnits *u, const FzCodegenOptions *o,
+                      LLVMTargetMachineRef tm, bool objects, bool keepFirst);
+/* Links the bitcode of units 1.. into unit 0's module (kept by
+ * fzLLCompileUnits) and makes what they shared local again. False after
+ * reporting an error. */
+bool fzLLLinkUnits(FzContext *ctx, FzLLUnits *u);
+/* The key (native_cache.c) of module compiled with o, as kind: the
+ * cache's prefix, the target machine, o and the module's structure.
+ * False when it could not be made. */
+bool fzLLLoopKey(FzOp *module, const FzCodegenOptions *o, FzCacheKind kind,
+                 FzCacheKey *key);
+
 /* fzCacheKeyBegin (ir/cache.h), then LLVM's version: what every key of
  * code LLVM made starts with. (objcache.c) */
 void fzLLCacheKeyBegin(FzSha256 *h, FzCacheKind kind);

@@ -428,7 +428,8 @@ static void restore_state(FzLLEmitter *E, SavedState *s) {
   E->loopDepth = s->loopDepth;
   E->outlined = s->outlined;
   E->usedNontemporal = s->usedNontemporal;
-  LLVMPositionBuilderAtEnd(E->b, s->insert);
+  if (s->insert) /* NULL: saved in a unit (E->units): fzLLUnitEnd did it */
+    LLVMPositionBuilderAtEnd(E->b, s->insert);
 }
 
 /* The loop nest of the outlined body: linear iterations [lo, hi). */
@@ -530,7 +531,7 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
       ok = false;
       break;
     }
-    if (LLVMIsConstant(lv))
+    if (LLVMIsConstant(lv) && (!E->units || fzLLConstMovable(lv)))
       continue;
     outer[numCap] = lv;
     capVals[numCap] = v;
@@ -548,29 +549,41 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
     goto done;
   }
 
-  /* @f.parN.body(i64 lo, i64 hi, captures...) */
+  /* @f.parN.body(i64 lo, i64 hi, captures...), in a unit of its own
+   * with E->units (capTys stay the function's; params are the unit's). */
   {
     LLVMTypeRef *params = fzCalloc(E->ctx, numCap + 2, sizeof *params);
-    if (!params) {
+    FzLLCtxSave outerCtx;
+    if (!params || (E->units && !fzLLUnitBegin(E, &outerCtx, trampName))) {
+      fzFree(E->ctx, params);
       ok = false;
       E->failed = true;
       goto done;
     }
     params[0] = params[1] = E->tI64;
-    for (size_t i = 0; i < numCap; ++i)
-      params[i + 2] = capTys[i];
+    for (size_t i = 0; i < numCap && ok; ++i)
+      ok = (params[i + 2] = E->units ? fzLLMapType(E, capTys[i])
+                                     : capTys[i]) != NULL;
+    if (!ok) { /* a capture of a type that has no place in a unit */
+      if (E->units)
+        fzLLUnitEnd(E, &outerCtx);
+      fzFree(E->ctx, params);
+      fzLLError(E, op, "emit-llvm: internal error: a value used by a "
+                       "parallel loop cannot be passed to its unit");
+      goto done;
+    }
     LLVMTypeRef bodyTy =
         LLVMFunctionType(E->tVoid, params, (unsigned)numCap + 2, 0);
     LLVMValueRef bodyFn = LLVMAddFunction(E->mod, bodyName, bodyTy);
     LLVMSetLinkage(bodyFn, LLVMInternalLinkage);
     fzLLSetFunctionAttrs(E, bodyFn);
     for (size_t i = 0; i < numCap; ++i) {
-      if (capTys[i] != E->tPtr)
+      if (params[i + 2] != E->tPtr)
         continue;
       const void *root = fzLLGetRoot(E, capVals[i]);
       bool unique = true;
       for (size_t k = 0; k < numCap && unique; ++k)
-        if (k != i && capTys[k] == E->tPtr &&
+        if (k != i && params[k + 2] == E->tPtr &&
             fzLLGetRoot(E, capVals[k]) == root)
           unique = false;
       unsigned idx = (unsigned)i + 3;
@@ -589,14 +602,18 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
     for (size_t i = 0; i < nv; ++i) {
       FzValue *v = c.values.data[i];
       LLVMValueRef lv = fzPtrMapGet(&saved.values, v);
+      if (lv && LLVMIsConstant(lv) && E->units && fzLLConstMovable(lv))
+        lv = fzLLMoveConst(E, lv);
+      else if (lv && LLVMIsConstant(lv) && E->units)
+        continue; /* captured */
       if (lv && LLVMIsConstant(lv))
         fzLLSet(E, v, lv);
     }
     for (size_t i = 0; i < numCap; ++i)
       fzLLSet(E, capVals[i], LLVMGetParam(bodyFn, (unsigned)i + 2));
     E->usedNontemporal = false;
-    ok = emit_outlined_nest(E, op, s, LLVMGetParam(bodyFn, 0),
-                            LLVMGetParam(bodyFn, 1));
+    ok = !E->failed && emit_outlined_nest(E, op, s, LLVMGetParam(bodyFn, 0),
+                                          LLVMGetParam(bodyFn, 1));
     if (ok) {
       fzLLEmitStoreFence(E);
       LLVMBuildRetVoid(E->b);
@@ -604,11 +621,14 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
 
     /* @f.parN(ptr env, i64 lo, i64 hi): unpack and call the body. */
     LLVMTypeRef envTy = LLVMStructTypeInContext(
-        E->llctx, capTys, (unsigned)numCap, 0);
+        E->llctx, params + 2, (unsigned)numCap, 0);
     LLVMTypeRef tp[3] = {E->tPtr, E->tI64, E->tI64};
     LLVMTypeRef trampTy = LLVMFunctionType(E->tVoid, tp, 3, 0);
     LLVMValueRef tramp = LLVMAddFunction(E->mod, trampName, trampTy);
-    LLVMSetLinkage(tramp, LLVMInternalLinkage);
+    if (E->units) /* called from unit 0 */
+      LLVMSetVisibility(tramp, LLVMHiddenVisibility);
+    else
+      LLVMSetLinkage(tramp, LLVMInternalLinkage);
     fzLLSetFunctionAttrs(E, tramp);
     E->fn = tramp;
     E->entry = LLVMAppendBasicBlockInContext(E->llctx, tramp, "entry");
@@ -624,11 +644,24 @@ static bool emit_parallel_outlined(FzLLEmitter *E, FzOp *op,
         LLVMValueRef slot = LLVMBuildStructGEP2(E->b, envTy,
                                                 LLVMGetParam(tramp, 0),
                                                 (unsigned)i, "");
-        args[i + 2] = LLVMBuildLoad2(E->b, capTys[i], slot, "");
+        args[i + 2] = LLVMBuildLoad2(E->b, params[i + 2], slot, "");
       }
       LLVMBuildCall2(E->b, bodyTy, bodyFn, args, (unsigned)numCap + 2, "");
       LLVMBuildRetVoid(E->b);
       fzFree(E->ctx, args);
+    }
+    if (E->units) {
+      /* Back in the function: its own view of the env and a declaration
+       * of the trampoline, which fzLLExport names for the link. */
+      fzLLUnitEnd(E, &outerCtx);
+      envTy = LLVMStructTypeInContext(E->llctx, capTys, (unsigned)numCap, 0);
+      LLVMTypeRef tp0[3] = {E->tPtr, E->tI64, E->tI64};
+      trampTy = LLVMFunctionType(E->tVoid, tp0, 3, 0);
+      tramp = LLVMAddFunction(E->mod, trampName, trampTy);
+      LLVMSetLinkage(tramp, LLVMInternalLinkage);
+      fzLLSetFunctionAttrs(E, tramp);
+      if (!fzLLExport(E, tramp))
+        ok = false;
     }
     restore_state(E, &saved);
     fzFree(E->ctx, params);

@@ -1,11 +1,13 @@
 /* lowering/llvm/jit.c - FzNativeModule: a loop-level module compiled for
  * the host and loaded into this process by an ORC LLJIT.
  *
- * The module goes through the same path as `fuse-translate --emit=obj`
- * (translate, O3 for the host CPU, object file in memory, or the object
- * file from the kernel cache: objcache.c), and the object is then
- * linked into an LLJIT of its own, so what runs is exactly what
- * --emit=obj writes. Symbols the code needs from the
+ * fzNativeModuleCreate (native_cache.c) finds the module's objects in
+ * the kernel cache or translates it into units (the top-level functions,
+ * each outlined parallel region) compiled on threads (cpu_codegen.c),
+ * one object each; fzLLNativeFromObjects links them into one dylib of
+ * an LLJIT of its own. (`fuse-translate --emit=obj` links the same
+ * units' optimized IR into one module and object instead: the same
+ * optimized functions, one file.) Symbols the code needs from the
  * process (aligned_alloc, free, and the C library's math functions with
  * exact math) are resolved against the process itself.
  *
@@ -30,12 +32,6 @@ struct FzNativeModule {
   int64_t *status;   /* its fz_status global; NULL when it has no check */
 };
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Reports err (consumed) as an error; returns false. */
 static bool report(FzContext *ctx, LLVMErrorRef err, const char *what) {
   char *m = LLVMGetErrorMessage(err);
@@ -44,46 +40,43 @@ static bool report(FzContext *ctx, LLVMErrorRef err, const char *what) {
   return false;
 }
 
-FzNativeModule *fzNativeModuleCreate(FzOp *module,
-                                     const FzCodegenOptions *options) {
-  FzContext *ctx = fzOpGetContext(module);
-  FzCodegenOptions o;
+/* Checks that options (may be NULL) target this process; fills *o. */
+static bool host_options(FzContext *ctx, const FzCodegenOptions *options,
+                         FzCodegenOptions *o) {
   if (options)
-    o = *options;
+    *o = *options;
   else
-    fzCodegenOptionsInit(&o);
-  if (o.triple) {
+    fzCodegenOptionsInit(o);
+  if (o->triple) {
     char *host = LLVMGetDefaultTargetTriple();
-    bool same = strcmp(host, o.triple) == 0;
+    bool same = strcmp(host, o->triple) == 0;
     LLVMDisposeMessage(host);
-    if (!same) {
-      fzEmitError(ctx, NULL,
-                  "native code: cannot run code for target '%s' in this "
-                  "process",
-                  o.triple);
-      return NULL;
-    }
+    if (!same)
+      return fzEmitError(ctx, NULL,
+                         "native code: cannot run code for target '%s' in "
+                         "this process",
+                         o->triple);
   }
-  double t0 = now_seconds();
-  FzLLSites sites = {0};
-  LLVMMemoryBufferRef obj = NULL;
-  if (!fzLLBuildObject(module, &o, &obj, &sites))
-    return NULL;
+  return true;
+}
 
+FzNativeModule *fzLLNativeFromObjects(FzContext *ctx,
+                                      LLVMMemoryBufferRef *objs, size_t n,
+                                      FzLLSites *sites,
+                                      const FzCodegenOptions *o) {
+  double tLink = fzLLNowSeconds();
+  size_t next = 0; /* objs[next..n) are still ours */
   FzNativeModule *m = fzCalloc(ctx, 1, sizeof *m);
-  if (!m) {
-    fzLLSitesFree(ctx, &sites);
-    LLVMDisposeMemoryBuffer(obj);
-    return NULL;
-  }
+  if (!m)
+    goto fail;
   m->ctx = ctx;
-  m->sites = sites;
+  m->sites = *sites;
+  *sites = (FzLLSites){0};
   LLVMErrorRef e = LLVMOrcCreateLLJIT(&m->jit, LLVMOrcCreateLLJITBuilder());
   if (e) {
+    m->jit = NULL;
     report(ctx, e, "cannot create the JIT");
-    LLVMDisposeMemoryBuffer(obj);
-    fzFree(ctx, m);
-    return NULL;
+    goto fail;
   }
   LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(m->jit);
   LLVMOrcDefinitionGeneratorRef gen;
@@ -91,28 +84,43 @@ FzNativeModule *fzNativeModuleCreate(FzOp *module,
       &gen, LLVMOrcLLJITGetGlobalPrefix(m->jit), NULL, NULL);
   if (e) {
     report(ctx, e, "cannot search the process for symbols");
-    LLVMDisposeMemoryBuffer(obj);
-    fzNativeModuleDestroy(m);
-    return NULL;
+    goto fail;
   }
   LLVMOrcJITDylibAddGenerator(jd, gen);
-  e = LLVMOrcLLJITAddObjectFile(m->jit, jd, obj); /* takes obj */
-  if (e) {
-    report(ctx, e, "cannot load the object file");
-    fzNativeModuleDestroy(m);
-    return NULL;
+  for (; next < n; ++next) {
+    e = LLVMOrcLLJITAddObjectFile(m->jit, jd, objs[next]); /* takes it */
+    if (e) {
+      ++next;
+      report(ctx, e, "cannot load the object file");
+      goto fail;
+    }
   }
   if (m->sites.n) {
     m->status = (int64_t *)fzNativeModuleLookupSymbol(m, "fz_status");
     if (!m->status) {
       fzEmitError(ctx, NULL, "native code: internal error: the code has "
                              "run-time checks but no fz_status");
-      fzNativeModuleDestroy(m);
-      return NULL;
+      goto fail;
     }
   }
-  m->compileSeconds = now_seconds() - t0;
+  fzLLReportPhase(o, "JIT link", tLink, -1, 1, 0);
   return m;
+fail:
+  for (; next < n; ++next)
+    LLVMDisposeMemoryBuffer(objs[next]);
+  if (!m)
+    fzLLSitesFree(ctx, sites);
+  fzNativeModuleDestroy(m);
+  return NULL;
+}
+
+bool fzLLNativeHostOptions(FzContext *ctx, const FzCodegenOptions *options,
+                           FzCodegenOptions *o) {
+  return host_options(ctx, options, o);
+}
+
+void fzNativeModuleSetCompileSeconds(FzNativeModule *m, double seconds) {
+  m->compileSeconds = seconds;
 }
 
 void fzNativeModuleClearStatus(FzNativeModule *m) {

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Error.h>
@@ -41,6 +42,22 @@ static void init_native(void) {
   LLVMInitializeNativeAsmParser();
 }
 void fzLLInitNative(void) { pthread_once(&gInitOnce, init_native); }
+
+double fzLLNowSeconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void fzLLReportPhase(const FzCodegenOptions *o, const char *phase, double t0,
+                     double busy, unsigned threads, size_t items) {
+  if (!o || !o->timing || !o->timing->record)
+    return;
+  double wall = fzLLNowSeconds() - t0;
+  FzTimingRecord r = {phase, NULL, wall, busy < 0 ? wall : busy,
+                      threads ? threads : 1, items, 0, 0, 0};
+  o->timing->record(&r, o->timing->userData);
+}
 
 /* The only C-library allocation of the back end (docs/api.md,
  * "Allocation"): for the code-generation threads. */
@@ -186,12 +203,23 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
     options = &defaults;
   }
   FzLLSites sites = {0};
-  if (!fzLLBuildTranslated(module, options, llctxOut, modOut, tmOut, &sites))
+  FzLLUnits units;
+  memset(&units, 0, sizeof units);
+  fzPtrVecInit(&units.exported, ctx);
+  if (!fzLLBuildTranslated(module, options, llctxOut, modOut, tmOut, &sites,
+                           &units))
     return false;
-  if (!fzLLOptimize(ctx, *modOut, *tmOut, options)) {
+  /* Each unit optimized on its own (on threads), then linked: the same
+   * module for any number of threads. */
+  bool ok = fzLLCompileUnits(ctx, &units, options, *tmOut, false, true) &&
+            fzLLLinkUnits(ctx, &units);
+  if (ok) {
+    units.v[0].mod = NULL; /* the caller's */
+    units.v[0].llctx = NULL;
+  }
+  fzLLUnitsFree(ctx, &units);
+  if (!ok) {
     fzLLSitesFree(ctx, &sites);
-    LLVMDisposeModule(*modOut);
-    LLVMContextDispose(*llctxOut);
     LLVMDisposeTargetMachine(*tmOut);
     return false;
   }
@@ -204,7 +232,8 @@ bool fzLLBuildOptimized(FzOp *module, const FzCodegenOptions *options,
 
 bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *options,
                          LLVMContextRef *llctxOut, LLVMModuleRef *modOut,
-                         LLVMTargetMachineRef *tmOut, FzLLSites *sitesOut) {
+                         LLVMTargetMachineRef *tmOut, FzLLSites *sitesOut,
+                         FzLLUnits *units) {
   FzContext *ctx = fzOpGetContext(module);
   FzCodegenOptions defaults;
   if (!options) {
@@ -233,15 +262,28 @@ bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *options,
   LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
   LLVMSetModuleDataLayout(E.mod, td);
   LLVMDisposeTargetData(td);
+  bool ok = true;
+  if (units) { /* unit 0: the module itself */
+    units->v = fzCalloc(ctx, 16, sizeof *units->v);
+    ok = units->v != NULL;
+    if (ok) {
+      units->cap = 16;
+      units->n = 1;
+      units->v[0].llctx = E.llctx;
+      units->v[0].mod = E.mod;
+    }
+    E.units = units;
+  }
   /* The CPU-only loop transforms, on a copy of the caller's module. */
   FzOp *copy = NULL;
-  bool ok = true;
   if (options->tileContractions || options->tileConvolutions ||
       options->stageRows) {
     copy = fzOpClone(module, NULL);
     ok = copy && fzLLPrepareLoopModule(copy, options, features);
   }
+  double t0 = fzLLNowSeconds();
   ok = ok && fzLLTranslateModule(&E, copy ? copy : module);
+  fzLLReportPhase(options, "LLVM translate", t0, -1, 1, 0);
   if (copy)
     fzOpDestroy(copy);
   fzFree(ctx, cpu);
@@ -251,8 +293,14 @@ bool fzLLBuildTranslated(FzOp *module, const FzCodegenOptions *options,
   else
     *sitesOut = E.sites;
   if (!ok) {
-    LLVMDisposeModule(E.mod);
-    LLVMContextDispose(E.llctx);
+    if (units && units->v) {
+      fzLLUnitsFree(ctx, units);
+    } else {
+      LLVMDisposeModule(E.mod);
+      LLVMContextDispose(E.llctx);
+      if (units)
+        fzLLUnitsFree(ctx, units);
+    }
     LLVMDisposeTargetMachine(tm);
     return false;
   }
@@ -267,7 +315,7 @@ bool fzEmitLLVM(FzOp *module, const FzCodegenOptions *options,
   FzContext *ctx = fzOpGetContext(module);
   if (type == FZ_CODEGEN_OBJECT) {
     LLVMMemoryBufferRef obj = NULL;
-    if (!fzLLBuildObject(module, options, &obj, NULL))
+    if (!fzLLBuildObject(module, options, &obj))
       return false;
     cb((FzStringRef){LLVMGetBufferStart(obj), LLVMGetBufferSize(obj)},
        userData);

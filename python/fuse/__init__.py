@@ -143,7 +143,8 @@ def compile(model, device="auto", **options):  # noqa: A001  (fuse.compile)
     convolution regions where they hold most of the work; default auto
     on cuda, nchw on the CPU, as fuse-run); CPU: threads (0: one per
     core), fast_math, exact_math, tile, stage_rows, vector_width; CUDA:
-    gpu_arch, codegen_threads; cache (False: neither read nor write the
+    gpu_arch; both: codegen_threads (LLVM's threads, 0: one per core);
+    cache (False: neither read nor write the
     kernel cache, $FZ_CACHE_DIR or ~/.cache/fuse; default True).
 
     The GIL is released while it imports and compiles.

@@ -235,6 +235,7 @@ static bool compile_cpu(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   co.codegen.stageRows = o->stageRows;
   co.codegen.preferVectorWidth = o->vectorWidth;
   co.codegen.noCache = !o->cache;
+  co.codegen.codegenThreads = o->codegenThreads;
   e->rt = fzCpuRuntimeCreate(ctx, o->threads);
   if (e->rt)
     e->exe = fzCpuExecutableCreate(e->rt, work, &co);

@@ -161,7 +161,8 @@ class CompileCpuTest(unittest.TestCase):
 
     def test_kernel_cache(self):
         # A folder of its own: the first compile stores the module's
-        # object file, the second loads it; cache=False does neither.
+        # objects (an entry found by the loop IR, docs/codegen.md "Kernel
+        # cache"), the second loads it; cache=False does neither.
         import tempfile
         x = np.load(os.path.join(MLP_DATA, "input_0.npy"))
         want = np.load(os.path.join(MLP_DATA, "output_0.npy"))
@@ -174,7 +175,7 @@ class CompileCpuTest(unittest.TestCase):
                 first = fuse.compile(MLP_ONNX, device="cpu")
                 entries = os.listdir(os.path.join(d, "kernels"))
                 self.assertEqual(len(entries), 1)
-                self.assertTrue(entries[0].endswith(".o"))
+                self.assertTrue(entries[0].endswith(".native"))
                 second = fuse.compile(MLP_ONNX, device="cpu")
                 self.assertEqual(os.listdir(os.path.join(d, "kernels")),
                                  entries)
