@@ -19,7 +19,9 @@
  *        whose plane is whole vectors)
  *   S  = raw sums [N][M][Lp], Lp = the grid OH x Wq in whole tiles
  *   loop.parallel (t) over (n x grid tiles x channel blocks), blocks
- *     fastest (the tile's input window stays in L1/L2 for every block):
+ *     fastest (the tile's input window stays in L1/L2 for every block),
+ *     or (n x channel blocks x grid tiles) where blocks_outer says:
+ *       prefetch the lines of S (or of the output) the tile will store
  *       acc[MR][NV] = loop.for c, kh, kw:
  *           acc[r][v] = fma(splat(Wp[m0 + r, (c, kh, kw)]),
  *                           Xq[n, c, phase, p0 + v W + off(kh, kw)],
