@@ -158,8 +158,16 @@ static bool geometry(Flat *F, const ConvNest *C, unsigned W, unsigned nv,
   F->Lp = F->tiles * tile;
   F->Lx = F->Lp + (F->Hq - OH) * F->Wq + (F->Wq - OW);
   F->direct = direct;
-  if (direct && F->Lp != F->P)
-    return false;
+  F->overlap = false;
+  if (direct && F->Lp != F->P) {
+    /* In place, the last tile moved back to end at the plane's end: it
+     * recomputes positions of the one before instead of reading past
+     * the plane (the padded grid computes as many). */
+    if (F->P < tile)
+      return false;
+    F->overlap = true;
+    F->Lp = F->Lx = F->P;
+  }
   return N * C->C * F->S * F->Lx * 4 <= FL_MAX_BYTES &&
          N * C->T.trips[CV_M] * F->Lp * 4 <= FL_MAX_BYTES;
 }
@@ -173,8 +181,7 @@ static bool reads_in_place(const ConvNest *C, unsigned W) {
          C->sw == 1 && C->hOff == 0 && C->wOff == 0 &&
          C->H == C->T.trips[CV_OH] && C->Wi == C->T.trips[CV_OW] &&
          fzShapedTypeGetRank(t) == 4 && !fzBufferTypeGetStrides(t) &&
-         fzShapedTypeGetDim(t, 1) == C->C &&
-         (C->H * C->Wi) % (int64_t)W == 0;
+         fzShapedTypeGetDim(t, 1) == C->C && C->H * C->Wi >= (int64_t)W;
 }
 
 /* The tile shape: MR x NV with MR NV <= budget, the cheapest over the
@@ -200,7 +207,9 @@ static void choose(Flat *F, const ConvNest *C,
   int64_t best = -1;
   *MR = 1;
   F->NV = 1;
-  for (int pass = 0; pass < 2 && best < 0; ++pass) {
+  /* Both ways (in place, padded), the cheaper; in place on a tie (no
+   * copy, and the epilogue on the accumulators where it applies). */
+  for (int pass = 0; pass < (direct ? 2 : 1); ++pass) {
     bool d = direct && pass == 0;
     for (int64_t mr = 1; mr <= TILE_MAX_ROWS && mr <= M; ++mr) {
       if (o->rows && mr != (int64_t)o->rows)
@@ -220,7 +229,8 @@ static void choose(Flat *F, const ConvNest *C,
         int64_t cost = g.tiles * (fb * tile_cost(K, mr, nv, shF) +
                                   tile_cost(K, rm, nv, shR));
         if (best < 0 || cost < best ||
-            (cost == best && mr * nv > (int64_t)(*MR * F->NV))) {
+            (cost == best && (d || !bestDirect) &&
+             mr * nv > (int64_t)(*MR * F->NV))) {
           best = cost;
           *MR = (unsigned)mr;
           F->NV = (unsigned)nv;
@@ -397,6 +407,10 @@ static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
   FzValue *n = q;
   FzValue *m0 = tileAffine(G, &body, it, mr, row0);
   FzValue *p0 = tileAffine(G, &body, pt, (int64_t)NV * W, 0);
+  if (F->overlap) {
+    FzValue *mops[2] = {p0, tileConstIndex(G, F->P - (int64_t)NV * W)};
+    p0 = tileMake1(G, &body, "loop.minsi", 2, mops, G->idx);
+  }
   FzValue *wbase = tileAffine(G, &body, it, Z->K * Z->MR,
                               row0 / Z->MR * Z->K * Z->MR);
   size_t na = (size_t)mr * NV;
@@ -621,7 +635,9 @@ ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o) {
            "lines prefetched",
            MR, F.NV, W, (long long)T->trips[CV_OH], (long long)F.Wq,
            (long long)T->trips[CV_OW], (long long)F.Wq,
-           F.direct ? "in-place" : "padded phase-split",
+           F.overlap  ? "in-place (the last tile overlapping)"
+           : F.direct ? "in-place"
+                      : "padded phase-split",
            Z->wpConst ? "compile-time packed" : "run-time packed",
            F.epi ? "epilogue on the accumulators"
                  : "sums to a buffer, the epilogue as its own nest",

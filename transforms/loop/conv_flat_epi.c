@@ -182,6 +182,22 @@ static bool walk(EpiWalk *E) {
   return ok && !E->F->Z.G.failed;
 }
 
+/* Whether a load of nest's body reads a buffer (by its root) that a
+ * store of it writes. */
+static bool reads_stored(FzOp *nest) {
+  FzBlock *body = fzLoopGetBody(nest);
+  for (FzOp *st = fzBlockGetFirstOp(body); st; st = fzOpGetNextInBlock(st)) {
+    if (fzLoopGetOpcode(st) != FZ_LOOP_OP_STORE)
+      continue;
+    FzValue *out = tileRootOf(fzOpGetOperand(st, fzLoopMemGetBufferOperand(st)));
+    for (FzOp *ld = fzBlockGetFirstOp(body); ld; ld = fzOpGetNextInBlock(ld))
+      if (fzLoopGetOpcode(ld) == FZ_LOOP_OP_LOAD &&
+          tileRootOf(fzOpGetOperand(ld, fzLoopMemGetBufferOperand(ld))) == out)
+        return true;
+  }
+  return false;
+}
+
 bool convFlatPrepareEpilogue(Flat *F) {
   ConvNest *C = F->Z.C;
   TileNest *T = &C->T;
@@ -202,6 +218,11 @@ bool convFlatPrepareEpilogue(Flat *F) {
   for (int d = 0; d < 3; ++d)
     E.iv[d] = fzBlockGetArgument(fzLoopGetBody(nest), (size_t)d);
   if (!walk(&E))
+    return false;
+  /* An overlapping last tile stores some positions twice: the second
+   * time must compute what the first did, so no load may read what a
+   * store writes (an in-place residual). */
+  if (F->overlap && reads_stored(nest))
     return false;
   F->epi = nest;
   return true;

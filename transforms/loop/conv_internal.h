@@ -38,6 +38,11 @@ typedef struct Flat {
                                           positions of the sums and of a
                                           phase */
   bool direct;                         /* x read in place */
+  bool overlap;                        /* in place with a last tile that
+                                          ends at P (Lp == P, the plane no
+                                          whole number of tiles): it
+                                          recomputes positions of the one
+                                          before */
   bool blocksOuter;                    /* the channel blocks outside the
                                           grid tiles in the parallel
                                           loop (else inside) */
