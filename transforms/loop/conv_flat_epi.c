@@ -182,6 +182,22 @@ static bool walk(EpiWalk *E) {
   return ok && !E->F->Z.G.failed;
 }
 
+/* Whether a load of nest's body reads a buffer (by its root) that a
+ * store of it writes. */
+static bool reads_stored(FzOp *nest) {
+  FzBlock *body = fzLoopGetBody(nest);
+  for (FzOp *st = fzBlockGetFirstOp(body); st; st = fzOpGetNextInBlock(st)) {
+    if (fzLoopGetOpcode(st) != FZ_LOOP_OP_STORE)
+      continue;
+    FzValue *out = tileRootOf(fzOpGetOperand(st, fzLoopMemGetBufferOperand(st)));
+    for (FzOp *ld = fzBlockGetFirstOp(body); ld; ld = fzOpGetNextInBlock(ld))
+      if (fzLoopGetOpcode(ld) == FZ_LOOP_OP_LOAD &&
+          tileRootOf(fzOpGetOperand(ld, fzLoopMemGetBufferOperand(ld))) == out)
+        return true;
+  }
+  return false;
+}
+
 bool convFlatPrepareEpilogue(Flat *F) {
   ConvNest *C = F->Z.C;
   TileNest *T = &C->T;
@@ -203,6 +219,11 @@ bool convFlatPrepareEpilogue(Flat *F) {
     E.iv[d] = fzBlockGetArgument(fzLoopGetBody(nest), (size_t)d);
   if (!walk(&E))
     return false;
+  /* An overlapping last tile stores some positions twice: the second
+   * time must compute what the first did, so no load may read what a
+   * store writes (an in-place residual). */
+  if (F->overlap && reads_stored(nest))
+    return false;
   F->epi = nest;
   return true;
 }
@@ -223,6 +244,69 @@ bool convFlatEmitEpilogue(Flat *F, FzBuilder *b, FzValue *n, FzValue *m,
   E.acc = acc;
   if (!walk(&E))
     F->Z.G.failed = true;
+  return !F->Z.G.failed;
+}
+
+/* The tile's value of nest value v for an index of a store: the ivs, a
+ * value from outside the nest, or plain index arithmetic on those
+ * (cloned at E->b); NULL for anything else (a load, p). */
+static FzValue *index_value(EpiWalk *E, FzValue *v, int depth) {
+  if (v == E->iv[0])
+    return E->n;
+  if (v == E->iv[1])
+    return E->m;
+  if (v == E->iv[2] || depth > 16)
+    return NULL;
+  FzBlock *body = fzLoopGetBody(E->nest);
+  if (fzValueIsBlockArgument(v))
+    return fzValueGetParentBlock(v) == body ? NULL : v;
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (fzOpGetBlock(def) != body)
+    return v;
+  FzValue *r = fzPtrMapGet(&E->vals, v);
+  if (r)
+    return r;
+  size_t n = fzOpGetNumOperands(def);
+  if (!tilePlainOp(def) || fzOpGetNumResults(def) != 1 || n > 8)
+    return NULL;
+  FzValue *ops[8];
+  for (size_t i = 0; i < n; ++i)
+    if (!(ops[i] = index_value(E, fzOpGetOperand(def, i), depth + 1)))
+      return NULL;
+  r = tileCloneWith(&E->F->Z.G, E->b, def, ops, fzValueGetType(v));
+  return r && fzPtrMapPut(&E->vals, v, r) ? r : NULL;
+}
+
+bool convFlatEmitPrefetch(Flat *F, FzBuilder *b, FzValue *n, FzValue *m,
+                          FzValue *p) {
+  EpiWalk E;
+  memset(&E, 0, sizeof E);
+  E.F = F;
+  E.nest = F->epi;
+  for (int d = 0; d < 3; ++d)
+    E.iv[d] = fzBlockGetArgument(fzLoopGetBody(F->epi), (size_t)d);
+  E.b = b;
+  E.n = n;
+  E.m = m;
+  fzPtrMapInit(&E.vals, F->Z.G.ctx);
+  for (FzOp *op = fzBlockGetFirstOp(fzLoopGetBody(F->epi)); op;
+       op = fzOpGetNextInBlock(op)) {
+    if (fzLoopGetOpcode(op) != FZ_LOOP_OP_STORE)
+      continue;
+    size_t bi = fzLoopMemGetBufferOperand(op), no = fzOpGetNumOperands(op);
+    FzValue *ops[TILE_MAX_DIMS + 1];
+    if (no - bi > TILE_MAX_DIMS + 1)
+      continue;
+    ops[0] = fzOpGetOperand(op, bi);
+    bool ok = true;
+    for (size_t i = bi + 1; ok && i < no; ++i)
+      ok = (ops[i - bi] = i == no - 1 ? p
+                                      : index_value(&E, fzOpGetOperand(op, i),
+                                                    0)) != NULL;
+    if (ok)
+      tileMake(&F->Z.G, b, "loop.prefetch", no - bi, ops, NULL);
+  }
+  fzPtrMapFree(&E.vals);
   return !F->Z.G.failed;
 }
 

@@ -38,6 +38,14 @@ typedef struct Flat {
                                           positions of the sums and of a
                                           phase */
   bool direct;                         /* x read in place */
+  bool overlap;                        /* in place with a last tile that
+                                          ends at P (Lp == P, the plane no
+                                          whole number of tiles): it
+                                          recomputes positions of the one
+                                          before */
+  bool blocksOuter;                    /* the channel blocks outside the
+                                          grid tiles in the parallel
+                                          loop (else inside) */
   FzValue *xq;                         /* [N][C][S][Lx] (or a view of x) */
   FzValue *s;                          /* the sums [N][M][Lp] (or NULL) */
   FzOp *epi;                           /* the epilogue nest over (n, m, p)
@@ -54,6 +62,13 @@ bool convFlatPrepareEpilogue(Flat *F);
  * sums are acc. */
 bool convFlatEmitEpilogue(Flat *F, FzBuilder *b, FzValue *n, FzValue *m,
                           FzValue *p, FzValue *acc);
+/* Prefetches at b the output elements that F->epi's stores write for
+ * the tile's row m at position p (the line that the vector store at p
+ * will write), before the tile's reduction: a store that misses the
+ * caches otherwise waits for its line at the end of the tile. Stores
+ * whose indices need more than index arithmetic get none. */
+bool convFlatEmitPrefetch(Flat *F, FzBuilder *b, FzValue *n, FzValue *m,
+                          FzValue *p);
 /* Erases F->epi and the sums buffer with its views (F->s = NULL). */
 void convFlatDropSums(Flat *F);
 

@@ -176,6 +176,11 @@ static void choose_tile(const ConvNest *C, const FzTileConvolutionsOptions *o,
   unsigned budget = o->accumulators     ? o->accumulators
                     : o->vectorBits >= 512 ? 24
                                            : 12;
+  /* The accumulators, a term's mr broadcasts and one input vector must
+   * fit the registers (32 zmm with AVX-512, else 16): 8 x 3 spilled an
+   * accumulator into every term at 512 bits (the 3x3 64 -> 64 at 56x56,
+   * conv_flat.c's choose says the same of the flat tiles). */
+  int64_t regs = o->vectorBits >= 512 ? 32 : 16;
   if (nvec < 1)
     nvec = 1;
   int64_t best = -1;
@@ -190,7 +195,8 @@ static void choose_tile(const ConvNest *C, const FzTileConvolutionsOptions *o,
     bool shR = rm == 0 || rows_share(C, fb * mr, rm);
     for (int64_t nv = 1; nv <= TILE_MAX_VECS && nv <= nvec; ++nv) {
       if ((wantV && nv != wantV) ||
-          (!(wantR && wantV) && mr * nv > (int64_t)budget))
+          (!(wantR && wantV) &&
+           (mr * nv > (int64_t)budget || mr * nv + mr + 1 > regs)))
         continue;
       int64_t ft = nvec / nv, rv = nvec % nv;
       int64_t cost = fb * (ft * tile_cost(K, mr, nv, shF) +
