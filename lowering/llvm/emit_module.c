@@ -77,12 +77,12 @@ void fzLLSetFunctionAttrs(FzLLEmitter *E, LLVMValueRef fn) {
     snprintf(w, sizeof w, "%u", width);
     add_string_attr(E, fn, "prefer-vector-width", w);
   }
-  if (E->opts.fastMath) {
-    add_string_attr(E, fn, "no-nans-fp-math", "true");
-    add_string_attr(E, fn, "no-infs-fp-math", "true");
-    add_string_attr(E, fn, "no-signed-zeros-fp-math", "true");
-    add_string_attr(E, fn, "unsafe-fp-math", "true");
-  }
+  /* --fast-math is the flags on each float op of the loop IR (E->fmf),
+   * never the function-level "unsafe-fp-math" / "no-infs-fp-math"
+   * attributes: those let the backend fold the math approximations'
+   * internal arithmetic too (the exponent shifter's (x + s) - s, whose
+   * rounding is the point), which made erf in vector epilogues off by
+   * up to 0.08 (tests/lit/cpu/fast-math-epilogue.fuse). */
 }
 
 /*===--- The walk over a block ------------------------------------------===*/
