@@ -106,8 +106,12 @@ static bool lower_nest(LgFunc *F, FzLoc *loc, size_t n, FzValue *const *outs,
     for (size_t k = 0; ok && k < ni; ++k)
       idx[inner[k]] = ivs[k];
   }
-  for (size_t k = 0; ok && k < n; ++k)
-    ok = lgStore(&N, lgEmit(&N, outs[k], idx), bufs[k], idx) && !F->failed;
+  for (size_t k = 0; ok && k < n; ++k) { /* from the compute type */
+    FzValue *v = lgEmit(&N, outs[k], idx);
+    FzType *elt = fzShapedTypeGetElementType(fzValueGetType(bufs[k]));
+    ok = v && fzBStore(&N.b, fzBConvertF(&N.b, v, elt), bufs[k], idx) &&
+         !F->failed;
+  }
   if (ni && N.depth > (no ? 2u : 1u)) {
     FzOp *innerLoop = lgClose(&N, 0, NULL, &si);
     if (no && has_phase_before(innerLoop)) {
