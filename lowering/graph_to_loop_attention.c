@@ -40,18 +40,13 @@ static double attr_scale(FzOp *op, int64_t D) {
 
 /* A buffer op (loop.alloc / loop.dealloc) at the function level. */
 static FzValue *make_alloc(LgFunc *F, FzLoc *loc, FzType *bt) {
-  FzOpState st;
-  fzOpStateInit(&st, F->ctx, FZ_STR("loop.alloc"), loc);
-  fzOpStateAddResults(&st, 1, &bt);
-  FzOp *a = fzBuilderCreate(&F->top, &st);
-  return a ? fzOpGetResult(a, 0) : NULL;
+  FzLoopBuilder at = lgFuncBuilder(F, &F->top, loc);
+  return fzBOp1(&at, "loop.alloc", 0, NULL, bt);
 }
 
 static bool make_dealloc(LgFunc *F, FzLoc *loc, FzValue *b) {
-  FzOpState st;
-  fzOpStateInit(&st, F->ctx, FZ_STR("loop.dealloc"), loc);
-  fzOpStateAddOperands(&st, 1, &b);
-  return fzBuilderCreate(&F->top, &st) != NULL;
+  FzLoopBuilder at = lgFuncBuilder(F, &F->top, loc);
+  return fzBOp(&at, "loop.dealloc", 1, &b, NULL) != NULL;
 }
 
 /* The mask (rank rm, aligned at the end of the scores' rank r) at

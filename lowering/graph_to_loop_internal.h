@@ -104,6 +104,15 @@ typedef struct LgSaved {
   LgLevel rest[LG_MAX_LEVELS];
 } LgSaved;
 
+/* The builder of function-level ops (buffers, views, calls) at ip, for
+ * ops at loc; failures to F->failed. */
+static inline FzLoopBuilder lgFuncBuilder(LgFunc *F, const FzBuilder *ip,
+                                          FzLoc *loc) {
+  FzLoopBuilder b;
+  fzBInit(&b, F->ctx, ip, loc, NULL, &F->failed);
+  return b;
+}
+
 /*===--- graph_to_loop_nest.c -------------------------------------------===*/
 
 void lgNestInit(LgNest *N, LgFunc *F, FzLoc *loc);
@@ -113,67 +122,6 @@ FzValue *lgFail(LgNest *N, FzOp *op, const char *fmt, ...) FZ_PRINTF(3, 4);
 
 /* The path position of a loop-IR value (0 when made outside the nest). */
 size_t lgLevelOf(LgNest *N, FzValue *v);
-
-/* Transitional: the lg* builders that the emitters not yet moved to
- * N->b call, as one-line forwards (docs/architecture.md, "Building
- * IR"). Do not use them in new code. */
-static inline FzValue *lgConstIndex(LgNest *N, int64_t v) {
-  return fzBIndex(&N->b, v);
-}
-static inline FzValue *lgConstF(LgNest *N, FzType *t, double v) {
-  return fzBConstFloat(&N->b, t, v);
-}
-static inline FzValue *lgConstI(LgNest *N, FzType *t, int64_t v) {
-  return fzBConstInt(&N->b, t, v);
-}
-static inline FzValue *lgBinary(LgNest *N, const char *name, FzValue *a,
-                                FzValue *b) {
-  return fzBBinary(&N->b, name, a, b);
-}
-static inline FzValue *lgUnary(LgNest *N, const char *name, FzValue *a) {
-  return fzBUnary(&N->b, name, a);
-}
-static inline FzValue *lgFma(LgNest *N, FzValue *a, FzValue *b, FzValue *c) {
-  return fzBFma(&N->b, a, b, c);
-}
-static inline FzValue *lgCmp(LgNest *N, const char *pred, FzValue *a,
-                             FzValue *b) {
-  return fzBCmp(&N->b, pred, a, b);
-}
-static inline FzValue *lgSelect(LgNest *N, FzValue *c, FzValue *a,
-                                FzValue *b) {
-  return fzBSelect(&N->b, c, a, b);
-}
-static inline FzValue *lgCast(LgNest *N, const char *name, FzValue *a,
-                              FzType *to) {
-  return fzBCast(&N->b, name, a, to);
-}
-static inline FzValue *lgAddI(LgNest *N, FzValue *a, FzValue *b) {
-  return fzBAddFold(&N->b, a, b);
-}
-static inline FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c) {
-  return fzBMulFold(&N->b, a, c);
-}
-static inline FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c) {
-  return fzBDivFold(&N->b, a, c);
-}
-static inline FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c) {
-  return fzBRemFold(&N->b, a, c);
-}
-static inline FzValue *lgLoad(LgNest *N, FzValue *buffer,
-                              FzValue *const *idx) {
-  FzType *elt = fzShapedTypeGetElementType(fzValueGetType(buffer));
-  FzType *ct = elt && (fzTypeGetKind(elt) == FZ_TYPE_F16 ||
-                       fzTypeGetKind(elt) == FZ_TYPE_BF16)
-                   ? fzF32TypeGet(N->b.ctx) : elt;
-  return fzBConvertF(&N->b, fzBLoad(&N->b, buffer, idx), ct);
-}
-static inline bool lgStore(LgNest *N, FzValue *v, FzValue *buffer,
-                           FzValue *const *idx) {
-  FzType *elt = fzShapedTypeGetElementType(fzValueGetType(buffer));
-  return fzBStore(&N->b, fzBConvertF(&N->b, v, elt), buffer, idx) &&
-         !N->F->failed;
-}
 
 /* Opens loop.parallel over [0, ext[i]) for n dims as a child of path
  * position `parent` (the current top when parent == depth - 1), filling

@@ -289,11 +289,10 @@ static LgStorage *constant_storage(LgNest *N, FzOp *op, FzValue *gv) {
     fzOpStateAddProp(&st, FZ_STR("value"), value);
     fzOpStateAddResults(&st, 1, &bt);
     /* Before everything lowered so far: dominates every later use. */
-    FzBuilder b;
-    fzBuilderInit(&b, F->ctx);
-    FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(F->func, 0));
-    fzBuilderSetInsertionPointToStart(&b, entry);
-    FzOp *cb = bt ? fzBuilderCreate(&b, &st) : NULL;
+    FzLoopBuilder top = lgFuncBuilder(F, &F->top, fzOpGetLoc(op));
+    FzLoopBuilder at =
+        fzBAtStart(&top, fzRegionGetFirstBlock(fzOpGetRegion(F->func, 0)));
+    FzOp *cb = bt ? fzBCreate(&at, &st) : NULL;
     if (!cb) {
       if (!bt)
         fzOpStateDispose(&st);
