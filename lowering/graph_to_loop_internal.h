@@ -2,12 +2,17 @@
  * share.
  *
  *   graph_to_loop.c         the pass: signatures, buffers, the driver
- *   graph_to_loop_nest.c    loop nests: levels, hoisting, the value cache,
- *                           index arithmetic, loads and stores
+ *   graph_to_loop_nest.c    loop nests: levels, hoisting (the placer of
+ *                           the nest's FzLoopBuilder), the value cache,
+ *                           lgEmit
  *   graph_to_loop_ops.c     elementwise and data-movement ops
  *   graph_to_loop_reduce.c  reductions, normalizations, contractions,
  *                           pooling
  *   graph_to_loop_scatter.c graph.scatter_nd
+ *   graph_to_loop_attention.c graph.attention (one online-softmax nest)
+ *
+ * Every op is built with FzLoopBuilder (dialects/loop/builder.h): a
+ * nest's ops with N->b, function-level ops with lgFuncBuilder.
  *
  * The model. A fused group (or a lone op) is lowered by *emitting values
  * at indices*: for each output, a loop nest over its shape is opened, and
