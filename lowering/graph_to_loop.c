@@ -302,8 +302,23 @@ static bool lower_fusion(FuncState *S, FzOp *op) {
   /* A group around a graph.attention (its prologue: fusion's
    * prologueRoot) is that op's nest, reading through the prologue. */
   FzOp *att = nr == 1 && ok ? fzValueGetDefiningOp(vals[0]) : NULL;
-  if (att && is_named(att, "graph.attention"))
-    ok = lgLowerAttention(&S->F, att, vals[nr], &alias);
+  FzOp *epi[LG_MAX_EPILOGUE];
+  size_t ne = 0;
+  /* Its epilogue: transposes and reshapes of its result (the head
+   * merge), walked back from the group's output. */
+  while (att && ne < LG_MAX_EPILOGUE &&
+         (is_named(att, "graph.transpose") || is_named(att, "graph.reshape")) &&
+         fzOpGetNumOperands(att) == 1 && fzOpGetBlock(att) == body) {
+    epi[ne++] = att;
+    att = fzValueGetDefiningOp(fzOpGetOperand(att, 0));
+  }
+  for (size_t i = 0; i < ne / 2; ++i) {
+    FzOp *t = epi[i];
+    epi[i] = epi[ne - 1 - i];
+    epi[ne - 1 - i] = t;
+  }
+  if (att && is_named(att, "graph.attention") && fzOpGetBlock(att) == body)
+    ok = lgLowerAttention(&S->F, att, vals[nr], &alias, epi, ne);
   else if (ok)
     ok = lower_outputs(&S->F, fzOpGetLoc(op), nr, vals, vals + nr, ops, nops,
                        &alias);
@@ -372,7 +387,7 @@ static bool lower_lone(FuncState *S, FzOp *op) {
   if (is_named(op, "graph.attention") && fzOpGetNumResults(op) == 1) {
     FzValue *r = fzOpGetResult(op, 0);
     FzValue *buf = result_buffer(S, r, fzOpGetLoc(op));
-    return buf && lgLowerAttention(&S->F, op, buf, NULL) &&
+    return buf && lgLowerAttention(&S->F, op, buf, NULL, NULL, 0) &&
            new_storage(&S->F, r, buf);
   }
   if (!lgFindEmitter(op)) {

@@ -24,6 +24,13 @@
  * nest and freed after it), so the accumulation never rounds to 16 bits.
  * q, k, v and the mask are read through lgEmit: a producer inside the
  * nest's reach (a constant, a broadcast) is an index map, as elsewhere.
+ *
+ * A group's epilogue (transposes and reshapes of the result: the head
+ * merge [B, H, S, Dv] -> [B, S, H*Dv] that fusion folds into the
+ * attention's kernel) changes only the final store: out[map(b.., i, d)],
+ * the chain's index maps applied forward (affine for a head merge). acc
+ * is then always a buffer of its own, so that the accumulator stays at
+ * [b.., i, d] (the GPU's flash kernel expects it there).
  */
 #include <float.h>
 #include <math.h>
@@ -63,14 +70,51 @@ static FzValue *mask_at(LgNest *N, FzValue *mask, size_t r, FzValue *const *row,
   return lgEmit(N, mask, mi);
 }
 
+static bool is_transpose(FzOp *op) {
+  FzStringRef n = fzIdentGetString(fzOpGetName(op));
+  return n.length == 15 && memcmp(n.data, "graph.transpose", 15) == 0;
+}
+
 static void mark_reduction(LgNest *N, FzOp *loop) {
   if (!loop ||
       !fzOpSetAttr(loop, FZ_STR("loop.reduction"), fzUnitAttrGet(N->F->ctx)))
     N->F->failed = true;
 }
 
-bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
-                      const FzPtrMap *alias) {
+/* The index into the epilogue's last value of the attention result's
+ * element at idx (rank r): each transpose and reshape applied forward. */
+static bool epilogue_index(LgNest *N, FzOp *const *epi, size_t ne,
+                           FzValue *const *idx, size_t r, FzValue **out) {
+  FzValue *cur[LG_MAX_RANK], *next[LG_MAX_RANK];
+  memcpy(cur, idx, r * sizeof *cur);
+  size_t rank = r;
+  for (size_t e = 0; e < ne; ++e) {
+    FzValue *res = fzOpGetResult(epi[e], 0);
+    size_t rr = lgRank(res);
+    if (rr > LG_MAX_RANK)
+      return false;
+    if (is_transpose(epi[e])) {
+      int64_t perm[LG_MAX_RANK];
+      if (lgAttrInts(epi[e], "perm", perm, LG_MAX_RANK) != (int)rank ||
+          rr != rank)
+        return false;
+      for (size_t i = 0; i < rank; ++i) {
+        if (perm[i] < 0 || perm[i] >= (int64_t)rank)
+          return false;
+        next[i] = cur[perm[i]];
+      }
+    } else {
+      lgReshapeIndex(N, res, fzOpGetOperand(epi[e], 0), cur, next);
+    }
+    rank = rr;
+    memcpy(cur, next, rank * sizeof *cur);
+  }
+  memcpy(out, cur, rank * sizeof *out);
+  return true;
+}
+
+bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out, const FzPtrMap *alias,
+                      FzOp *const *epi, size_t ne) {
   FzContext *ctx = F->ctx;
   FzLoc *loc = fzOpGetLoc(op);
   size_t nops = fzOpGetNumOperands(op);
@@ -89,9 +133,10 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
       ca && fzAttrGetKind(ca) == FZ_ATTR_BOOL && fzBoolAttrGetValue(ca);
   double scale = attr_scale(op, D);
   FzType *ct = lgComputeType(ctx, lgElt(res));
-  /* The accumulator: the output itself unless it is 16-bit. */
+  /* The accumulator: the output itself unless it is 16-bit or stored
+   * through an epilogue. */
   FzValue *acc = out;
-  if (ct != lgElt(res)) {
+  if (ct != lgElt(res) || ne > 0) {
     FzType *bt = fzBufferTypeGet(
         ctx, r, fzShapedTypeGetShape(fzValueGetType(res)), ct, NULL, 0, NULL);
     if (!bt || !(acc = make_alloc(F, loc, bt)))
@@ -193,8 +238,10 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
     idx[r - 1] = dout;
     FzValue *o =
         fzBBinary(&N.b, "loop.divf", fzBLoad(&N.b, acc, idx), final[1]);
+    FzValue *oi[LG_MAX_RANK];
     FzType *elt = fzShapedTypeGetElementType(fzValueGetType(out));
-    ok = o && fzBStore(&N.b, fzBConvertF(&N.b, o, elt), out, idx) && !F->failed;
+    ok = o && epilogue_index(&N, epi, ne, idx, r, oi) &&
+         fzBStore(&N.b, fzBConvertF(&N.b, o, elt), out, oi) && !F->failed;
     lgClose(&N, 0, NULL, &so);
   }
   if (N.depth > 1)

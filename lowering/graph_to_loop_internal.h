@@ -183,11 +183,20 @@ FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx);
 FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx);
+/* The index into `to` of the element at idx of `from`, two shapes of one
+ * element order (a reshape, either way): grouped by the shapes' common
+ * refinement, so only a group that splits a dim divides. */
+void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from,
+                    FzValue *const *idx, FzValue **oi);
 /* graph.attention (graph_to_loop_attention.c): the whole op as one nest
- * storing into out (a buffer of the result's shape); inside a group,
- * alias maps its block arguments (the prologue's inputs; may be NULL). */
+ * storing into out; inside a group, alias maps its block arguments (the
+ * prologue's inputs; may be NULL), and epi[0..ne) are the group's
+ * epilogue (transposes and reshapes from the attention's result outward,
+ * fusion's head merge): out has the last one's shape and each element is
+ * stored where that chain puts it (ne 0: out has the result's shape). */
+#define LG_MAX_EPILOGUE 8
 bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
-                      const FzPtrMap *alias);
+                      const FzPtrMap *alias, FzOp *const *epi, size_t ne);
 /* graph.scatter_nd (graph_to_loop_scatter.c). */
 FzValue *lgEmitScatterNd(LgNest *N, FzOp *op, FzValue *const *idx);
 

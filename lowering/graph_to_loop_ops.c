@@ -462,22 +462,81 @@ static FzValue *emit_broadcast(LgNest *N, FzOp *op, FzValue *const *idx) {
   return operand_at(N, op, 0, idx);
 }
 
-static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
-  FzValue *x = fzOpGetOperand(op, 0), *r = result_of(op);
-  size_t rx = lgRank(x), rr = lgRank(r), pre = 0;
-  FzValue *oi[LG_MAX_RANK];
-  /* Equal leading dims map one to one. */
-  while (pre < rx && pre < rr && lgDim(x, pre) == lgDim(r, pre))
-    oi[pre] = idx[pre], pre++;
-  FzValue *lin = fzBIndex(&N->b, 0);
-  for (size_t d = pre; d < rr; ++d)
+/* Dims [i0, i1) of x from the result's [j0, j1) of a reshape whose
+ * groups have equal sizes: the result's indices linearized, then cut
+ * into x's (no division when the group is one dim of x). */
+static void reshape_group(LgNest *N, FzValue *x, FzValue *r,
+                          FzValue *const *idx, FzValue **oi, size_t i0,
+                          size_t i1, size_t j0, size_t j1) {
+  FzValue *lin = idx[j0];
+  for (size_t d = j0 + 1; d < j1; ++d)
     lin = fzBAddFold(&N->b, fzBMulFold(&N->b, lin, lgDim(r, d)), idx[d]);
-  for (size_t j = rx; j-- > pre;) {
+  size_t first = i1; /* x's first dim of the group other than 1 */
+  for (size_t j = i0; j < i1 && first == i1; ++j)
+    if (lgDim(x, j) != 1)
+      first = j;
+  for (size_t j = i1; j-- > i0;) {
     int64_t dim = lgDim(x, j);
-    oi[j] = j == pre ? lin : fzBRemFold(&N->b, lin, dim);
-    if (j > pre)
+    if (j < first || (dim == 1 && j != first)) {
+      oi[j] = fzBIndex(&N->b, 0);
+    } else if (j == first) {
+      oi[j] = lin;
+    } else {
+      oi[j] = fzBRemFold(&N->b, lin, dim);
       lin = fzBDivFold(&N->b, lin, dim);
+    }
   }
+}
+
+/* A reshape as an index map, group by group: the shapes are cut where
+ * their running products meet (the coarsest common grouping), so a dim
+ * that is split or merged costs a division only inside its group and a
+ * merge of `from`'s dims into one dim of `to` is affine (ViT's [B*H, S,
+ * D] read as [B, H, S, D]). */
+void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from, FzValue *const *idx,
+                    FzValue **oi) {
+  FzValue *x = to, *r = from;
+  size_t rx = lgRank(x), rr = lgRank(r), i = 0, j = 0;
+  bool empty = false;
+  for (size_t d = 0; d < rx; ++d)
+    empty = empty || lgDim(x, d) == 0;
+  for (size_t d = 0; d < rr; ++d)
+    empty = empty || lgDim(r, d) == 0;
+  if (rr == 0 || empty) {
+    /* One group: every index of x from the whole linearized result. */
+    for (size_t d = 0; d < rx; ++d)
+      oi[d] = fzBIndex(&N->b, 0);
+    if (rr > 0 && rx > 0)
+      reshape_group(N, x, r, idx, oi, 0, rx, 0, rr);
+    return;
+  }
+  while (i < rx && j < rr) {
+    size_t i0 = i, j0 = j;
+    int64_t px = lgDim(x, i++), pr = lgDim(r, j++);
+    while (px != pr && (px < pr ? i < rx : j < rr)) {
+      if (px < pr)
+        px *= lgDim(x, i++);
+      else
+        pr *= lgDim(r, j++);
+    }
+    if (px != pr) {
+      /* Unequal element counts cannot verify; stay total anyway. */
+      i = rx;
+      j = rr;
+    }
+    /* Trailing unit dims of x join the group that ends here when the
+     * result has nothing left. */
+    if (j == rr)
+      i = rx;
+    reshape_group(N, x, r, idx, oi, i0, i, j0, j);
+  }
+  for (; i < rx; ++i)
+    oi[i] = fzBIndex(&N->b, 0);
+}
+
+static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
+  FzValue *x = fzOpGetOperand(op, 0), *oi[LG_MAX_RANK];
+  lgReshapeIndex(N, x, result_of(op), idx, oi);
   return lgEmit(N, x, oi);
 }
 

@@ -93,13 +93,15 @@ bool fzLowerModuleForCpu(FzOp *module, const FzCpuPipelineOptions *options) {
   if (!fzRegisterAllDialects(ctx) || !fzRegisterAllPasses(ctx))
     return false;
   /* canonicalize,cse; with fusion, also graph-optimize's simplifications
-   * (composites such as softmax spelled as primitive ops become one op). */
+   * (composites such as softmax spelled as primitive ops become one op),
+   * and on the CPU transpose-weights (the small-M stream form). */
   double t0 = fzCpuNowSeconds();
   if (options->simplify) {
     bool ok = run_pipeline(
         module, !options->fuse     ? "canonicalize,cse"
                 : options->forGpu ? "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY_GPU
-                                  : "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY);
+                                  : "canonicalize,cse," FZ_PIPELINE_GRAPH_SIMPLIFY
+                                    ",transpose-weights");
     report(options, "graph passes", t0);
     if (!ok)
       return false;

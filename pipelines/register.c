@@ -35,6 +35,7 @@ static const FzPassDef *const kPasses[] = {
     &fzRecognizeCompositesPass, /* transforms/graph */
     &fzRecognizeAttentionPass,  /* transforms/graph */
     &fzMergeProjectionsPass,    /* transforms/graph */
+    &fzTransposeWeightsPass,    /* transforms/graph */
     &fzConvertContractionsPass, /* transforms/graph */
     &fzConvertLayoutPass,       /* transforms/graph */
     &fzFoldQdqPass,             /* transforms/graph */

@@ -44,6 +44,8 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxMathOps,
     fzOnnxSignalOps,
     fzOnnxQuantOps,
+    fzOnnxUnpoolOps,
+    fzOnnxRoiAlignOps,
 };
 
 const FzOnnxOpDef *fzOnnxLookupOp(const char *opType) {
@@ -400,7 +402,10 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
     fzBuilderSetInsertionPointToEnd(&im->b, im->b.block);
     FzDiagHandlerId h =
         fzContextPushDiagHandler(im->ctx, capture_handler, im);
-    ok = row->fn(im, in, n->n_input, out, n->n_output);
+    bool widened = false;
+    ok = fzOnnxWidenUnsignedInputs(im, in, n->n_input, &widened) &&
+         row->fn(im, in, n->n_input, out, n->n_output) &&
+         (!widened || fzOnnxNarrowUnsignedOutputs(im, out, n->n_output));
     fzContextPopDiagHandler(im->ctx, h);
     for (size_t i = 0; ok && i < n->n_output; ++i)
       if (n->output[i][0] && !out[i])

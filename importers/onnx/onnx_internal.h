@@ -79,6 +79,7 @@ typedef struct FzOnnxImporter {
   const char *nodeName; /* its name, or its first output's */
   FzLoc *nodeLoc;
   bool nodeFailed;      /* an error was reported for it */
+  bool widenedUnsigned; /* its uint8 operands were widened (ops_quant.c) */
   bool reporting;       /* fzOnnxError is reporting: not captured */
   char capturedError[512]; /* the first dialect error while importing it */
   bool captured;
@@ -120,6 +121,8 @@ extern const FzOnnxOpDef fzOnnxSampleOps[];
 extern const FzOnnxOpDef fzOnnxMathOps[];
 extern const FzOnnxOpDef fzOnnxSignalOps[];
 extern const FzOnnxOpDef fzOnnxQuantOps[];
+extern const FzOnnxOpDef fzOnnxUnpoolOps[];
+extern const FzOnnxOpDef fzOnnxRoiAlignOps[];
 
 /*===--- uint8 (ops_quant.c) -------------------------------------------===*/
 
@@ -129,6 +132,14 @@ bool fzOnnxIsUnsigned(FzOnnxImporter *im, FzValue *v);
 /* Refuses a uint8 operand of a node that would read it as signed. */
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n);
+/* For the ops that order or divide (Max, Min, Div, Mod, MaxPool, the
+ * comparisons, ...): replaces each uint8 operand in in[] by its
+ * zero-extension to i32; *widened tells whether one was. */
+bool fzOnnxWidenUnsignedInputs(FzOnnxImporter *im, FzValue **in, size_t n,
+                               bool *widened);
+/* After a widened node: its i32 results back to uint8. */
+bool fzOnnxNarrowUnsignedOutputs(FzOnnxImporter *im, FzValue **out,
+                                 size_t n);
 /* Marks the output of a data-movement node of a uint8 input. */
 void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue *const *out, size_t nOut);
@@ -341,6 +352,15 @@ bool fzOnnxWindowPads(FzOnnxImporter *im, FzValue *x, size_t spatial,
                       const int64_t *kernel, const int64_t *strides,
                       const int64_t *dilations, int64_t *pads);
 
+/* MaxPool's Indices: for x [N, C, H, W] and its max pool y [N, C, OH,
+ * OW] of that window (kernel, strides, dilations: 2 entries; pads: top,
+ * left, bottom, right), the int64 flat position of each maximum in x
+ * (row-major, or column-major within a plane). NULL after an error.
+ * (ops_unpool.c) */
+FzValue *fzOnnxMaxPoolIndices(FzOnnxImporter *im, FzValue *x, FzValue *y,
+                              const int64_t *kernel, const int64_t *strides,
+                              const int64_t *dilations, const int64_t *pads,
+                              bool columnMajor);
 /* A convolution of sp >= 2 spatial dims (ops_conv_nd.c): x [N, C, ...],
  * w [M, C/group, k...], b [M] or NULL; pads [begin..., end...]. sp == 2
  * is one graph.conv2d; more, a sum of (sp-1)-D ones. NULL after an

@@ -11,8 +11,9 @@
  * what depends only on the iteration number into constants, which is how
  * a Loop's condition is known after each iteration.
  *
- * What is not static is an error, never a guess: an If whose condition,
- * or a Loop whose trip count or condition, is computed at run time (the
+ * What is not static is an error, never a guess: an If whose condition
+ * is computed at run time and whose branches differ in their output
+ * types, a Loop whose trip count or condition is computed at run time (the
  * error names the operand, so that a caller with the run's inputs can
  * bind them: FzOnnxInputValue.ifNeeded), a Loop with neither (endless), a
  * Loop of more than CF_MAX_ITERATIONS iterations, a Loop that runs no
@@ -59,17 +60,47 @@ static bool const_scalar(FzOnnxImporter *im, FzValue *v, size_t i,
   return true;
 }
 
+/* If. A condition known at import takes its branch. A run-time one
+ * imports both branches and selects each output by the condition, when
+ * the branches' outputs have the same types (both are computed; the
+ * graph ops are pure, and the one not taken is thrown away). Otherwise
+ * the condition must be known at import: the not-constant error, and a
+ * caller with the inputs binds it. */
 static bool h_if(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                  FzValue **out, size_t nOut) {
   (void)nIn;
   const Onnx__GraphProto *thenG = graph_attr(im, "then_branch");
   const Onnx__GraphProto *elseG = thenG ? graph_attr(im, "else_branch") : NULL;
-  int64_t c = 0;
-  if (!elseG ||
-      !const_scalar(im, in[0], 0,
-                    "condition (an If is folded to the branch it takes)", &c))
+  if (!elseG)
     return false;
-  return fzOnnxImportSubgraph(im, c ? thenG : elseG, 0, NULL, nOut, out);
+  int64_t *cv;
+  size_t n;
+  if (fzOnnxGetConstInts(im, in[0], &cv, &n) && n == 1)
+    return fzOnnxImportSubgraph(im, cv[0] ? thenG : elseG, 0, NULL, nOut,
+                                out);
+  const char *what = "condition (an If of a run-time condition needs "
+                     "branches whose outputs have the same types)";
+  for (size_t i = 0; i < fzOnnxRank(in[0]); ++i)
+    if (fzOnnxDim(in[0], i) != 1)
+      return fzOnnxErrorNotConstant(im, 0, what);
+  /* Should a branch fail to import, binding the condition may still
+   * help: the retry then imports only the branch it takes. */
+  fzOnnxDemandInputs(im, in[0]);
+  FzValue **thenV = fzOnnxAlloc(im, (nOut ? nOut : 1) * sizeof *thenV);
+  FzValue **elseV = fzOnnxAlloc(im, (nOut ? nOut : 1) * sizeof *elseV);
+  if (!thenV || !elseV ||
+      !fzOnnxImportSubgraph(im, thenG, 0, NULL, nOut, thenV) ||
+      !fzOnnxImportSubgraph(im, elseG, 0, NULL, nOut, elseV))
+    return false;
+  for (size_t i = 0; i < nOut; ++i)
+    if (thenV[i] && elseV[i] &&
+        fzValueGetType(thenV[i]) != fzValueGetType(elseV[i]))
+      return fzOnnxErrorNotConstant(im, 0, what);
+  FzValue *c = fzOnnxReshape(im, in[0], 0, NULL);
+  for (size_t i = 0; i < nOut; ++i)
+    if (!(out[i] = fzOnnxSelect(im, c, thenV[i], elseV[i])))
+      return false;
+  return true;
 }
 
 /* x with a unit dim inserted at `axis`. */

@@ -12,6 +12,13 @@
  * range on every device), the lookups are added, and the batch dims add
  * their offset; the data is gathered along one flattened dim.
  *
+ * ReverseSequence reverses the first sequence_lens[b] steps of each batch
+ * entry: the time index it reads, t < len_b ? len_b - 1 - t : t, is
+ * computed at run time from the lengths and a constant iota, made a flat
+ * position over the (time, batch) dims, and graph.gather takes the rows
+ * of the data flattened over them (a length beyond the time dim reads out
+ * of range: a run-time error on every device).
+ *
  * TopK along an axis of length n: element i ranks before j when it is
  * larger (smaller with largest = 0), or equal with a smaller index (so
  * ties keep their order, as ONNX asks), NaN counting as larger than every
@@ -343,7 +350,65 @@ static bool h_topk(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return vals && pos;
 }
 
+static bool h_reverse_sequence(FzOnnxImporter *im, FzValue *const *in,
+                               size_t nIn, FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t timeAxis, batchAxis;
+  if (!fzOnnxAttrInt(im, "time_axis", 0, &timeAxis) ||
+      !fzOnnxAttrInt(im, "batch_axis", 1, &batchAxis))
+    return false;
+  FzValue *x = in[0], *lens = in[1];
+  size_t r = fzOnnxRank(x);
+  if (r < 2 || !((timeAxis == 0 && batchAxis == 1) ||
+                 (timeAxis == 1 && batchAxis == 0)))
+    return fzOnnxError(im, "needs an input of rank >= 2 and time_axis, "
+                           "batch_axis of 0 and 1 (or 1 and 0)");
+  if (!fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  const int64_t *X = fzOnnxShape(x);
+  int64_t t = X[timeAxis], b = X[batchAxis];
+  if (fzOnnxRank(lens) != 1 || fzOnnxDim(lens, 0) != b ||
+      fzOnnxElt(lens) != fzIntegerTypeGet(im->ctx, 64))
+    return fzOnnxError(im, "input #1 (sequence_lens) must be int64 of shape "
+                           "[%lld] (the batch)", (long long)b);
+  FzType *i64 = fzIntegerTypeGet(im->ctx, 64);
+  /* [T, B] (time axis 0) or [B, T]: the time index each position reads. */
+  int64_t lshape[2] = {timeAxis ? b : 1, timeAxis ? 1 : b};
+  FzValue *len = fzOnnxReshape(im, lens, 2, lshape);
+  FzValue *step = fzOnnxIota(im, 2, (size_t)timeAxis, t);
+  FzValue *rev = fzOnnxBinary(
+      im, "graph.sub",
+      fzOnnxBinary(im, "graph.sub", len, fzOnnxConstScalar(im, i64, 1.0)),
+      step);
+  FzValue *src = fzOnnxSelect(im, fzOnnxCompare(im, "lt", step, len), rev,
+                              step);
+  /* Flat positions over the two leading dims: row * dim1 + col. */
+  FzValue *flat =
+      timeAxis ? fzOnnxBinary(im, "graph.add",
+                              fzOnnxBinary(im, "graph.mul",
+                                           fzOnnxIota(im, 2, 0, b),
+                                           fzOnnxConstScalar(im, i64,
+                                                             (double)t)),
+                              src)
+               : fzOnnxBinary(im, "graph.add",
+                              fzOnnxBinary(im, "graph.mul", src,
+                                           fzOnnxConstScalar(im, i64,
+                                                             (double)b)),
+                              fzOnnxIota(im, 2, 1, b));
+  int64_t shape[FZ_GRAPH_MAX_RANK];
+  shape[0] = X[0] * X[1];
+  for (size_t i = 2; i < r; ++i)
+    shape[i - 1] = X[i];
+  FzValue *ops[2] = {fzOnnxReshape(im, x, r - 1, shape), flat};
+  out[0] = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                      fzIntegerAttrGet(im->ctx, i64, 0), NULL);
+  return out[0] != NULL;
+}
+
 const FzOnnxOpDef fzOnnxIndexOps[] = {
+    {"ReverseSequence", h_reverse_sequence, NULL, "batch_axis time_axis", 2,
+     2, 1},
     {"ScatterND", h_scatter_nd, NULL, "reduction>=16", 3, 3, 1},
     {"ScatterElements", h_scatter_elements, NULL, "axis reduction>=16", 3, 3,
      1},

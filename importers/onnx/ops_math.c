@@ -1,5 +1,6 @@
 /* importers/onnx/ops_math.c - ONNX math ops the graph dialect has no op
- * for, decomposed: the inverse trigonometric functions Atan, Asin, Acos.
+ * for, decomposed: the inverse trigonometric functions Atan, Asin, Acos,
+ * BitShift of uint8 operands, and Det.
  *
  * atan(x) is Cephes' atanf: with a = |x|, the argument is reduced to
  * [-tan(pi/8), tan(pi/8)] (a > tan(3pi/8): pi/2 + atan(-1/a); a >
@@ -77,7 +78,131 @@ static bool h_inverse_trig(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
+/* BitShift of uint8 operands, which arrive widened to i32 (ops_quant.c)
+ * and leave narrowed back (the low 8 bits): x << y is x * t[y] with
+ * t[y] = 2^y below 8 and 0 from 8 (the bits shifted past the byte), and
+ * x >> y is x / t[y] with 256 from 8, both through a constant table of
+ * the 256 amounts. The other unsigned types are refused as dtypes. */
+static bool h_bitshift(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                       FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  const char *dir;
+  if (!fzOnnxAttrString(im, "direction", "", &dir))
+    return false;
+  bool left = !strcmp(dir, "LEFT");
+  if (!left && strcmp(dir, "RIGHT"))
+    return fzOnnxErrorAttrValue(im, "direction", dir);
+  if (!im->widenedUnsigned)
+    return fzOnnxError(im, "unsupported operands: BitShift takes unsigned "
+                           "integers, and UINT8 is the only one imported");
+  int64_t t[256], n = 256;
+  for (int64_t y = 0; y < n; ++y)
+    t[y] = y < 8 ? (int64_t)1 << y : left ? 0 : 256;
+  FzType *i32 = fzIntegerTypeGet(im->ctx, 32);
+  FzValue *table = fzOnnxCast(im, fzOnnxConstI64(im, 1, &n, t), i32);
+  FzValue *ops[2] = {table, in[1]};
+  FzValue *f = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                          fzIntegerAttrGet(im->ctx,
+                                           fzIntegerTypeGet(im->ctx, 64), 0),
+                          NULL);
+  out[0] = bin(im, left ? "graph.mul" : "graph.div", in[0], f);
+  return out[0] != NULL;
+}
+
+/* The largest matrix Det eliminates (each column unrolls ~20 ops). */
+#define DET_MAX_ORDER 64
+
+/* Det of [..., M, M] by Gaussian elimination with partial pivoting,
+ * unrolled over the M columns (as LAPACK's LU that numpy.linalg.det
+ * uses): in column k the row of largest |a| at or below k (the first
+ * among equals) is swapped with row k (a graph.gather of the matrices'
+ * rows at positions computed at run time), the pivot joins the product
+ * and flips the sign when a swap happened, and the rows below lose their
+ * multiple of row k. A zero pivot makes the product 0 (its rows are
+ * divided by 1 instead, so no NaN appears). */
+static bool h_det(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                  FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x);
+  if (r < 2 || !fzTypeIsFloat(fzOnnxElt(x)))
+    return fzOnnxError(im, "the input must be a float tensor of rank >= 2");
+  if (!fzOnnxRequireStatic(im, x, "the input"))
+    return false;
+  int64_t m = fzOnnxDim(x, r - 1), b = 1;
+  if (fzOnnxDim(x, r - 2) != m)
+    return fzOnnxError(im, "the input's last two dims must be equal");
+  if (m > DET_MAX_ORDER)
+    return fzOnnxError(im, "unsupported Det of %lld x %lld matrices (at "
+                           "most %d: the elimination is unrolled)",
+                       (long long)m, (long long)m, DET_MAX_ORDER);
+  for (size_t i = 0; i + 2 < r; ++i)
+    b *= fzOnnxDim(x, i); /* x is a tensor: its count is in range */
+  FzType *elt = fzOnnxElt(x), *i64 = fzIntegerTypeGet(im->ctx, 64);
+  if (m == 0 || b == 0) {
+    out[0] = fzOnnxConstSplat(im, elt, r - 2, fzOnnxShape(x), 1.0);
+    return out[0] != NULL;
+  }
+  int64_t s3[3] = {b, m, m}, s2[2] = {b * m, m}, bm[2] = {b, m};
+  int64_t b1[2] = {b, 1}, bm1[3] = {b, m, 1};
+  FzValue *a = fzOnnxReshape(im, x, 3, s3);
+  FzValue *row = fzOnnxIota(im, 2, 1, m); /* [1, M] */
+  FzValue *base = bin(im, "graph.mul", fzOnnxIota(im, 2, 0, b),
+                      fzOnnxConstScalar(im, i64, (double)m)); /* [B, 1] */
+  FzValue *det = NULL;
+  FzValue *zero = fzOnnxConstScalar(im, elt, 0), *one = k(im, x, 1);
+  for (int64_t c = 0; c < m && a; ++c) {
+    FzValue *kc = fzOnnxConstScalar(im, i64, (double)c);
+    int64_t st[3] = {0, 0, c}, lim[3] = {b, m, c + 1}, step[3] = {1, 1, 1};
+    FzValue *col =
+        fzOnnxReshape(im, fzOnnxSlice(im, a, st, lim, step), 2, bm);
+    /* The pivot row: the first largest |a| at or below row c. */
+    FzValue *mag = fzOnnxSelect(im, fzOnnxCompare(im, "lt", row, kc),
+                                fzOnnxConstScalar(im, elt, -1),
+                                fzOnnxUnary(im, "graph.abs", col));
+    int64_t ax = 1;
+    FzValue *top = fzOnnxReduce(im, "graph.reduce_max", mag, 1, &ax, true);
+    FzValue *p = fzOnnxReduce(
+        im, "graph.reduce_min",
+        fzOnnxSelect(im, fzOnnxCompare(im, "eq", mag, top), row,
+                     fzOnnxConstScalar(im, i64, (double)m)),
+        1, &ax, true); /* [B, 1] */
+    FzValue *src = fzOnnxSelect(
+        im, fzOnnxCompare(im, "eq", row, kc), p,
+        fzOnnxSelect(im, fzOnnxCompare(im, "eq", row, p), kc, row));
+    FzValue *gops[2] = {fzOnnxReshape(im, a, 2, s2),
+                        bin(im, "graph.add", src, base)};
+    a = fzOnnxEmit(im, "graph.gather", 2, gops, NULL, "axis",
+                   fzIntegerAttrGet(im->ctx, i64, 0), NULL);
+    int64_t pst[3] = {0, c, c}, plim[3] = {b, c + 1, c + 1};
+    FzValue *pivot = fzOnnxReshape(
+        im, fzOnnxSlice(im, a, pst, plim, step), 2, b1);
+    FzValue *sign = fzOnnxSelect(im, fzOnnxCompare(im, "ne", p, kc),
+                                 k(im, x, -1), one);
+    FzValue *term = bin(im, "graph.mul", pivot, sign);
+    det = det ? bin(im, "graph.mul", det, term) : term;
+    if (c + 1 == m || !a)
+      break;
+    FzValue *safe = fzOnnxSelect(im, fzOnnxCompare(im, "eq", pivot, zero),
+                                 one, pivot);
+    FzValue *col2 =
+        fzOnnxReshape(im, fzOnnxSlice(im, a, st, lim, step), 2, bm);
+    FzValue *f = fzOnnxSelect(im, fzOnnxCompare(im, "gt", row, kc),
+                              bin(im, "graph.div", col2, safe), zero);
+    int64_t rst[3] = {0, c, 0}, rlim[3] = {b, c + 1, m};
+    FzValue *pivotRow = fzOnnxSlice(im, a, rst, rlim, step);
+    a = bin(im, "graph.sub", a,
+            bin(im, "graph.mul", fzOnnxReshape(im, f, 3, bm1), pivotRow));
+  }
+  out[0] = det ? fzOnnxReshape(im, det, r - 2, fzOnnxShape(x)) : NULL;
+  return out[0] != NULL;
+}
+
 const FzOnnxOpDef fzOnnxMathOps[] = {
+    {"Det", h_det, NULL, "", 1, 1, 1},
+    {"BitShift", h_bitshift, NULL, "direction", 2, 2, 1},
     {"Acos", h_inverse_trig, NULL, "", 1, 1, 1},
     {"Asin", h_inverse_trig, NULL, "", 1, 1, 1},
     {"Atan", h_inverse_trig, NULL, "", 1, 1, 1},

@@ -231,18 +231,37 @@ static bool h_eye_like(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   return out[0] != NULL;
 }
 
+/* Whether v has one element (rank 0, or every dim 1). */
+static bool single_element(FzValue *v) {
+  for (size_t i = 0; i < fzOnnxRank(v); ++i)
+    if (fzOnnxDim(v, i) != 1)
+      return false;
+  return true;
+}
+
+/* Trilu: a select through a mask of the (i, j) with j - i >= k (upper) or
+ * <= k; constant for a constant k, else the compare of a constant table
+ * of j - i with k at run time. */
 static bool h_trilu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                     FzValue **out, size_t nOut) {
   (void)nOut;
   int64_t upper, k = 0;
   if (!fzOnnxAttrInt(im, "upper", 1, &upper))
     return false;
+  FzValue *kRun = NULL; /* k known only at run time */
   if (nIn > 1 && in[1]) {
     int64_t *kv;
     size_t n;
-    if (!fzOnnxGetConstInts(im, in[1], &kv, &n) || n != 1)
-      return fzOnnxErrorNotConstant(im, 1, "k");
-    k = kv[0];
+    if (fzOnnxGetConstInts(im, in[1], &kv, &n)) {
+      if (n != 1)
+        return fzOnnxError(im, "input #1 (k) must hold one element");
+      k = kv[0];
+    } else if (!single_element(in[1]) ||
+               fzOnnxElt(in[1]) != fzIntegerTypeGet(im->ctx, 64)) {
+      return fzOnnxError(im, "input #1 (k) must be one int64");
+    } else {
+      kRun = in[1];
+    }
   }
   FzValue *x = in[0];
   size_t r = fzOnnxRank(x);
@@ -253,6 +272,24 @@ static bool h_trilu(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     return fzOnnxError(im, "unsupported dynamic matrix dimensions");
   if (!fzOnnxCheckBuilt(im, 2, shape, "triangular mask", NULL))
     return false;
+  if (kRun) {
+    /* The mask compares the constant diagonal offsets j - i with k. */
+    FzTensor *d = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 64), 2,
+                                 shape);
+    if (!d)
+      return false;
+    for (int64_t i = 0; i < shape[0]; ++i)
+      for (int64_t j = 0; j < shape[1]; ++j)
+        fzTensorSetI64(d, i * shape[1] + j, j - i);
+    FzValue *off = fzOnnxConstTensor(im, d);
+    fzTensorDestroy(d);
+    int64_t one = 1;
+    FzValue *kk = fzOnnxReshape(im, kRun, 1, &one);
+    FzValue *mask = fzOnnxCompare(im, upper ? "ge" : "le", off, kk);
+    out[0] =
+        fzOnnxSelect(im, mask, x, fzOnnxConstScalar(im, fzOnnxElt(x), 0));
+    return out[0] != NULL;
+  }
   FzTensor *m = fzTensorCreate(im->ctx, fzIntegerTypeGet(im->ctx, 1), 2,
                                shape);
   if (!m)
@@ -420,31 +457,22 @@ static bool h_gather_elements(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
-static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
-                     FzValue **out, size_t nOut) {
-  (void)nIn;
-  (void)nOut;
-  int64_t exclusive, reverse, *av;
-  size_t n;
-  if (!fzOnnxAttrInt(im, "exclusive", 0, &exclusive) ||
-      !fzOnnxAttrInt(im, "reverse", 0, &reverse))
-    return false;
-  if (!fzOnnxGetConstInts(im, in[1], &av, &n) || n != 1)
-    return fzOnnxErrorNotConstant(im, 1, "axis");
-  FzValue *x = in[0];
-  size_t r = fzOnnxRank(x), ax;
-  if (!fzOnnxNormAxis(im, av[0], r, &ax))
-    return false;
+/* x's cumulative sum along axis ax: y[j] = sum_i x[i] * T[i][j] with a
+ * constant triangular T. NULL after an error. */
+static FzValue *cumsum_along(FzOnnxImporter *im, FzValue *x, size_t ax,
+                             bool exclusive, bool reverse) {
+  size_t r = fzOnnxRank(x);
   int64_t d = fzOnnxDim(x, ax);
-  if (d == FZ_DYNAMIC)
-    return fzOnnxError(im, "unsupported dynamic dimension along the axis");
-  /* y[j] = sum_i x[i] * T[i][j] along the axis. */
+  if (d == FZ_DYNAMIC) {
+    fzOnnxError(im, "unsupported dynamic dimension along the axis");
+    return NULL;
+  }
   int64_t shape[2] = {d, d};
   if (!fzOnnxCheckBuilt(im, 2, shape, "triangular matrix", NULL))
-    return false;
+    return NULL;
   FzTensor *t = fzTensorCreate(im->ctx, fzOnnxElt(x), 2, shape);
   if (!t)
-    return false;
+    return NULL;
   for (int64_t i = 0; i < d; ++i)
     for (int64_t j = 0; j < d; ++j) {
       bool on = reverse ? (exclusive ? i > j : i >= j)
@@ -460,71 +488,257 @@ static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   perm[r - 1] = (int64_t)ax;
   FzValue *y = fzOnnxTranspose(im, x, r, perm);
   y = fzOnnxBinary(im, "graph.matmul", y, tri);
-  out[0] = fzOnnxTranspose(im, y, r, perm);
+  return fzOnnxTranspose(im, y, r, perm);
+}
+
+/* CumSum. A run-time axis (an input whose value is unknown at import)
+ * computes the sum along every axis and selects the one the axis names:
+ * the axis is looked up in the constant table 0..r-1 by graph.gather,
+ * which wraps a negative axis and reports one outside [-r, r) at run
+ * time, as ONNX requires; r times the work of a constant axis. */
+static bool h_cumsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
+                     FzValue **out, size_t nOut) {
+  (void)nIn;
+  (void)nOut;
+  int64_t exclusive, reverse, *av;
+  size_t n;
+  if (!fzOnnxAttrInt(im, "exclusive", 0, &exclusive) ||
+      !fzOnnxAttrInt(im, "reverse", 0, &reverse))
+    return false;
+  FzValue *x = in[0];
+  size_t r = fzOnnxRank(x), ax;
+  if (r == 0)
+    return fzOnnxError(im, "input must have rank >= 1");
+  if (fzOnnxGetConstInts(im, in[1], &av, &n)) {
+    if (n != 1)
+      return fzOnnxError(im, "input #1 (axis) must hold one element");
+    if (!fzOnnxNormAxis(im, av[0], r, &ax))
+      return false;
+    out[0] = cumsum_along(im, x, ax, exclusive, reverse);
+    return out[0] != NULL;
+  }
+  FzType *elt = fzOnnxElt(in[1]);
+  if (!single_element(in[1]) || !fzTypeIsInteger(elt))
+    return fzOnnxError(im, "input #1 (axis) must be one int32 or int64");
+  FzValue *axis = fzOnnxReshape(im, in[1], 0, NULL);
+  FzValue *ops[2] = {fzOnnxIota(im, 1, 0, (int64_t)r), axis};
+  FzValue *norm = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                             fzIntegerAttrGet(im->ctx,
+                                              fzIntegerTypeGet(im->ctx, 64),
+                                              0),
+                             NULL);
+  FzValue *y = cumsum_along(im, x, 0, exclusive, reverse);
+  for (size_t a = 1; y && a < r; ++a) {
+    FzValue *ya = cumsum_along(im, x, a, exclusive, reverse);
+    FzValue *is = fzOnnxCompare(
+        im, "eq", norm,
+        fzOnnxConstScalar(im, fzIntegerTypeGet(im->ctx, 64), (double)a));
+    y = ya ? fzOnnxSelect(im, is, ya, y) : NULL;
+  }
+  out[0] = y;
   return out[0] != NULL;
 }
 
-/* Einsum without ellipses or repeated labels within an operand: every
- * operand is transposed and reshaped into one common label order
- * (output labels first, then the summed ones), the operands multiplied
- * with broadcasting, and the summed labels reduced. */
+/* Einsum (numpy's semantics). Labels are letters; "..." stands for the
+ * leading dims an operand has beyond its labels, right-aligned across the
+ * operands and broadcast (internally labels 1..E, which no letter is). A
+ * label repeated within an operand takes the diagonal: the two dims moved
+ * last, flattened, and graph.gather of positions i * (n + 1). Then every
+ * operand is transposed and reshaped into one common label order (output
+ * labels first, then the summed ones), the operands multiplied with
+ * broadcasting, and the summed labels reduced. Without "->" the output is
+ * the ellipsis dims, then the labels used once, in alphabetical order. */
+#define EINSUM_MAX_OPERANDS 8
+
+typedef struct EinsumTerm {
+  char l[FZ_GRAPH_MAX_RANK + 1]; /* labels, NUL-terminated */
+  size_t n;                      /* labels (without the ellipsis) */
+  bool ellipsis;                 /* "..." present */
+  size_t at;                     /* labels before it */
+} EinsumTerm;
+
+static bool is_label(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* Parses one term from *p up to ',' (when comma), "->" or the end. */
+static bool einsum_term(FzOnnxImporter *im, const char *eq, const char **p,
+                        const char *end, EinsumTerm *t) {
+  memset(t, 0, sizeof *t);
+  for (; *p < end && **p != ','; ++*p) {
+    char c = **p;
+    if (c == ' ')
+      continue;
+    if (c == '.') {
+      if (t->ellipsis || end - *p < 3 || strncmp(*p, "...", 3))
+        return fzOnnxError(im, "unsupported einsum equation '%s' (a '.' "
+                               "that is not one '...' in a term)", eq);
+      t->ellipsis = true;
+      t->at = t->n;
+      *p += 2;
+      continue;
+    }
+    if (!is_label(c))
+      return fzOnnxError(im, "unsupported einsum equation '%s' (labels "
+                             "are letters)", eq);
+    if (t->n == FZ_GRAPH_MAX_RANK)
+      return fzOnnxError(im, "unsupported einsum term of more than %d "
+                             "labels", FZ_GRAPH_MAX_RANK);
+    t->l[t->n++] = c;
+  }
+  return true;
+}
+
+/* The term with its ellipsis replaced by labels E - e + 1 .. E. */
+static void einsum_expand(const EinsumTerm *t, size_t e, size_t E,
+                          char *out) {
+  size_t k = 0;
+  for (size_t i = 0; i < t->at && t->ellipsis; ++i)
+    out[k++] = t->l[i];
+  for (size_t i = 0; i < e; ++i)
+    out[k++] = (char)(1 + E - e + i);
+  for (size_t i = t->ellipsis ? t->at : 0; i < t->n; ++i)
+    out[k++] = t->l[i];
+  out[k] = '\0';
+}
+
+/* x's diagonal over its dims p < q (equal sizes): those dims last,
+ * flattened, gathered at i * (n + 1); term updated alike. */
+static FzValue *einsum_diagonal(FzOnnxImporter *im, FzValue *x, char *term,
+                                size_t p, size_t q) {
+  size_t r = strlen(term);
+  int64_t n = fzOnnxDim(x, p);
+  if (n == FZ_DYNAMIC || fzOnnxDim(x, q) != n) {
+    fzOnnxError(im, "a label repeated within an operand needs dims of one "
+                    "static size (%lld and %lld)",
+                (long long)n, (long long)fzOnnxDim(x, q));
+    return NULL;
+  }
+  int64_t perm[FZ_GRAPH_MAX_RANK], shape[FZ_GRAPH_MAX_RANK], nn;
+  char rest[FZ_GRAPH_MAX_RANK + 1];
+  size_t k = 0;
+  for (size_t i = 0; i < r; ++i)
+    if (i != p && i != q) {
+      rest[k] = term[i];
+      shape[k] = fzOnnxDim(x, i);
+      perm[k++] = (int64_t)i;
+    }
+  perm[k] = (int64_t)p, perm[k + 1] = (int64_t)q;
+  if (!fzOnnxMulI64(n, n, &nn) ||
+      !fzOnnxCheckBuilt(im, 1, &n, "diagonal index table", NULL))
+    return NULL;
+  int64_t *pos = fzOnnxAlloc(im, (size_t)(n + 1) * sizeof *pos);
+  if (!pos)
+    return NULL;
+  for (int64_t i = 0; i < n; ++i)
+    pos[i] = i * (n + 1);
+  shape[k] = nn;
+  x = fzOnnxReshape(im, fzOnnxTranspose(im, x, r, perm), k + 1, shape);
+  FzValue *ops[2] = {x, fzOnnxConstI64(im, 1, &n, pos)};
+  x = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
+                 fzIntegerAttrGet(im->ctx, fzIntegerTypeGet(im->ctx, 64),
+                                  (int64_t)k),
+                 NULL);
+  rest[k] = term[p];
+  rest[k + 1] = '\0';
+  memcpy(term, rest, k + 2);
+  return x;
+}
+
 static bool h_einsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                      FzValue **out, size_t nOut) {
   (void)nOut;
   const char *eq;
   if (!fzOnnxAttrString(im, "equation", "", &eq))
     return false;
-  char labels[FZ_GRAPH_MAX_RANK + 1] = "", outLabels[FZ_GRAPH_MAX_RANK + 1];
-  char terms[8][FZ_GRAPH_MAX_RANK + 1] = {{0}};
-  size_t nt = 0, len = 0, counts[256] = {0};
-  const char *arrow = strstr(eq, "->");
-  for (const char *p = eq; *p && p != arrow; ++p) {
-    if (*p == ' ')
-      continue;
-    if (*p == ',' || nt == 0) {
-      if (nt == 8)
-        return fzOnnxError(im, "unsupported einsum with over 8 operands");
-      if (nt++ > 0)
-        terms[nt - 2][len] = '\0';
-      len = 0;
-      if (*p == ',')
-        continue;
-    }
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) ||
-        len == FZ_GRAPH_MAX_RANK)
-      return fzOnnxError(im, "unsupported einsum equation '%s' (ellipses "
-                             "are not supported)", eq);
-    if (memchr(terms[nt - 1], *p, len))
-      return fzOnnxError(im, "unsupported einsum equation '%s' (a label "
-                             "repeated within an operand)", eq);
-    terms[nt - 1][len++] = *p;
-    counts[(unsigned char)*p]++;
+  const char *arrow = strstr(eq, "->"), *end = arrow ? arrow : eq + strlen(eq);
+  EinsumTerm terms[EINSUM_MAX_OPERANDS], outTerm;
+  size_t nt = 0, counts[256] = {0};
+  for (const char *p = eq;;) {
+    if (nt == EINSUM_MAX_OPERANDS)
+      return fzOnnxError(im, "unsupported einsum with over %d operands",
+                         EINSUM_MAX_OPERANDS);
+    if (!einsum_term(im, eq, &p, end, &terms[nt]))
+      return false;
+    for (size_t i = 0; i < terms[nt].n; ++i)
+      counts[(unsigned char)terms[nt].l[i]]++;
+    ++nt;
+    if (p >= end)
+      break;
+    ++p; /* ',' */
   }
-  if (nt)
-    terms[nt - 1][len] = '\0';
   if (nt != nIn)
     return fzOnnxError(im, "the equation has %zu operands, the node %zu",
                        nt, nIn);
+  /* Ellipsis dims per operand, and E, the most of them. */
+  size_t ell[EINSUM_MAX_OPERANDS], E = 0;
+  for (size_t t = 0; t < nt; ++t) {
+    size_t r = fzOnnxRank(in[t]);
+    if (r < terms[t].n || (!terms[t].ellipsis && r != terms[t].n))
+      return fzOnnxError(im, "operand #%zu has rank %zu, its term %zu "
+                             "labels%s", t, r, terms[t].n,
+                         terms[t].ellipsis ? " and '...'" : "");
+    ell[t] = r - terms[t].n;
+    E = ell[t] > E ? ell[t] : E;
+  }
+  char outLabels[FZ_GRAPH_MAX_RANK + 1];
   size_t no = 0;
   if (arrow) {
-    for (const char *p = arrow + 2; *p; ++p)
-      if (*p != ' ') {
-        if (no == FZ_GRAPH_MAX_RANK || !counts[(unsigned char)*p] ||
-            memchr(outLabels, *p, no))
-          return fzOnnxError(im, "unsupported einsum output '%s'",
-                             arrow + 2);
-        outLabels[no++] = *p;
-      }
+    const char *p = arrow + 2, *oend = p + strlen(p);
+    for (const char *c = p; c < oend; ++c)
+      if (!is_label(*c) && *c != ' ' && *c != '.')
+        return fzOnnxError(im, "unsupported einsum output '%s'", p);
+    if (!einsum_term(im, eq, &p, oend, &outTerm))
+      return false;
+    if (p < oend || (E && !outTerm.ellipsis) || outTerm.n + E >
+                                                      FZ_GRAPH_MAX_RANK)
+      return fzOnnxError(im, "unsupported einsum output '%s'%s", arrow + 2,
+                         E && !outTerm.ellipsis
+                             ? " (the operands' '...' dims need a '...' "
+                               "there)"
+                             : "");
+    for (size_t i = 0; i < outTerm.n; ++i)
+      if (!counts[(unsigned char)outTerm.l[i]] ||
+          memchr(outTerm.l, outTerm.l[i], i))
+        return fzOnnxError(im, "unsupported einsum output '%s'", arrow + 2);
+    einsum_expand(&outTerm, E, E, outLabels);
+    no = strlen(outLabels);
   } else {
+    for (size_t i = 0; i < E; ++i)
+      outLabels[no++] = (char)(1 + i);
     for (int c = 0; c < 128; ++c)
-      if (counts[c] == 1)
+      if (counts[c] == 1) {
+        if (no == FZ_GRAPH_MAX_RANK)
+          return fzOnnxError(im, "unsupported einsum output of more than "
+                                 "%d dims", FZ_GRAPH_MAX_RANK);
         outLabels[no++] = (char)c;
+      }
+    outLabels[no] = '\0';
   }
-  outLabels[no] = '\0';
+  /* Operands with their ellipses expanded and their diagonals taken. */
+  char exp[EINSUM_MAX_OPERANDS][FZ_GRAPH_MAX_RANK + 1];
+  FzValue *xs[EINSUM_MAX_OPERANDS];
+  for (size_t t = 0; t < nt; ++t) {
+    einsum_expand(&terms[t], ell[t], E, exp[t]);
+    xs[t] = in[t];
+    for (bool again = true; again && xs[t];) {
+      again = false;
+      size_t r = strlen(exp[t]);
+      for (size_t p = 0; p < r && !again; ++p)
+        for (size_t q = p + 1; q < r && !again; ++q)
+          if (exp[t][p] == exp[t][q]) {
+            xs[t] = einsum_diagonal(im, xs[t], exp[t], p, q);
+            again = true;
+          }
+    }
+    if (!xs[t])
+      return false;
+  }
+  char labels[FZ_GRAPH_MAX_RANK + 1];
   size_t nl = no;
   memcpy(labels, outLabels, no);
   for (size_t t = 0; t < nt; ++t)
-    for (const char *p = terms[t]; *p; ++p)
+    for (const char *p = exp[t]; *p; ++p)
       if (!memchr(labels, *p, nl)) {
         if (nl == FZ_GRAPH_MAX_RANK)
           return fzOnnxError(im, "unsupported einsum with too many labels");
@@ -532,18 +746,15 @@ static bool h_einsum(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       }
   FzValue *acc = NULL;
   for (size_t t = 0; t < nt; ++t) {
-    FzValue *x = in[t];
-    size_t r = strlen(terms[t]);
-    if (fzOnnxRank(x) != r)
-      return fzOnnxError(im, "operand #%zu has rank %zu, its term '%s' %zu "
-                             "labels", t, fzOnnxRank(x), terms[t], r);
+    FzValue *x = xs[t];
+    size_t r = strlen(exp[t]);
     int64_t perm[FZ_GRAPH_MAX_RANK], shape[FZ_GRAPH_MAX_RANK];
     size_t k = 0;
     for (size_t l = 0; l < nl; ++l) {
-      const char *at = memchr(terms[t], labels[l], r);
+      const char *at = memchr(exp[t], labels[l], r);
       if (at)
-        perm[k++] = at - terms[t];
-      shape[l] = at ? fzOnnxDim(x, (size_t)(at - terms[t])) : 1;
+        perm[k++] = at - exp[t];
+      shape[l] = at ? fzOnnxDim(x, (size_t)(at - exp[t])) : 1;
     }
     x = fzOnnxReshape(im, fzOnnxTranspose(im, x, r, perm), nl, shape);
     acc = acc ? fzOnnxBinary(im, "graph.mul", acc, x) : x;

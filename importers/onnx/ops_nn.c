@@ -341,9 +341,14 @@ static bool pool_3d(FzOnnxImporter *im, bool isMax, FzValue *x,
 static bool h_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                    FzValue **out, size_t nOut) {
   (void)nIn;
-  (void)nOut;
   bool isMax = !strcmp(im->node->op_type, "MaxPool");
   FzValue *x = in[0];
+  bool wantIndices = nOut > 1 && im->node->output[1][0];
+  if (wantIndices && im->opVersion < 8)
+    return fzOnnxError(im, "output #1 (Indices) is not part of MaxPool-%d "
+                           "(only of versions from 8)", im->opVersion);
+  if (wantIndices && fzOnnxRank(x) == 5)
+    return fzOnnxError(im, "unsupported Indices output of a 3-D MaxPool");
   if (fzOnnxRank(x) == 5) {
     int64_t ceil3 = 0, count3 = 0, storage3 = 0;
     if (!fzOnnxAttr(im, "kernel_shape"))
@@ -368,9 +373,16 @@ static bool h_pool(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   Window win;
   if (!read_window(im, x, sp, kernel, &win))
     return false;
-  FzValue *y = pool_2d(im, isMax, to_2d(im, x), &win, ceilMode, countPad);
+  FzValue *x2 = to_2d(im, x);
+  FzValue *y = pool_2d(im, isMax, x2, &win, ceilMode, countPad);
   out[0] = from_2d(im, y, sp);
-  return out[0] != NULL;
+  if (out[0] && wantIndices) /* ops_unpool.c */
+    out[1] = from_2d(im,
+                     fzOnnxMaxPoolIndices(im, x2, y, win.kernel, win.strides,
+                                          win.dilations, win.pads,
+                                          storage != 0),
+                     sp);
+  return out[0] != NULL && (!wantIndices || out[1] != NULL);
 }
 
 static bool h_global_pool(FzOnnxImporter *im, FzValue *const *in,
@@ -1093,7 +1105,7 @@ const FzOnnxOpDef fzOnnxNnOps[] = {
      2, 3, 1},
     {"MaxPool", h_pool, NULL,
      "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
-     1, 1, 1},
+     1, 1, 2},
     {"AveragePool", h_pool, NULL,
      "auto_pad ceil_mode count_include_pad dilations>=19 kernel_shape pads "
      "strides",

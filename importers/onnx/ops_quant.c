@@ -76,10 +76,26 @@ static bool wraps(const char *op) {
   return is_op(op, "Add") || is_op(op, "Sub") || is_op(op, "Mul");
 }
 
+/* Ops that order, compare or divide their operands: uint8 operands are
+ * zero-extended to i32 (f32 for MaxPool) for them, and their results of
+ * that type narrowed back to uint8 (exact: each is an operand's value, a quotient or a remainder of
+ * values in [0, 255]). */
+static bool widens(const char *op) {
+  static const char *const ops[] = {
+      "Max",     "Min",         "Div",     "Mod",          "MaxPool",
+      "Greater", "GreaterOrEqual", "Less", "LessOrEqual",  "ReduceMax",
+      "ReduceMin", "ArgMax",    "ArgMin",  "Clip",         "TopK",
+      "BitShift",  NULL};
+  for (size_t i = 0; ops[i]; ++i)
+    if (is_op(op, ops[i]))
+      return true;
+  return false;
+}
+
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n) {
   const char *op = im->node->op_type;
-  if (reads_unsigned(op) || wraps(op))
+  if (reads_unsigned(op) || wraps(op) || widens(op))
     return true;
   for (size_t i = 0; i < n; ++i) {
     if (!fzOnnxIsUnsigned(im, in[i]))
@@ -90,7 +106,9 @@ bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
       continue;
     return fzOnnxError(im, "unsupported UINT8 operand #%zu: uint8 tensors "
                            "are read by the quantization ops, Cast, Add, "
-                           "Sub, Mul and data movement only "
+                           "Sub, Mul, the ops that order or divide (Max, "
+                           "Min, Div, Mod, comparisons, MaxPool, ...) and "
+                           "data movement only "
                            "(docs/quantization.md)", i);
   }
   return true;
@@ -116,6 +134,42 @@ static FzType *i8_type(FzOnnxImporter *im) {
 
 static FzAttr *unit_attr(FzOnnxImporter *im) {
   return fzUnitAttrGet(ctx_of(im));
+}
+
+/* i32; f32 for MaxPool, whose lowerings pool floats only (0..255 are
+ * exact in f32, and the pool returns one of them). */
+static FzType *widened_type(FzOnnxImporter *im) {
+  return is_op(im->node->op_type, "MaxPool")
+             ? fzF32TypeGet(ctx_of(im))
+             : fzIntegerTypeGet(ctx_of(im), 32);
+}
+
+bool fzOnnxWidenUnsignedInputs(FzOnnxImporter *im, FzValue **in, size_t n,
+                               bool *widened) {
+  *widened = false;
+  im->widenedUnsigned = false;
+  if (!widens(im->node->op_type))
+    return true;
+  FzType *wide = widened_type(im);
+  for (size_t i = 0; i < n; ++i) {
+    if (!fzOnnxIsUnsigned(im, in[i]))
+      continue;
+    if (!fzOnnxCastUnsigned(im, in[i], wide, false, &in[i]))
+      return false;
+    *widened = true;
+  }
+  im->widenedUnsigned = *widened;
+  return true;
+}
+
+bool fzOnnxNarrowUnsignedOutputs(FzOnnxImporter *im, FzValue **out,
+                                 size_t n) {
+  FzType *wide = widened_type(im);
+  for (size_t i = 0; i < n; ++i)
+    if (out[i] && fzOnnxElt(out[i]) == wide &&
+        !fzOnnxCastUnsigned(im, out[i], i8_type(im), true, &out[i]))
+      return false;
+  return true;
 }
 
 /* Emits a quantization op with `unsigned` set when u. */

@@ -40,6 +40,7 @@ static const OpVersions kVersions[] = {
     {"Atanh", {9}},
     {"AveragePool", {1, 7, 10, 11, 19}},
     {"BatchNormalization", {1, 6, 7, 9, 14, 15}},
+    {"BitShift", {11}},
     {"BitwiseNot", {18}},
     {"BlackmanWindow", {17}},
     {"Cast", {1, 6, 9, 13, 19, 21}},
@@ -62,6 +63,7 @@ static const OpVersions kVersions[] = {
     {"DFT", {17, 20}},
     {"DepthToSpace", {1, 11, 13}},
     {"DequantizeLinear", {10, 13, 19, 21}},
+    {"Det", {11}},
     {"Div", {1, 6, 7, 13, 14}},
     {"Dropout", {1, 6, 7, 10, 12, 13}},
     {"DynamicQuantizeLinear", {11}},
@@ -110,6 +112,7 @@ static const OpVersions kVersions[] = {
     {"MatMulInteger", {10}},
     {"Max", {1, 6, 8, 12, 13}},
     {"MaxPool", {1, 8, 10, 11, 12}},
+    {"MaxUnpool", {9, 11}},
     {"Mean", {1, 6, 8, 13}},
     {"MeanVarianceNormalization", {9, 13}},
     {"MelWeightMatrix", {17}},
@@ -146,6 +149,8 @@ static const OpVersions kVersions[] = {
     {"Relu", {1, 6, 13, 14}},
     {"Reshape", {1, 5, 13, 14, 19, 21}},
     {"Resize", {10, 11, 13, 18, 19}},
+    {"ReverseSequence", {10}},
+    {"RoiAlign", {10, 16}},
     {"Round", {11}},
     {"STFT", {17}},
     {"Scan", {8, 9, 11, 16, 19, 21}},
@@ -218,7 +223,6 @@ static const struct {
   const char *opType;
   const char *why;
 } kRefused[] = {
-    {"BitShift", "the graph dialect has no integer bit operations"},
     {"BitwiseAnd", "the graph dialect's and/or/xor are logical (i1) only; "
                    "it has no integer bitwise ops"},
     {"BitwiseOr", "the graph dialect's and/or/xor are logical (i1) only; "

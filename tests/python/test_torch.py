@@ -42,8 +42,8 @@ if HAVE_TORCH:
             return {"probs": s, "pair": (s.sum(dim=1), (x * 2).to(torch.int64))}
 
     class Unsupported(nn.Module):
-        def forward(self, x):
-            return torch.det(x)
+        def forward(self, x):  # RandomUniformLike: no graph op draws
+            return x + torch.rand_like(x)
 
 
 @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
@@ -137,7 +137,8 @@ class TorchCompileTest(unittest.TestCase):
                 fuse_torch.compile(Unsupported(), (torch.randn(3, 3),),
                                    device="cpu")
         self.assertEqual(cm.exception.message,
-                         "node '/Det' (Det): unsupported op type 'Det'")
+                         "node '/RandomUniformLike' (RandomUniformLike): "
+                         "unsupported op type 'RandomUniformLike'")
         self.assertEqual(cm.exception.location.position, "Unsupported.onnx")
 
     @unittest.skipUnless(HAVE_TORCH and hasattr(torch, "compile"),

@@ -416,10 +416,32 @@ static bool gather(Cand *c, const uint32_t *roots, size_t n, size_t total) {
   return true;
 }
 
+/* Whether member i of c is a layout op that an attention's epilogue may
+ * hold: a transpose or a reshape (pure renumberings of its one operand,
+ * stored through their index maps). */
+static bool epilogue_op(const FNode *n) {
+  FzStringRef s = fzIdentGetString(fzOpGetName(n->op));
+  bool named = (s.length == 15 && !memcmp(s.data, "graph.transpose", 15)) ||
+               (s.length == 13 && !memcmp(s.data, "graph.reshape", 13));
+  return named && fzOpGetNumOperands(n->op) == 1 && n->npred == 1;
+}
+
+/* The longest epilogue an attention's kernel takes. */
+#define MAX_EPILOGUE 8
+
+static bool in_chain(const uint32_t *chain, size_t n, uint32_t node) {
+  for (size_t i = 0; i < n; ++i)
+    if (chain[i] == node)
+      return true;
+  return false;
+}
+
 /* The kind rules of a group around a prologue root (graph.attention) at
  * member r: every other member is elementwise or a layout op whose value
- * only feeds the group (the root's prologue: how its operands are read);
- * nothing reads the root inside the group (no epilogue). */
+ * only feeds the group (the root's prologue: how its operands are read),
+ * or one of a chain of transposes and reshapes of the root's result (its
+ * epilogue: how the result is stored, as the head merge [B, H, S, D] ->
+ * [B, S, H*D]), whose last op is the group's one output. */
 static bool check_prologue(Cand *c, FAnalysis *a, size_t r) {
   FFuser *F = c->F;
   FzFusionKernelDesc *d = &a->desc;
@@ -429,9 +451,38 @@ static bool check_prologue(Cand *c, FAnalysis *a, size_t r) {
   d->kind = FZ_FUSION_GROUP_CONTRACTION;
   d->points = shape_numel(&o);
   d->flops += rn->flops > 0 ? rn->flops : rn->flopsPerElement * shape_numel(&o);
+  /* The epilogue: members reached from the root through their one
+   * operand, each the only reader in the group of what it reads. */
+  uint32_t chain[MAX_EPILOGUE + 1] = {c->m[r]};
+  size_t nc = 1, tailAt = r;
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t i = 0; i < c->nm; ++i) {
+      const FNode *n = &F->nodes[c->m[i]];
+      if (i == r || in_chain(chain, nc, c->m[i]) || n->npred < 1 ||
+          n->pred[0] != chain[nc - 1])
+        continue;
+      if (!epilogue_op(n))
+        return refuse(a, R_KIND, "'%s' reads '%s': its epilogue holds "
+                                 "transposes and reshapes only (the head "
+                                 "merge)", op_name(n), op_name(rn));
+      if (c->isOut[tailAt])
+        return refuse(a, R_KIND, "'%s' is used outside the group and by "
+                                 "'%s': '%s' has one result",
+                      op_name(&F->nodes[chain[nc - 1]]), op_name(n),
+                      op_name(rn));
+      if (nc > MAX_EPILOGUE)
+        return refuse(a, R_KIND, "the epilogue of '%s' would be longer "
+                                 "than %d ops", op_name(rn), MAX_EPILOGUE);
+      chain[nc++] = c->m[i];
+      tailAt = i;
+      grew = true;
+      break;
+    }
+  }
   for (size_t i = 0; i < c->nm; ++i) {
     const FNode *n = &F->nodes[c->m[i]];
-    if (i == r)
+    if (i == r || in_chain(chain, nc, c->m[i]))
       continue;
     if (n->contraction || n->prologueRoot || n->kind == FZ_FUSION_REDUCTION)
       return refuse(a, R_KIND, "'%s' cannot join '%s': its kernel holds "
@@ -446,10 +497,13 @@ static bool check_prologue(Cand *c, FAnalysis *a, size_t r) {
       return refuse(a, R_KIND, "'%s' is used outside the group: the "
                                "prologue of '%s' feeds it only",
                     op_name(n), op_name(rn));
-    for (uint32_t k = 0; k < n->npred; ++k)
-      if (n->pred[k] == c->m[r])
-        return refuse(a, R_KIND, "'%s' reads '%s', which takes no epilogue",
-                      op_name(n), op_name(rn));
+    for (uint32_t k = 0; k < n->npred; ++k) {
+      if (in_chain(chain, nc, n->pred[k]))
+        return refuse(a, R_KIND, "'%s' reads '%s''s result: the epilogue "
+                                 "of '%s' is one chain of transposes and "
+                                 "reshapes",
+                      op_name(n), op_name(rn), op_name(rn));
+    }
     Shape s;
     shape_of(result_type(n), &s);
     d->flops += n->flopsPerElement * shape_numel(&s);

@@ -33,6 +33,7 @@ extern const FzPassDef fzSimplifyAlgebraPass;     /* simplify-algebra */
 extern const FzPassDef fzRecognizeCompositesPass; /* recognize-composites */
 extern const FzPassDef fzRecognizeAttentionPass;  /* recognize-attention */
 extern const FzPassDef fzMergeProjectionsPass;    /* merge-projections */
+extern const FzPassDef fzTransposeWeightsPass;    /* transpose-weights */
 extern const FzPassDef fzConvertContractionsPass; /* convert-contractions */
 extern const FzPassDef fzConvertLayoutPass;       /* convert-layout */
 extern const FzPassDef fzFoldQdqPass;             /* fold-qdq */
@@ -57,6 +58,7 @@ typedef struct FzGraphOptOptions {
   bool remarks;          /* recognize-attention{remarks}, fold-qdq{remarks} */
   bool inexact;          /* fold-qdq{inexact} */
   bool attentionF32;     /* recognize-attention{f32} (default true) */
+  int64_t maxM;          /* transpose-weights{max-m} (default 16) */
 } FzGraphOptOptions;
 
 /* One pattern of a pass. `group` indexes the pass's bool options (the

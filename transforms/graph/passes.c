@@ -44,7 +44,8 @@ bool fzGraphOptFirstRemark(const void *ud, const FzOp *op) {
   return fzPtrMapPut(&st->remarked, op, (void *)1);
 }
 
-static const FzGraphOptOptions kDefaults = {false, true, false, false, true};
+static const FzGraphOptOptions kDefaults = {false, true, false, false, true,
+                                            16};
 
 const FzGraphOptOptions *fzGraphOptGetOptions(const void *ud) {
   return ud ? &((const Slot *)ud)->state->opts : &kDefaults;
@@ -120,6 +121,8 @@ bool fzGraphOptPassInitialize(FzPass *pass, FzContext *ctx) {
     st->opts.attentionF32 = fzPassGetBoolOption(pass, "f32");
   if (has_option(def, "inexact"))
     st->opts.inexact = fzPassGetBoolOption(pass, "inexact");
+  if (has_option(def, "max-m"))
+    st->opts.maxM = fzPassGetIntOption(pass, "max-m");
   st->numStats = def->numStatistics;
   fzPtrMapInit(&st->remarked, ctx);
   st->remarkedInit = true;

@@ -272,7 +272,182 @@ def signal_case():
     return [x, xc, s], [o.astype(F) for o in (a, b, c, d)]
 
 
-CASES = {"signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
+def uint8_case():
+    """uint8 Max, Min, Div, Mod, Greater, ArgMax, ReduceMax, MaxPool (pads
+    1 at the top and left) and BitShift; the files hold the bits as int8, as
+    fuse-run's .npy reader takes no unsigned dtypes."""
+    a = np.array([[200, 3, 255, 128], [7, 90, 130, 0]], np.uint8)
+    b = np.array([[100, 250, 1, 129], [7, 200, 3, 5]], np.uint8)
+    p = np.array([[[[140, 2, 9], [255, 130, 4], [6, 200, 127]]]], np.uint8)
+    pp = np.pad(p, [(0, 0), (0, 0), (1, 0), (1, 0)])
+    mp = np.zeros((1, 1, 3, 3), np.uint8)
+    for i in range(3):
+        for j in range(3):
+            cells = [pp[0, 0, i + u, j + v] for u in range(2) for v in range(2)
+                     if i + u >= 1 and j + v >= 1]
+            mp[0, 0, i, j] = max(cells)
+    # Shift amounts past the byte (8, 9, 255) give 0.
+    s = np.array([[0, 1, 3, 7], [8, 9, 255, 2]], np.uint8)
+    wide = s.astype(np.int64)
+    shl = np.where(wide < 8, (a.astype(np.int64) << np.minimum(wide, 8)) & 255, 0)
+    shr = np.where(wide < 8, a.astype(np.int64) >> np.minimum(wide, 8), 0)
+    outs = [np.maximum(a, b), np.minimum(a, b), a // b, a % b, a > b,
+            np.argmax(a, axis=1).astype(np.int64), a.max(axis=1), mp,
+            shl.astype(np.uint8), shr.astype(np.uint8)]
+    i8 = lambda v: v.view(np.int8) if v.dtype == np.uint8 else v
+    return [i8(a), i8(b), i8(p), i8(s)], [i8(o) for o in outs]
+
+
+def cumsum_axis_case(axis):
+    """CumSum exclusive and reverse along a run-time axis (2: out of
+    range, no expected output)."""
+    x = vals((2, 3, 4), 2.0, 0.3)
+    if not -3 <= axis < 3:
+        return [x, np.array(axis, np.int64)], []
+    f = np.flip(x.astype(np.float64), axis)
+    c = np.cumsum(f, axis) - f
+    return [x, np.array(axis, np.int64)], [np.flip(c, axis).astype(F)]
+
+
+def max_pool_indices(x, k, s, d, pads, ceil, col_major=False):
+    """MaxPool-12 and its Indices by direct loops over each window (the
+    first maximum in window order; flat positions in x)."""
+    n, c = x.shape[:2]
+    ins = x.shape[2:]
+    sp = len(ins)
+    o = []
+    for a in range(sp):
+        span = ins[a] + pads[a] + pads[sp + a] - ((k[a] - 1) * d[a] + 1)
+        o.append((-(-span // s[a]) if ceil else span // s[a]) + 1)
+    y = np.zeros([n, c] + o, F)
+    ind = np.zeros([n, c] + o, np.int64)
+    for b in range(n):
+        for ch in range(c):
+            for out in itertools.product(*[range(v) for v in o]):
+                best, arg = None, None
+                for kk in itertools.product(*[range(v) for v in k]):
+                    pos = [out[a] * s[a] + kk[a] * d[a] - pads[a] for a in range(sp)]
+                    if not all(0 <= pos[a] < ins[a] for a in range(sp)):
+                        continue
+                    v = x[(b, ch) + tuple(pos)]
+                    if best is None or v > best:
+                        best = v
+                        if col_major:
+                            flat = pos[1] * ins[0] + pos[0]
+                        else:
+                            flat = int(np.ravel_multi_index(pos, ins))
+                        arg = (b * c + ch) * int(np.prod(ins)) + flat
+                y[(b, ch) + out] = best
+                ind[(b, ch) + out] = arg
+    return y, ind
+
+
+def unpool_case():
+    # Rounded values, so that windows hold ties.
+    x = np.round(vals((2, 3, 5, 6), 3.0, 0.2))
+    t = vals((1, 2, 7), 1.0, 0.9)
+    y, i = max_pool_indices(x, [3, 2], [2, 1], [1, 2], [1, 0, 1, 1], True)
+    y2, i2 = max_pool_indices(x, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], False, True)
+    y3, i3 = max_pool_indices(t, [3], [2], [1], [1, 1], False)
+    z = np.round(vals((2, 3, 4, 6), 3.0, 1.1))
+    y4, i4 = max_pool_indices(z, [2, 2], [2, 2], [1, 1], [0, 0, 0, 0], False)
+    u = np.zeros(2 * 3 * 4 * 6, F)
+    u[i4.ravel()] = y4.ravel()
+    u = u.reshape(2, 3, 4, 6)
+    u2 = np.zeros((2, 3, 7, 8), F)
+    u2[:, :, :4, :6] = u
+    return [x, z, t], [y, i, i2, y3, i3, u, u2]
+
+
+def einsum_case():
+    """numpy.einsum in float64 on the same equations."""
+    a, b = vals((2, 1, 3, 4), 1.0, 0.1), vals((5, 4, 2), 1.0, 0.2)
+    c, d = vals((3, 4, 4), 1.0, 0.3), vals((5, 5), 1.0, 0.4)
+    e, f = vals((2, 3, 4), 1.0, 0.5), vals((2, 4, 3), 1.0, 0.6)
+    g = vals((3, 3, 2), 1.0, 0.7)
+    D = lambda v: v.astype(np.float64)
+    outs = [np.einsum("...ij,...jk->...ik", D(a), D(b)),
+            np.einsum("...ii->...i", D(c)), np.einsum("ii", D(d)),
+            np.einsum("bij,bjk", D(e), D(f)), np.einsum("i...->...", D(c)),
+            np.einsum("iij->ji", D(g)), np.einsum("...ji", D(a))]
+    return [a, b, c, d, e, f, g], [np.asarray(o).astype(F) for o in outs]
+
+
+def roi_align(x, rois, bi, mode, oh, ow, ratio, scale, half):
+    """RoiAlign as ONNX's reference computes it, sample by sample."""
+    n, c, h, w = x.shape
+    y = np.zeros((len(rois), c, oh, ow))
+    off = 0.5 if half else 0.0
+
+    def bilinear(img, yy, xx):
+        if yy < -1 or yy > h or xx < -1 or xx > w:
+            return [(0.0, 0, 0)] * 4
+        yy, xx = max(yy, 0.0), max(xx, 0.0)
+        yl, xl = int(yy), int(xx)
+        if yl >= h - 1:
+            yl = yh = h - 1
+            yy = float(yl)
+        else:
+            yh = yl + 1
+        if xl >= w - 1:
+            xl = xh = w - 1
+            xx = float(xl)
+        else:
+            xh = xl + 1
+        ly, lx = yy - yl, xx - xl
+        hy, hx = 1 - ly, 1 - lx
+        return [(hy * hx, yl, xl), (hy * lx, yl, xh), (ly * hx, yh, xl),
+                (ly * lx, yh, xh)]
+
+    for r, (x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):
+        sx, sy = x1 * scale - off, y1 * scale - off
+        rw, rh = x2 * scale - off - sx, y2 * scale - off - sy
+        if not half:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / oh, rw / ow
+        img = x[bi[r]].astype(np.float64)
+        for ph in range(oh):
+            for pw in range(ow):
+                vals_ = []
+                for iy in range(ratio):
+                    for ix in range(ratio):
+                        yy = sy + ph * bh + (iy + 0.5) * bh / ratio
+                        xx = sx + pw * bw + (ix + 0.5) * bw / ratio
+                        corners = bilinear(img, yy, xx)
+                        terms = np.array([wt * img[:, a, b] for wt, a, b in corners])
+                        vals_.append(terms.max(0) if mode == "max" else terms.sum(0))
+                vals_ = np.array(vals_)
+                y[r, :, ph, pw] = vals_.max(0) if mode == "max" else vals_.mean(0)
+    return y.astype(F)
+
+
+def roialign_case():
+    x = vals((2, 3, 6, 7), 2.0, 0.4)
+    rois = np.array([[0, 0, 9, 11], [2.5, 1, 13, 7.5], [-3, -2, 4, 5],
+                     [5, 4, 5.5, 4.2]], F)
+    bi = np.array([0, 1, 1, 0], np.int64)
+    return [x, rois, bi], [roi_align(x, rois, bi, "avg", 3, 2, 2, 0.5, True),
+                           roi_align(x, rois, bi, "max", 2, 3, 3, 1.0, False)]
+
+
+def det_case():
+    """numpy.linalg.det in float64 (quadratic phases: vals alone gives
+    rank-2 matrices)."""
+    full = lambda shape, ph: (2.0 * np.sin(np.arange(int(np.prod(shape))) ** 2
+                                           * 0.37 + ph)).reshape(shape).astype(F)
+    a = full((4, 5, 5), 0.8)
+    a[1, 4] = a[1, 0] + a[1, 2]  # singular (up to rounding)
+    a[2, 0, 0] = 0                # the first pivot needs a swap
+    b = np.array([[-3.5]], F)
+    c = full((2, 2, 3, 3), 1.3)
+    d = lambda v: np.linalg.det(v.astype(np.float64)).astype(F)
+    return [a, b, c], [d(a), d(b), d(c)]
+
+
+CASES = {"uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
+         "cumsum_axis1": lambda: cumsum_axis_case(1),
+         "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
+         "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
          "datadep_error": datadep_error_case}
 
 for name, make in CASES.items():

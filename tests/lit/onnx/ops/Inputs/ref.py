@@ -189,7 +189,10 @@ def rnn_case():
 
 CASES = {"rnn": rnn_case, "index_ops": index_case, "pool3d": pool3d_case,
          "control_true": lambda: control_case(True),
-         "control_false": lambda: control_case(False)}
+         "control_false": lambda: control_case(False),
+         "control_if_shapes": lambda: (
+             [np.array(False), np.array([1.5, -2], F)],
+             [np.array([1.5, -2, 1.5, -2], F)])}
 
 for name, make in CASES.items():
     ins, outs = make()
