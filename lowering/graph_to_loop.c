@@ -106,17 +106,17 @@ static bool lower_nest(LgFunc *F, FzLoc *loc, size_t n, FzValue *const *outs,
     for (size_t k = 0; ok && k < ni; ++k)
       idx[inner[k]] = ivs[k];
   }
-  for (size_t k = 0; ok && k < n; ++k)
-    ok = lgStore(&N, lgEmit(&N, outs[k], idx), bufs[k], idx) && !F->failed;
+  for (size_t k = 0; ok && k < n; ++k) { /* from the compute type */
+    FzValue *v = lgEmit(&N, outs[k], idx);
+    FzType *elt = fzShapedTypeGetElementType(fzValueGetType(bufs[k]));
+    ok = v && fzBStore(&N.b, fzBConvertF(&N.b, v, elt), bufs[k], idx) &&
+         !F->failed;
+  }
   if (ni && N.depth > (no ? 2u : 1u)) {
     FzOp *innerLoop = lgClose(&N, 0, NULL, &si);
     if (no && has_phase_before(innerLoop)) {
-      FzOpState st;
-      fzOpStateInit(&st, F->ctx, FZ_STR("loop.barrier"), loc);
-      FzBuilder b;
-      fzBuilderInit(&b, F->ctx);
-      fzBuilderSetInsertionPointBefore(&b, innerLoop);
-      ok = fzBuilderCreate(&b, &st) != NULL && ok;
+      FzLoopBuilder b = fzBBefore(&N.b, innerLoop);
+      ok = fzBOp(&b, "loop.barrier", 0, NULL, NULL) != NULL && ok;
     }
   }
   if (no && N.depth > 1)
@@ -231,14 +231,9 @@ static FzValue *alloc_buffer(FuncState *S, FzValue *gv, FzLoc *loc) {
                          "result", fzValueGetIndex(gv));
   if (!bt)
     return NULL;
-  FzOpState st;
-  fzOpStateInit(&st, F->ctx, FZ_STR("loop.alloc"), loc);
-  fzOpStateAddResults(&st, 1, &bt);
-  FzOp *a = fzBuilderCreate(&F->top, &st);
-  if (!a)
-    return NULL;
-  FzValue *b = fzOpGetResult(a, 0);
-  if (!fzPtrMapPut(&S->temp, gv, b))
+  FzLoopBuilder at = lgFuncBuilder(F, &F->top, loc);
+  FzValue *b = fzBOp1(&at, "loop.alloc", 0, NULL, bt);
+  if (!b || !fzPtrMapPut(&S->temp, gv, b))
     return NULL;
   return b;
 }
@@ -257,13 +252,9 @@ static bool dealloc_before(FuncState *S, FzValue *gv, FzOp *before) {
   if (!b)
     return true;
   fzPtrMapRemove(&S->temp, gv);
-  FzOpState st;
-  fzOpStateInit(&st, S->F.ctx, FZ_STR("loop.dealloc"), fzOpGetLoc(before));
-  fzOpStateAddOperands(&st, 1, &b);
-  FzBuilder bl;
-  fzBuilderInit(&bl, S->F.ctx);
-  fzBuilderSetInsertionPointBefore(&bl, before);
-  return fzBuilderCreate(&bl, &st) != NULL;
+  FzLoopBuilder top = lgFuncBuilder(&S->F, &S->F.top, fzOpGetLoc(before));
+  FzLoopBuilder at = fzBBefore(&top, before);
+  return fzBOp(&at, "loop.dealloc", 1, &b, NULL) != NULL;
 }
 
 /* After the code of op (inserted before it): frees the temporaries whose
@@ -349,12 +340,9 @@ static bool try_reshape_view(FuncState *S, FzOp *op) {
   FzType *bt = buffer_of(S->F.ctx, op, fzValueGetType(r), "result", 0);
   if (!bt)
     return false;
-  FzOpState st;
-  fzOpStateInit(&st, S->F.ctx, FZ_STR("loop.view"), fzOpGetLoc(op));
-  fzOpStateAddOperands(&st, 1, &s->buffer);
-  fzOpStateAddResults(&st, 1, &bt);
-  FzOp *v = fzBuilderCreate(&S->F.top, &st);
-  if (!v || !new_storage(&S->F, r, fzOpGetResult(v, 0)))
+  FzLoopBuilder at = lgFuncBuilder(&S->F, &S->F.top, fzOpGetLoc(op));
+  FzValue *v = fzBOp1(&at, "loop.view", 1, &s->buffer, bt);
+  if (!v || !new_storage(&S->F, r, v))
     return false;
   /* The viewed memory lives as long as the view's last user. */
   FzValue *root = x, *up;
@@ -440,7 +428,8 @@ static FzValue *operand_buffer(FuncState *S, FzOp *at, FzValue *gv) {
   fzOpStateInit(&st, S->F.ctx, FZ_STR("loop.constant_buffer"), fzOpGetLoc(at));
   fzOpStateAddProp(&st, FZ_STR("value"), value);
   fzOpStateAddResults(&st, 1, &bt);
-  FzOp *c = bt ? fzBuilderCreate(&S->F.top, &st) : NULL;
+  FzLoopBuilder top = lgFuncBuilder(&S->F, &S->F.top, fzOpGetLoc(at));
+  FzOp *c = bt ? fzBCreate(&top, &st) : NULL;
   if (!bt)
     fzOpStateDispose(&st);
   return c && new_storage(&S->F, gv, fzOpGetResult(c, 0))
@@ -465,7 +454,8 @@ static bool lower_call(FuncState *S, FzOp *op) {
     fzOpStateAddOperands(&st, ni + nr, ops);
     fzOpStateAddProp(&st, FZ_STR("callee"),
                      fzOpGetInherentAttr(op, FZ_STR("callee")));
-    ok = fzBuilderCreate(&S->F.top, &st) != NULL;
+    FzLoopBuilder at = lgFuncBuilder(&S->F, &S->F.top, fzOpGetLoc(op));
+    ok = fzBCreate(&at, &st) != NULL;
   }
   fzFree(ctx, ops);
   return ok;

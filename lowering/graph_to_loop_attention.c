@@ -47,18 +47,13 @@ static double attr_scale(FzOp *op, int64_t D) {
 
 /* A buffer op (loop.alloc / loop.dealloc) at the function level. */
 static FzValue *make_alloc(LgFunc *F, FzLoc *loc, FzType *bt) {
-  FzOpState st;
-  fzOpStateInit(&st, F->ctx, FZ_STR("loop.alloc"), loc);
-  fzOpStateAddResults(&st, 1, &bt);
-  FzOp *a = fzBuilderCreate(&F->top, &st);
-  return a ? fzOpGetResult(a, 0) : NULL;
+  FzLoopBuilder at = lgFuncBuilder(F, &F->top, loc);
+  return fzBOp1(&at, "loop.alloc", 0, NULL, bt);
 }
 
 static bool make_dealloc(LgFunc *F, FzLoc *loc, FzValue *b) {
-  FzOpState st;
-  fzOpStateInit(&st, F->ctx, FZ_STR("loop.dealloc"), loc);
-  fzOpStateAddOperands(&st, 1, &b);
-  return fzBuilderCreate(&F->top, &st) != NULL;
+  FzLoopBuilder at = lgFuncBuilder(F, &F->top, loc);
+  return fzBOp(&at, "loop.dealloc", 1, &b, NULL) != NULL;
 }
 
 /* The mask (rank rm, aligned at the end of the scores' rank r) at
@@ -70,7 +65,7 @@ static FzValue *mask_at(LgNest *N, FzValue *mask, size_t r, FzValue *const *row,
   for (size_t d = 0; d < rm; ++d) {
     size_t sd = d + r - rm;
     FzValue *iv = sd == r - 1 ? j : row[sd];
-    mi[d] = lgDim(mask, d) == 1 ? lgConstIndex(N, 0) : iv;
+    mi[d] = lgDim(mask, d) == 1 ? fzBIndex(&N->b, 0) : iv;
   }
   return lgEmit(N, mask, mi);
 }
@@ -118,8 +113,8 @@ static bool epilogue_index(LgNest *N, FzOp *const *epi, size_t ne,
   return true;
 }
 
-bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
-                      const FzPtrMap *alias, FzOp *const *epi, size_t ne) {
+bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out, const FzPtrMap *alias,
+                      FzOp *const *epi, size_t ne) {
   FzContext *ctx = F->ctx;
   FzLoc *loc = fzOpGetLoc(op);
   size_t nops = fzOpGetNumOperands(op);
@@ -158,7 +153,7 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
   LgSaved sr, sz, sj, st, su, so;
   bool ok = lgOpenParallel(&N, 0, r - 1, ext, row, &sr);
   size_t R = N.depth - 1;
-  FzValue *zero = lgConstF(&N, ct, 0.0);
+  FzValue *zero = fzBConstFloat(&N.b, ct, 0.0);
   FzValue *idx[LG_MAX_RANK], *qi[LG_MAX_RANK], *ki[LG_MAX_RANK],
       *vi[LG_MAX_RANK];
   memcpy(idx, row, (r - 1) * sizeof *idx);
@@ -170,15 +165,17 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
   FzValue *dz = NULL;
   if (ok && (ok = lgOpenFor(&N, R, Dv, 0, NULL, &dz, NULL, &sz))) {
     idx[r - 1] = dz;
-    ok = lgStore(&N, zero, acc, idx);
+    ok = fzBStore(&N.b, zero, acc, idx) && !F->failed;
     lgClose(&N, 0, NULL, &sz);
   }
 
   /* The key loop. */
   bool bounded = causal && Sk >= Sq;
-  FzValue *ub = bounded ? lgAddI(&N, row[r - 2], lgConstIndex(&N, 1 + Sk - Sq))
-                        : lgConstIndex(&N, Sk);
-  FzValue *inits[2] = {lgConstF(&N, ct, -FLT_MAX), zero}, *iters[2] = {NULL};
+  FzValue *ub = bounded
+                    ? fzBAddFold(&N.b, row[r - 2], fzBIndex(&N.b, 1 + Sk - Sq))
+                    : fzBIndex(&N.b, Sk);
+  FzValue *inits[2] = {fzBConstFloat(&N.b, ct, -FLT_MAX), zero},
+          *iters[2] = {NULL};
   FzValue *j = NULL, *final[2] = {NULL, NULL};
   if (ok)
     ok = lgOpenForTo(&N, R, ub, 2, inits, &j, iters, &sj);
@@ -190,29 +187,32 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
     if ((ok = lgOpenFor(&N, J, D, 1, &zero, &t, &dacc, &st))) {
       qi[r - 1] = t;
       ki[r - 1] = t;
-      FzValue *next = lgFma(&N, lgEmit(&N, q, qi), lgEmit(&N, k, ki), dacc);
+      FzValue *next = fzBFma(&N.b, lgEmit(&N, q, qi), lgEmit(&N, k, ki), dacc);
       ok = next != NULL;
       FzOp *loop = lgClose(&N, 1, ok ? &next : &dacc, &st);
       mark_reduction(&N, loop);
       dot = fzOpGetResult(loop, 0);
     }
     FzValue *s =
-        ok ? lgBinary(&N, "loop.mulf", dot, lgConstF(&N, ct, scale)) : NULL;
+        ok ? fzBBinary(&N.b, "loop.mulf", dot, fzBConstFloat(&N.b, ct, scale))
+           : NULL;
     if (s && mask)
-      s = lgBinary(&N, "loop.addf", s, mask_at(&N, mask, r, row, j));
+      s = fzBBinary(&N.b, "loop.addf", s, mask_at(&N, mask, r, row, j));
     if (s && causal && !bounded) {
       /* hidden: j > i + Sk - Sq */
-      FzValue *lim = lgAddI(&N, row[r - 2], lgConstIndex(&N, Sk - Sq));
-      FzValue *hid = lgCmp(&N, "sgt", j, lim);
-      s = lgSelect(&N, hid, lgConstF(&N, ct, -HUGE_VAL), s);
+      FzValue *lim = fzBAddFold(&N.b, row[r - 2], fzBIndex(&N.b, Sk - Sq));
+      FzValue *hid = fzBCmp(&N.b, "sgt", j, lim);
+      s = fzBSelect(&N.b, hid, fzBConstFloat(&N.b, ct, -HUGE_VAL), s);
     }
     FzValue *m = iters[0], *l = iters[1];
-    FzValue *mn = s ? lgBinary(&N, "loop.maxf", m, s) : NULL;
+    FzValue *mn = s ? fzBBinary(&N.b, "loop.maxf", m, s) : NULL;
     FzValue *a =
-        mn ? lgUnary(&N, "loop.exp", lgBinary(&N, "loop.subf", m, mn)) : NULL;
+        mn ? fzBUnary(&N.b, "loop.exp", fzBBinary(&N.b, "loop.subf", m, mn))
+           : NULL;
     FzValue *p =
-        mn ? lgUnary(&N, "loop.exp", lgBinary(&N, "loop.subf", s, mn)) : NULL;
-    FzValue *ln = a && p ? lgFma(&N, l, a, p) : NULL;
+        mn ? fzBUnary(&N.b, "loop.exp", fzBBinary(&N.b, "loop.subf", s, mn))
+           : NULL;
+    FzValue *ln = a && p ? fzBFma(&N.b, l, a, p) : NULL;
     ok = ok && ln && !F->failed;
     /* acc[row, d] = acc * a + p * v[j, d] */
     FzValue *du = NULL;
@@ -220,10 +220,10 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
       idx[r - 1] = du;
       vi[r - 2] = j;
       vi[r - 1] = du;
-      FzValue *old = lgLoad(&N, acc, idx);
-      FzValue *pv = lgBinary(&N, "loop.mulf", p, lgEmit(&N, v, vi));
-      FzValue *nw = pv ? lgFma(&N, old, a, pv) : NULL;
-      ok = nw && lgStore(&N, nw, acc, idx);
+      FzValue *old = fzBLoad(&N.b, acc, idx); /* acc: the compute type */
+      FzValue *pv = fzBBinary(&N.b, "loop.mulf", p, lgEmit(&N, v, vi));
+      FzValue *nw = pv ? fzBFma(&N.b, old, a, pv) : NULL;
+      ok = nw && fzBStore(&N.b, nw, acc, idx) && !F->failed;
       lgClose(&N, 0, NULL, &su);
     }
     FzValue *ys[2] = {ok ? mn : m, ok ? ln : l};
@@ -236,10 +236,12 @@ bool lgLowerAttention(LgFunc *F, FzOp *op, FzValue *out,
   FzValue *dout = NULL;
   if (ok && (ok = lgOpenFor(&N, R, Dv, 0, NULL, &dout, NULL, &so))) {
     idx[r - 1] = dout;
-    FzValue *o = lgBinary(&N, "loop.divf", lgLoad(&N, acc, idx), final[1]);
+    FzValue *o =
+        fzBBinary(&N.b, "loop.divf", fzBLoad(&N.b, acc, idx), final[1]);
     FzValue *oi[LG_MAX_RANK];
+    FzType *elt = fzShapedTypeGetElementType(fzValueGetType(out));
     ok = o && epilogue_index(&N, epi, ne, idx, r, oi) &&
-         lgStore(&N, o, out, oi);
+         fzBStore(&N.b, fzBConvertF(&N.b, o, elt), out, oi) && !F->failed;
     lgClose(&N, 0, NULL, &so);
   }
   if (N.depth > 1)

@@ -2,12 +2,17 @@
  * share.
  *
  *   graph_to_loop.c         the pass: signatures, buffers, the driver
- *   graph_to_loop_nest.c    loop nests: levels, hoisting, the value cache,
- *                           index arithmetic, loads and stores
+ *   graph_to_loop_nest.c    loop nests: levels, hoisting (the placer of
+ *                           the nest's FzLoopBuilder), the value cache,
+ *                           lgEmit
  *   graph_to_loop_ops.c     elementwise and data-movement ops
  *   graph_to_loop_reduce.c  reductions, normalizations, contractions,
  *                           pooling
  *   graph_to_loop_scatter.c graph.scatter_nd
+ *   graph_to_loop_attention.c graph.attention (one online-softmax nest)
+ *
+ * Every op is built with FzLoopBuilder (dialects/loop/builder.h): a
+ * nest's ops with N->b, function-level ops with lgFuncBuilder.
  *
  * The model. A fused group (or a lone op) is lowered by *emitting values
  * at indices*: for each output, a loop nest over its shape is opened, and
@@ -33,6 +38,7 @@
 #ifndef FZ_GRAPH_TO_LOOP_INTERNAL_H
 #define FZ_GRAPH_TO_LOOP_INTERNAL_H
 
+#include "dialects/loop/builder.h"
 #include "fz/fusion.h"
 #include "fz/graph.h"
 #include "fz/loop.h"
@@ -78,7 +84,11 @@ typedef struct LgCacheEntry {
 /* One nest being built. */
 typedef struct LgNest {
   LgFunc *F;
-  FzLoc *loc;       /* location for the ops made */
+  /* The builder of the nest's ops (dialects/loop/builder.h): each op at
+   * the deepest level of its operands (its placer), constants once per
+   * function (F->constants) at level 0, the nest's location, failures
+   * to F->failed. An LgNest is not copied (b points into it). */
+  FzLoopBuilder b;
   LgLevel path[LG_MAX_LEVELS];
   size_t depth;     /* levels on the path (path[0] is the function) */
   unsigned nextScope;
@@ -99,6 +109,15 @@ typedef struct LgSaved {
   LgLevel rest[LG_MAX_LEVELS];
 } LgSaved;
 
+/* The builder of function-level ops (buffers, views, calls) at ip, for
+ * ops at loc; failures to F->failed. */
+static inline FzLoopBuilder lgFuncBuilder(LgFunc *F, const FzBuilder *ip,
+                                          FzLoc *loc) {
+  FzLoopBuilder b;
+  fzBInit(&b, F->ctx, ip, loc, NULL, &F->failed);
+  return b;
+}
+
 /*===--- graph_to_loop_nest.c -------------------------------------------===*/
 
 void lgNestInit(LgNest *N, LgFunc *F, FzLoc *loc);
@@ -108,24 +127,6 @@ FzValue *lgFail(LgNest *N, FzOp *op, const char *fmt, ...) FZ_PRINTF(3, 4);
 
 /* The path position of a loop-IR value (0 when made outside the nest). */
 size_t lgLevelOf(LgNest *N, FzValue *v);
-/* Creates op st (one result or none) at the deepest level of its operands
- * (at least minLevel); returns the result (or NULL for none / error). */
-FzValue *lgCreate(LgNest *N, FzOpState *st, size_t minLevel);
-/* Helpers over lgCreate. */
-FzValue *lgConstIndex(LgNest *N, int64_t v);
-FzValue *lgConstF(LgNest *N, FzType *t, double v);
-FzValue *lgConstI(LgNest *N, FzType *t, int64_t v);
-FzValue *lgBinary(LgNest *N, const char *name, FzValue *a, FzValue *b);
-FzValue *lgUnary(LgNest *N, const char *name, FzValue *a);
-FzValue *lgFma(LgNest *N, FzValue *a, FzValue *b, FzValue *c);
-FzValue *lgCmp(LgNest *N, const char *pred, FzValue *a, FzValue *b);
-FzValue *lgSelect(LgNest *N, FzValue *c, FzValue *a, FzValue *b);
-FzValue *lgCast(LgNest *N, const char *name, FzValue *a, FzType *to);
-/* Index arithmetic that folds constants and identities. */
-FzValue *lgAddI(LgNest *N, FzValue *a, FzValue *b);
-FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c);
-FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c);
-FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c);
 
 /* Opens loop.parallel over [0, ext[i]) for n dims as a child of path
  * position `parent` (the current top when parent == depth - 1), filling
@@ -148,12 +149,8 @@ FzOp *lgClose(LgNest *N, size_t n, FzValue *const *yields,
               const LgSaved *saved);
 
 /* The compute type of a tensor element type: f32 for f16/bf16, else
- * itself. */
+ * itself. Loads convert to it, stores from it (fzBConvertF). */
 FzType *lgComputeType(FzContext *ctx, FzType *elt);
-/* Loads element idx of buffer (extending 16-bit floats). */
-FzValue *lgLoad(LgNest *N, FzValue *buffer, FzValue *const *idx);
-/* Stores v (in compute type) at idx of buffer (truncating). */
-bool lgStore(LgNest *N, FzValue *v, FzValue *buffer, FzValue *const *idx);
 
 /* The scalar of graph value gv at index vector idx (rank of gv), in the
  * compute type of its element type. NULL after an error. */

@@ -1,7 +1,7 @@
 /* lowering/graph_to_loop_nest.c - building loop nests for
  * lower-graph-to-loop: the path of levels, hoisting each op to the
- * deepest level of its operands, the (value, indices) cache, index
- * arithmetic that folds as it builds, loads, stores and lgEmit, which
+ * deepest level of its operands (the placer of the nest's FzLoopBuilder,
+ * dialects/loop/builder.h), the (value, indices) cache and lgEmit, which
  * requests a graph value at an index vector (see the model in
  * graph_to_loop_internal.h).
  *
@@ -15,19 +15,24 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dialects/loop/index_range.h"
 #include "lowering/graph_to_loop_internal.h"
+
+static FzOp *place(void *owner, FzOpState *st);
 
 void lgNestInit(LgNest *N, LgFunc *F, FzLoc *loc) {
   memset(N, 0, sizeof *N);
   N->F = F;
-  N->loc = loc;
   N->path[0].b = F->top;
   N->path[0].scope = 0;
   N->depth = 1;
   N->nextScope = 1;
   fzPtrMapInit(&N->level, F->ctx);
   N->alias = NULL;
+  /* Ops at the deepest level of their operands; constants once per
+   * function, at level 0 (before the op being lowered). */
+  fzBInit(&N->b, F->ctx, &F->top, loc, &N->path[0].b, &F->failed);
+  fzBSetPlacer(&N->b, place, N);
+  fzBSetConstantCache(&N->b, &F->constants);
 }
 
 void lgNestFree(LgNest *N) {
@@ -67,8 +72,10 @@ size_t lgLevelOf(LgNest *N, FzValue *v) {
   return pos < N->depth ? pos : N->depth - 1;
 }
 
-FzValue *lgCreate(LgNest *N, FzOpState *st, size_t minLevel) {
-  size_t lv = minLevel;
+/* The placer of N->b: st's op at the deepest level of its operands. */
+static FzOp *place(void *owner, FzOpState *st) {
+  LgNest *N = owner;
+  size_t lv = 0;
   for (size_t i = 0; i < st->numOperands; ++i) {
     size_t l = lgLevelOf(N, st->operands[i]);
     if (l > lv)
@@ -77,230 +84,25 @@ FzValue *lgCreate(LgNest *N, FzOpState *st, size_t minLevel) {
   if (lv >= N->depth)
     lv = N->depth - 1;
   FzOp *op = fzBuilderCreate(&N->path[lv].b, st);
-  if (!op) {
-    N->F->failed = true;
-    return NULL;
-  }
-  if (fzOpGetNumResults(op) == 0)
-    return NULL;
-  FzValue *r = fzOpGetResult(op, 0);
-  set_level(N, r, lv);
-  return r;
-}
-
-/*===--- Scalars --------------------------------------------------------===*/
-
-static FzValue *make_const(LgNest *N, FzAttr *a, FzType *t) {
-  if (!a)
-    return NULL;
-  FzValue *c = fzPtrMapGet(&N->F->constants, a);
-  if (c)
-    return c;
-  FzOpState st;
-  fzOpStateInit(&st, N->F->ctx, FZ_STR("loop.constant"), N->loc);
-  fzOpStateAddProp(&st, FZ_STR("value"), a);
-  fzOpStateAddResults(&st, 1, &t);
-  c = lgCreate(N, &st, 0);
-  if (c && !fzPtrMapPut(&N->F->constants, a, c))
-    N->F->failed = true;
-  return c;
-}
-
-FzValue *lgConstIndex(LgNest *N, int64_t v) {
-  FzType *t = fzIndexTypeGet(N->F->ctx);
-  return make_const(N, fzIntegerAttrGet(N->F->ctx, t, v), t);
-}
-
-FzValue *lgConstF(LgNest *N, FzType *t, double v) {
-  return make_const(N, fzFloatAttrGet(N->F->ctx, t, v), t);
-}
-
-FzValue *lgConstI(LgNest *N, FzType *t, int64_t v) {
-  return make_const(N, fzIntegerAttrGet(N->F->ctx, t, v), t);
-}
-
-static FzValue *make_op(LgNest *N, const char *name, size_t n,
-                        FzValue *const *ops, FzType *rt, const char *pred) {
-  for (size_t i = 0; i < n; ++i)
-    if (!ops[i])
-      return NULL;
-  FzOpState st;
-  fzOpStateInit(&st, N->F->ctx, fzStringRefFromCString(name), N->loc);
-  fzOpStateAddOperands(&st, n, ops);
-  if (pred)
-    fzOpStateAddProp(&st, FZ_STR("predicate"),
-                     fzStringAttrGet(N->F->ctx, fzStringRefFromCString(pred)));
-  fzOpStateAddResults(&st, 1, &rt);
-  return lgCreate(N, &st, 0);
-}
-
-FzValue *lgBinary(LgNest *N, const char *name, FzValue *a, FzValue *b) {
-  FzValue *ops[2] = {a, b};
-  return a ? make_op(N, name, 2, ops, fzValueGetType(a), NULL) : NULL;
-}
-
-FzValue *lgUnary(LgNest *N, const char *name, FzValue *a) {
-  return a ? make_op(N, name, 1, &a, fzValueGetType(a), NULL) : NULL;
-}
-
-FzValue *lgFma(LgNest *N, FzValue *a, FzValue *b, FzValue *c) {
-  FzValue *ops[3] = {a, b, c};
-  return a ? make_op(N, "loop.fma", 3, ops, fzValueGetType(a), NULL) : NULL;
-}
-
-FzValue *lgCmp(LgNest *N, const char *pred, FzValue *a, FzValue *b) {
-  if (!a)
-    return NULL;
-  FzValue *ops[2] = {a, b};
-  const char *name =
-      fzTypeIsFloat(fzValueGetType(a)) ? "loop.cmpf" : "loop.cmpi";
-  return make_op(N, name, 2, ops, fzIntegerTypeGet(N->F->ctx, 1), pred);
-}
-
-FzValue *lgSelect(LgNest *N, FzValue *c, FzValue *a, FzValue *b) {
-  FzValue *ops[3] = {c, a, b};
-  return a ? make_op(N, "loop.select", 3, ops, fzValueGetType(a), NULL) : NULL;
-}
-
-FzValue *lgCast(LgNest *N, const char *name, FzValue *a, FzType *to) {
-  return a ? make_op(N, name, 1, &a, to, NULL) : NULL;
-}
-
-/*===--- Index arithmetic -----------------------------------------------===*/
-
-FzValue *lgAddI(LgNest *N, FzValue *a, FzValue *b) {
-  int64_t x, y;
-  bool ca = fzLoopValueGetConstantInt(a, &x),
-       cb = fzLoopValueGetConstantInt(b, &y);
-  if (ca && cb)
-    return lgConstIndex(N, x + y);
-  if (ca && x == 0)
-    return b;
-  if (cb && y == 0)
-    return a;
-  return lgBinary(N, "loop.addi", a, b);
-}
-
-FzValue *lgMulI(LgNest *N, FzValue *a, int64_t c) {
-  int64_t x;
-  if (c == 0)
-    return lgConstIndex(N, 0);
-  if (c == 1)
-    return a;
-  if (fzLoopValueGetConstantInt(a, &x))
-    return lgConstIndex(N, x * c);
-  return lgBinary(N, "loop.muli", a, lgConstIndex(N, c));
-}
-
-/* Whether a's range lies in [0, c). */
-static bool below(FzValue *a, int64_t c) {
-  int64_t lo, hi;
-  return fzLoopIndexRange(a, &lo, &hi) && lo >= 0 && hi < c;
-}
-
-/* Whether v is `loop.muli x, m` (either order) with m a positive
- * multiple of c and x >= 0: then *x and *k = m / c. */
-static bool multiple_of(FzValue *v, int64_t c, FzValue **x, int64_t *k) {
-  FzOp *def = fzValueGetDefiningOp(v);
-  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_MULI)
-    return false;
-  for (size_t i = 0; i < 2; ++i) {
-    int64_t m, lo, hi;
-    FzValue *other = fzOpGetOperand(def, 1 - i);
-    if (fzLoopValueGetConstantInt(fzOpGetOperand(def, i), &m) && m > 0 &&
-        m % c == 0 && fzLoopIndexRange(other, &lo, &hi) && lo >= 0) {
-      *x = other;
-      *k = m / c;
-      return true;
-    }
-  }
-  return false;
-}
-
-/* a = x * (k c) + y with x >= 0 and 0 <= y < c (y NULL: a = x * (k c)):
- * a / c = x k and a % c = y. The delinearization of an index that a
- * reshape or transpose in a fused group linearized: without it, a value
- * that depends on the outer dims only seems to depend on all of them. */
-static bool split_at(FzValue *a, int64_t c, FzValue **x, int64_t *k,
-                     FzValue **y) {
-  *y = NULL;
-  if (multiple_of(a, c, x, k))
-    return true;
-  FzOp *def = fzValueGetDefiningOp(a);
-  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_ADDI)
-    return false;
-  for (size_t i = 0; i < 2; ++i) {
-    FzValue *rest = fzOpGetOperand(def, 1 - i);
-    if (multiple_of(fzOpGetOperand(def, i), c, x, k) && below(rest, c)) {
-      *y = rest;
-      return true;
-    }
-  }
-  return false;
-}
-
-FzValue *lgDivI(LgNest *N, FzValue *a, int64_t c) {
-  int64_t x, k;
-  FzValue *q, *r;
-  if (c == 1)
-    return a;
-  if (fzLoopValueGetConstantInt(a, &x))
-    return lgConstIndex(N, x / c);
-  if (c > 1 && below(a, c))
-    return lgConstIndex(N, 0);
-  if (c > 1 && split_at(a, c, &q, &k, &r))
-    return lgMulI(N, q, k);
-  return lgBinary(N, "loop.divsi", a, lgConstIndex(N, c));
-}
-
-FzValue *lgRemI(LgNest *N, FzValue *a, int64_t c) {
-  int64_t x, k;
-  FzValue *q, *r;
-  if (c == 1)
-    return lgConstIndex(N, 0);
-  if (fzLoopValueGetConstantInt(a, &x))
-    return lgConstIndex(N, x % c);
-  if (c > 1 && below(a, c))
-    return a;
-  if (c > 1 && split_at(a, c, &q, &k, &r))
-    return r ? r : lgConstIndex(N, 0);
-  return lgBinary(N, "loop.remsi", a, lgConstIndex(N, c));
+  if (op && fzOpGetNumResults(op) > 0)
+    set_level(N, fzOpGetResult(op, 0), lv);
+  return op;
 }
 
 /*===--- Loops ----------------------------------------------------------===*/
 
-/* Makes the loop op at path[parent] and pushes its body as a new level. */
-static FzOp *open_loop(LgNest *N, size_t parent, FzOpState *st, size_t nargs,
-                       FzType *const *argTypes, LgSaved *saved) {
-  FzContext *ctx = N->F->ctx;
-  if (parent >= N->depth || N->depth >= LG_MAX_LEVELS) {
-    fzOpStateDispose(st);
-    N->F->failed = true;
-    return NULL;
-  }
-  FzBlock *body = fzBlockCreate(ctx, nargs, argTypes, NULL);
-  FzRegion *region = body ? fzOpStateAddRegion(st) : NULL;
-  if (!region) {
-    if (body)
-      fzBlockDestroy(body);
-    fzOpStateDispose(st);
-    N->F->failed = true;
-    return NULL;
-  }
-  fzRegionAppendBlock(region, body);
-  FzOpState ys;
-  fzOpStateInit(&ys, ctx, FZ_STR("loop.yield"), N->loc);
-  FzBuilder yb;
-  fzBuilderInit(&yb, ctx);
-  fzBuilderSetInsertionPointToEnd(&yb, body);
-  FzOp *yield = fzBuilderCreate(&yb, &ys);
-  FzOp *loop = yield ? fzBuilderCreate(&N->path[parent].b, st) : NULL;
-  if (!loop) {
-    if (!yield)
-      fzOpStateDispose(st);
-    N->F->failed = true;
-    return NULL;
-  }
+/* Whether a loop can open under path[parent]. */
+static bool can_open(LgNest *N, size_t parent) {
+  if (parent < N->depth && N->depth < LG_MAX_LEVELS)
+    return true;
+  N->F->failed = true;
+  return false;
+}
+
+/* Pushes the body of loop (made at path[parent]; body builds in it) as
+ * a new level. */
+static void push_level(LgNest *N, size_t parent, FzOp *loop,
+                       const FzLoopBuilder *body, LgSaved *saved) {
   saved->parent = parent;
   saved->depth = N->depth;
   saved->parentBuilder = N->path[parent].b;
@@ -309,73 +111,68 @@ static FzOp *open_loop(LgNest *N, size_t parent, FzOpState *st, size_t nargs,
   fzBuilderSetInsertionPointBefore(&N->path[parent].b, loop);
   N->depth = parent + 1;
   LgLevel *lv = &N->path[N->depth++];
-  fzBuilderInit(&lv->b, ctx);
-  fzBuilderSetInsertionPointBefore(&lv->b, yield);
+  lv->b = body->ip;
   lv->loop = loop;
   lv->scope = N->nextScope++;
-  for (size_t i = 0; i < nargs; ++i)
-    set_level(N, fzBlockGetArgument(body, i), N->depth - 1);
-  return loop;
+  FzBlock *blk = fzLoopGetBody(loop);
+  for (size_t i = 0; i < fzBlockGetNumArguments(blk); ++i)
+    set_level(N, fzBlockGetArgument(blk, i), N->depth - 1);
 }
 
 bool lgOpenParallel(LgNest *N, size_t parent, size_t n, const int64_t *ext,
                     FzValue **ivs, LgSaved *saved) {
-  FzContext *ctx = N->F->ctx;
-  FzValue *ops[3 * LG_MAX_RANK];
-  FzType *types[LG_MAX_RANK];
-  FzValue *zero = lgConstIndex(N, 0), *one = lgConstIndex(N, 1);
-  for (size_t i = 0; i < n; ++i) {
-    ops[i] = zero;
-    ops[n + i] = lgConstIndex(N, ext[i]);
-    ops[2 * n + i] = one;
-    types[i] = fzIndexTypeGet(ctx);
-  }
-  FzOpState st;
-  fzOpStateInit(&st, ctx, FZ_STR("loop.parallel"), N->loc);
-  fzOpStateAddOperands(&st, 3 * n, ops);
-  FzOp *loop = open_loop(N, parent, &st, n, types, saved);
+  /* 0 and 1 before the bounds (the order of the constants made). */
+  fzBIndex(&N->b, 0);
+  fzBIndex(&N->b, 1);
+  if (!can_open(N, parent))
+    return false;
+  FzLoopBuilder at = fzBAt(&N->b, &N->path[parent].b), body;
+  FzOp *loop = fzBParallel(&at, n, ext, ivs, &body);
   if (!loop)
     return false;
-  FzBlock *body = fzLoopGetBody(loop);
-  for (size_t i = 0; i < n; ++i)
-    ivs[i] = fzBlockGetArgument(body, i);
+  push_level(N, parent, loop, &body, saved);
   return true;
 }
 
 bool lgOpenFor(LgNest *N, size_t parent, int64_t ext, size_t n,
                FzValue *const *inits, FzValue **iv, FzValue **iters,
                LgSaved *saved) {
-  return lgOpenForTo(N, parent, lgConstIndex(N, ext), n, inits, iv, iters,
+  return lgOpenForTo(N, parent, fzBIndex(&N->b, ext), n, inits, iv, iters,
                      saved);
 }
 
 bool lgOpenForTo(LgNest *N, size_t parent, FzValue *ub, size_t n,
                  FzValue *const *inits, FzValue **iv, FzValue **iters,
                  LgSaved *saved) {
-  FzContext *ctx = N->F->ctx;
   FzValue *ops[3 + 8];
   FzType *types[1 + 8];
   if (n > 8 || !ub)
     return false;
-  ops[0] = lgConstIndex(N, 0);
+  ops[0] = fzBIndex(&N->b, 0);
   ops[1] = ub;
-  ops[2] = lgConstIndex(N, 1);
-  types[0] = fzIndexTypeGet(ctx);
+  ops[2] = fzBIndex(&N->b, 1);
+  types[0] = N->b.index;
   for (size_t i = 0; i < n; ++i) {
     ops[3 + i] = inits[i];
     types[1 + i] = fzValueGetType(inits[i]);
   }
   FzOpState st;
-  fzOpStateInit(&st, ctx, FZ_STR("loop.for"), N->loc);
+  fzOpStateInit(&st, N->F->ctx, FZ_STR("loop.for"), N->b.loc);
   fzOpStateAddOperands(&st, 3 + n, ops);
   fzOpStateAddResults(&st, n, types + 1);
-  FzOp *loop = open_loop(N, parent, &st, 1 + n, types, saved);
+  if (!can_open(N, parent)) {
+    fzOpStateDispose(&st);
+    return false;
+  }
+  FzLoopBuilder at = fzBAt(&N->b, &N->path[parent].b), body;
+  FzOp *loop = fzBLoop(&at, &st, 1 + n, types, &body);
   if (!loop)
     return false;
-  FzBlock *body = fzLoopGetBody(loop);
-  *iv = fzBlockGetArgument(body, 0);
+  push_level(N, parent, loop, &body, saved);
+  FzBlock *blk = fzLoopGetBody(loop);
+  *iv = fzBlockGetArgument(blk, 0);
   for (size_t i = 0; i < n; ++i) {
-    iters[i] = fzBlockGetArgument(body, 1 + i);
+    iters[i] = fzBlockGetArgument(blk, 1 + i);
     set_level(N, fzOpGetResult(loop, i), parent);
   }
   return true;
@@ -383,11 +180,9 @@ bool lgOpenForTo(LgNest *N, size_t parent, FzValue *ub, size_t n,
 
 FzOp *lgClose(LgNest *N, size_t n, FzValue *const *yields,
               const LgSaved *saved) {
-  LgLevel *top = &N->path[N->depth - 1];
-  FzOp *loop = top->loop;
-  FzOp *yield = fzBlockGetLastOp(fzLoopGetBody(loop));
-  if (n && !fzOpSetOperands(yield, n, yields))
-    N->F->failed = true;
+  FzOp *loop = N->path[N->depth - 1].loop;
+  if (n)
+    fzBSetYield(&N->b, loop, n, yields);
   /* Results of the loop were recorded at the parent's position already. */
   N->path[saved->parent].b = saved->parentBuilder;
   for (size_t i = saved->parent + 1; i < saved->depth; ++i)
@@ -401,46 +196,6 @@ FzOp *lgClose(LgNest *N, size_t n, FzValue *const *yields,
 FzType *lgComputeType(FzContext *ctx, FzType *elt) {
   FzTypeKind k = fzTypeGetKind(elt);
   return k == FZ_TYPE_F16 || k == FZ_TYPE_BF16 ? fzF32TypeGet(ctx) : elt;
-}
-
-FzValue *lgLoad(LgNest *N, FzValue *buffer, FzValue *const *idx) {
-  FzType *bt = fzValueGetType(buffer);
-  size_t rank = fzShapedTypeGetRank(bt);
-  FzValue *ops[1 + LG_MAX_RANK];
-  ops[0] = buffer;
-  for (size_t i = 0; i < rank; ++i)
-    if (!(ops[1 + i] = idx[i]))
-      return NULL;
-  FzType *elt = fzShapedTypeGetElementType(bt);
-  FzOpState st;
-  fzOpStateInit(&st, N->F->ctx, FZ_STR("loop.load"), N->loc);
-  fzOpStateAddOperands(&st, 1 + rank, ops);
-  fzOpStateAddResults(&st, 1, &elt);
-  FzValue *v = lgCreate(N, &st, 0);
-  FzType *ct = lgComputeType(N->F->ctx, elt);
-  return ct != elt ? lgCast(N, "loop.extf", v, ct) : v;
-}
-
-bool lgStore(LgNest *N, FzValue *v, FzValue *buffer, FzValue *const *idx) {
-  if (!v)
-    return false;
-  FzType *bt = fzValueGetType(buffer);
-  FzType *elt = fzShapedTypeGetElementType(bt);
-  if (fzValueGetType(v) != elt)
-    v = lgCast(N, "loop.truncf", v, elt);
-  size_t rank = fzShapedTypeGetRank(bt);
-  FzValue *ops[2 + LG_MAX_RANK];
-  ops[0] = v;
-  ops[1] = buffer;
-  for (size_t i = 0; i < rank; ++i)
-    if (!(ops[2 + i] = idx[i]))
-      return false;
-  FzOpState st;
-  fzOpStateInit(&st, N->F->ctx, FZ_STR("loop.store"), N->loc);
-  fzOpStateAddOperands(&st, 2 + rank, ops);
-  /* A store goes with the innermost level it depends on. */
-  lgCreate(N, &st, 0);
-  return !N->F->failed;
 }
 
 /*===--- Tensor shapes --------------------------------------------------===*/
@@ -503,11 +258,11 @@ void lgCachePut(LgNest *N, FzValue *gv, FzValue *const *idx,
 static FzValue *splat_scalar(LgNest *N, FzAttr *dense, FzType *elt) {
   FzType *ct = lgComputeType(N->F->ctx, elt);
   if (fzTypeIsFloat(ct))
-    return lgConstF(N, ct, fzDenseAttrGetFloat(dense, 0));
+    return fzBConstFloat(&N->b, ct, fzDenseAttrGetFloat(dense, 0));
   int64_t v = fzDenseAttrGetInt(dense, 0);
   if (fzTypeGetBitWidth(ct) == 1)
     v &= 1;
-  return lgConstI(N, ct, v);
+  return fzBConstInt(&N->b, ct, v);
 }
 
 /* Storage for a graph.constant: a splat, or a constant buffer made once
@@ -534,11 +289,10 @@ static LgStorage *constant_storage(LgNest *N, FzOp *op, FzValue *gv) {
     fzOpStateAddProp(&st, FZ_STR("value"), value);
     fzOpStateAddResults(&st, 1, &bt);
     /* Before everything lowered so far: dominates every later use. */
-    FzBuilder b;
-    fzBuilderInit(&b, F->ctx);
-    FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(F->func, 0));
-    fzBuilderSetInsertionPointToStart(&b, entry);
-    FzOp *cb = bt ? fzBuilderCreate(&b, &st) : NULL;
+    FzLoopBuilder top = lgFuncBuilder(F, &F->top, fzOpGetLoc(op));
+    FzLoopBuilder at =
+        fzBAtStart(&top, fzRegionGetFirstBlock(fzOpGetRegion(F->func, 0)));
+    FzOp *cb = bt ? fzBCreate(&at, &st) : NULL;
     if (!cb) {
       if (!bt)
         fzOpStateDispose(&st);
@@ -572,9 +326,12 @@ FzValue *lgEmit(LgNest *N, FzValue *gv, FzValue *const *idx) {
       fzStringRefEqual(fzIdentGetString(fzOpGetName(def)),
                        FZ_STR("graph.constant")))
     s = constant_storage(N, def, gv);
-  if (s) {
-    r = s->splat ? splat_scalar(N, s->splat, lgElt(gv))
-                 : lgLoad(N, s->buffer, idx);
+  if (s && s->splat) {
+    r = splat_scalar(N, s->splat, lgElt(gv));
+  } else if (s) { /* in the compute type: 16-bit floats extended */
+    FzType *elt = fzShapedTypeGetElementType(fzValueGetType(s->buffer));
+    r = fzBConvertF(&N->b, fzBLoad(&N->b, s->buffer, idx),
+                    lgComputeType(N->F->ctx, elt));
   } else if (def) {
     LgEmitFn fn = lgFindEmitter(def);
     if (!fn) {

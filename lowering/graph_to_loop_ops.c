@@ -28,7 +28,7 @@ static FzValue *operand_at(LgNest *N, FzOp *op, size_t k,
   FzValue *oi[LG_MAX_RANK];
   for (size_t j = 0; j < rx; ++j) {
     size_t d = j + rr - rx;
-    oi[j] = lgDim(x, j) == 1 && lgDim(r, d) != 1 ? lgConstIndex(N, 0) : idx[d];
+    oi[j] = lgDim(x, j) == 1 && lgDim(r, d) != 1 ? fzBIndex(&N->b, 0) : idx[d];
   }
   return lgEmit(N, x, oi);
 }
@@ -38,25 +38,25 @@ static bool is_float(FzValue *v) {
 }
 
 static FzValue *cf(LgNest *N, FzValue *like, double v) {
-  return lgConstF(N, fzValueGetType(like), v);
+  return fzBConstFloat(&N->b, fzValueGetType(like), v);
 }
 
 static FzValue *ci(LgNest *N, FzValue *like, int64_t v) {
-  return lgConstI(N, fzValueGetType(like), v);
+  return fzBConstInt(&N->b, fzValueGetType(like), v);
 }
 
 /* 1 / (1 + e^-x) */
 static FzValue *sigmoid(LgNest *N, FzValue *x) {
-  FzValue *e = lgUnary(N, "loop.exp", lgUnary(N, "loop.negf", x));
-  return lgBinary(N, "loop.divf", cf(N, x, 1.0),
-                  lgBinary(N, "loop.addf", cf(N, x, 1.0), e));
+  FzValue *e = fzBUnary(&N->b, "loop.exp", fzBUnary(&N->b, "loop.negf", x));
+  return fzBBinary(&N->b, "loop.divf", cf(N, x, 1.0),
+                   fzBBinary(&N->b, "loop.addf", cf(N, x, 1.0), e));
 }
 
 /* alpha * (e^x - 1) */
 static FzValue *exp_minus_one(LgNest *N, FzValue *x, double alpha) {
-  FzValue *e = lgBinary(N, "loop.subf", lgUnary(N, "loop.exp", x),
-                        cf(N, x, 1.0));
-  return alpha == 1.0 ? e : lgBinary(N, "loop.mulf", cf(N, x, alpha), e);
+  FzValue *e = fzBBinary(&N->b, "loop.subf", fzBUnary(&N->b, "loop.exp", x),
+                         cf(N, x, 1.0));
+  return alpha == 1.0 ? e : fzBBinary(&N->b, "loop.mulf", cf(N, x, alpha), e);
 }
 
 /*===--- Unary ops ------------------------------------------------------===*/
@@ -64,9 +64,9 @@ static FzValue *exp_minus_one(LgNest *N, FzValue *x, double alpha) {
 typedef FzValue *(*UnaryFn)(LgNest *N, FzOp *op, FzValue *x);
 
 #define SIMPLE_UNARY(fn, loopname)                                             \
-  static FzValue *fn(LgNest *N, FzOp *op, FzValue *x) {                       \
+  static FzValue *fn(LgNest *N, FzOp *op, FzValue *x) {                        \
     (void)op;                                                                  \
-    return lgUnary(N, loopname, x);                                            \
+    return fzBUnary(&N->b, loopname, x);                                       \
   }
 SIMPLE_UNARY(u_exp, "loop.exp")
 SIMPLE_UNARY(u_log, "loop.log")
@@ -83,22 +83,22 @@ SIMPLE_UNARY(u_cos, "loop.cos")
 static FzValue *u_neg(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
   if (is_float(x))
-    return lgUnary(N, "loop.negf", x);
-  return lgBinary(N, "loop.subi", ci(N, x, 0), x);
+    return fzBUnary(&N->b, "loop.negf", x);
+  return fzBBinary(&N->b, "loop.subi", ci(N, x, 0), x);
 }
 
 static FzValue *u_abs(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
   if (is_float(x))
-    return lgUnary(N, "loop.absf", x);
+    return fzBUnary(&N->b, "loop.absf", x);
   FzValue *zero = ci(N, x, 0);
-  return lgSelect(N, lgCmp(N, "slt", x, zero),
-                  lgBinary(N, "loop.subi", zero, x), x);
+  return fzBSelect(&N->b, fzBCmp(&N->b, "slt", x, zero),
+                   fzBBinary(&N->b, "loop.subi", zero, x), x);
 }
 
 static FzValue *u_reciprocal(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
-  return lgBinary(N, "loop.divf", cf(N, x, 1.0), x);
+  return fzBBinary(&N->b, "loop.divf", cf(N, x, 1.0), x);
 }
 
 static FzValue *u_sigmoid(LgNest *N, FzOp *op, FzValue *x) {
@@ -109,34 +109,36 @@ static FzValue *u_sigmoid(LgNest *N, FzOp *op, FzValue *x) {
 static FzValue *u_relu(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
   if (is_float(x))
-    return lgBinary(N, "loop.maxf", x, cf(N, x, 0.0));
+    return fzBBinary(&N->b, "loop.maxf", x, cf(N, x, 0.0));
   if (fzTypeGetBitWidth(fzValueGetType(x)) == 1)
     return x;
-  return lgBinary(N, "loop.maxsi", x, ci(N, x, 0));
+  return fzBBinary(&N->b, "loop.maxsi", x, ci(N, x, 0));
 }
 
 static FzValue *u_gelu(LgNest *N, FzOp *op, FzValue *x) {
-  FzValue *half = lgBinary(N, "loop.mulf", cf(N, x, 0.5), x);
+  FzValue *half = fzBBinary(&N->b, "loop.mulf", cf(N, x, 0.5), x);
   FzValue *inner;
   if (lgAttrStringIs(op, "approximate", "tanh")) {
-    FzValue *x3 = lgBinary(N, "loop.mulf", x, lgBinary(N, "loop.mulf", x, x));
-    FzValue *poly = lgFma(N, cf(N, x, 0.044715), x3, x);
-    inner = lgUnary(N, "loop.tanh", lgBinary(N, "loop.mulf",
-                                             cf(N, x, 0.7978845608028654),
-                                             poly));
+    FzValue *x3 =
+        fzBBinary(&N->b, "loop.mulf", x, fzBBinary(&N->b, "loop.mulf", x, x));
+    FzValue *poly = fzBFma(&N->b, cf(N, x, 0.044715), x3, x);
+    inner = fzBUnary(
+        &N->b, "loop.tanh",
+        fzBBinary(&N->b, "loop.mulf", cf(N, x, 0.7978845608028654), poly));
   } else {
-    inner = lgUnary(N, "loop.erf", lgBinary(N, "loop.mulf", x,
-                                            cf(N, x, 0.7071067811865476)));
+    inner = fzBUnary(
+        &N->b, "loop.erf",
+        fzBBinary(&N->b, "loop.mulf", x, cf(N, x, 0.7071067811865476)));
   }
-  return lgBinary(N, "loop.mulf", half,
-                  lgBinary(N, "loop.addf", cf(N, x, 1.0), inner));
+  return fzBBinary(&N->b, "loop.mulf", half,
+                   fzBBinary(&N->b, "loop.addf", cf(N, x, 1.0), inner));
 }
 
 static FzValue *u_silu(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
-  FzValue *e = lgUnary(N, "loop.exp", lgUnary(N, "loop.negf", x));
-  return lgBinary(N, "loop.divf", x,
-                  lgBinary(N, "loop.addf", cf(N, x, 1.0), e));
+  FzValue *e = fzBUnary(&N->b, "loop.exp", fzBUnary(&N->b, "loop.negf", x));
+  return fzBBinary(&N->b, "loop.divf", x,
+                   fzBBinary(&N->b, "loop.addf", cf(N, x, 1.0), e));
 }
 
 /* -1, 0, 1; zeros and NaN pass through. */
@@ -148,70 +150,74 @@ static FzValue *u_sign(LgNest *N, FzOp *op, FzValue *x) {
   FzValue *zero = f ? cf(N, x, 0.0) : ci(N, x, 0);
   FzValue *one = f ? cf(N, x, 1.0) : ci(N, x, 1);
   FzValue *mone = f ? cf(N, x, -1.0) : ci(N, x, -1);
-  FzValue *neg = lgSelect(N, lgCmp(N, f ? "olt" : "slt", x, zero), mone,
-                          f ? x : zero);
-  return lgSelect(N, lgCmp(N, f ? "ogt" : "sgt", x, zero), one, neg);
+  FzValue *neg = fzBSelect(&N->b, fzBCmp(&N->b, f ? "olt" : "slt", x, zero),
+                           mone, f ? x : zero);
+  return fzBSelect(&N->b, fzBCmp(&N->b, f ? "ogt" : "sgt", x, zero), one, neg);
 }
 
 /* max(x, 0) + log1p(e^-|x|): no overflow for large |x|. */
 static FzValue *u_softplus(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
-  FzValue *e = lgUnary(N, "loop.exp",
-                       lgUnary(N, "loop.negf", lgUnary(N, "loop.absf", x)));
-  return lgBinary(N, "loop.addf", lgBinary(N, "loop.maxf", x, cf(N, x, 0.0)),
-                  lgUnary(N, "loop.log1p", e));
+  FzValue *e =
+      fzBUnary(&N->b, "loop.exp",
+               fzBUnary(&N->b, "loop.negf", fzBUnary(&N->b, "loop.absf", x)));
+  return fzBBinary(&N->b, "loop.addf",
+                   fzBBinary(&N->b, "loop.maxf", x, cf(N, x, 0.0)),
+                   fzBUnary(&N->b, "loop.log1p", e));
 }
 
 static FzValue *u_leaky_relu(LgNest *N, FzOp *op, FzValue *x) {
   double alpha = lgAttrFloat(op, "alpha", 0.01);
-  return lgSelect(N, lgCmp(N, "oge", x, cf(N, x, 0.0)), x,
-                  lgBinary(N, "loop.mulf", cf(N, x, alpha), x));
+  return fzBSelect(&N->b, fzBCmp(&N->b, "oge", x, cf(N, x, 0.0)), x,
+                   fzBBinary(&N->b, "loop.mulf", cf(N, x, alpha), x));
 }
 
 static FzValue *u_elu(LgNest *N, FzOp *op, FzValue *x) {
   double alpha = lgAttrFloat(op, "alpha", 1.0);
-  return lgSelect(N, lgCmp(N, "ogt", x, cf(N, x, 0.0)), x,
-                  exp_minus_one(N, x, alpha));
+  return fzBSelect(&N->b, fzBCmp(&N->b, "ogt", x, cf(N, x, 0.0)), x,
+                   exp_minus_one(N, x, alpha));
 }
 
 static FzValue *u_selu(LgNest *N, FzOp *op, FzValue *x) {
   double alpha = lgAttrFloat(op, "alpha", 1.6732632423543772);
   double gamma = lgAttrFloat(op, "gamma", 1.0507009873554805);
-  FzValue *v = lgSelect(N, lgCmp(N, "ogt", x, cf(N, x, 0.0)), x,
-                        exp_minus_one(N, x, alpha));
-  return lgBinary(N, "loop.mulf", cf(N, x, gamma), v);
+  FzValue *v = fzBSelect(&N->b, fzBCmp(&N->b, "ogt", x, cf(N, x, 0.0)), x,
+                         exp_minus_one(N, x, alpha));
+  return fzBBinary(&N->b, "loop.mulf", cf(N, x, gamma), v);
 }
 
 static FzValue *u_hard_sigmoid(LgNest *N, FzOp *op, FzValue *x) {
   double alpha = lgAttrFloat(op, "alpha", 0.2), beta = lgAttrFloat(op, "beta",
                                                                    0.5);
-  FzValue *y = lgFma(N, cf(N, x, alpha), x, cf(N, x, beta));
-  return lgBinary(N, "loop.minf", lgBinary(N, "loop.maxf", y, cf(N, x, 0.0)),
-                  cf(N, x, 1.0));
+  FzValue *y = fzBFma(&N->b, cf(N, x, alpha), x, cf(N, x, beta));
+  return fzBBinary(&N->b, "loop.minf",
+                   fzBBinary(&N->b, "loop.maxf", y, cf(N, x, 0.0)),
+                   cf(N, x, 1.0));
 }
 
 static FzValue *u_clamp(LgNest *N, FzOp *op, FzValue *x) {
   double lo = lgAttrFloat(op, "min", -HUGE_VAL);
   double hi = lgAttrFloat(op, "max", HUGE_VAL);
   if (is_float(x)) {
-    FzValue *y = isinf(lo) && lo < 0 ? x
-                                     : lgBinary(N, "loop.maxf", x,
-                                                cf(N, x, lo));
-    return isinf(hi) && hi > 0 ? y : lgBinary(N, "loop.minf", y, cf(N, x, hi));
+    FzValue *y = isinf(lo) && lo < 0
+                     ? x
+                     : fzBBinary(&N->b, "loop.maxf", x, cf(N, x, lo));
+    return isinf(hi) && hi > 0 ? y
+                               : fzBBinary(&N->b, "loop.minf", y, cf(N, x, hi));
   }
   unsigned w = fzTypeGetBitWidth(fzValueGetType(x));
   double tmax = w >= 64 ? 9.2e18 : ldexp(1.0, (int)w - 1) - 1;
   FzValue *y = x;
   if (lo > -tmax - 1)
-    y = lgBinary(N, "loop.maxsi", y, ci(N, x, (int64_t)ceil(lo)));
+    y = fzBBinary(&N->b, "loop.maxsi", y, ci(N, x, (int64_t)ceil(lo)));
   if (hi < tmax)
-    y = lgBinary(N, "loop.minsi", y, ci(N, x, (int64_t)floor(hi)));
+    y = fzBBinary(&N->b, "loop.minsi", y, ci(N, x, (int64_t)floor(hi)));
   return y;
 }
 
 static FzValue *u_not(LgNest *N, FzOp *op, FzValue *x) {
   (void)op;
-  return lgBinary(N, "loop.xori", x, ci(N, x, 1));
+  return fzBBinary(&N->b, "loop.xori", x, ci(N, x, 1));
 }
 
 static const struct {
@@ -285,21 +291,23 @@ static FzValue *int_pow(LgNest *N, FzValue *a, FzValue *b) {
   if (!lgOpenFor(N, parent, w, 3, inits, &iv, it, &saved))
     return NULL;
   FzValue *one = ci(N, a, 1);
-  FzValue *odd = lgCmp(N, "ne", lgBinary(N, "loop.andi", it[2], one),
-                       ci(N, a, 0));
+  FzValue *odd = fzBCmp(&N->b, "ne", fzBBinary(&N->b, "loop.andi", it[2], one),
+                        ci(N, a, 0));
   FzValue *next[3];
-  next[0] = lgSelect(N, odd, lgBinary(N, "loop.muli", it[0], it[1]), it[0]);
-  next[1] = lgBinary(N, "loop.muli", it[1], it[1]);
-  next[2] = lgBinary(N, "loop.shrsi", it[2], one);
+  next[0] =
+      fzBSelect(&N->b, odd, fzBBinary(&N->b, "loop.muli", it[0], it[1]), it[0]);
+  next[1] = fzBBinary(&N->b, "loop.muli", it[1], it[1]);
+  next[2] = fzBBinary(&N->b, "loop.shrsi", it[2], one);
   FzOp *loop = lgClose(N, 3, next, &saved);
   FzValue *r = fzOpGetResult(loop, 0);
   FzValue *zero = ci(N, a, 0), *mone = ci(N, a, -1);
-  FzValue *bodd = lgCmp(N, "ne", lgBinary(N, "loop.andi", b, one), zero);
-  FzValue *negRes = lgSelect(
-      N, lgCmp(N, "eq", a, one), one,
-      lgSelect(N, lgCmp(N, "eq", a, mone), lgSelect(N, bodd, mone, one),
-               zero));
-  return lgSelect(N, lgCmp(N, "slt", b, zero), negRes, r);
+  FzValue *bodd =
+      fzBCmp(&N->b, "ne", fzBBinary(&N->b, "loop.andi", b, one), zero);
+  FzValue *negRes =
+      fzBSelect(&N->b, fzBCmp(&N->b, "eq", a, one), one,
+                fzBSelect(&N->b, fzBCmp(&N->b, "eq", a, mone),
+                          fzBSelect(&N->b, bodd, mone, one), zero));
+  return fzBSelect(&N->b, fzBCmp(&N->b, "slt", b, zero), negRes, r);
 }
 
 static FzValue *emit_binary(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -324,7 +332,7 @@ static FzValue *emit_binary(LgNest *N, FzOp *op, FzValue *const *idx) {
     else if (!strcmp(name, "loop.addi") || !strcmp(name, "loop.subi"))
       name = "loop.xori";
   }
-  return lgBinary(N, name, a, b);
+  return fzBBinary(&N->b, name, a, b);
 }
 
 /*===--- Other elementwise ops ------------------------------------------===*/
@@ -342,34 +350,34 @@ static FzValue *convert(LgNest *N, FzOp *op, FzValue *x, FzType *from,
   bool ff = fzTypeIsFloat(from), tf = fzTypeIsFloat(to);
   unsigned wt = fzTypeGetBitWidth(to), wx = fzTypeGetBitWidth(cx);
   if (!tf && wt == 1)
-    return ff ? lgCmp(N, "une", x, cf(N, x, 0.0))
-              : lgCmp(N, "ne", x, ci(N, x, 0));
+    return ff ? fzBCmp(&N->b, "une", x, cf(N, x, 0.0))
+              : fzBCmp(&N->b, "ne", x, ci(N, x, 0));
   if (ff && tf) {
     if (is_16bit_float(to)) /* round once, straight to the 16-bit type */
       return to == from ? x
-                        : lgCast(N, "loop.extf",
-                                 lgCast(N, "loop.truncf", x, to), ct);
+                        : fzBCast(&N->b, "loop.extf",
+                                  fzBCast(&N->b, "loop.truncf", x, to), ct);
     if (wt > wx)
-      return lgCast(N, "loop.extf", x, ct);
+      return fzBCast(&N->b, "loop.extf", x, ct);
     if (wt < wx)
-      return lgCast(N, "loop.truncf", x, ct);
+      return fzBCast(&N->b, "loop.truncf", x, ct);
     return x;
   }
   if (ff)
-    return lgCast(N, "loop.fptosi", x, ct);
+    return fzBCast(&N->b, "loop.fptosi", x, ct);
   if (tf) {
     const char *name =
         fzTypeGetBitWidth(from) == 1 ? "loop.uitofp" : "loop.sitofp";
-    FzValue *y = lgCast(N, name, x, is_16bit_float(to) ? to : ct);
-    return is_16bit_float(to) ? lgCast(N, "loop.extf", y, ct) : y;
+    FzValue *y = fzBCast(&N->b, name, x, is_16bit_float(to) ? to : ct);
+    return is_16bit_float(to) ? fzBCast(&N->b, "loop.extf", y, ct) : y;
   }
   unsigned wf = fzTypeGetBitWidth(from);
   if (wf == wt)
     return x;
   if (wf == 1)
-    return lgCast(N, "loop.extui", x, ct);
+    return fzBCast(&N->b, "loop.extui", x, ct);
   (void)op;
-  return lgCast(N, wt > wf ? "loop.extsi" : "loop.trunci", x, ct);
+  return fzBCast(&N->b, wt > wf ? "loop.extsi" : "loop.trunci", x, ct);
 }
 
 static FzValue *emit_cast(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -390,22 +398,22 @@ static FzValue *emit_compare(LgNest *N, FzOp *op, FzValue *const *idx) {
   for (size_t i = 0; p && i < 6; ++i)
     if (fzStringRefEqual(fzStringAttrGetValue(p),
                          fzStringRefFromCString(names[i][0])))
-      return lgCmp(N, names[i][is_float(a) ? 1 : 2], a, b);
+      return fzBCmp(&N->b, names[i][is_float(a) ? 1 : 2], a, b);
   return lgFail(N, op, "unknown predicate");
 }
 
 static FzValue *emit_select(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *c = operand_at(N, op, 0, idx), *a = operand_at(N, op, 1, idx),
           *b = operand_at(N, op, 2, idx);
-  return c && a && b ? lgSelect(N, c, a, b) : NULL;
+  return c && a && b ? fzBSelect(&N->b, c, a, b) : NULL;
 }
 
 static FzValue *emit_prelu(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *x = operand_at(N, op, 0, idx), *s = operand_at(N, op, 1, idx);
   if (!x || !s)
     return NULL;
-  return lgSelect(N, lgCmp(N, "oge", x, cf(N, x, 0.0)), x,
-                  lgBinary(N, "loop.mulf", s, x));
+  return fzBSelect(&N->b, fzBCmp(&N->b, "oge", x, cf(N, x, 0.0)), x,
+                   fzBBinary(&N->b, "loop.mulf", s, x));
 }
 
 /* sum of coeffs[k] * operand k, in operand order: a coefficient of 1
@@ -423,11 +431,11 @@ static FzValue *emit_weighted_sum(LgNest *N, FzOp *op, FzValue *const *idx) {
       return NULL;
     double ck = fzDenseArrayAttrGetFloat(c, k);
     if (acc && ck == -1.0) {
-      acc = lgBinary(N, "loop.subf", acc, x);
+      acc = fzBBinary(&N->b, "loop.subf", acc, x);
       continue;
     }
-    FzValue *t = ck == 1.0 ? x : lgBinary(N, "loop.mulf", cf(N, x, ck), x);
-    acc = acc ? lgBinary(N, "loop.addf", acc, t) : t;
+    FzValue *t = ck == 1.0 ? x : fzBBinary(&N->b, "loop.mulf", cf(N, x, ck), x);
+    acc = acc ? fzBBinary(&N->b, "loop.addf", acc, t) : t;
   }
   return acc;
 }
@@ -441,11 +449,11 @@ static FzValue *emit_batch_norm(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (!x || !p[0] || !p[1] || !p[2] || !p[3])
     return NULL;
   double eps = lgAttrFloat(op, "epsilon", 1e-5);
-  FzValue *den = lgUnary(N, "loop.sqrt", lgBinary(N, "loop.addf", p[3],
-                                                  cf(N, x, eps)));
-  FzValue *scale = lgBinary(N, "loop.divf", p[0], den);
-  FzValue *centered = lgBinary(N, "loop.subf", x, p[2]);
-  return lgFma(N, centered, scale, p[1]);
+  FzValue *den = fzBUnary(&N->b, "loop.sqrt",
+                          fzBBinary(&N->b, "loop.addf", p[3], cf(N, x, eps)));
+  FzValue *scale = fzBBinary(&N->b, "loop.divf", p[0], den);
+  FzValue *centered = fzBBinary(&N->b, "loop.subf", x, p[2]);
+  return fzBFma(&N->b, centered, scale, p[1]);
 }
 
 /*===--- Data movement --------------------------------------------------===*/
@@ -462,7 +470,7 @@ static void reshape_group(LgNest *N, FzValue *x, FzValue *r,
                           size_t i1, size_t j0, size_t j1) {
   FzValue *lin = idx[j0];
   for (size_t d = j0 + 1; d < j1; ++d)
-    lin = lgAddI(N, lgMulI(N, lin, lgDim(r, d)), idx[d]);
+    lin = fzBAddFold(&N->b, fzBMulFold(&N->b, lin, lgDim(r, d)), idx[d]);
   size_t first = i1; /* x's first dim of the group other than 1 */
   for (size_t j = i0; j < i1 && first == i1; ++j)
     if (lgDim(x, j) != 1)
@@ -470,12 +478,12 @@ static void reshape_group(LgNest *N, FzValue *x, FzValue *r,
   for (size_t j = i1; j-- > i0;) {
     int64_t dim = lgDim(x, j);
     if (j < first || (dim == 1 && j != first)) {
-      oi[j] = lgConstIndex(N, 0);
+      oi[j] = fzBIndex(&N->b, 0);
     } else if (j == first) {
       oi[j] = lin;
     } else {
-      oi[j] = lgRemI(N, lin, dim);
-      lin = lgDivI(N, lin, dim);
+      oi[j] = fzBRemFold(&N->b, lin, dim);
+      lin = fzBDivFold(&N->b, lin, dim);
     }
   }
 }
@@ -485,8 +493,8 @@ static void reshape_group(LgNest *N, FzValue *x, FzValue *r,
  * that is split or merged costs a division only inside its group and a
  * merge of `from`'s dims into one dim of `to` is affine (ViT's [B*H, S,
  * D] read as [B, H, S, D]). */
-void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from,
-                    FzValue *const *idx, FzValue **oi) {
+void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from, FzValue *const *idx,
+                    FzValue **oi) {
   FzValue *x = to, *r = from;
   size_t rx = lgRank(x), rr = lgRank(r), i = 0, j = 0;
   bool empty = false;
@@ -497,7 +505,7 @@ void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from,
   if (rr == 0 || empty) {
     /* One group: every index of x from the whole linearized result. */
     for (size_t d = 0; d < rx; ++d)
-      oi[d] = lgConstIndex(N, 0);
+      oi[d] = fzBIndex(&N->b, 0);
     if (rr > 0 && rx > 0)
       reshape_group(N, x, r, idx, oi, 0, rx, 0, rr);
     return;
@@ -523,7 +531,7 @@ void lgReshapeIndex(LgNest *N, FzValue *to, FzValue *from,
     reshape_group(N, x, r, idx, oi, i0, i, j0, j);
   }
   for (; i < rx; ++i)
-    oi[i] = lgConstIndex(N, 0);
+    oi[i] = fzBIndex(&N->b, 0);
 }
 
 static FzValue *emit_reshape(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -553,7 +561,8 @@ static FzValue *emit_slice(LgNest *N, FzOp *op, FzValue *const *idx) {
     return lgFail(N, op, "bad 'starts'");
   for (size_t d = 0; d < r; ++d) {
     int64_t st = nt == (int)r ? strides[d] : 1;
-    oi[d] = lgAddI(N, lgConstIndex(N, starts[d]), lgMulI(N, idx[d], st));
+    oi[d] = fzBAddFold(&N->b, fzBIndex(&N->b, starts[d]),
+                       fzBMulFold(&N->b, idx[d], st));
   }
   return lgEmit(N, x, oi);
 }
@@ -562,9 +571,9 @@ static FzValue *emit_slice(LgNest *N, FzOp *op, FzValue *const *idx) {
 static FzValue *clamp_index(LgNest *N, FzValue *i, int64_t n) {
   int64_t c;
   if (fzLoopValueGetConstantInt(i, &c))
-    return lgConstIndex(N, c < 0 ? 0 : (c >= n ? n - 1 : c));
-  FzValue *lo = lgBinary(N, "loop.maxsi", i, lgConstIndex(N, 0));
-  return lgBinary(N, "loop.minsi", lo, lgConstIndex(N, n - 1));
+    return fzBIndex(&N->b, c < 0 ? 0 : (c >= n ? n - 1 : c));
+  FzValue *lo = fzBBinary(&N->b, "loop.maxsi", i, fzBIndex(&N->b, 0));
+  return fzBBinary(&N->b, "loop.minsi", lo, fzBIndex(&N->b, n - 1));
 }
 
 /* Each piece read at a clamped index; a select chain picks the one the
@@ -587,15 +596,16 @@ static FzValue *emit_concat(LgNest *N, FzOp *op, FzValue *const *idx) {
     int64_t size = lgDim(x, (size_t)axis);
     if (size == 0)
       continue;
-    oi[axis] = clamp_index(N, lgAddI(N, idx[axis], lgConstIndex(N, -off[k])),
-                           size);
+    oi[axis] = clamp_index(
+        N, fzBAddFold(&N->b, idx[axis], fzBIndex(&N->b, -off[k])), size);
     FzValue *v = lgEmit(N, x, oi);
     if (!result) {
       result = v;
       continue;
     }
-    FzValue *in = lgCmp(N, "slt", idx[axis], lgConstIndex(N, off[k] + size));
-    result = lgSelect(N, in, v, result);
+    FzValue *in =
+        fzBCmp(&N->b, "slt", idx[axis], fzBIndex(&N->b, off[k] + size));
+    result = fzBSelect(&N->b, in, v, result);
   }
   return result ? result : lgFail(N, op, "every operand is empty");
 }
@@ -608,11 +618,11 @@ static FzValue *emit_pad(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (np != 2 * (int)r)
     return lgFail(N, op, "bad 'pads'");
   for (size_t d = 0; d < r; ++d) {
-    FzValue *j = lgAddI(N, idx[d], lgConstIndex(N, -pads[d]));
+    FzValue *j = fzBAddFold(&N->b, idx[d], fzBIndex(&N->b, -pads[d]));
     int64_t dim = lgDim(x, d);
     if (pads[d] > 0 || pads[r + d] > 0) {
-      FzValue *ok = lgCmp(N, "ult", j, lgConstIndex(N, dim));
-      inb = inb ? lgBinary(N, "loop.andi", inb, ok) : ok;
+      FzValue *ok = fzBCmp(&N->b, "ult", j, fzBIndex(&N->b, dim));
+      inb = inb ? fzBBinary(&N->b, "loop.andi", inb, ok) : ok;
       j = clamp_index(N, j, dim);
     }
     oi[d] = j;
@@ -622,7 +632,7 @@ static FzValue *emit_pad(LgNest *N, FzOp *op, FzValue *const *idx) {
     return v;
   double pv = lgAttrFloat(op, "value", 0.0);
   FzValue *fill = is_float(v) ? cf(N, v, pv) : ci(N, v, (int64_t)pv);
-  return lgSelect(N, inb, v, fill);
+  return fzBSelect(&N->b, inb, v, fill);
 }
 
 static FzValue *emit_gather(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -639,10 +649,11 @@ static FzValue *emit_gather(LgNest *N, FzOp *op, FzValue *const *idx) {
   int64_t dim = lgDim(data, (size_t)axis);
   FzType *it = fzIndexTypeGet(N->F->ctx);
   if (fzTypeGetBitWidth(fzValueGetType(g)) == 1)
-    g = lgCast(N, "loop.extui", g, fzIntegerTypeGet(N->F->ctx, 8));
-  FzValue *gi = lgCast(N, "loop.index_cast", g, it);
-  FzValue *wrapped = lgAddI(N, gi, lgConstIndex(N, dim));
-  gi = lgSelect(N, lgCmp(N, "slt", gi, lgConstIndex(N, 0)), wrapped, gi);
+    g = fzBCast(&N->b, "loop.extui", g, fzIntegerTypeGet(N->F->ctx, 8));
+  FzValue *gi = fzBCast(&N->b, "loop.index_cast", g, it);
+  FzValue *wrapped = fzBAddFold(&N->b, gi, fzBIndex(&N->b, dim));
+  gi = fzBSelect(&N->b, fzBCmp(&N->b, "slt", gi, fzBIndex(&N->b, 0)), wrapped,
+                 gi);
   FzValue *oi[LG_MAX_RANK];
   for (size_t d = 0; d < (size_t)axis; ++d)
     oi[d] = idx[d];
@@ -664,7 +675,7 @@ static FzValue *operand_i32(LgNest *N, FzOp *op, size_t k, FzValue *const *idx,
   FzType *i32 = fzIntegerTypeGet(N->F->ctx, 32);
   if (!v || fzTypeGetBitWidth(fzValueGetType(v)) == 32)
     return v;
-  return lgCast(N, u ? "loop.extui" : "loop.extsi", v, i32);
+  return fzBCast(&N->b, u ? "loop.extui" : "loop.extsi", v, i32);
 }
 
 /* sat(roundeven(x / s) + z): the sum in f32 (exact below 2^24, saturated
@@ -677,13 +688,14 @@ static FzValue *emit_quantize(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (!x || !s || !z)
     return NULL;
   FzType *i32 = fzIntegerTypeGet(N->F->ctx, 32);
-  FzValue *r = lgUnary(N, "loop.roundeven", lgBinary(N, "loop.divf", x, s));
-  FzValue *t = lgBinary(N, "loop.addf", r,
-                        lgCast(N, "loop.sitofp", z, fzValueGetType(x)));
-  FzValue *q = lgCast(N, "loop.fptosi", t, i32);
-  q = lgBinary(N, "loop.maxsi", q, lgConstI(N, i32, u ? 0 : -128));
-  q = lgBinary(N, "loop.minsi", q, lgConstI(N, i32, u ? 255 : 127));
-  return lgCast(N, "loop.trunci", q, fzIntegerTypeGet(N->F->ctx, 8));
+  FzValue *r =
+      fzBUnary(&N->b, "loop.roundeven", fzBBinary(&N->b, "loop.divf", x, s));
+  FzValue *t = fzBBinary(&N->b, "loop.addf", r,
+                         fzBCast(&N->b, "loop.sitofp", z, fzValueGetType(x)));
+  FzValue *q = fzBCast(&N->b, "loop.fptosi", t, i32);
+  q = fzBBinary(&N->b, "loop.maxsi", q, fzBConstInt(&N->b, i32, u ? 0 : -128));
+  q = fzBBinary(&N->b, "loop.minsi", q, fzBConstInt(&N->b, i32, u ? 255 : 127));
+  return fzBCast(&N->b, "loop.trunci", q, fzIntegerTypeGet(N->F->ctx, 8));
 }
 
 static FzValue *emit_dequantize(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -692,15 +704,15 @@ static FzValue *emit_dequantize(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *z = operand_i32(N, op, 2, idx, u);
   if (!x || !s || !z)
     return NULL;
-  FzValue *d = lgCast(N, "loop.sitofp", lgBinary(N, "loop.subi", x, z),
-                      fzValueGetType(s));
-  return lgBinary(N, "loop.mulf", d, s);
+  FzValue *d = fzBCast(&N->b, "loop.sitofp",
+                       fzBBinary(&N->b, "loop.subi", x, z), fzValueGetType(s));
+  return fzBBinary(&N->b, "loop.mulf", d, s);
 }
 
 static FzValue *emit_sub_zero_point(LgNest *N, FzOp *op, FzValue *const *idx) {
   bool u = lgAttrBool(op, "unsigned", false);
   FzValue *x = operand_i32(N, op, 0, idx, u), *z = operand_i32(N, op, 1, idx, u);
-  return x && z ? lgBinary(N, "loop.subi", x, z) : NULL;
+  return x && z ? fzBBinary(&N->b, "loop.subi", x, z) : NULL;
 }
 
 /*===--- The table ------------------------------------------------------===*/

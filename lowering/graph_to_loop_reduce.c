@@ -84,10 +84,30 @@ static FzValue *combine(LgNest *N, Combine c, FzValue *a, FzValue *b) {
   bool f = fzTypeIsFloat(fzValueGetType(a));
   bool b1 = !f && fzTypeGetBitWidth(fzValueGetType(a)) == 1;
   switch (c) {
-  case C_SUM: return lgBinary(N, f ? "loop.addf" : b1 ? "loop.xori" : "loop.addi", a, b);
-  case C_PROD: return lgBinary(N, f ? "loop.mulf" : b1 ? "loop.andi" : "loop.muli", a, b);
-  case C_MAX: return lgBinary(N, f ? "loop.maxf" : b1 ? "loop.ori" : "loop.maxsi", a, b);
-  default: return lgBinary(N, f ? "loop.minf" : b1 ? "loop.andi" : "loop.minsi", a, b);
+  case C_SUM:
+    return fzBBinary(&N->b,
+                     f    ? "loop.addf"
+                     : b1 ? "loop.xori"
+                          : "loop.addi",
+                     a, b);
+  case C_PROD:
+    return fzBBinary(&N->b,
+                     f    ? "loop.mulf"
+                     : b1 ? "loop.andi"
+                          : "loop.muli",
+                     a, b);
+  case C_MAX:
+    return fzBBinary(&N->b,
+                     f    ? "loop.maxf"
+                     : b1 ? "loop.ori"
+                          : "loop.maxsi",
+                     a, b);
+  default:
+    return fzBBinary(&N->b,
+                     f    ? "loop.minf"
+                     : b1 ? "loop.andi"
+                          : "loop.minsi",
+                     a, b);
   }
 }
 
@@ -95,13 +115,13 @@ static FzValue *identity(LgNest *N, Combine c, FzType *t) {
   if (fzTypeIsFloat(t)) {
     double v = c == C_SUM ? 0.0 : c == C_PROD ? 1.0
              : c == C_MAX ? -HUGE_VAL : HUGE_VAL;
-    return lgConstF(N, t, v);
+    return fzBConstFloat(&N->b, t, v);
   }
   unsigned w = fzTypeGetBitWidth(t);
   int64_t mx = w == 1 ? 1 : w >= 64 ? INT64_MAX : (INT64_C(1) << (w - 1)) - 1;
   int64_t mn = w == 1 ? 0 : w >= 64 ? INT64_MIN : -(INT64_C(1) << (w - 1));
   int64_t v = c == C_SUM ? 0 : c == C_PROD ? 1 : c == C_MAX ? mn : mx;
-  return lgConstI(N, t, v);
+  return fzBConstInt(&N->b, t, v);
 }
 
 /*===--- Row reductions over one operand ---------------------------------===*/
@@ -211,17 +231,18 @@ FzValue *lgEmitReduce(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (!v || !fzStringRefEqual(name, FZ_STR("graph.reduce_mean")))
     return v;
   if (fzTypeIsFloat(fzValueGetType(v)))
-    return lgBinary(N, "loop.divf", v,
-                    lgConstF(N, fzValueGetType(v), (double)count));
+    return fzBBinary(&N->b, "loop.divf", v,
+                     fzBConstFloat(&N->b, fzValueGetType(v), (double)count));
   if (count == 0)
     return lgFail(N, op, "integer mean of no elements");
-  return lgBinary(N, "loop.divsi", v, lgConstI(N, fzValueGetType(v), count));
+  return fzBBinary(&N->b, "loop.divsi", v,
+                   fzBConstInt(&N->b, fzValueGetType(v), count));
 }
 
 /*===--- softmax and norms ------------------------------------------------===*/
 
 static FzValue *map_exp_minus(LgNest *N, FzValue *v, void *ud) {
-  return lgUnary(N, "loop.exp", lgBinary(N, "loop.subf", v, ud));
+  return fzBUnary(&N->b, "loop.exp", fzBBinary(&N->b, "loop.subf", v, ud));
 }
 
 FzValue *lgEmitSoftmax(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -247,11 +268,12 @@ FzValue *lgEmitSoftmax(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *xi = lgEmit(N, x, idx);
   if (!s || !xi)
     return NULL;
-  FzValue *shifted = lgBinary(N, "loop.subf", xi, m);
+  FzValue *shifted = fzBBinary(&N->b, "loop.subf", xi, m);
   if (fzStringRefEqual(fzIdentGetString(fzOpGetName(op)),
                        FZ_STR("graph.log_softmax")))
-    return lgBinary(N, "loop.subf", shifted, lgUnary(N, "loop.log", s));
-  return lgBinary(N, "loop.divf", lgUnary(N, "loop.exp", shifted), s);
+    return fzBBinary(&N->b, "loop.subf", shifted,
+                     fzBUnary(&N->b, "loop.log", s));
+  return fzBBinary(&N->b, "loop.divf", fzBUnary(&N->b, "loop.exp", shifted), s);
 }
 
 /* Operand k (scale or bias) read at x's element idx with trailing
@@ -262,28 +284,30 @@ static FzValue *param_at(LgNest *N, FzOp *op, size_t k, FzValue *const *idx) {
   FzValue *pi[LG_MAX_RANK];
   for (size_t j = 0; j < rp; ++j) {
     size_t d = j + rx - rp;
-    pi[j] = lgDim(p, j) == 1 && lgDim(x, d) != 1 ? lgConstIndex(N, 0) : idx[d];
+    pi[j] = lgDim(p, j) == 1 && lgDim(x, d) != 1 ? fzBIndex(&N->b, 0) : idx[d];
   }
   return lgEmit(N, p, pi);
 }
 
 static FzValue *map_sq_dev(LgNest *N, FzValue *v, void *ud) {
-  FzValue *d = lgBinary(N, "loop.subf", v, ud);
-  return lgBinary(N, "loop.mulf", d, d);
+  FzValue *d = fzBBinary(&N->b, "loop.subf", v, ud);
+  return fzBBinary(&N->b, "loop.mulf", d, d);
 }
 
 static FzValue *map_square(LgNest *N, FzValue *v, void *ud) {
   (void)ud;
-  return lgBinary(N, "loop.mulf", v, v);
+  return fzBBinary(&N->b, "loop.mulf", v, v);
 }
 
 /* 1 / sqrt(sum / count + eps), at the sum's level. */
 static FzValue *inv_std(LgNest *N, FzValue *sum, int64_t count, double eps) {
   FzType *t = fzValueGetType(sum);
-  FzValue *mean = lgBinary(N, "loop.divf", sum, lgConstF(N, t, (double)count));
-  FzValue *den = lgUnary(N, "loop.sqrt", lgBinary(N, "loop.addf", mean,
-                                                  lgConstF(N, t, eps)));
-  return lgBinary(N, "loop.divf", lgConstF(N, t, 1.0), den);
+  FzValue *mean = fzBBinary(&N->b, "loop.divf", sum,
+                            fzBConstFloat(&N->b, t, (double)count));
+  FzValue *den = fzBUnary(
+      &N->b, "loop.sqrt",
+      fzBBinary(&N->b, "loop.addf", mean, fzBConstFloat(&N->b, t, eps)));
+  return fzBBinary(&N->b, "loop.divf", fzBConstFloat(&N->b, t, 1.0), den);
 }
 
 static bool norm_setup(LgNest *N, FzOp *op, FzValue *const *idx,
@@ -321,7 +345,8 @@ FzValue *lgEmitLayerNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
   if (!sum)
     return NULL;
   FzType *t = fzValueGetType(sum);
-  FzValue *mean = lgBinary(N, "loop.divf", sum, lgConstF(N, t, (double)count));
+  FzValue *mean = fzBBinary(&N->b, "loop.divf", sum,
+                            fzBConstFloat(&N->b, t, (double)count));
   R.map = map_sq_dev;
   R.mapUd = mean;
   FzValue *var = row_reduce(N, &R, mean);
@@ -340,13 +365,13 @@ FzValue *lgEmitLayerNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *xi = lgEmit(N, R.x, idx);
   if (!rstd || !xi)
     return NULL;
-  FzValue *y = lgBinary(N, "loop.mulf", lgBinary(N, "loop.subf", xi, mean),
-                        rstd);
+  FzValue *y = fzBBinary(&N->b, "loop.mulf",
+                         fzBBinary(&N->b, "loop.subf", xi, mean), rstd);
   size_t n = fzOpGetNumOperands(op);
   if (n > 1)
-    y = lgBinary(N, "loop.mulf", y, param_at(N, op, 1, idx));
+    y = fzBBinary(&N->b, "loop.mulf", y, param_at(N, op, 1, idx));
   if (n > 2)
-    y = lgBinary(N, "loop.addf", y, param_at(N, op, 2, idx));
+    y = fzBBinary(&N->b, "loop.addf", y, param_at(N, op, 2, idx));
   return y;
 }
 
@@ -362,9 +387,9 @@ FzValue *lgEmitRmsNorm(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *xi = lgEmit(N, R.x, idx);
   if (!rstd || !xi)
     return NULL;
-  FzValue *y = lgBinary(N, "loop.mulf", xi, rstd);
+  FzValue *y = fzBBinary(&N->b, "loop.mulf", xi, rstd);
   if (fzOpGetNumOperands(op) > 1)
-    y = lgBinary(N, "loop.mulf", y, param_at(N, op, 1, idx));
+    y = fzBBinary(&N->b, "loop.mulf", y, param_at(N, op, 1, idx));
   return y;
 }
 
@@ -385,8 +410,8 @@ static bool matmul_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
   if (!x || !y)
     return false;
   bool f = fzTypeIsFloat(fzValueGetType(x));
-  FzValue *p = lgBinary(N, f ? "loop.mulf" : "loop.muli", x, y);
-  next[0] = lgBinary(N, f ? "loop.addf" : "loop.addi", acc[0], p);
+  FzValue *p = fzBBinary(&N->b, f ? "loop.mulf" : "loop.muli", x, y);
+  next[0] = fzBBinary(&N->b, f ? "loop.addf" : "loop.addi", acc[0], p);
   return next[0] != NULL;
 }
 
@@ -414,8 +439,8 @@ FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx) {
     size_t bA = ra - 2;
     for (size_t d = 0; d < bA; ++d) {
       size_t rd = d + nb - bA;
-      M.ai[d] = lgDim(M.a, d) == 1 && lgDim(res, rd) != 1 ? lgConstIndex(N, 0)
-                                                           : idx[rd];
+      M.ai[d] = lgDim(M.a, d) == 1 && lgDim(res, rd) != 1 ? fzBIndex(&N->b, 0)
+                                                          : idx[rd];
     }
     M.ai[ta ? ra - 1 : ra - 2] = i;
     M.ak = ta ? ra - 2 : ra - 1;
@@ -426,8 +451,8 @@ FzValue *lgEmitMatmul(LgNest *N, FzOp *op, FzValue *const *idx) {
     size_t bB = rb - 2;
     for (size_t d = 0; d < bB; ++d) {
       size_t rd = d + nb - bB;
-      M.bi[d] = lgDim(M.b, d) == 1 && lgDim(res, rd) != 1 ? lgConstIndex(N, 0)
-                                                           : idx[rd];
+      M.bi[d] = lgDim(M.b, d) == 1 && lgDim(res, rd) != 1 ? fzBIndex(&N->b, 0)
+                                                          : idx[rd];
     }
     M.bi[tb ? rb - 2 : rb - 1] = j;
     M.bk = tb ? rb - 1 : rb - 2;
@@ -464,8 +489,9 @@ typedef struct Window {
 /* Input row/col of window position k: o*s - pad + k*dil. */
 static FzValue *win_pos(LgNest *N, FzValue *o, int64_t s, int64_t pad,
                         FzValue *k, int64_t dil) {
-  return lgAddI(N, lgAddI(N, lgMulI(N, o, s), lgConstIndex(N, -pad)),
-                lgMulI(N, k, dil));
+  return fzBAddFold(
+      &N->b, fzBAddFold(&N->b, fzBMulFold(&N->b, o, s), fzBIndex(&N->b, -pad)),
+      fzBMulFold(&N->b, k, dil));
 }
 
 static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
@@ -481,19 +507,19 @@ static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
   FzValue *iw = win_pos(N, W->ow, W->s[1], W->pad[1], kw, W->dil[1]);
   FzValue *inb = NULL;
   if (W->checkH) {
-    inb = lgCmp(N, "ult", ih, lgConstIndex(N, W->H));
-    ih = lgBinary(N, "loop.minsi", lgBinary(N, "loop.maxsi", ih,
-                                            lgConstIndex(N, 0)),
-                  lgConstIndex(N, W->H - 1));
+    inb = fzBCmp(&N->b, "ult", ih, fzBIndex(&N->b, W->H));
+    ih = fzBBinary(&N->b, "loop.minsi",
+                   fzBBinary(&N->b, "loop.maxsi", ih, fzBIndex(&N->b, 0)),
+                   fzBIndex(&N->b, W->H - 1));
   }
   if (W->checkW) {
-    FzValue *ok = lgCmp(N, "ult", iw, lgConstIndex(N, W->W));
-    inb = inb ? lgBinary(N, "loop.andi", inb, ok) : ok;
-    iw = lgBinary(N, "loop.minsi", lgBinary(N, "loop.maxsi", iw,
-                                            lgConstIndex(N, 0)),
-                  lgConstIndex(N, W->W - 1));
+    FzValue *ok = fzBCmp(&N->b, "ult", iw, fzBIndex(&N->b, W->W));
+    inb = inb ? fzBBinary(&N->b, "loop.andi", inb, ok) : ok;
+    iw = fzBBinary(&N->b, "loop.minsi",
+                   fzBBinary(&N->b, "loop.maxsi", iw, fzBIndex(&N->b, 0)),
+                   fzBIndex(&N->b, W->W - 1));
   }
-  FzValue *c = W->kind == 0 ? lgAddI(N, W->cIdx, cg) : W->c;
+  FzValue *c = W->kind == 0 ? fzBAddFold(&N->b, W->cIdx, cg) : W->c;
   FzValue *xi[4] = {W->n, c, ih, iw};
   if (W->nhwc)
     xi[1] = ih, xi[2] = iw, xi[3] = c;
@@ -508,22 +534,24 @@ static bool window_step(LgNest *N, FzValue *const *ivs, FzValue *const *acc,
       return false;
     /* Integer convolutions (i32: the quantized path) wrap as i32. */
     bool f = fzTypeIsFloat(t);
-    FzValue *p = lgBinary(N, f ? "loop.mulf" : "loop.muli", v, wv);
+    FzValue *p = fzBBinary(&N->b, f ? "loop.mulf" : "loop.muli", v, wv);
     if (inb)
-      p = lgSelect(N, inb, p, f ? lgConstF(N, t, 0.0) : lgConstI(N, t, 0));
-    next[0] = lgBinary(N, f ? "loop.addf" : "loop.addi", acc[0], p);
+      p = fzBSelect(&N->b, inb, p,
+                    f ? fzBConstFloat(&N->b, t, 0.0)
+                      : fzBConstInt(&N->b, t, 0));
+    next[0] = fzBBinary(&N->b, f ? "loop.addf" : "loop.addi", acc[0], p);
   } else if (W->kind == 1) {
     if (inb)
-      v = lgSelect(N, inb, v, lgConstF(N, t, -HUGE_VAL));
-    next[0] = lgBinary(N, "loop.maxf", acc[0], v);
+      v = fzBSelect(&N->b, inb, v, fzBConstFloat(&N->b, t, -HUGE_VAL));
+    next[0] = fzBBinary(&N->b, "loop.maxf", acc[0], v);
   } else {
-    FzValue *one = lgConstF(N, t, 1.0);
+    FzValue *one = fzBConstFloat(&N->b, t, 1.0);
     if (inb) {
-      v = lgSelect(N, inb, v, lgConstF(N, t, 0.0));
-      one = lgSelect(N, inb, one, lgConstF(N, t, 0.0));
+      v = fzBSelect(&N->b, inb, v, fzBConstFloat(&N->b, t, 0.0));
+      one = fzBSelect(&N->b, inb, one, fzBConstFloat(&N->b, t, 0.0));
     }
-    next[0] = lgBinary(N, "loop.addf", acc[0], v);
-    next[1] = lgBinary(N, "loop.addf", acc[1], one);
+    next[0] = fzBBinary(&N->b, "loop.addf", acc[0], v);
+    next[1] = fzBBinary(&N->b, "loop.addf", acc[1], one);
   }
   return true;
 }
@@ -582,7 +610,7 @@ FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
   W.cg = lgDim(W.w, 1);
   W.m = W.c;
   int64_t mPerGroup = groups > 0 ? M / groups : M;
-  W.cIdx = lgMulI(N, lgDivI(N, W.m, mPerGroup), W.cg);
+  W.cIdx = fzBMulFold(&N->b, fzBDivFold(&N->b, W.m, mPerGroup), W.cg);
   size_t hd = W.nhwc ? 1 : 2;
   W.checkH = may_leave(lgDim(res, hd), W.s[0], W.pad[0], kH, W.dil[0], W.H);
   W.checkW = may_leave(lgDim(res, hd + 1), W.s[1], W.pad[1], kW, W.dil[1],
@@ -592,13 +620,15 @@ FzValue *lgEmitConv2d(LgNest *N, FzOp *op, FzValue *const *idx) {
   int64_t ext[3] = {W.cg, kH, kW};
   if (W.nhwc)
     ext[0] = kH, ext[1] = kW, ext[2] = W.cg;
-  FzValue *init = isInt ? lgConstI(N, ct, 0) : lgConstF(N, ct, 0.0), *out;
+  FzValue *init =
+              isInt ? fzBConstInt(&N->b, ct, 0) : fzBConstFloat(&N->b, ct, 0.0),
+          *out;
   if (!reduce_loops(N, parent, 3, ext, 1, &init, window_step, &W, &out))
     return NULL;
   if (fzOpGetNumOperands(op) > 2) {
     FzValue *bi = W.m;
-    out = lgBinary(N, isInt ? "loop.addi" : "loop.addf", out,
-                   lgEmit(N, fzOpGetOperand(op, 2), &bi));
+    out = fzBBinary(&N->b, isInt ? "loop.addi" : "loop.addf", out,
+                    lgEmit(N, fzOpGetOperand(op, 2), &bi));
   }
   return out;
 }
@@ -627,8 +657,9 @@ FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx) {
   bool countPad = !isMax && lgAttrBool(op, "count_include_pad", false);
   size_t parent = deepest(N, 4, idx, 0);
   FzType *ct = lgComputeType(N->F->ctx, lgElt(res));
-  FzValue *inits[2] = {isMax ? lgConstF(N, ct, -HUGE_VAL) : lgConstF(N, ct, 0.0),
-                       lgConstF(N, ct, 0.0)};
+  FzValue *inits[2] = {isMax ? fzBConstFloat(&N->b, ct, -HUGE_VAL)
+                             : fzBConstFloat(&N->b, ct, 0.0),
+                       fzBConstFloat(&N->b, ct, 0.0)};
   FzValue *out[2];
   if (!reduce_loops(N, parent, 2, k, isMax ? 1 : 2, inits, window_step, &W,
                     out))
@@ -643,26 +674,27 @@ FzValue *lgEmitPool(LgNest *N, FzOp *op, FzValue *const *idx) {
     for (int a = 0; a < 2; ++a) {
       FzValue *o = a ? W.ow : W.oh;
       int64_t size = a ? W.W : W.H;
-      FzValue *cnt = lgConstIndex(N, 0);
+      FzValue *cnt = fzBIndex(&N->b, 0);
       /* Positions never fall before -pad_begin; count those before
        * size + pad_end. */
       for (int64_t kk = 0; kk < k[a]; ++kk) {
-        FzValue *pos = win_pos(N, o, W.s[a], W.pad[a], lgConstIndex(N, kk),
-                               W.dil[a]);
-        FzValue *in = lgCmp(N, "slt", pos,
-                            lgConstIndex(N, size + W.pad[a + 2]));
-        cnt = lgAddI(N, cnt, lgSelect(N, in, lgConstIndex(N, 1),
-                                      lgConstIndex(N, 0)));
+        FzValue *pos =
+            win_pos(N, o, W.s[a], W.pad[a], fzBIndex(&N->b, kk), W.dil[a]);
+        FzValue *in =
+            fzBCmp(&N->b, "slt", pos, fzBIndex(&N->b, size + W.pad[a + 2]));
+        cnt = fzBAddFold(
+            &N->b, cnt,
+            fzBSelect(&N->b, in, fzBIndex(&N->b, 1), fzBIndex(&N->b, 0)));
       }
       ext[a] = cnt;
     }
-    FzValue *prod = lgBinary(N, "loop.muli", ext[0], ext[1]);
-    count = lgCast(N, "loop.sitofp",
-                   lgCast(N, "loop.index_cast", prod,
-                          fzIntegerTypeGet(N->F->ctx, 64)),
-                   ct);
+    FzValue *prod = fzBBinary(&N->b, "loop.muli", ext[0], ext[1]);
+    count = fzBCast(&N->b, "loop.sitofp",
+                    fzBCast(&N->b, "loop.index_cast", prod,
+                            fzIntegerTypeGet(N->F->ctx, 64)),
+                    ct);
   }
-  return lgBinary(N, "loop.divf", out[0], count);
+  return fzBBinary(&N->b, "loop.divf", out[0], count);
 }
 
 FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx) {
@@ -691,6 +723,6 @@ FzValue *lgEmitGlobalPool(LgNest *N, FzOp *op, FzValue *const *idx) {
   int64_t count = 1;
   for (size_t k = 0; k < R.nred; ++k)
     count *= lgDim(x, R.red[k]);
-  return lgBinary(N, "loop.divf", v,
-                  lgConstF(N, fzValueGetType(v), (double)count));
+  return fzBBinary(&N->b, "loop.divf", v,
+                   fzBConstFloat(&N->b, fzValueGetType(v), (double)count));
 }

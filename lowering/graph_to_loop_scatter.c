@@ -36,16 +36,20 @@ static int reduction_of(FzOp *op) {
 static FzValue *combine(LgNest *N, int code, FzValue *a, FzValue *b) {
   bool f = fzTypeIsFloat(fzValueGetType(a));
   switch (code) {
-  case S_ADD: return lgBinary(N, f ? "loop.addf" : "loop.addi", a, b);
-  case S_MUL: return lgBinary(N, f ? "loop.mulf" : "loop.muli", a, b);
-  case S_MAX: return lgBinary(N, f ? "loop.maxf" : "loop.maxsi", a, b);
-  case S_MIN: return lgBinary(N, f ? "loop.minf" : "loop.minsi", a, b);
+  case S_ADD:
+    return fzBBinary(&N->b, f ? "loop.addf" : "loop.addi", a, b);
+  case S_MUL:
+    return fzBBinary(&N->b, f ? "loop.mulf" : "loop.muli", a, b);
+  case S_MAX:
+    return fzBBinary(&N->b, f ? "loop.maxf" : "loop.maxsi", a, b);
+  case S_MIN:
+    return fzBBinary(&N->b, f ? "loop.minf" : "loop.minsi", a, b);
   default: return b;
   }
 }
 
 static FzValue *and_i1(LgNest *N, FzValue *a, FzValue *b) {
-  return a ? lgBinary(N, "loop.andi", a, b) : b;
+  return a ? fzBBinary(&N->b, "loop.andi", a, b) : b;
 }
 
 /* One update: the new value of the element at idx given acc, for the
@@ -60,31 +64,33 @@ static FzValue *step(LgNest *N, FzOp *op, FzValue *const *idx,
   FzValue *ii[LG_MAX_RANK], *c[LG_MAX_RANK], *match = NULL, *inRange = NULL;
   memcpy(ii, ivs, (q - 1) * sizeof *ii);
   for (size_t j = 0; j < k; ++j) {
-    ii[q - 1] = lgConstIndex(N, (int64_t)j);
-    FzValue *v = lgCast(N, "loop.index_cast", lgEmit(N, ind, ii), it);
+    ii[q - 1] = fzBIndex(&N->b, (int64_t)j);
+    FzValue *v = fzBCast(&N->b, "loop.index_cast", lgEmit(N, ind, ii), it);
     if (!v)
       return NULL;
-    FzValue *dim = lgConstIndex(N, lgDim(data, j)), *zero = lgConstIndex(N, 0);
-    v = lgSelect(N, lgCmp(N, "slt", v, zero), lgAddI(N, v, dim), v);
+    FzValue *dim = fzBIndex(&N->b, lgDim(data, j)), *zero = fzBIndex(&N->b, 0);
+    v = fzBSelect(&N->b, fzBCmp(&N->b, "slt", v, zero),
+                  fzBAddFold(&N->b, v, dim), v);
     c[j] = v;
-    inRange = and_i1(N, inRange, and_i1(N, lgCmp(N, "sge", v, zero),
-                                        lgCmp(N, "slt", v, dim)));
-    match = and_i1(N, match, lgCmp(N, "eq", v, idx[j]));
+    inRange = and_i1(
+        N, inRange,
+        and_i1(N, fzBCmp(&N->b, "sge", v, zero), fzBCmp(&N->b, "slt", v, dim)));
+    match = and_i1(N, match, fzBCmp(&N->b, "eq", v, idx[j]));
   }
   FzValue *keep = acc, *ui[LG_MAX_RANK];
   memcpy(ui, ivs, (q - 1) * sizeof *ui);
   memcpy(ui + q - 1, idx + k, (r - k) * sizeof *ui);
   if (ur > 0) {
     /* Out of range: read updates past its first dim (the check fires). */
-    ui[0] = lgSelect(N, inRange, ui[0], lgConstIndex(N, lgDim(upd, 0)));
+    ui[0] = fzBSelect(&N->b, inRange, ui[0], fzBIndex(&N->b, lgDim(upd, 0)));
   } else {
     FzValue *probe = lgEmit(N, data, c);
-    keep = lgSelect(N, inRange, acc, probe);
+    keep = fzBSelect(&N->b, inRange, acc, probe);
   }
   FzValue *u = lgEmit(N, upd, ui);
   if (!u || !keep)
     return NULL;
-  return lgSelect(N, match, combine(N, reduction_of(op), acc, u), keep);
+  return fzBSelect(&N->b, match, combine(N, reduction_of(op), acc, u), keep);
 }
 
 FzValue *lgEmitScatterNd(LgNest *N, FzOp *op, FzValue *const *idx) {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "dialects/loop/builder.h"
+#include "dialects/loop/index_range.h"
 
 /*===--- Setting up -------------------------------------------------------===*/
 
@@ -17,14 +18,34 @@ void fzBInit(FzLoopBuilder *b, FzContext *ctx, const FzBuilder *ip, FzLoc *loc,
   b->loc = loc;
   b->consts = consts;
   b->failed = failed;
+  b->constants = NULL;
+  b->place = NULL;
+  b->owner = NULL;
   b->index = fzIndexTypeGet(ctx);
   if (!b->index)
     *failed = true;
 }
 
+void fzBSetPlacer(FzLoopBuilder *b, FzBPlaceFn place, void *owner) {
+  b->place = place;
+  b->owner = owner;
+}
+
+void fzBSetConstantCache(FzLoopBuilder *b, FzPtrMap *cache) {
+  b->constants = cache;
+}
+
 static FzLoopBuilder moved(const FzLoopBuilder *b) {
   FzLoopBuilder c = *b;
   fzBuilderInit(&c.ip, b->ctx);
+  c.place = NULL;
+  c.owner = NULL;
+  return c;
+}
+
+FzLoopBuilder fzBAt(const FzLoopBuilder *b, const FzBuilder *ip) {
+  FzLoopBuilder c = moved(b);
+  c.ip = *ip;
   return c;
 }
 
@@ -60,6 +81,10 @@ void *fzBFail(FzLoopBuilder *b) {
 /*===--- Any op -----------------------------------------------------------===*/
 
 FzOp *fzBCreate(FzLoopBuilder *b, FzOpState *st) {
+  if (b->place) {
+    FzOp *op = b->place(b->owner, st);
+    return op ? op : fzBFail(b);
+  }
   if (!b->ip.block) { /* a detached op would leak */
     fzOpStateDispose(st);
     return fzBFail(b);
@@ -110,16 +135,65 @@ FzValue *fzBCloneWith(FzLoopBuilder *b, FzOp *op, FzValue *const *ops,
 
 /*===--- Constants and index arithmetic -----------------------------------===*/
 
+/* The loop.constant of attribute a (of type t): from the cache, else
+ * made at consts (else where any op goes) and recorded. */
+static FzValue *constant(FzLoopBuilder *b, FzAttr *a, FzType *t) {
+  if (!a || !t)
+    return fzBFail(b);
+  FzValue *c = b->constants ? fzPtrMapGet(b->constants, a) : NULL;
+  if (c)
+    return c;
+  FzOpState st;
+  fzOpStateInit(&st, b->ctx, FZ_STR("loop.constant"),
+                b->loc ? b->loc : fzUnknownLocGet(b->ctx));
+  fzOpStateAddProp(&st, FZ_STR("value"), a);
+  fzOpStateAddResults(&st, 1, &t);
+  FzOp *op;
+  if (!b->consts) {
+    op = fzBCreate(b, &st);
+  } else if (b->consts->block) {
+    op = fzBuilderCreate(b->consts, &st);
+  } else { /* a detached op would leak */
+    fzOpStateDispose(&st);
+    op = NULL;
+  }
+  if (!op)
+    return fzBFail(b);
+  c = fzOpGetResult(op, 0);
+  /* Without its record the constant is still good: the flag goes up. */
+  if (b->constants && !fzPtrMapPut(b->constants, a, c))
+    fzBFail(b);
+  return c;
+}
+
 FzValue *fzBIndex(FzLoopBuilder *b, int64_t v) {
-  FzBuilder *at = b->consts ? b->consts : &b->ip;
-  FzValue *c = at->block ? fzLoopCreateIndexConstant(at, b->loc, v) : NULL;
-  return c ? c : fzBFail(b);
+  return constant(b, b->index ? fzIntegerAttrGet(b->ctx, b->index, v) : NULL,
+                  b->index);
+}
+
+/* At ip unless the constants are cached (then at consts, as indices). */
+static FzValue *scalar_constant(FzLoopBuilder *b, FzAttr *a, FzType *t) {
+  if (b->constants)
+    return constant(b, a, t);
+  FzLoopBuilder at = *b;
+  at.consts = NULL;
+  return constant(&at, a, t);
 }
 
 FzValue *fzBConst(FzLoopBuilder *b, FzType *t, double v) {
-  FzValue *c =
-      t && b->ip.block ? fzLoopCreateConstant(&b->ip, b->loc, t, v) : NULL;
-  return c ? c : fzBFail(b);
+  if (!t)
+    return fzBFail(b);
+  FzAttr *a = fzTypeIsFloat(t) ? fzFloatAttrGet(b->ctx, t, v)
+                               : fzIntegerAttrGet(b->ctx, t, (int64_t)v);
+  return scalar_constant(b, a, t);
+}
+
+FzValue *fzBConstFloat(FzLoopBuilder *b, FzType *t, double v) {
+  return scalar_constant(b, fzFloatAttrGet(b->ctx, t, v), t);
+}
+
+FzValue *fzBConstInt(FzLoopBuilder *b, FzType *t, int64_t v) {
+  return scalar_constant(b, t ? fzIntegerAttrGet(b->ctx, t, v) : NULL, t);
 }
 
 FzValue *fzBBinary(FzLoopBuilder *b, const char *name, FzValue *a, FzValue *c) {
@@ -142,6 +216,160 @@ FzValue *fzBAffine(FzLoopBuilder *b, FzValue *a, int64_t s, int64_t t) {
   return v ? v : fzBFail(b);
 }
 
+FzValue *fzBUnary(FzLoopBuilder *b, const char *name, FzValue *a) {
+  return fzBOp1(b, name, 1, &a, a ? fzValueGetType(a) : NULL);
+}
+
+FzValue *fzBFma(FzLoopBuilder *b, FzValue *a, FzValue *c, FzValue *d) {
+  FzValue *ops[3] = {a, c, d};
+  return fzBOp1(b, "loop.fma", 3, ops, a ? fzValueGetType(a) : NULL);
+}
+
+FzValue *fzBCmp(FzLoopBuilder *b, const char *pred, FzValue *a, FzValue *c) {
+  FzType *i1 = fzIntegerTypeGet(b->ctx, 1);
+  FzAttr *p = fzStringAttrGet(b->ctx, fzStringRefFromCString(pred));
+  if (!a || !c || !i1 || !p)
+    return fzBFail(b);
+  FzValue *ops[2] = {a, c};
+  FzOpState st;
+  fzOpStateInit(&st, b->ctx,
+                fzTypeIsFloat(fzValueGetType(a)) ? FZ_STR("loop.cmpf")
+                                                 : FZ_STR("loop.cmpi"),
+                b->loc);
+  fzOpStateAddOperands(&st, 2, ops);
+  fzOpStateAddProp(&st, FZ_STR("predicate"), p);
+  fzOpStateAddResults(&st, 1, &i1);
+  FzOp *op = fzBCreate(b, &st);
+  return op ? fzOpGetResult(op, 0) : NULL;
+}
+
+FzValue *fzBSelect(FzLoopBuilder *b, FzValue *cond, FzValue *a, FzValue *c) {
+  FzValue *ops[3] = {cond, a, c};
+  return fzBOp1(b, "loop.select", 3, ops, a ? fzValueGetType(a) : NULL);
+}
+
+FzValue *fzBCast(FzLoopBuilder *b, const char *name, FzValue *a, FzType *to) {
+  return fzBOp1(b, name, 1, &a, to);
+}
+
+FzValue *fzBConvertF(FzLoopBuilder *b, FzValue *v, FzType *t) {
+  if (!v || !t)
+    return fzBFail(b);
+  FzType *vt = fzValueGetType(v);
+  if (vt == t)
+    return v;
+  bool wider = fzTypeIsFloat(vt) && fzTypeIsFloat(t) &&
+               fzTypeGetBitWidth(t) > fzTypeGetBitWidth(vt);
+  return fzBCast(b, wider ? "loop.extf" : "loop.truncf", v, t);
+}
+
+/*===--- Folding index arithmetic -----------------------------------------===*/
+
+FzValue *fzBAddFold(FzLoopBuilder *b, FzValue *a, FzValue *c) {
+  int64_t x, y;
+  if (!a || !c)
+    return fzBFail(b);
+  bool ca = fzLoopValueGetConstantInt(a, &x),
+       cc = fzLoopValueGetConstantInt(c, &y);
+  if (ca && cc)
+    return fzBIndex(b, x + y);
+  if (ca && x == 0)
+    return c;
+  if (cc && y == 0)
+    return a;
+  return fzBBinary(b, "loop.addi", a, c);
+}
+
+FzValue *fzBMulFold(FzLoopBuilder *b, FzValue *a, int64_t k) {
+  int64_t x;
+  if (!a)
+    return fzBFail(b);
+  if (k == 0)
+    return fzBIndex(b, 0);
+  if (k == 1)
+    return a;
+  if (fzLoopValueGetConstantInt(a, &x))
+    return fzBIndex(b, x * k);
+  return fzBBinary(b, "loop.muli", a, fzBIndex(b, k));
+}
+
+/* Whether a's range lies in [0, k). */
+static bool below(FzValue *a, int64_t k) {
+  int64_t lo, hi;
+  return fzLoopIndexRange(a, &lo, &hi) && lo >= 0 && hi < k;
+}
+
+/* Whether v is `loop.muli x, m` (either order) with m a positive
+ * multiple of k and x >= 0: then *x and *q = m / k. */
+static bool multiple_of(FzValue *v, int64_t k, FzValue **x, int64_t *q) {
+  FzOp *def = fzValueGetDefiningOp(v);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_MULI)
+    return false;
+  for (size_t i = 0; i < 2; ++i) {
+    int64_t m, lo, hi;
+    FzValue *other = fzOpGetOperand(def, 1 - i);
+    if (fzLoopValueGetConstantInt(fzOpGetOperand(def, i), &m) && m > 0 &&
+        m % k == 0 && fzLoopIndexRange(other, &lo, &hi) && lo >= 0) {
+      *x = other;
+      *q = m / k;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* a = x * (q k) + y with x >= 0 and 0 <= y < k (y NULL: a = x * (q k)):
+ * a / k = x q and a % k = y. */
+static bool split_at(FzValue *a, int64_t k, FzValue **x, int64_t *q,
+                     FzValue **y) {
+  *y = NULL;
+  if (multiple_of(a, k, x, q))
+    return true;
+  FzOp *def = fzValueGetDefiningOp(a);
+  if (!def || fzLoopGetOpcode(def) != FZ_LOOP_OP_ADDI)
+    return false;
+  for (size_t i = 0; i < 2; ++i) {
+    FzValue *rest = fzOpGetOperand(def, 1 - i);
+    if (multiple_of(fzOpGetOperand(def, i), k, x, q) && below(rest, k)) {
+      *y = rest;
+      return true;
+    }
+  }
+  return false;
+}
+
+FzValue *fzBDivFold(FzLoopBuilder *b, FzValue *a, int64_t k) {
+  int64_t x, q;
+  FzValue *h, *r;
+  if (!a)
+    return fzBFail(b);
+  if (k == 1)
+    return a;
+  if (fzLoopValueGetConstantInt(a, &x))
+    return k != 0 ? fzBIndex(b, x / k) : fzBFail(b);
+  if (k > 1 && below(a, k))
+    return fzBIndex(b, 0);
+  if (k > 1 && split_at(a, k, &h, &q, &r))
+    return fzBMulFold(b, h, q);
+  return fzBBinary(b, "loop.divsi", a, fzBIndex(b, k));
+}
+
+FzValue *fzBRemFold(FzLoopBuilder *b, FzValue *a, int64_t k) {
+  int64_t x, q;
+  FzValue *h, *r;
+  if (!a)
+    return fzBFail(b);
+  if (k == 1)
+    return fzBIndex(b, 0);
+  if (fzLoopValueGetConstantInt(a, &x))
+    return k != 0 ? fzBIndex(b, x % k) : fzBFail(b);
+  if (k > 1 && below(a, k))
+    return a;
+  if (k > 1 && split_at(a, k, &h, &q, &r))
+    return r ? r : fzBIndex(b, 0);
+  return fzBBinary(b, "loop.remsi", a, fzBIndex(b, k));
+}
+
 /*===--- Types ------------------------------------------------------------===*/
 
 FzType *fzBVectorType(FzLoopBuilder *b, int64_t lanes, FzType *scalar) {
@@ -150,6 +378,30 @@ FzType *fzBVectorType(FzLoopBuilder *b, int64_t lanes, FzType *scalar) {
 }
 
 /*===--- Memory -----------------------------------------------------------===*/
+
+FzValue *fzBLoad(FzLoopBuilder *b, FzValue *buffer, FzValue *const *idx) {
+  FzValue *ops[FZ_B_MAX_ACCESS];
+  FzType *bt = buffer ? fzValueGetType(buffer) : NULL;
+  size_t rank = bt ? fzShapedTypeGetRank(bt) : 0;
+  if (!bt || rank + 1 > FZ_B_MAX_ACCESS)
+    return fzBFail(b);
+  ops[0] = buffer;
+  memcpy(ops + 1, idx, rank * sizeof *idx);
+  return fzBOp1(b, "loop.load", 1 + rank, ops, fzShapedTypeGetElementType(bt));
+}
+
+bool fzBStore(FzLoopBuilder *b, FzValue *v, FzValue *buffer,
+              FzValue *const *idx) {
+  FzValue *ops[1 + FZ_B_MAX_ACCESS];
+  FzType *bt = buffer ? fzValueGetType(buffer) : NULL;
+  size_t rank = bt ? fzShapedTypeGetRank(bt) : 0;
+  if (!bt || rank + 1 > FZ_B_MAX_ACCESS)
+    return fzBFail(b), false;
+  ops[0] = v;
+  ops[1] = buffer;
+  memcpy(ops + 2, idx, rank * sizeof *idx);
+  return fzBOp(b, "loop.store", 2 + rank, ops, NULL) != NULL;
+}
 
 bool fzBPrefetch(FzLoopBuilder *b, size_t n, FzValue *const *ops,
                  int64_t ahead) {

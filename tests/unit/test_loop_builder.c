@@ -3,8 +3,14 @@
  * the loop interpreter what the same sums computed here give (random
  * inputs); a failed operand, a failed type or a request over a limit is
  * a NULL and the flag, never a crash; under allocation failure every
- * build reports or succeeds and leaks nothing.
+ * build reports or succeeds and leaks nothing. The scalar constructors
+ * lower-graph-to-loop uses (loads, stores, compares, selects, fma,
+ * casts) compute on the interpreter what C computes; the folding index
+ * arithmetic folds what it documents and builds the rest; a placer gets
+ * every op and a constant cache makes each constant once.
  */
+#include <math.h>
+
 #include "dialects/loop/builder.h"
 #include "tests/unit/test_helpers.h"
 
@@ -117,6 +123,209 @@ START_TEST(test_build_and_run) {
 }
 END_TEST
 
+/* y[i] = x[i, 0] < 0 ? -x[i, 0] : fma(x[i, 0], 2, float(i)), built
+ * with the scalar constructors. */
+static bool build_scalar_nest(FzOp *module) {
+  FzContext *ctx = fzOpGetContext(module);
+  FzOp *func = main_func(module);
+  FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(func, 0));
+  FzValue *x = fzBlockGetArgument(entry, 0), *y = fzBlockGetArgument(entry, 1);
+  FzBuilder ip;
+  fzBuilderInit(&ip, ctx);
+  fzBuilderSetInsertionPointBefore(&ip, fzBlockGetLastOp(entry));
+  bool failed = false;
+  FzLoopBuilder b;
+  fzBInit(&b, ctx, &ip, fzOpGetLoc(func), NULL, &failed);
+  FzType *f32 = fzF32TypeGet(ctx);
+  int64_t rows = kRows;
+  FzValue *i;
+  FzLoopBuilder body;
+  FzOp *par = fzBParallel(&b, 1, &rows, &i, &body);
+  if (!par)
+    return false;
+  FzValue *at0[2] = {i, fzBIndex(&body, 0)};
+  FzValue *v = fzBLoad(&body, x, at0);
+  FzValue *neg = fzBCmp(&body, "olt", v, fzBConst(&body, f32, 0.0));
+  FzValue *asInt = fzBCast(&body, "loop.index_cast", i,
+                           fzIntegerTypeGet(ctx, 64));
+  FzValue *fi = fzBCast(&body, "loop.sitofp", asInt, f32);
+  FzValue *f = fzBFma(&body, v, fzBConst(&body, f32, 2.0), fi);
+  FzValue *r = fzBSelect(&body, neg, fzBUnary(&body, "loop.negf", v), f);
+  fzBStore(&body, r, y, &i);
+  return !failed;
+}
+
+START_TEST(test_scalar_ops) {
+  FzContext *ctx = builder_context(NULL);
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(kSkeleton),
+                          FZ_STR("b.fuse"), 0);
+  ck_assert_ptr_nonnull(m);
+  ck_assert(build_scalar_nest(m));
+  ck_assert(fzOpVerify(m));
+  const int64_t shape[2] = {kRows, kCols};
+  FzTensor *in = fzTensorCreate(ctx, fzF32TypeGet(ctx), 2, shape);
+  ck_assert_ptr_nonnull(in);
+  unsigned seed = 11;
+  for (int64_t k = 0; k < in->numElements; ++k) {
+    seed = seed * 1103515245u + 12345u;
+    fzTensorSetF64(in, k, (double)((seed >> 8) % 2001) / 500.0 - 2.0);
+  }
+  size_t n = 0;
+  FzTensor **outs = NULL;
+  ck_assert(fzLoopRunFunction(main_func(m), 1, &in, NULL, NULL, &n, &outs));
+  ck_assert_uint_eq(n, 1);
+  for (int64_t r = 0; r < kRows; ++r) {
+    float v = (float)fzTensorGetF64(in, r * kCols);
+    float want = v < 0 ? -v : fmaf(v, 2.0f, (float)r);
+    ck_assert_float_eq_tol((float)fzTensorGetF64(outs[0], r), want, 1e-6f);
+  }
+  fzTensorArrayDestroy(ctx, n, outs);
+  fzTensorDestroy(in);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+static bool is_const(FzValue *v, int64_t want) {
+  int64_t got;
+  return fzLoopValueGetConstantInt(v, &got) && got == want;
+}
+
+static bool is_op(FzValue *v, const char *name) {
+  FzOp *def = v ? fzValueGetDefiningOp(v) : NULL;
+  return def && fzStringRefEqual(fzIdentGetString(fzOpGetName(def)),
+                                 fzStringRefFromCString(name));
+}
+
+/* The folding forms fold what they document and build the rest. */
+START_TEST(test_folding) {
+  FzContext *ctx = builder_context(NULL);
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(kSkeleton),
+                          FZ_STR("b.fuse"), 0);
+  ck_assert_ptr_nonnull(m);
+  FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(main_func(m), 0));
+  FzBuilder ip;
+  fzBuilderInit(&ip, ctx);
+  fzBuilderSetInsertionPointBefore(&ip, fzBlockGetLastOp(entry));
+  bool failed = false;
+  FzLoopBuilder b, body;
+  fzBInit(&b, ctx, &ip, fzOpGetLoc(m), NULL, &failed);
+  int64_t ub[2] = {3, 4};
+  FzValue *iv[2];
+  ck_assert_ptr_nonnull(fzBParallel(&b, 2, ub, iv, &body));
+  FzValue *j = iv[0], *i = iv[1]; /* j in [0, 3), i in [0, 4) */
+  FzValue *c5 = fzBIndex(&body, 5), *c0 = fzBIndex(&body, 0);
+  ck_assert(is_const(fzBAddFold(&body, c5, fzBIndex(&body, 7)), 12));
+  ck_assert_ptr_eq(fzBAddFold(&body, c0, i), i);
+  ck_assert_ptr_eq(fzBAddFold(&body, i, c0), i);
+  ck_assert(is_op(fzBAddFold(&body, i, j), "loop.addi"));
+  ck_assert(is_const(fzBMulFold(&body, i, 0), 0));
+  ck_assert_ptr_eq(fzBMulFold(&body, i, 1), i);
+  ck_assert(is_const(fzBMulFold(&body, c5, 3), 15));
+  ck_assert(is_op(fzBMulFold(&body, i, 3), "loop.muli"));
+  ck_assert(is_const(fzBDivFold(&body, fzBIndex(&body, 17), 5), 3));
+  ck_assert(is_const(fzBRemFold(&body, fzBIndex(&body, 17), 5), 2));
+  ck_assert_ptr_eq(fzBDivFold(&body, i, 1), i);
+  ck_assert(is_const(fzBRemFold(&body, i, 1), 0));
+  /* i < 4: i / 4 = 0, i % 4 = i. */
+  ck_assert(is_const(fzBDivFold(&body, i, 4), 0));
+  ck_assert_ptr_eq(fzBRemFold(&body, i, 4), i);
+  /* a = j * 8 + i (i < 4): a / 4 = j * 2, a % 4 = i; j * 8 alone: % 4
+   * is 0. */
+  FzValue *j8 = fzBMulFold(&body, j, 8);
+  FzValue *a = fzBAddFold(&body, j8, i);
+  FzValue *q = fzBDivFold(&body, a, 4);
+  ck_assert(is_op(q, "loop.muli"));
+  ck_assert_ptr_eq(fzOpGetOperand(fzValueGetDefiningOp(q), 0), j);
+  ck_assert(is_const(fzOpGetOperand(fzValueGetDefiningOp(q), 1), 2));
+  ck_assert_ptr_eq(fzBRemFold(&body, a, 4), i);
+  ck_assert(is_const(fzBRemFold(&body, j8, 4), 0));
+  /* What does not fold is built: i / 3, (j * 8 + i) % 3. */
+  ck_assert(is_op(fzBDivFold(&body, i, 3), "loop.divsi"));
+  ck_assert(is_op(fzBRemFold(&body, a, 3), "loop.remsi"));
+  ck_assert(!failed);
+  /* A failed operand is a failure, whatever would have folded. */
+  ck_assert_ptr_null(fzBMulFold(&body, NULL, 0));
+  ck_assert(failed);
+  failed = false;
+  ck_assert_ptr_null(fzBAddFold(&body, c0, NULL));
+  ck_assert(failed);
+  failed = false;
+  ck_assert_ptr_null(fzBDivFold(&body, c5, 0));
+  ck_assert(failed);
+  ck_assert(fzOpVerify(m));
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
+/* A placer that builds every op at its own insertion point and counts
+ * them. */
+typedef struct Placer {
+  FzBuilder at;
+  size_t placed;
+} Placer;
+
+static FzOp *place_op(void *owner, FzOpState *st) {
+  Placer *p = owner;
+  FzOp *op = fzBuilderCreate(&p->at, st);
+  p->placed += op != NULL;
+  return op;
+}
+
+/* With a placer, ops go where it puts them (a copy of the builder
+ * builds at its own place); with a constant cache, each constant is
+ * made once, at consts. */
+START_TEST(test_placer_and_cache) {
+  FzContext *ctx = builder_context(NULL);
+  FzOp *m = fzParseSource(ctx, fzStringRefFromCString(kSkeleton),
+                          FZ_STR("b.fuse"), 0);
+  ck_assert_ptr_nonnull(m);
+  FzBlock *entry = fzRegionGetFirstBlock(fzOpGetRegion(main_func(m), 0));
+  FzOp *c0op = fzBlockGetFirstOp(entry), *ret = fzBlockGetLastOp(entry);
+  FzBuilder ip, consts;
+  fzBuilderInit(&ip, ctx);
+  fzBuilderSetInsertionPointBefore(&ip, ret);
+  fzBuilderInit(&consts, ctx);
+  fzBuilderSetInsertionPointToStart(&consts, entry);
+  Placer p = {.placed = 0};
+  fzBuilderInit(&p.at, ctx);
+  fzBuilderSetInsertionPointAfter(&p.at, c0op); /* right after %c0 */
+  FzPtrMap cache;
+  fzPtrMapInit(&cache, ctx);
+  bool failed = false;
+  FzLoopBuilder b;
+  fzBInit(&b, ctx, &ip, fzOpGetLoc(m), &consts, &failed);
+  fzBSetPlacer(&b, place_op, &p);
+  fzBSetConstantCache(&b, &cache);
+  FzType *f32 = fzF32TypeGet(ctx), *i32 = fzIntegerTypeGet(ctx, 32);
+  FzValue *one = fzBIndex(&b, 1);
+  ck_assert_ptr_eq(fzBIndex(&b, 1), one);
+  FzValue *h = fzBConst(&b, f32, 0.5);
+  ck_assert_ptr_eq(fzBConst(&b, f32, 0.5), h);
+  FzValue *big = fzBConstInt(&b, i32, 1 << 30);
+  ck_assert_ptr_eq(fzBConstInt(&b, i32, 1 << 30), big);
+  /* The constants are at consts (the start), not through the placer. */
+  ck_assert_uint_eq(p.placed, 0);
+  ck_assert_ptr_eq(fzBlockGetFirstOp(entry), fzValueGetDefiningOp(one));
+  /* An op goes through the placer: after %c0. */
+  FzValue *two = fzBIndexOp(&b, "loop.addi", one, one);
+  ck_assert_uint_eq(p.placed, 1);
+  ck_assert_ptr_eq(fzOpGetNextInBlock(c0op), fzValueGetDefiningOp(two));
+  /* A copy builds at its place (before the return), without the
+   * placer. */
+  FzLoopBuilder at = fzBBefore(&b, ret);
+  FzValue *three = fzBIndexOp(&at, "loop.addi", two, one);
+  ck_assert_uint_eq(p.placed, 1);
+  ck_assert_ptr_eq(fzOpGetPrevInBlock(ret), fzValueGetDefiningOp(three));
+  ck_assert(!failed);
+  ck_assert(fzOpVerify(m));
+  fzPtrMapFree(&cache);
+  fzOpDestroy(m);
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 /* Failures are NULLs and the flag. */
 START_TEST(test_failures) {
   FzContext *ctx = builder_context(NULL);
@@ -165,6 +374,21 @@ START_TEST(test_failures) {
   failed = false;
   ck_assert_ptr_null(fzBVectorType(&b, 4, NULL));
   ck_assert(failed);
+  failed = false;
+  ck_assert_ptr_null(fzBLoad(&b, NULL, &one));
+  ck_assert(failed);
+  failed = false;
+  ck_assert(!fzBStore(&b, NULL, one, NULL));
+  ck_assert(failed);
+  failed = false;
+  ck_assert_ptr_null(fzBCmp(&b, "eq", one, NULL));
+  ck_assert(failed);
+  failed = false;
+  ck_assert_ptr_null(fzBCast(&b, "loop.index_cast", one, NULL));
+  ck_assert(failed);
+  failed = false;
+  ck_assert_ptr_null(fzBConstInt(&b, NULL, 3));
+  ck_assert(failed);
   /* Nothing half-built was left behind: the module still verifies. */
   ck_assert(fzOpVerify(m));
   fzOpDestroy(m);
@@ -187,7 +411,7 @@ START_TEST(test_allocation_failures) {
     DiagLog log;
     diag_log_begin(&log, ctx);
     c.failAt = c.numAllocs + failAt;
-    bool ok = build_nest(m);
+    bool ok = build_nest(m) && build_scalar_nest(m);
     c.failAt = 0;
     if (c.numFailures > 0) {
       ck_assert(fzContextHadAllocationFailure(ctx));
@@ -216,6 +440,9 @@ int main(void) {
   Suite *s = suite_create("loop_builder");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_build_and_run);
+  tcase_add_test(tc, test_scalar_ops);
+  tcase_add_test(tc, test_folding);
+  tcase_add_test(tc, test_placer_and_cache);
   tcase_add_test(tc, test_failures);
   tcase_add_test(tc, test_allocation_failures);
   suite_add_tcase(s, tc);

@@ -82,7 +82,9 @@ bool tileOpVectorizes(const TileNest *T, FzOp *op);
  * builder at b for G's emission: G's location, index constants at
  * G->consts, failures to G->failed. */
 static inline FzLoopBuilder tileAt(TileGen *G, const FzBuilder *b) {
-  FzLoopBuilder B = {G->ctx, *b, G->loc, &G->consts, G->idx, &G->failed};
+  FzLoopBuilder B = {.ctx = G->ctx, .ip = *b, .loc = G->loc,
+                     .consts = &G->consts, .index = G->idx,
+                     .failed = &G->failed};
   return B;
 }
 
