@@ -606,6 +606,18 @@ static FzValue *split_operand4(FzRewriter *rw, FzValue *x, FzLoc *loc,
   return reapply(rw, v, chain, nc, sx);
 }
 
+/* root's scale and causal flag as the props of a new attention. */
+static size_t attention_props(FzOp *root, FzContext *ctx,
+                              FzGraphOptProp *props) {
+  size_t np = 0;
+  FzAttr *scale = fzOpGetInherentAttr(root, FZ_STR("scale"));
+  if (scale)
+    props[np++] = (FzGraphOptProp){"scale", scale};
+  if (bool_attr(root, "causal"))
+    props[np++] = (FzGraphOptProp){"causal", fzBoolAttrGet(ctx, true)};
+  return np;
+}
+
 /* A rank-4 attention whose operands are ops(reshape([B*H, S, D] ->
  * [B, H, S, D])) of the rank-3 form split_operand rebuilds: those
  * operands rebuilt (the mask, if any, stays). False when none is. */
@@ -627,13 +639,8 @@ static bool split_rank4(FzOp *root, FzRewriter *rw) {
   if (!any)
     return false;
   FzContext *ctx = fzRewriterGetContext(rw);
-  size_t np = 0;
   FzGraphOptProp props[2];
-  FzAttr *scale = fzOpGetInherentAttr(root, FZ_STR("scale"));
-  if (scale)
-    props[np++] = (FzGraphOptProp){"scale", scale};
-  if (bool_attr(root, "causal"))
-    props[np++] = (FzGraphOptProp){"causal", fzBoolAttrGet(ctx, true)};
+  size_t np = attention_props(root, ctx, props);
   FzValue *att = fzGraphOptCreate(rw, "graph.attention", fzOpGetLoc(root), n,
                                   y, fzValueGetType(fzOpGetResult(root, 0)),
                                   np, props);
@@ -682,13 +689,8 @@ static bool split_batch(FzOp *root, FzRewriter *rw, void *ud) {
   FzContext *ctx = fzRewriterGetContext(rw);
   int64_t rs[4] = {B, H, dim(res, 1), dim(res, 2)};
   FzType *rt = fzTensorTypeGet(ctx, 4, rs, fzGraphOptElementType(res), NULL);
-  size_t np = 0;
   FzGraphOptProp props[2];
-  FzAttr *scale = fzOpGetInherentAttr(root, FZ_STR("scale"));
-  if (scale)
-    props[np++] = (FzGraphOptProp){"scale", scale};
-  if (bool_attr(root, "causal"))
-    props[np++] = (FzGraphOptProp){"causal", fzBoolAttrGet(ctx, true)};
+  size_t np = attention_props(root, ctx, props);
   FzValue *att = rt ? fzGraphOptCreate(rw, "graph.attention", loc, 3, y, rt,
                                        np, props)
                     : NULL;
