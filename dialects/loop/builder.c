@@ -382,8 +382,9 @@ FzType *fzBVectorType(FzLoopBuilder *b, int64_t lanes, FzType *scalar) {
 FzValue *fzBLoad(FzLoopBuilder *b, FzValue *buffer, FzValue *const *idx) {
   FzValue *ops[FZ_B_MAX_ACCESS];
   FzType *bt = buffer ? fzValueGetType(buffer) : NULL;
-  size_t rank = bt ? fzShapedTypeGetRank(bt) : 0;
-  if (!bt || rank + 1 > FZ_B_MAX_ACCESS)
+  bool shaped = bt && fzTypeIsShaped(bt);
+  size_t rank = shaped ? fzShapedTypeGetRank(bt) : 0;
+  if (!shaped || rank + 1 > FZ_B_MAX_ACCESS || (rank && !idx))
     return fzBFail(b);
   ops[0] = buffer;
   memcpy(ops + 1, idx, rank * sizeof *idx);
@@ -394,8 +395,9 @@ bool fzBStore(FzLoopBuilder *b, FzValue *v, FzValue *buffer,
               FzValue *const *idx) {
   FzValue *ops[1 + FZ_B_MAX_ACCESS];
   FzType *bt = buffer ? fzValueGetType(buffer) : NULL;
-  size_t rank = bt ? fzShapedTypeGetRank(bt) : 0;
-  if (!bt || rank + 1 > FZ_B_MAX_ACCESS)
+  bool shaped = bt && fzTypeIsShaped(bt);
+  size_t rank = shaped ? fzShapedTypeGetRank(bt) : 0;
+  if (!v || !shaped || rank + 1 > FZ_B_MAX_ACCESS || (rank && !idx))
     return fzBFail(b), false;
   ops[0] = v;
   ops[1] = buffer;

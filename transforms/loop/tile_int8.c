@@ -62,6 +62,7 @@ typedef struct IntOperand {
 typedef struct IntNest {
   TileNest T;
   IntOperand x, y;
+  bool erased; /* transform_int erased the nest (T.par is gone) */
 } IntNest;
 
 static bool is_i(FzType *t, unsigned w) {
@@ -814,6 +815,7 @@ static bool transform_int(IntNest *N, const FzTileInt8Options *o) {
   FzOp *after = T->par;
   if (Nv == Nn && fzOpGetPrevInBlock(T->par)) {
     after = fzOpGetPrevInBlock(T->par);
+    N->erased = true;
     fzOpErase(T->par);
   } else {
     FzValue *lb = fzLoopCreateIndexConstant(&G->consts, G->loc, Nv);
@@ -856,11 +858,14 @@ bool fzTileInt8Contractions(FzOp *func, const FzTileInt8Options *options,
     fzPtrMapInit(&N.T.deps, ctx);
     if (match_int(&N, op)) {
       FzOp *prev = fzOpGetPrevInBlock(op);
+      FzLoc *loc = fzOpGetLoc(op); /* the context's: outlives op */
       if (transform_int(&N, options)) {
         if (numTiled)
           ++*numTiled;
-      } else if (fzOpGetPrevInBlock(op) != prev) {
-        fzEmitError(ctx, fzOpGetLoc(op),
+      } else if (N.erased || fzOpGetPrevInBlock(op) != prev) {
+        /* IR was changed before the failure (an allocation): op may be
+         * gone (erased: never touched again). */
+        fzEmitError(ctx, loc,
                     "tile-int8-contractions: internal error while tiling");
         ok = false;
       }
