@@ -741,7 +741,7 @@ FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,
     inits[nacc] = mmConstOf(K, K->i32, 0);
   size_t niter = nacc + (carryStage ? 1 : 0);
   if (G->async)
-    for (int s = 0; s < G->S - 1; ++s) {
+    for (int s = 0; s < G->ahead; ++s) {
       if (s < G->KT) {
         load_tile(G, &G->A, mmConst(K, s), mmConstOf(K, K->i32, s));
         load_tile(G, &G->B, mmConst(K, s), mmConstOf(K, K->i32, s));
@@ -767,11 +767,16 @@ FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,
 
 FzValue *mmRefillStage(Gen *G, FzValue *kt, FzValue *stage, FzValue *next) {
   KB *K = &G->K;
-  if (G->KT <= G->S - 1)
+  if (G->KT <= G->ahead)
     return NULL;
-  return next ? mmSelect(K, mmLtC(K, stage, 1), mmConstOf(K, K->i32, G->S - 1),
-                         mmAddC(K, stage, -1))
-              : mmRemC(K, mmAddC(K, mmCast(K, kt, K->i32), G->S - 1), G->S);
+  /* (kt + ahead) % S; from the carried stage, a select (for ahead
+   * S - 1: the previous stage, S - 1 after stage 0). */
+  if (!next)
+    return mmRemC(K, mmAddC(K, mmCast(K, kt, K->i32), G->ahead), G->S);
+  FzValue *lo = G->ahead == G->S - 1 ? mmConstOf(K, K->i32, G->S - 1)
+                                     : mmAddC(K, stage, G->ahead);
+  return mmSelect(K, mmLtC(K, stage, G->S - G->ahead), lo,
+                  mmAddC(K, stage, G->ahead - G->S));
 }
 
 void mmPipelineClose(Gen *G, FzOp *loop, size_t nacc, FzValue **iters,
@@ -914,6 +919,29 @@ void fzMatmulSplitText(const FzMatmulNest *m, char *buf, size_t n) {
            (long long)m->splitK, (long long)m->sliceK);
 }
 
+void fzMatmulConvText(const FzMatmulNest *m, char *buf, size_t n) {
+  const FzMatmulConv *cv = &m->conv;
+  char gemm[96];
+  if (cv->pointwise)
+    snprintf(gemm, sizeof gemm, "1x1: GEMM %lldx%lldx%lld per image",
+             (long long)m->M, (long long)m->N, (long long)m->K);
+  else
+    snprintf(gemm, sizeof gemm, "GEMM %lldx%lldx%lld", (long long)m->M,
+             (long long)m->N, (long long)m->K);
+  snprintf(buf, n, "conv2d %simplicit GEMM %lldx%lldx%lldx%lld -> %lld "
+           "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
+           "dilation %lldx%lld (%s%s)",
+           cv->nhwc ? "NHWC " : "", (long long)cv->batch, (long long)cv->C,
+           (long long)cv->H, (long long)cv->W,
+           (long long)(cv->pointwise ? m->M : m->N), (long long)cv->KH,
+           (long long)cv->KW, (long long)cv->sh, (long long)cv->sw,
+           (long long)cv->padH, (long long)cv->padW, (long long)cv->dh,
+           (long long)cv->dw, gemm,
+           !cv->nhwc  ? ""
+           : cv->kHwc ? ", k = (kh, kw, c)"
+                      : ", k = (c, kh, kw)");
+}
+
 void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
                       char *buf, size_t n) {
   char tt[96], batch[48] = "", split[128];
@@ -934,30 +962,16 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
              ca < 16 ? ca : cb, ca < 16 ? "A" : "B");
   const FzMatmulConv *cv = &m->conv;
   if (cv->on) {
-    char gemm[96];
-    if (cv->pointwise)
-      snprintf(gemm, sizeof gemm, "1x1: GEMM %lldx%lldx%lld per image",
-               (long long)m->M, (long long)m->N, (long long)m->K);
-    else
-      snprintf(gemm, sizeof gemm, "GEMM %lldx%lldx%lld", (long long)m->M,
-               (long long)m->N, (long long)m->K);
+    char conv[320];
+    fzMatmulConvText(m, conv, sizeof conv);
     bool async = fzMatmulUsesAsyncCopies(m, t);
     const char *how = !async          ? "scalar tile loads"
                       : cv->pointwise ? "cp.async pipeline"
                       : m->a.asyncCopies
                           ? "cp.async weights and input (vectors along C)"
                           : "cp.async weights, gathered input";
-    snprintf(buf, n, "conv2d %simplicit GEMM %lldx%lldx%lldx%lld -> %lld "
-             "channels, %lldx%lld kernel, stride %lldx%lld, pad %lldx%lld, "
-             "dilation %lldx%lld (%s%s) %s, tile %s, %s%s%s",
-             cv->nhwc ? "NHWC " : "",
-             (long long)cv->batch, (long long)cv->C, (long long)cv->H,
-             (long long)cv->W, (long long)(cv->pointwise ? m->M : m->N),
-             (long long)cv->KH, (long long)cv->KW, (long long)cv->sh,
-             (long long)cv->sw, (long long)cv->padH, (long long)cv->padW,
-             (long long)cv->dh, (long long)cv->dw, gemm,
-             !cv->nhwc ? "" : cv->kHwc ? ", k = (kh, kw, c)" : ", k = (c, kh, kw)",
-             elt, tt, how, async ? narrow : "", split);
+    snprintf(buf, n, "%s %s, tile %s, %s%s%s", conv, elt, tt, how,
+             async ? narrow : "", split);
     return;
   }
   if (batch_of(m) > 1)
@@ -1001,6 +1015,7 @@ Gen *mmGenBegin(const FzMatmulNest *m, const FzMatmulTile *t, FzBuilder *at,
   G->KT = (int)(((m->splitK ? m->sliceK : m->K) + t->bk - 1) / t->bk);
   G->async = fzMatmulUsesAsyncCopies(m, t);
   G->S = G->async ? t->stages : 1;
+  G->ahead = G->S - 1;
   G->tf32 = fzTypeGetKind(m->elt) == FZ_TYPE_F32;
   G->tf32Pairs = G->tf32 && m->a.kLast && m->b.kLast;
   for (size_t i = 0; i < m->numCaptures; ++i)

@@ -76,6 +76,10 @@ typedef struct Gen {
   FzValue *tid, *lane, *wm, *wn, *g, *tq, *m0, *n0;
   /* Threads, warp tile, its m16 and n8 tiles, stages, k steps of BK. */
   int threads, WM, WN, MT, NT, S, KT;
+  /* The pipeline's distance: tiles kt + 1 .. kt + ahead are in flight
+   * while tile kt is computed (S - 1; the wgmma kernel's S - 2 keeps
+   * one group of its mma ops in flight, whose stage is not refilled). */
+  int ahead;
   bool async; /* the cp.async pipeline (else scalar tile loads) */
   Tile A, B;
   /* Per k16 step and fragment: the lane's offset in a stage; NULL where
@@ -117,12 +121,12 @@ void mmSetupIds(Gen *G);
 void mmSetupTile(Gen *G, Tile *T, const FzMatmulOperand *x, bool isA,
                  int64_t base);
 /* The k loop of nacc accumulator pairs (zeros): the cp.async prologue
- * (tiles 0 .. S-2, a commit each), the loop.for over the k tiles (its
+ * (tiles 0 .. ahead-1, a commit each), the loop.for over the k tiles (its
  * iv *kt, iter_args iters; the builder inside it, the previous one in
  * *saved), the stage it reads (*stage, i32) and, when S is not a power
  * of two, the carried next one (*next; NULL otherwise). NULL on
- * failure. mmRefillStage: the stage of tile kt + S - 1 (read in the
- * previous iteration), NULL when no tile is ever refilled.
+ * failure. mmRefillStage: the stage of tile kt + ahead (read in
+ * iteration kt + ahead - S), NULL when no tile is ever refilled.
  * mmPipelineClose yields iters (and *next) and sets acc to the loop's
  * accumulator results. */
 FzOp *mmPipelineOpen(Gen *G, size_t nacc, FzValue **kt, FzValue **iters,

@@ -77,8 +77,8 @@ static bool plan_wgmma(const FzLkNest *nest, const FzLoopToKernelOptions *o,
   if (!fzWgmmaApplies(&s->m, why, sizeof why)) {
     if (o->remarks)
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
-                   "matmul nest not lowered to wgmma (mma.sync instead): "
-                   "%s", why);
+                   "%s nest not lowered to wgmma (mma.sync instead): %s",
+                   s->m.conv.on ? "conv2d" : "matmul", why);
     return false;
   }
   if (!fzWgmmaTileChoose(&s->m, text, &s->t, why, sizeof why)) {

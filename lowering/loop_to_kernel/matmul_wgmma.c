@@ -8,15 +8,22 @@
  * m64 blocks per warp group, KT = ceil(K / 64)):
  *
  *   setup: as mma.sync's (grouped tile order, batch from block_id.z);
- *   prologue: tiles 0 .. S-2 into stages 0 .. S-2 (cp.async), a commit
- *          each;
+ *   prologue: tiles 0 .. D-1 into stages 0 .. D-1 (cp.async), a commit
+ *          each, D = S-2 (the distance; S-1 when S is 2);
  *   loop kt (accumulators in iter_args):
- *          cp_async_wait S-2; fence_proxy_async (this thread's copies
- *          become visible to the async proxy); barrier;
- *          tile kt+S-1 into the stage read in iteration kt-1; commit;
+ *          cp_async_wait D-1 (tile kt has landed); fence_proxy_async
+ *          (this thread's copies become visible to the async proxy);
+ *          barrier;
+ *          tile kt+D into stage (kt+D) % S, the one read in iteration
+ *          kt-2 (kt-1 when S is 2); commit;
  *          wgmma_fence; per mi and k16 step: wgmma m64nBNk16 (A: the
  *          warp group's 64 rows of block mi, B: the whole BN); commit;
- *          wgmma_wait 0 (the stage is free for the next refill);
+ *          wgmma_wait 1 (0 when S is 2): the group of iteration kt stays
+ *          in flight while the next iteration waits for its copies and
+ *          issues its own, as CUTLASS's and Triton's Hopper mainloops
+ *          do; the group of kt-1 has completed, so after the next
+ *          barrier no warp group reads the stage that is refilled;
+ *   after the loop: wgmma_wait 0;
  *   epilogue: mma.sync's, per accumulator pair: wgmma's D fragment is
  *          mma.sync's m16n8 one per warp of the group (pair p = 2 ni + hi
  *          of n8 tile ni, rows + 8 hi), so warp w of group g has the rows
@@ -51,9 +58,10 @@ static bool fail(char *why, size_t n, const char *msg) {
 
 bool fzWgmmaApplies(const FzMatmulNest *m, char *why, size_t whyLen) {
   FzTypeKind k = fzTypeGetKind(m->elt);
-  if (m->conv.on)
-    return fail(why, whyLen, "a conv2d (its implicit GEMM stays on "
-                             "mma.sync)");
+  if (m->conv.on && !m->conv.pointwise && !m->conv.kHwc)
+    return fail(why, whyLen, "a conv2d whose input is not gathered along "
+                             "its channels (NCHW, or k ordered (c, kh, "
+                             "kw)): its implicit GEMM stays on mma.sync");
   if (k != FZ_TYPE_BF16 && k != FZ_TYPE_F16)
     return fail(why, whyLen, "f32 operands (tf32 stays on mma.sync)");
   if (!m->a.asyncCopies || !m->b.asyncCopies ||
@@ -140,12 +148,21 @@ void fzWgmmaDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
   if (b > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)b);
   int groups = warp_groups(t);
-  snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, wgmma (sm_90a) "
-           "m64n%dk16 x%d per warp group, %d warp group%s, cp.async "
-           "pipeline into 128-byte-swizzled stages%s",
-           (long long)m->M, (long long)m->N, (long long)m->K,
-           fzTypeGetKind(m->elt) == FZ_TYPE_BF16 ? "bf16" : "f16", batch, tt,
-           t->bn, t->bm / (64 * groups), groups, groups > 1 ? "s" : "",
+  char what[400];
+  if (m->conv.on)
+    fzMatmulConvText(m, what, sizeof what);
+  else
+    snprintf(what, sizeof what, "matmul %lldx%lldx%lld", (long long)m->M,
+             (long long)m->N, (long long)m->K);
+  snprintf(buf, n, "%s %s%s, tile %s, wgmma (sm_90a) m64n%dk16 x%d per "
+           "warp group, %d warp group%s, cp.async pipeline into "
+           "128-byte-swizzled stages%s%s",
+           what, fzTypeGetKind(m->elt) == FZ_TYPE_BF16 ? "bf16" : "f16",
+           batch, tt, t->bn, t->bm / (64 * groups), groups,
+           groups > 1 ? "s" : "",
+           m->conv.on && !m->conv.pointwise ? " (input gathered, one tap "
+                                              "per copy)"
+                                            : "",
            split);
 }
 
@@ -207,8 +224,20 @@ static void add_layout(KB *K, FzOpState *st, const FzMatmulOperand *x,
                      fzUnitAttrGet(K->ctx));
 }
 
-/* wgmma_fence, the wgmma ops of one stage, commit and wait 0 on the
- * accumulators acc (updated in place). */
+/* kernel.wgmma_wait `pending` on the nacc accumulators acc (updated in
+ * place). */
+static void wait_group(KB *K, int pending, size_t nacc, FzValue **acc) {
+  FzOpState st;
+  fzOpStateInit(&st, K->ctx, FZ_STR("kernel.wgmma_wait"), K->loc);
+  fzOpStateAddProp(&st, FZ_STR("pending"),
+                   fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32),
+                                    pending));
+  pairs_op(K, &st, 0, NULL, nacc, acc, acc);
+}
+
+/* wgmma_fence, the wgmma ops of one stage, commit and the wait of the
+ * pipeline (S - 1 - ahead groups left in flight) on the accumulators acc
+ * (updated in place). */
 static void compute_stage(Gen *G, FzValue *stage, FzValue **acc, int MI) {
   KB *K = &G->K;
   int pairs = G->t->bn / 4;
@@ -245,10 +274,7 @@ static void compute_stage(Gen *G, FzValue *stage, FzValue **acc, int MI) {
     }
   }
   mmPlainOp(K, "kernel.wgmma_commit");
-  fzOpStateInit(&st, K->ctx, FZ_STR("kernel.wgmma_wait"), K->loc);
-  fzOpStateAddProp(&st, FZ_STR("pending"),
-                   fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32), 0));
-  pairs_op(K, &st, 0, NULL, nacc, acc, acc);
+  wait_group(K, G->S - 1 - G->ahead, nacc, acc);
 }
 
 static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
@@ -256,6 +282,9 @@ static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
   size_t nacc = (size_t)MI * (size_t)(G->t->bn / 4);
   FzValue *kt, *iters[2 * MAX_ACC + 1], *stage, *next;
   FzBuilder saved;
+  /* One wgmma group in flight needs a third stage: the one it reads,
+   * the one being computed, the one being filled. */
+  G->ahead = G->S >= 3 ? G->S - 2 : G->S - 1;
   FzOp *loop = mmPipelineOpen(G, nacc, &kt, iters, &saved, &stage, &next);
   if (!loop)
     return;
@@ -263,15 +292,15 @@ static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
   fzOpStateInit(&st, K->ctx, FZ_STR("kernel.cp_async_wait"), K->loc);
   fzOpStateAddProp(&st, FZ_STR("pending"),
                    fzIntegerAttrGet(K->ctx, fzIntegerTypeGet(K->ctx, 32),
-                                    G->S - 2));
+                                    G->ahead - 1));
   mmCreate(K, &st, 0);
   mmPlainOp(K, "kernel.fence_proxy_async");
   mmPlainOp(K, "kernel.barrier");
-  /* Refill the stage read in the previous iteration (its wgmma ops have
-   * completed: every warp group waited for them before the barrier). */
+  /* Refill the stage read S - ahead iterations ago: its wgmma group has
+   * completed (every warp group waited for it before the barrier). */
   FzValue *ws = mmRefillStage(G, kt, stage, next);
   if (ws) {
-    FzValue *nk = mmAddC(K, kt, G->S - 1);
+    FzValue *nk = mmAddC(K, kt, G->ahead);
     FzBuilder inIf;
     FzOp *guard = mmIfOpen(K, mmLtC(K, nk, G->KT), &inIf);
     mmLoadTileAsync(G, &G->A, nk, ws);
@@ -281,6 +310,8 @@ static void wgmma_loop(Gen *G, FzValue **acc, int MI) {
   mmPlainOp(K, "kernel.cp_async_commit");
   compute_stage(G, stage, iters, MI);
   mmPipelineClose(G, loop, nacc, iters, next, &saved, acc);
+  if (G->ahead < G->S - 1 && !K->failed)
+    wait_group(K, 0, nacc, acc);
 }
 
 bool fzKernelBuildWgmmaBody(const FzMatmulNest *m, const FzMatmulTile *t,
