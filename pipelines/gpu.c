@@ -36,10 +36,9 @@ FzGpuProgram *fzCudaCompileModule(FzCuda *cu, FzOp *module, bool fuse,
     fzGpuOptionsInit(&go);
   char arch[16];
   const char *device = fzCudaGetPtxArch(cu, arch, sizeof arch);
-  /* sm_90a (wgmma) where asked for and the device is sm_90; otherwise
-   * the device's own. */
-  bool wantA = options && options->arch && !strcmp(options->arch, "sm_90a");
-  go.arch = wantA && !strcmp(device, "sm_90") ? "sm_90a" : device;
+  /* sm_90a (the wgmma kernels for large nests) on an sm_90 device unless
+   * noWgmma; otherwise the device's own. */
+  go.arch = !go.noWgmma && !strcmp(device, "sm_90") ? "sm_90a" : device;
   FzGpuProgram *p = ok ? fzGpuCompile(clone, &go) : NULL;
   fzOpDestroy(clone);
   return p;

@@ -141,9 +141,11 @@ static const ToolOption kCpuOptions[] = {
               "0: one per core, at most 16; 1: this thread alone; the code "
               "is the same)"),
     TOOL_CHOICE("gpu-arch", NULL, "SM", C(gpuArch), kGpuArchs,
-                "cuda, sim: the PTX target instead of the device's (sm_90a "
-                "on an sm_90 device: bf16/f16 matmuls on the warp-group mma, "
-                "kernel.wgmma; sim: lowers them so)"),
+                "cuda, sim: the PTX target instead of the device's (an sm_90 "
+                "device compiles for sm_90a by default, with the bf16/f16 "
+                "matmuls and NHWC convs of at least 128 output tiles of "
+                "128x128 on the warp-group mma, kernel.wgmma; sm_90a: every "
+                "nest that allows it, sim too; sm_90: none)"),
     TOOL_FLAG("no-cache", NULL, C(noCache),
               "cpu, cuda: neither read nor write the kernel cache of "
               "compiled code (default: $FZ_CACHE_DIR, else "

@@ -89,8 +89,14 @@ FuseRunCuda *fuseRunCudaCreate(FzContext *ctx, FzOp *module,
   go.layout = o->layout;
   /* --gpu-arch (sm_90a: the wgmma matmuls); fzCudaCompileModule keeps it
    * only where the device runs it. */
+  /* --gpu-arch sm_90a: every nest that allows it; another arch (sm_90):
+   * no wgmma. */
   if (o->gpuArch)
     go.arch = o->gpuArch;
+  if (o->gpuArch && !strcmp(o->gpuArch, "sm_90a"))
+    go.wgmmaMinTiles = 1;
+  else if (o->gpuArch)
+    go.noWgmma = true;
   FzToolTiming *tt = o->timingReport;
   go.timing = tt ? &tt->sink : NULL;
   go.noCache = o->noCache;

@@ -248,6 +248,9 @@ bool fuseEmitModule(FzOp *module, const FuseEmitOptions *o,
     fzGpuOptionsInit(&go);
     if (o->gpuArch)
       go.arch = o->gpuArch;
+    /* --gpu-arch=sm_90a: every matmul nest that allows it on wgmma. */
+    if (o->gpuArch && !strcmp(o->gpuArch, "sm_90a"))
+      go.wgmmaMinTiles = 1;
     go.optLevel = o->codegen.optLevel;
     go.fastMath = o->codegen.fastMath;
     go.mmaTile = o->mmaTile;

@@ -138,12 +138,24 @@ typedef struct FzGpuOptions {
    * cache that cannot be written is a warning, never an error. */
   bool noCache;
   const char *cacheDir;
+  /* Hopper's warp-group matmul (docs/codegen.md "Warp-group matmul"):
+   * fzCudaCompileModule on an sm_90 device compiles for sm_90a, where the
+   * bf16/f16 matmuls and NHWC convs of at least wgmmaMinTiles 128x128
+   * output tiles (times the batch) take the wgmma kernel, unless
+   * noWgmma (then sm_90 and mma.sync). wgmmaMinTiles 0: $FZ_GPU_WGMMA_MIN_TILES
+   * when set, else FZ_GPU_WGMMA_MIN_TILES (about one wave of an H100's
+   * 132 SMs: below it the wgmma kernel lost to mma.sync on whole
+   * models); 1: every nest that allows it. Under the arch sm_90a
+   * fzGpuCompile applies the same rule. */
+  bool noWgmma;
+  unsigned wgmmaMinTiles;
   /* Kernels compiled out of the total, as code generation goes (NULL:
    * none; fz/lowering.h). */
   const struct FzProgressSink *progress;
 } FzGpuOptions;
 
 #define FZ_GPU_DEFAULT_CODEGEN_THREADS 16
+#define FZ_GPU_WGMMA_MIN_TILES 128
 #define FZ_GPU_MAX_CODEGEN_THREADS 256
 
 FZ_API void fzGpuOptionsInit(FzGpuOptions *o);

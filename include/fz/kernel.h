@@ -327,8 +327,12 @@ typedef struct FzLoopToKernelOptions {
   FzPrecision precision;
   /* The Hopper matmul mapping (docs/codegen.md "Warp-group matmul"):
    * bf16/f16 matmul nests become kernel.wgmma kernels (sm_90a) instead
-   * of mma.sync ones; fzGpuCompile sets it for the arch sm_90a. */
+   * of mma.sync ones; fzGpuCompile sets it for the arch sm_90a.
+   * wgmmaMinTiles: only nests of at least that many 128x128 output tiles
+   * (times the batch) take it, the smaller ones keep mma.sync (its
+   * split-k and smaller tiles fill the GPU better; 0: every nest). */
   bool wgmma;
+  int64_t wgmmaMinTiles;
   /* A remark at every nest that holds a loop: the matmul kernel it
    * became (its tile), or why the matmul mapping refused it. */
   bool remarks;

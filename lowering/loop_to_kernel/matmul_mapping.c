@@ -74,7 +74,7 @@ FzOp *fzLkFoldMatmulBatch(FzOp *par) {
 static bool plan_wgmma(const FzLkNest *nest, const FzLoopToKernelOptions *o,
                        MatmulPlan *s, FzStringRef text, FzLkPlan *p) {
   char why[256];
-  if (!fzWgmmaApplies(&s->m, why, sizeof why)) {
+  if (!fzWgmmaWanted(&s->m, o->wgmmaMinTiles, why, sizeof why)) {
     if (o->remarks)
       fzEmitRemark(nest->ctx, fzOpGetLoc(nest->par),
                    "%s nest not lowered to wgmma (mma.sync instead): %s",

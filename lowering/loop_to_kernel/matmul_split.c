@@ -109,7 +109,7 @@ static bool small_m_takes(FzOp *par, const FzLoopToKernelOptions *o) {
 static bool planned_tile(const FzMatmulNest *m, const FzLoopToKernelOptions *o,
                          FzMatmulTile *t) {
   FzStringRef text = fzStringRefFromCString(o->mmaTile ? o->mmaTile : "");
-  if (o->wgmma && fzWgmmaApplies(m, NULL, 0))
+  if (o->wgmma && fzWgmmaWanted(m, o->wgmmaMinTiles, NULL, 0))
     return fzWgmmaTileChoose(m, text, t, NULL, 0);
   return fzMatmulTileChoose(m, text, t, NULL, 0) &&
          fzMatmulTileFits(m, t, NULL, 0);

@@ -70,6 +70,24 @@ bool fzWgmmaApplies(const FzMatmulNest *m, char *why, size_t whyLen) {
   return true;
 }
 
+bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
+                   size_t whyLen) {
+  if (!fzWgmmaApplies(m, why, whyLen))
+    return false;
+  if (minTiles <= 0)
+    return true;
+  int64_t tiles = ((m->M + 127) / 128) * ((m->N + 127) / 128) *
+                  (fzMatmulGetFlops(m) / (2 * m->M * m->N * m->K));
+  if (tiles >= minTiles)
+    return true;
+  if (why && whyLen)
+    snprintf(why, whyLen, "%lld output tiles of 128x128, fewer than "
+             "wgmma-min-tiles %lld (small problems fill the GPU better "
+             "with mma.sync's smaller tiles and split-k)",
+             (long long)tiles, (long long)minTiles);
+  return false;
+}
+
 static int warp_groups(const FzMatmulTile *t) {
   return t->warpsM * t->warpsN / 4;
 }

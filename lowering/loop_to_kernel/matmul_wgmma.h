@@ -15,10 +15,16 @@
 
 #include "lowering/loop_to_kernel/matmul.h"
 
-/* Whether nest m can take the wgmma kernel: a matmul (not a conv) of
- * bf16 or f16 operands that both allow 16-byte copies. False with the
- * reason. */
+/* Whether nest m can take the wgmma kernel: a matmul or an NHWC conv
+ * gathered along its channels, of bf16 or f16 operands that all allow
+ * 16-byte copies. False with the reason. */
 bool fzWgmmaApplies(const FzMatmulNest *m, char *why, size_t whyLen);
+
+/* fzWgmmaApplies and, when minTiles > 0, at least minTiles 128x128
+ * output tiles times the batch (FzLoopToKernelOptions.wgmmaMinTiles).
+ * False with the reason. */
+bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
+                   size_t whyLen);
 
 /* Checks tile t for the wgmma generator: BK 64, 1 or 2 warp groups
  * (4 or 8 warps), BM = 64 x warp groups x (1 or 2), BN a multiple of 64

@@ -338,6 +338,10 @@ static const FzPassOptionDef kOptions[] = {
      "bf16/f16 matmul nests become warp-group mma kernels (kernel.wgmma: "
      "sm_90a) instead of mma.sync ones",
      NULL, 0, 0},
+    {"wgmma-min-tiles", FZ_PASS_OPTION_INT, "0",
+     "Under wgmma: only nests of at least this many 128x128 output tiles "
+     "(times the batch) take it; the smaller keep mma.sync (0: every nest)",
+     NULL, 0, 1 << 30},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
      "kernel.func that every launch of them calls",
@@ -374,6 +378,7 @@ static bool run(FzPass *pass, FzOp *module) {
   o.maxSharedBytes = (unsigned)fzPassGetIntOption(pass, "max-shared");
   o.noMma = !fzPassGetBoolOption(pass, "mma");
   o.wgmma = fzPassGetBoolOption(pass, "wgmma");
+  o.wgmmaMinTiles = fzPassGetIntOption(pass, "wgmma-min-tiles");
   o.noSmallM = !fzPassGetBoolOption(pass, "small-m");
   /* The option's choices are the policies' names: it always parses. */
   if (!fzPrecisionParse(fzPassGetStringOption(pass, "precision"),

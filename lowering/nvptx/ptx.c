@@ -189,6 +189,12 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.mmaTile = o->mmaTile;
   ko.splitK = o->splitK;
   ko.wgmma = o->arch && !strcmp(o->arch, "sm_90a");
+  ko.wgmmaMinTiles = o->wgmmaMinTiles;
+  const char *env = getenv("FZ_GPU_WGMMA_MIN_TILES");
+  if (!ko.wgmmaMinTiles && env && *env)
+    ko.wgmmaMinTiles = strtoll(env, NULL, 10);
+  if (ko.wgmmaMinTiles <= 0)
+    ko.wgmmaMinTiles = FZ_GPU_WGMMA_MIN_TILES;
   int cc = 0;
   if (o->arch)
     (void)sscanf(o->arch, "sm_%d", &cc);

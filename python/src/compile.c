@@ -268,8 +268,14 @@ static bool compile_cuda(CompileJob *j, FzFusionOptions *fo, FzOp *func) {
   go.codegenThreads = o->codegenThreads;
   go.layout = j->haveLayout ? j->layout : FZ_GRAPH_LAYOUT_AUTO;
   go.noCache = !o->cache;
+  /* As fuse-run's --gpu-arch: sm_90a puts every nest that allows it on
+   * wgmma, another arch none. */
   if (o->gpuArch)
     go.arch = o->gpuArch;
+  if (o->gpuArch && !strcmp(o->gpuArch, "sm_90a"))
+    go.wgmmaMinTiles = 1;
+  else if (o->gpuArch)
+    go.noWgmma = true;
   go.fusion = fo;
   if (!(e->prog = fzCudaCompileModule(e->cu, j->module, o->fuse, &go)))
     return false;
