@@ -12,7 +12,8 @@
  * most, reads memory at most (loads, and loop.for reductions of loads
  * and pure ops), and uses no inner-level value. The ops move, in their
  * order, into the new nests; the ivs are replaced by the new nests'
- * ivs. Both new nests keep the dims in their order.
+ * ivs. Both new nests keep the dims in their order; a dim of extent 1
+ * that is not a row dim goes to the row level too.
  */
 #include "dialects/loop/nest_rewrite.h"
 #include "fz/pass.h" /* fzOpIsEffectFree */
@@ -157,6 +158,18 @@ static bool plan(Split *s, size_t n, uint64_t *rowsMask) {
   }
   if (!wide)
     return false;
+  /* The others of extent 1 join the row level: the inner nest keeps only
+   * the dims a row's phase spans (a LayerNorm stored as [S, 1, D] has
+   * the inner dim D, not (1, D), so it is one row of D for the GPU's
+   * rows mapping). */
+  for (size_t d = 0; d < n; ++d) {
+    int64_t lb, ub;
+    if (!(rows & ((uint64_t)1 << d)) &&
+        fzLoopValueGetConstantInt(fzOpGetOperand(s->par, d), &lb) &&
+        fzLoopValueGetConstantInt(fzOpGetOperand(s->par, n + d), &ub) &&
+        lb == 0 && ub == 1)
+      rows |= (uint64_t)1 << d;
+  }
   /* Row level: within the rows' dims, reading at most, and using only
    * row-level values (positions in order, so the flag of an operand's
    * definition is final when an op is decided). */
