@@ -646,14 +646,23 @@ static FzValue *emit_gather(LgNest *N, FzOp *op, FzValue *const *idx) {
   FzValue *g = lgEmit(N, ind, idx + axis);
   if (!g)
     return NULL;
-  int64_t dim = lgDim(data, (size_t)axis);
+  int64_t dim = lgDim(data, (size_t)axis), c;
   FzType *it = fzIndexTypeGet(N->F->ctx);
-  if (fzTypeGetBitWidth(fzValueGetType(g)) == 1)
-    g = fzBCast(&N->b, "loop.extui", g, fzIntegerTypeGet(N->F->ctx, 8));
-  FzValue *gi = fzBCast(&N->b, "loop.index_cast", g, it);
-  FzValue *wrapped = fzBAddFold(&N->b, gi, fzBIndex(&N->b, dim));
-  gi = fzBSelect(&N->b, fzBCmp(&N->b, "slt", gi, fzBIndex(&N->b, 0)), wrapped,
-                 gi);
+  FzValue *gi;
+  if (fzTypeGetBitWidth(fzValueGetType(g)) > 1 &&
+      fzLoopValueGetConstantInt(g, &c) && c >= -dim && c < dim) {
+    /* A constant index in range (PyTorch 2's q/k/v split of a packed
+     * projection: gather 0, 1, 2): a constant, so that the load's
+     * indices stay affine (the flash-attention kernel's operands). */
+    gi = fzBIndex(&N->b, c < 0 ? c + dim : c);
+  } else {
+    if (fzTypeGetBitWidth(fzValueGetType(g)) == 1)
+      g = fzBCast(&N->b, "loop.extui", g, fzIntegerTypeGet(N->F->ctx, 8));
+    gi = fzBCast(&N->b, "loop.index_cast", g, it);
+    FzValue *wrapped = fzBAddFold(&N->b, gi, fzBIndex(&N->b, dim));
+    gi = fzBSelect(&N->b, fzBCmp(&N->b, "slt", gi, fzBIndex(&N->b, 0)),
+                   wrapped, gi);
+  }
   FzValue *oi[LG_MAX_RANK];
   for (size_t d = 0; d < (size_t)axis; ++d)
     oi[d] = idx[d];
