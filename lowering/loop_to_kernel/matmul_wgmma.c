@@ -76,6 +76,13 @@ bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
     return false;
   if (minTiles <= 0)
     return true;
+  if (m->N < 128) {
+    if (why && whyLen)
+      snprintf(why, whyLen, "N = %lld below 128 under wgmma-min-tiles (its "
+               "tiles are 64 or more columns wide: mma.sync's narrower "
+               "ones waste less)", (long long)m->N);
+    return false;
+  }
   int64_t tiles = ((m->M + 127) / 128) * ((m->N + 127) / 128) *
                   (fzMatmulGetFlops(m) / (2 * m->M * m->N * m->K));
   if (tiles >= minTiles)

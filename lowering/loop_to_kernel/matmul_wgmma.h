@@ -20,9 +20,9 @@
  * 16-byte copies. False with the reason. */
 bool fzWgmmaApplies(const FzMatmulNest *m, char *why, size_t whyLen);
 
-/* fzWgmmaApplies and, when minTiles > 0, at least minTiles 128x128
- * output tiles times the batch (FzLoopToKernelOptions.wgmmaMinTiles).
- * False with the reason. */
+/* fzWgmmaApplies and, when minTiles > 0, N >= 128 and at least minTiles
+ * 128x128 output tiles times the batch (FzLoopToKernelOptions.
+ * wgmmaMinTiles). False with the reason. */
 bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
                    size_t whyLen);
 
