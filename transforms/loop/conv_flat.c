@@ -37,6 +37,16 @@
  * tile. Sums are computed in (c, kh, kw) order, one fma per term, from
  * 0; the reduction's initial value is added after (the interpreter's
  * tolerance covers the rounding).
+ *
+ * The channel-vector tiles (Flat.chan, emit_chan_tiles; groups == 1, M
+ * a multiple of W) read the same phases the other way round: R output
+ * positions x NV vectors of W output channels, per term NV weight
+ * vectors of a block packed [M / MC][K][MC] (MC = NV W, aligned lines)
+ * and R broadcast input elements, the sums [N][P][M] over the P = OH OW
+ * positions only (no grid columns), read by the epilogue nest through a
+ * view with strides [P M, 1, OW M, M]. (c, kh, kw) at stride 1; (kh, kw,
+ * c), the weights packed in that order (ConvGen.tapMajor), at larger
+ * strides.
  */
 #include <math.h>
 #include <stdio.h>
