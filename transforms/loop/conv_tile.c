@@ -244,12 +244,16 @@ static bool prefer_flat(const ConvNest *C, unsigned W) {
  * 128 at 28x28 0.59 -> 0.75, 256 -> 256 at 14x14 0.67 -> 0.76, 512 ->
  * 512 at 7x7 0.60 both ways; at stride 2 (the taps-outer order) and for
  * 1x1 convs no better than flat, the 7x7 stem (3 input channels) 4x
- * slower. */
+ * slower. An image's sums [P][M], which the epilogue nest reads
+ * transposed (one line per element along ow), stay within 1 MiB (an
+ * L2): the stem's 3.2 MB is most of that 4x. */
 static bool prefer_chan(const ConvNest *C, const FzTileConvolutionsOptions *o,
                         unsigned W) {
+  int64_t sums = C->T.trips[CV_M] * C->T.trips[CV_OH] * C->T.trips[CV_OW] * 4;
   return o->vectorBits >= 512 && C->ext[1] * C->ext[2] > 1 &&
          C->sh == 1 && C->sw == 1 && C->ext[0] >= 16 &&
-         convFlatChanApplies(C, W) && prefer_flat(C, W);
+         sums <= ((int64_t)1 << 20) && convFlatChanApplies(C, W) &&
+         prefer_flat(C, W);
 }
 
 /*===--- The transformation -----------------------------------------------===*/
