@@ -492,12 +492,17 @@ typedef struct FzTileConvolutionsOptions {
 
 /* The register tiles of tile-convolutions (docs/codegen.md): vectors
  * along one output row (rows), or along the whole output plane through a
- * padded, stride-phase-split copy of the input (flat; groups == 1 only);
- * auto takes flat where the output width is no multiple of the vector. */
+ * padded, stride-phase-split copy of the input (flat), or along the
+ * output channels with the output positions broadcast from that copy
+ * (channels; groups == 1, M a multiple of the vector); auto takes
+ * channels for groups == 1 convs with taps (KH KW > 1) and M a multiple
+ * of the vector at 512 bits, else flat where the output width is no
+ * multiple of the vector. */
 enum {
   FZ_CONV_MAPPING_AUTO = 0,
   FZ_CONV_MAPPING_ROWS = 1,
   FZ_CONV_MAPPING_FLAT = 2,
+  FZ_CONV_MAPPING_CHANNELS = 3,
 };
 
 FZ_API void fzTileConvolutionsOptionsInit(FzTileConvolutionsOptions *options);

@@ -37,13 +37,15 @@ bool fzLLPrepareLoopModule(FzOp *module, const FzCodegenOptions *o,
   FzTileConvolutionsOptions cv;
   fzTileConvolutionsOptionsInit(&cv);
   cv.vectorBits = t.vectorBits;
-  /* FZ_CPU_CONV=rows|flat forces one mapping of tile-convolutions (an
+  /* FZ_CPU_CONV=rows|flat|chan forces one mapping of tile-convolutions (an
    * A/B switch for measurements; docs/codegen.md). */
   const char *conv = getenv("FZ_CPU_CONV");
   if (conv && !strcmp(conv, "rows"))
     cv.mapping = FZ_CONV_MAPPING_ROWS;
   else if (conv && !strcmp(conv, "flat"))
     cv.mapping = FZ_CONV_MAPPING_FLAT;
+  else if (conv && !strcmp(conv, "chan"))
+    cv.mapping = FZ_CONV_MAPPING_CHANNELS;
   /* FZ_CPU_CONV_TILE=RxV: the tiles' rows and vectors (the cost model's
    * otherwise; out-of-range values are ignored). */
   const char *tile = getenv("FZ_CPU_CONV_TILE");

@@ -106,10 +106,13 @@ static FzValue *pack_constant(ConvGen *Z, FzAttr *v) {
   float *dst = fzCalloc(G->ctx, (size_t)n, sizeof *dst);
   if (!dst)
     return NULL;
+  int64_t taps = C->ext[1] * C->ext[2], CG = C->ext[0];
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t k = 0; k < K; ++k)
-      dst[((m / MR) * K + k) * MR + m % MR] =
+    for (int64_t k = 0; k < K; ++k) {
+      int64_t kp = Z->tapMajor ? k % taps * CG + k / taps : k;
+      dst[((m / MR) * K + kp) * MR + m % MR] =
           (float)fzDenseAttrGetFloat(v, m * K + k);
+    }
   FzType *f32 = fzF32TypeGet(G->ctx);
   FzType *tt = fzTensorTypeGet(G->ctx, 1, &n, f32, G->loc);
   FzType *bt = fzBufferTypeGet(G->ctx, 1, &n, f32, NULL, 0, G->loc);
@@ -163,9 +166,16 @@ bool convEmitPackWeights(ConvGen *Z) {
   fzPtrMapPut(&map, C->vars[CV_KW], iv[3]);
   FzValue *w = convClone(Z, &b, C->wVal, &map);
   fzPtrMapFree(&map);
-  /* ((m / MR) * K + (c * KH + kh) * KW + kw) * MR + m % MR */
-  FzValue *k = add(G, &b, tileAffine(G, &b, iv[1], ub[2], 0), iv[2]);
-  k = add(G, &b, tileAffine(G, &b, k, ub[3], 0), iv[3]);
+  /* ((m / MR) * K + k) * MR + m % MR, k = (c * KH + kh) * KW + kw, or
+   * (kh * KW + kw) * CG + c (tapMajor) */
+  FzValue *k;
+  if (Z->tapMajor) {
+    k = add(G, &b, tileAffine(G, &b, iv[2], ub[3], 0), iv[3]);
+    k = add(G, &b, tileAffine(G, &b, k, ub[1], 0), iv[1]);
+  } else {
+    k = add(G, &b, tileAffine(G, &b, iv[1], ub[2], 0), iv[2]);
+    k = add(G, &b, tileAffine(G, &b, k, ub[3], 0), iv[3]);
+  }
   FzValue *blk = ibin(G, &b, "loop.divsi", iv[0], Z->MR);
   FzValue *off = add(G, &b, tileAffine(G, &b, blk, Z->K, 0), k);
   off = add(G, &b, tileAffine(G, &b, off, Z->MR, 0),

@@ -37,6 +37,16 @@
  * tile. Sums are computed in (c, kh, kw) order, one fma per term, from
  * 0; the reduction's initial value is added after (the interpreter's
  * tolerance covers the rounding).
+ *
+ * The channel-vector tiles (Flat.chan, emit_chan_tiles; groups == 1, M
+ * a multiple of W) read the same phases the other way round: R output
+ * positions x NV vectors of W output channels, per term NV weight
+ * vectors of a block packed [M / MC][K][MC] (MC = NV W, aligned lines)
+ * and R broadcast input elements, the sums [N][P][M] over the P = OH OW
+ * positions only (no grid columns), read by the epilogue nest through a
+ * view with strides [P M, 1, OW M, M]. (c, kh, kw) at stride 1; (kh, kw,
+ * c), the weights packed in that order (ConvGen.tapMajor), at larger
+ * strides.
  */
 #include <math.h>
 #include <stdio.h>
@@ -110,6 +120,11 @@ static int64_t group_rows(const ConvNest *C) {
 bool convFlatApplies(const ConvNest *C) {
   return C->sh * C->sw <= FL_MAX_PHASES && group_rows(C) > 0 &&
          fzOpGetNumResults(C->T.red) == 1;
+}
+
+bool convFlatChanApplies(const ConvNest *C, unsigned W) {
+  return convFlatApplies(C) && group_rows(C) == C->T.trips[CV_M] &&
+         W >= 2 && C->T.trips[CV_M] % W == 0;
 }
 
 /* Whether the mr channels from m0 on read the same input channels (every
@@ -241,6 +256,55 @@ static void choose(Flat *F, const ConvNest *C,
   }
   if (best < 0 || !geometry(F, C, W, F->NV, bestDirect))
     F->tiles = 0;
+}
+
+/* The channel-vector tiles' shape and grid (F->chan): NV vectors of W
+ * channels, NV the largest of 4, 3, 2, 1 that divides M / W, and R
+ * positions, as many as the accumulator budget and the registers allow
+ * (a term's NV weight vectors, one broadcast: R NV + NV + 1 registers;
+ * 6 x 4 and 8 x 3 at 512 bits). FZ_CPU_CONV_TILE's RxV (o->rows,
+ * o->vectors) is positions x channel vectors here. False when it does
+ * not fit. */
+static bool chan_choose(Flat *F, const ConvNest *C,
+                        const FzTileConvolutionsOptions *o, unsigned W) {
+  int64_t N = C->T.trips[CV_N], M = C->T.trips[CV_M];
+  int64_t OH = C->T.trips[CV_OH], OW = C->T.trips[CV_OW];
+  int64_t regs = o->vectorBits >= 512 ? 32 : 16;
+  int64_t budget = o->accumulators        ? o->accumulators
+                   : o->vectorBits >= 512 ? 24
+                                          : 12;
+  int64_t nc = 0, r = 0;
+  if (o->rows && o->vectors) {
+    r = o->rows;
+    nc = o->vectors;
+  } else {
+    for (nc = 4; nc > 1 && (M / W) % nc != 0; --nc)
+      ;
+    int64_t a = budget / nc, b = (regs - 1 - nc) / nc;
+    r = a < b ? a : b;
+    r = r > TILE_MAX_ROWS ? TILE_MAX_ROWS : r;
+  }
+  if (nc < 1 || r < 1 || M % (nc * W) != 0 || r > TILE_MAX_ROWS ||
+      r * nc > TILE_MAX_ROWS * TILE_MAX_VECS)
+    return false;
+  F->chan = true;
+  F->NV = (unsigned)nc;
+  F->R = (unsigned)r;
+  F->S = C->sh * C->sw;
+  F->Hq = OH + (C->ext[1] - 1) * C->dh / C->sh;
+  F->Wq = OW + (C->ext[2] - 1) * C->dw / C->sw;
+  F->P = OH * OW;
+  if (F->P < r)
+    return false;
+  F->tiles = ceil_div(F->P, r);
+  /* The last tile moved back to end at P: it recomputes positions of
+   * the one before (the sums are a fresh buffer, read after the tiles). */
+  F->overlap = F->P % r != 0;
+  F->Lp = F->P;
+  F->direct = reads_in_place(C, W);
+  F->Lx = F->direct ? F->P : F->Hq * F->Wq + (F->Wq - OW);
+  return N * C->C * F->S * F->Lx * 4 <= FL_MAX_BYTES &&
+         N * M * F->Lp * 4 <= FL_MAX_BYTES;
 }
 
 /* Bytes that stay in a core's L2 across the tiles of one parallel loop
@@ -528,6 +592,244 @@ static bool emit_tiles(Flat *F, unsigned mr, int64_t row0, int64_t blocks,
   return !G->failed;
 }
 
+/* One term of the channel-vector tiles at b: the NV weight vectors at
+ * wk, the R input elements of channel c at phase, positions at[r]; the
+ * fmas into acc (block arguments), results in next. */
+static void chan_term(Flat *F, FzBuilder *b, FzValue *wk, FzValue *n,
+                      FzValue *c, FzValue *phase, FzValue *const *at,
+                      FzBlock *acc, FzValue **next) {
+  ConvGen *Z = &F->Z;
+  TileGen *G = &Z->G;
+  unsigned W = G->W, NV = F->NV, R = F->R;
+  FzValue *wv[TILE_MAX_VECS];
+  for (unsigned v = 0; v < NV; ++v) {
+    FzValue *lops[2] = {Z->wp, v ? tileAffine(G, b, wk, 1, (int64_t)v * W)
+                                 : wk};
+    wv[v] = tileMake1(G, b, "loop.vector_load", 2, lops, G->vecF32);
+  }
+  for (unsigned r = 0; r < R; ++r) {
+    FzValue *lops[5] = {F->xq, n, c, phase, at[r]};
+    FzValue *x = tileMake1(G, b, "loop.load", 5, lops, fzF32TypeGet(G->ctx));
+    FzValue *xb = tileMake1(G, b, "loop.splat", 1, &x, G->vecF32);
+    for (unsigned v = 0; v < NV; ++v) {
+      size_t a = (size_t)r * NV + v;
+      FzValue *fops[3] = {wv[v], xb, fzBlockGetArgument(acc, 1 + a)};
+      next[a] = tileMake1(G, b, "loop.fma", 3, fops, G->vecF32);
+    }
+  }
+}
+
+/* Row phase and offset of tap kh at b. */
+static void chan_row(Flat *F, FzBuilder *b, FzValue *khv, FzValue **phS,
+                     FzValue **offH) {
+  ConvNest *C = F->Z.C;
+  TileGen *G = &F->Z.G;
+  FzValue *khd = tileAffine(G, b, khv, C->dh, 0);
+  *phS = tileAffine(G, b, ibin(G, b, "loop.remsi", khd, C->sh), C->sw, 0);
+  *offH = tileAffine(G, b, ibin(G, b, "loop.divsi", khd, C->sh), F->Wq, 0);
+}
+
+/* Phase and offset of tap (kh, kw) at b. */
+static void chan_col(Flat *F, FzBuilder *b, FzValue *kwv, FzValue *phS,
+                     FzValue *offH, FzValue **phase, FzValue **off) {
+  ConvNest *C = F->Z.C;
+  TileGen *G = &F->Z.G;
+  FzValue *kwd = tileAffine(G, b, kwv, C->dw, 0);
+  *phase = add(G, b, phS, ibin(G, b, "loop.remsi", kwd, C->sw));
+  *off = add(G, b, offH, ibin(G, b, "loop.divsi", kwd, C->sw));
+}
+
+static void block_args(FzBlock *blk, size_t na, FzValue **args) {
+  for (size_t a = 0; a < na; ++a)
+    args[a] = fzBlockGetArgument(blk, 1 + a);
+}
+
+static void results(FzOp *loop, size_t na, FzValue **vals) {
+  for (size_t a = 0; a < na; ++a)
+    vals[a] = fzOpGetResult(loop, a);
+}
+
+/* The reduction as loop.for c { kh { kw } }, weights (c, kh, kw): the kw
+ * loop (unrolled by LLVM) reads each line three times in a row. Stride
+ * 1: at stride 2 two taps of one phase read neighbouring elements and
+ * LLVM keeps them in registers across the unrolled taps, spilling
+ * accumulators. Returns the outer loop. */
+static FzOp *chan_channels_outer(Flat *F, FzBuilder *body, FzValue *wbase,
+                                 FzValue *const *base, FzValue *n, size_t na,
+                                 FzValue *const *inits) {
+  ConvGen *Z = &F->Z;
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  int64_t KH = C->ext[1], KW = C->ext[2], MC = (int64_t)F->NV * G->W;
+  FzBuilder bc, bh, bw;
+  FzValue *args[TILE_MAX_ROWS * TILE_MAX_VECS], *next[TILE_MAX_ROWS *
+                                                      TILE_MAX_VECS];
+  FzOp *lc = acc_loop(F, body, C->ext[0], na, inits, &bc);
+  if (!lc)
+    return NULL;
+  FzBlock *cb = fzLoopGetBody(lc);
+  FzValue *civ = fzBlockGetArgument(cb, 0);
+  FzValue *wc = add(G, &bc, tileAffine(G, &bc, civ, KH * KW * MC, 0), wbase);
+  block_args(cb, na, args);
+  FzOp *lh = acc_loop(F, &bc, KH, na, args, &bh);
+  if (!lh)
+    return NULL;
+  FzBlock *hb = fzLoopGetBody(lh);
+  FzValue *khv = fzBlockGetArgument(hb, 0);
+  FzValue *wh = add(G, &bh, tileAffine(G, &bh, khv, KW * MC, 0), wc);
+  FzValue *phS, *offH, *phase, *off;
+  chan_row(F, &bh, khv, &phS, &offH);
+  block_args(hb, na, args);
+  FzOp *lw = acc_loop(F, &bh, KW, na, args, &bw);
+  if (!lw)
+    return NULL;
+  FzBlock *wb = fzLoopGetBody(lw);
+  FzValue *kwv = fzBlockGetArgument(wb, 0);
+  FzValue *wk = add(G, &bw, tileAffine(G, &bw, kwv, MC, 0), wh);
+  chan_col(F, &bw, kwv, phS, offH, &phase, &off);
+  FzValue *at[TILE_MAX_ROWS];
+  for (unsigned r = 0; r < F->R; ++r)
+    at[r] = add(G, &bw, base[r], off);
+  chan_term(F, &bw, wk, n, civ, phase, at, wb, next);
+  set_yield(G, lw, na, next);
+  results(lw, na, next);
+  set_yield(G, lh, na, next);
+  results(lh, na, next);
+  set_yield(G, lc, na, next);
+  return lc;
+}
+
+/* The reduction as loop.for kh { kw { c } }, weights (kh, kw, c)
+ * (Z->tapMajor): one term per iteration of the inner loop, whose
+ * addresses move by constants; for strided convs. */
+static FzOp *chan_taps_outer(Flat *F, FzBuilder *body, FzValue *wbase,
+                             FzValue *const *base, FzValue *n, size_t na,
+                             FzValue *const *inits) {
+  ConvGen *Z = &F->Z;
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  int64_t KW = C->ext[2], CG = C->ext[0], MC = (int64_t)F->NV * G->W;
+  FzBuilder bc, bh, bw;
+  FzValue *args[TILE_MAX_ROWS * TILE_MAX_VECS], *next[TILE_MAX_ROWS *
+                                                      TILE_MAX_VECS];
+  FzOp *lh = acc_loop(F, body, C->ext[1], na, inits, &bh);
+  if (!lh)
+    return NULL;
+  FzBlock *hb = fzLoopGetBody(lh);
+  FzValue *khv = fzBlockGetArgument(hb, 0);
+  FzValue *wh = add(G, &bh, tileAffine(G, &bh, khv, KW * CG * MC, 0), wbase);
+  FzValue *phS, *offH, *phase, *off;
+  chan_row(F, &bh, khv, &phS, &offH);
+  block_args(hb, na, args);
+  FzOp *lw = acc_loop(F, &bh, KW, na, args, &bw);
+  if (!lw)
+    return NULL;
+  FzBlock *wb = fzLoopGetBody(lw);
+  FzValue *kwv = fzBlockGetArgument(wb, 0);
+  FzValue *ww = add(G, &bw, tileAffine(G, &bw, kwv, CG * MC, 0), wh);
+  chan_col(F, &bw, kwv, phS, offH, &phase, &off);
+  FzValue *at[TILE_MAX_ROWS];
+  for (unsigned r = 0; r < F->R; ++r)
+    at[r] = add(G, &bw, base[r], off);
+  block_args(wb, na, args);
+  FzOp *lc = acc_loop(F, &bw, CG, na, args, &bc);
+  if (!lc)
+    return NULL;
+  FzBlock *cb = fzLoopGetBody(lc);
+  FzValue *civ = fzBlockGetArgument(cb, 0);
+  FzValue *wk = add(G, &bc, tileAffine(G, &bc, civ, MC, 0), ww);
+  chan_term(F, &bc, wk, n, civ, phase, at, cb, next);
+  set_yield(G, lc, na, next);
+  results(lc, na, next);
+  set_yield(G, lw, na, next);
+  results(lw, na, next);
+  set_yield(G, lh, na, next);
+  return lh;
+}
+
+/* The channel-vector tiles (F->chan): R output positions x NV vectors
+ * of W output channels, every channel block and position tile. A term
+ * (c, kh, kw) loads the NV weight vectors of the block (packed [M / MC]
+ * [K][MC], MC = NV W: one aligned line per vector) and broadcasts the R
+ * input elements that its positions read from the phases, R NV fmas;
+ * no input vector crosses a line and no lane computes a grid column
+ * past OW. The sums go to S [N][P][M] as vectors along m. */
+static bool emit_chan_tiles(Flat *F, const char *plan) {
+  ConvGen *Z = &F->Z;
+  ConvNest *C = Z->C;
+  TileGen *G = &Z->G;
+  unsigned W = G->W, NV = F->NV, R = F->R;
+  int64_t M = C->T.trips[CV_M], OW = C->T.trips[CV_OW];
+  int64_t MC = (int64_t)NV * W, blocks = M / MC;
+  int64_t total = C->T.trips[CV_N] * F->tiles * blocks;
+  FzValue *t;
+  FzBuilder body;
+  FzOp *par = tileMakeParallel(G, 1, &total, &t, &body);
+  if (!par ||
+      !fzOpSetAttr(par, FZ_STR("fuse.plan"),
+                   fzStringAttrGet(G->ctx, fzStringRefFromCString(plan))))
+    return false;
+  FzValue *it, *pt, *q;
+  if (F->blocksOuter) {
+    pt = ibin(G, &body, "loop.remsi", t, F->tiles);
+    q = ibin(G, &body, "loop.divsi", t, F->tiles);
+    it = ibin(G, &body, "loop.remsi", q, blocks);
+    q = ibin(G, &body, "loop.divsi", q, blocks);
+  } else {
+    it = ibin(G, &body, "loop.remsi", t, blocks);
+    q = ibin(G, &body, "loop.divsi", t, blocks);
+    pt = ibin(G, &body, "loop.remsi", q, F->tiles);
+    q = ibin(G, &body, "loop.divsi", q, F->tiles);
+  }
+  FzValue *n = q;
+  FzValue *m0 = tileAffine(G, &body, it, MC, 0);
+  FzValue *q0 = tileAffine(G, &body, pt, R, 0);
+  if (F->overlap) {
+    FzValue *mops[2] = {q0, tileConstIndex(G, F->P - (int64_t)R)};
+    q0 = tileMake1(G, &body, "loop.minsi", 2, mops, G->idx);
+  }
+  /* Position r of the tile, q0 + r = oh OW + ow, reads the phases at
+   * base[r] + off(kh, kw), base[r] = oh Wq + ow. */
+  FzValue *qr[TILE_MAX_ROWS], *base[TILE_MAX_ROWS];
+  for (unsigned r = 0; r < R; ++r) {
+    qr[r] = r ? tileAffine(G, &body, q0, 1, r) : q0;
+    if (F->Wq == OW) {
+      base[r] = qr[r];
+      continue;
+    }
+    FzValue *oh = ibin(G, &body, "loop.divsi", qr[r], OW);
+    FzValue *ow = ibin(G, &body, "loop.remsi", qr[r], OW);
+    base[r] = add(G, &body, tileAffine(G, &body, oh, F->Wq, 0), ow);
+  }
+  FzValue *wbase = tileAffine(G, &body, it, Z->K * MC, 0);
+  size_t na = (size_t)R * NV;
+  FzValue *inits[TILE_MAX_ROWS * TILE_MAX_VECS];
+  FzValue *zv = tileMake1(G, &body, "loop.splat", 1, &Z->zero, G->vecF32);
+  for (size_t a = 0; a < na; ++a)
+    inits[a] = zv;
+  if (G->failed)
+    return false;
+  for (unsigned r = 0; r < R; ++r)
+    for (unsigned v = 0; v < NV; ++v) {
+      FzValue *m = v ? tileAffine(G, &body, m0, 1, (int64_t)v * W) : m0;
+      FzValue *pops[4] = {F->s, n, qr[r], m};
+      tileMake(G, &body, "loop.prefetch", 4, pops, NULL);
+    }
+  FzOp *outer = Z->tapMajor
+                    ? chan_taps_outer(F, &body, wbase, base, n, na, inits)
+                    : chan_channels_outer(F, &body, wbase, base, n, na, inits);
+  if (!outer)
+    return false;
+  for (unsigned r = 0; r < R; ++r)
+    for (unsigned v = 0; v < NV; ++v) {
+      FzValue *acc = fzOpGetResult(outer, (size_t)r * NV + v);
+      FzValue *m = v ? tileAffine(G, &body, m0, 1, (int64_t)v * W) : m0;
+      FzValue *sops[5] = {acc, F->s, n, qr[r], m};
+      tileMake(G, &body, "loop.vector_store", 5, sops, NULL);
+    }
+  return !G->failed;
+}
+
 /*===--- The epilogue nest ------------------------------------------------===*/
 
 /* The original nest's reduction becomes init + Sv[n, m, oh, ow]. */
@@ -536,8 +838,16 @@ static bool rewrite_nest(Flat *F) {
   ConvNest *C = Z->C;
   TileGen *G = &Z->G;
   int64_t N = C->T.trips[CV_N], M = C->T.trips[CV_M];
-  int64_t shape[4] = {N, M, C->T.trips[CV_OH], F->Wq};
+  int64_t OW = C->T.trips[CV_OW];
+  /* Flat: S [N][M][Lp] at m Lp + oh Wq + ow; chan: S [N][P][M] at
+   * (oh OW + ow) M + m. */
+  int64_t shape[4] = {N, M, C->T.trips[CV_OH], F->chan ? OW : F->Wq};
   int64_t strides[4] = {M * F->Lp, F->Lp, F->Wq, 1};
+  if (F->chan) {
+    strides[1] = 1;
+    strides[2] = OW * M;
+    strides[3] = M;
+  }
   FzValue *sv = make_view(G, &G->top, F->s, buffer_type(G, 4, shape, strides));
   if (!sv)
     return false;
@@ -574,17 +884,26 @@ static bool make_dealloc(TileGen *G, FzBuilder *b, FzValue *buf) {
   return fzBuilderCreate(b, &st) != NULL;
 }
 
-ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o) {
+ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o,
+                             bool chan) {
   TileNest *T = &C->T;
   unsigned W = o->vectorBits / 32;
-  if (W < 2 || W > 64 || !convFlatApplies(C))
+  if (W < 2 || W > 64 || !convFlatApplies(C) ||
+      (chan && !convFlatChanApplies(C, W)))
     return CV_DECLINED;
   Flat F;
   memset(&F, 0, sizeof F);
   ConvGen *Z = &F.Z;
   TileGen *G = &Z->G;
   unsigned MR;
-  choose(&F, C, o, W, &MR);
+  if (chan) {
+    if (!chan_choose(&F, C, o, W))
+      return CV_DECLINED;
+    MR = F.NV * W;
+    Z->tapMajor = C->sh > 1 || C->sw > 1;
+  } else {
+    choose(&F, C, o, W, &MR);
+  }
   if (F.tiles <= 0)
     return CV_DECLINED;
   Z->C = C;
@@ -619,15 +938,47 @@ ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o) {
     return CV_FAILED;
   }
   int64_t sshape[3] = {N, M, F.Lp};
+  if (F.chan) {
+    sshape[1] = F.P;
+    sshape[2] = M;
+  }
   F.s = make_alloc(G, 3, sshape);
   if (!F.xq || !F.s || !rewrite_nest(&F))
     return CV_FAILED;
   /* The epilogue on the accumulators where the grid is the plane. */
-  if (!convFlatPrepareEpilogue(&F) && G->failed)
+  if (!F.chan && !convFlatPrepareEpilogue(&F) && G->failed)
     return CV_FAILED;
   fzBuilderSetInsertionPointBefore(&G->top, T->par);
-  F.blocksOuter = blocks_outer(&F);
   char plan[400];
+  if (F.chan) {
+    /* A thread's consecutive tiles read the same weight block (K MC
+     * floats: 1.2 MB for the 3x3 512 -> 512) from L2, unless the input
+     * is the one that does not fit and the weights do. */
+    int64_t x = C->C * F.S * F.Lx * 4, w = M * Z->K * 4;
+    F.blocksOuter = !(x > FL_L2_BYTES && w <= FL_L2_BYTES);
+    snprintf(plan, sizeof plan,
+             "conv2d, channel vectors: %u positions x %u vectors of %u "
+             "output channels of the %lldx%lld plane%s, %s input, %s "
+             "weights; sums [n][p][m] to a buffer, the epilogue as its "
+             "own nest; channel blocks %s the position tiles",
+             F.R, F.NV, W, (long long)T->trips[CV_OH],
+             (long long)T->trips[CV_OW],
+             F.overlap ? " (the last tile overlapping)" : "",
+             F.direct ? "in-place" : "padded phase-split",
+             Z->wpConst ? "compile-time packed" : "run-time packed",
+             F.blocksOuter ? "outside" : "inside");
+    if (!emit_chan_tiles(&F, plan))
+      return CV_FAILED;
+    FzBuilder b;
+    fzBuilderInit(&b, T->ctx);
+    fzBuilderSetInsertionPointAfter(&b, T->par);
+    if (!make_dealloc(G, &b, F.s) ||
+        (!F.direct && !make_dealloc(G, &b, F.xq)) ||
+        (!Z->wpConst && !make_dealloc(G, &b, Z->wp)))
+      return CV_FAILED;
+    return G->failed ? CV_FAILED : CV_DONE;
+  }
+  F.blocksOuter = blocks_outer(&F);
   snprintf(plan, sizeof plan,
            "conv2d, flat plane: %u channels x %u vectors of %u positions "
            "of the %lldx%lld grid (%lld of %lld columns used), %s input, "

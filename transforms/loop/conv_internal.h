@@ -20,9 +20,14 @@ typedef struct ConvGen {
   unsigned MR;             /* rows of a packed weight block */
   int64_t K;               /* CG * KH * KW */
   FzValue *wp;             /* weights [ceil(M / MR) * K * MR] f32: (m, k)
-                              at ((m / MR) * K + k) * MR + m % MR */
+                              at ((m / MR) * K + k) * MR + m % MR, k as
+                              tapMajor says */
   bool wpConst;            /* wp is a loop.constant_buffer packed at
                               compile time (constant weights) */
+  bool tapMajor;           /* the terms k of a block in (kh, kw, c)
+                              order: k = (kh KW + kw) CG + c (the
+                              channel-vector tiles' inner loop over c);
+                              else (c, kh, kw) */
   FzValue *xp;             /* the padded input or NULL (see below) */
   int64_t Hp, Wq;          /* its rows and columns per phase */
   FzValue *zero;           /* f32 0.0 at the function level */
@@ -50,7 +55,15 @@ typedef struct Flat {
   FzValue *s;                          /* the sums [N][M][Lp] (or NULL) */
   FzOp *epi;                           /* the epilogue nest over (n, m, p)
                                           emitted in the tiles, or NULL */
-  unsigned NV;
+  unsigned NV;                         /* vectors of a tile: of grid
+                                          positions, or (chan) of output
+                                          channels */
+  bool chan;                           /* channel vectors: tiles of R
+                                          output positions (P = OH OW,
+                                          no grid columns) x NV vectors
+                                          of W output channels, the
+                                          sums [N][P][M] */
+  unsigned R;                          /* chan: positions of a tile */
 } Flat;
 
 /* conv_flat_epi.c: whether the epilogue can run on the accumulators (the
@@ -74,9 +87,13 @@ void convFlatDropSums(Flat *F);
 
 /* Whether the flat mapping (conv_flat.c) can take C. */
 bool convFlatApplies(const ConvNest *C);
-/* The flat mapping of C: declines (changing nothing but function-level
+/* Whether the channel-vector tiles (conv_flat.c, Flat.chan) can take C
+ * with W lanes: groups == 1, M a multiple of W. */
+bool convFlatChanApplies(const ConvNest *C, unsigned W);
+/* The flat mapping of C (channel-vector tiles when chan): declines (changing nothing but function-level
  * constants) or rewrites the nest; CV_FAILED after a failure half-way. */
-ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o);
+ConvResult convFlatTransform(ConvNest *C, const FzTileConvolutionsOptions *o,
+                             bool chan);
 
 /* Emits (at G.top) the weight packing nest into Z->wp. */
 bool convEmitPackWeights(ConvGen *Z);

@@ -236,6 +236,26 @@ static bool prefer_flat(const ConvNest *C, unsigned W) {
   return (double)OW < 0.85 * (double)(ops * (int64_t)W);
 }
 
+/* auto's choice of the channel-vector tiles (conv_flat.c, Flat.chan):
+ * where the flat mapping would be taken (prefer_flat) for a stride-1
+ * conv with taps (KH KW > 1) and at least 16 input channels, groups ==
+ * 1 and M a multiple of the 16 lanes of AVX-512. Measured on one core
+ * (bench/cpu/conv_bench.sh, fraction of the fma peak): the 3x3 128 ->
+ * 128 at 28x28 0.59 -> 0.75, 256 -> 256 at 14x14 0.67 -> 0.76, 512 ->
+ * 512 at 7x7 0.60 both ways; at stride 2 (the taps-outer order) and for
+ * 1x1 convs no better than flat, the 7x7 stem (3 input channels) 4x
+ * slower. An image's sums [P][M], which the epilogue nest reads
+ * transposed (one line per element along ow), stay within 1 MiB (an
+ * L2): the stem's 3.2 MB is most of that 4x. */
+static bool prefer_chan(const ConvNest *C, const FzTileConvolutionsOptions *o,
+                        unsigned W) {
+  int64_t sums = C->T.trips[CV_M] * C->T.trips[CV_OH] * C->T.trips[CV_OW] * 4;
+  return o->vectorBits >= 512 && C->ext[1] * C->ext[2] > 1 &&
+         C->sh == 1 && C->sw == 1 && C->ext[0] >= 16 &&
+         sums <= ((int64_t)1 << 20) && convFlatChanApplies(C, W) &&
+         prefer_flat(C, W);
+}
+
 /*===--- The transformation -----------------------------------------------===*/
 
 static FzOp *make_alloc(ConvGen *Z, size_t rank, const int64_t *shape) {
@@ -279,9 +299,15 @@ static ConvResult transform(ConvNest *C, const FzTileConvolutionsOptions *o) {
     return CV_DECLINED;
   int64_t N = T->trips[CV_N], M = T->trips[CV_M], OH = T->trips[CV_OH];
   int64_t OW = T->trips[CV_OW];
+  if (o->mapping == FZ_CONV_MAPPING_CHANNELS ||
+      (o->mapping == FZ_CONV_MAPPING_AUTO && prefer_chan(C, o, W))) {
+    ConvResult r = convFlatTransform(C, o, true);
+    if (r != CV_DECLINED)
+      return r;
+  }
   if (o->mapping != FZ_CONV_MAPPING_ROWS && convFlatApplies(C) &&
       (o->mapping == FZ_CONV_MAPPING_FLAT || prefer_flat(C, W))) {
-    ConvResult r = convFlatTransform(C, o);
+    ConvResult r = convFlatTransform(C, o, false);
     if (r != CV_DECLINED)
       return r;
   }
@@ -436,9 +462,10 @@ static const FzPassOptionDef kOptions[] = {
      NULL, 0, TILE_MAX_VECS},
     {"mapping", FZ_PASS_OPTION_INT, "0",
      "0: auto (flat where the output width is no multiple of the vector), "
-     "1: vectors along output rows, 2: along the flat output plane "
-     "(groups == 1)",
-     NULL, 0, 2},
+     "1: vectors along output rows, 2: along the flat output plane, "
+     "3: along the output channels (groups == 1, M a multiple of the "
+     "vector)",
+     NULL, 0, 3},
 };
 
 static const FzPassStatisticDef kStats[] = {
