@@ -140,7 +140,7 @@ typedef struct FzGpuOptions {
   const char *cacheDir;
   /* Hopper's warp-group matmul (docs/codegen.md "Warp-group matmul"):
    * fzCudaCompileModule on an sm_90 device compiles for sm_90a, where the
-   * bf16/f16 matmuls and NHWC convs of N >= 128 and at least
+   * bf16/f16 matmuls and NHWC convs of N and K >= 128 and at least
    * wgmmaMinTiles 128x128 output tiles (times the batch) take the wgmma
    * kernel, unless
    * noWgmma (then sm_90 and mma.sync). wgmmaMinTiles 0: $FZ_GPU_WGMMA_MIN_TILES

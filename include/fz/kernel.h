@@ -328,7 +328,7 @@ typedef struct FzLoopToKernelOptions {
   /* The Hopper matmul mapping (docs/codegen.md "Warp-group matmul"):
    * bf16/f16 matmul nests become kernel.wgmma kernels (sm_90a) instead
    * of mma.sync ones; fzGpuCompile sets it for the arch sm_90a.
-   * wgmmaMinTiles: only nests of N >= 128 and at least that many 128x128
+   * wgmmaMinTiles: only nests of N and K >= 128 and at least that many 128x128
    * output tiles (times the batch) take it, the others keep mma.sync
    * (its split-k and smaller tiles fill the GPU better; 0: every nest). */
   bool wgmma;

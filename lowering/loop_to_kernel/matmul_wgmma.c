@@ -83,6 +83,14 @@ bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
                "ones waste less)", (long long)m->N);
     return false;
   }
+  int64_t kSlice = m->splitK ? m->sliceK : m->K;
+  if (kSlice < 128) {
+    if (why && whyLen)
+      snprintf(why, whyLen, "K = %lld below 128 under wgmma-min-tiles (at "
+               "most two k steps of 64: nothing for the pipeline to "
+               "overlap)", (long long)kSlice);
+    return false;
+  }
   int64_t tiles = ((m->M + 127) / 128) * ((m->N + 127) / 128) *
                   (fzMatmulGetFlops(m) / (2 * m->M * m->N * m->K));
   if (tiles >= minTiles)

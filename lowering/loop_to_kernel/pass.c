@@ -339,7 +339,7 @@ static const FzPassOptionDef kOptions[] = {
      "sm_90a) instead of mma.sync ones",
      NULL, 0, 0},
     {"wgmma-min-tiles", FZ_PASS_OPTION_INT, "0",
-     "Under wgmma: only nests of N >= 128 and at least this many 128x128 "
+     "Under wgmma: only nests of N and K >= 128 and at least this many 128x128 "
      "output tiles (times the batch) take it; the others keep mma.sync (0: "
      "every nest)",
      NULL, 0, 1 << 30},
