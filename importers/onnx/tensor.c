@@ -396,9 +396,10 @@ static void pb_free(void *ud, void *p) {
     fzFree(ud, p);
 }
 
-FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
-                                   size_t size, const char *name,
-                                   FzType *dtype) {
+static FzTensor *read_buffer(FzContext *ctx, const void *data, size_t size,
+                             const char *name, FzType *dtype,
+                             int32_t *dataType) {
+  *dataType = 0;
   ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};
   FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(name), NULL);
   Onnx__TensorProto *t =
@@ -413,6 +414,7 @@ FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
   Reporter r = {ctx, ""};
   Decoded d;
   FzTensor *out = NULL;
+  *dataType = t->data_type;
   if (!decode(&r, NULL, t, dtype, &d)) {
     fzEmitError(ctx, loc, "tensor '%s': %s",
                 t->name && *t->name ? t->name : "", r.msg);
@@ -430,6 +432,13 @@ FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
   return out;
 }
 
+FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
+                                   size_t size, const char *name,
+                                   FzType *dtype) {
+  int32_t dataType;
+  return read_buffer(ctx, data, size, name, dtype, &dataType);
+}
+
 FzTensor *fzOnnxReadTensorBuffer(FzContext *ctx, const void *data,
                                  size_t size, const char *name) {
   return fzOnnxReadTensorBufferAs(ctx, data, size, name, NULL);
@@ -439,14 +448,25 @@ FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path) {
   return fzOnnxReadTensorFileAs(ctx, path, NULL);
 }
 
-FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
-                                 FzType *dtype) {
+static FzTensor *read_file(FzContext *ctx, const char *path, FzType *dtype,
+                           int32_t *dataType) {
   FzBuf b;
   fzBufInit(&b, ctx);
   FzTensor *t = NULL;
+  *dataType = 0;
   if (fzOnnxReadFile(ctx, path, &b))
-    t = fzOnnxReadTensorBufferAs(ctx, b.data ? b.data : "", b.len, path,
-                                  dtype);
+    t = read_buffer(ctx, b.data ? b.data : "", b.len, path, dtype, dataType);
   fzBufFree(&b);
   return t;
+}
+
+FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
+                                 FzType *dtype) {
+  int32_t dataType;
+  return read_file(ctx, path, dtype, &dataType);
+}
+
+FzTensor *fzOnnxReadTensorFileWithDataType(FzContext *ctx, const char *path,
+                                           int32_t *dataType) {
+  return read_file(ctx, path, NULL, dataType);
 }

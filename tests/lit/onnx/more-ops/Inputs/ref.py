@@ -444,7 +444,70 @@ def det_case():
     return [a, b, c], [d(a), d(b), d(c)]
 
 
-CASES = {"uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
+def unsigned_case():
+    """uint16, uint32 and uint64 Max, Min, Div, Mod, Greater, ArgMax,
+    ReduceMax, BitShift, Sub (wrapping), Cast to f32 and f64, Cast from f32
+    (truncated toward zero, saturated, NaN to 0), and Cast between widths;
+    the files hold the bits as signed integers, as fuse-run's .npy reader
+    takes no unsigned dtypes."""
+    big = 2 ** 63
+    raw = {
+        16: ([65535, 3, 40000, 32768, 7, 90, 130, 0],
+             [100, 65000, 1, 32769, 7, 200, 3, 5],
+             [0, 1, 15, 16, 17, 65535, 8, 2]),
+        32: ([2 ** 32 - 1, 3, 3000000000, 2 ** 31, 7, 90, 130, 0],
+             [100, 4000000000, 1, 2 ** 31 + 1, 7, 200, 3, 5],
+             [0, 1, 31, 32, 33, 2 ** 32 - 1, 8, 2]),
+        64: ([2 ** 64 - 1, 3, 15000000000000000000, big, 7, 90, big + 12345, 0],
+             [100, 18000000000000000000, 1, big + 1, 7, 2 ** 62 + 3, 3, big - 1],
+             [0, 1, 63, 64, 65, 2 ** 64 - 1, 8, 2]),
+    }
+    f = np.array([[-1.5, 0.0, 3.7, 65535.9], [7e4, np.nan, np.inf, 4294967296.0]], F)
+    ut = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+    st = {16: np.int16, 32: np.int32, 64: np.int64}
+    ins, outs = [], []
+    for n in (16, 32, 64):
+        a, b, s = [np.array(v, dtype=object).reshape(2, 4) for v in raw[n]]
+        u = lambda v: np.array(v.tolist(), ut[n])
+        m = 2 ** n
+        shl = np.vectorize(lambda x, y: (x << y) % m if y < n else 0, otypes=[object])(a, s)
+        shr = np.vectorize(lambda x, y: x >> y if y < n else 0, otypes=[object])(a, s)
+        def from_float(v):
+            if np.isnan(v):
+                return 0
+            if v <= 0:
+                return 0
+            if v >= m:
+                return m - 1 if n < 64 else int(np.float64(18446744073709549568.0))
+            return int(np.trunc(np.float64(v)))
+        ff = np.array([from_float(v) for v in f.ravel()], dtype=object).reshape(2, 4)
+        ins += [u(a), u(b), u(s)]
+        outs += [u(np.maximum(a, b)), u(np.minimum(a, b)), u(a // b), u(a % b),
+                 np.array((a > b).tolist(), bool),
+                 np.array([int(np.argmax(r)) for r in a.tolist()], np.int64),
+                 u(np.array([max(r) for r in a.tolist()], dtype=object)),
+                 u(shl), u(shr), u((b - a) % m),
+                 u(a).astype(F), u(a).astype(np.float64), u(ff)]
+    a16, a32, a64 = ins[0], ins[3], ins[6]
+    outs += [a16.astype(np.uint64), a64.astype(np.uint16), a32.astype(np.int64)]
+    bits = lambda v: v.view(st[v.itemsize * 8]) if v.dtype.kind == "u" else v
+    return [bits(v) for v in ins] + [f], [bits(v) for v in outs]
+
+
+def unsigned_const_case():
+    """unsigned-const.textproto: UINT32/UINT64/UINT16 initializers from their
+    typed fields against inputs at the top of their ranges."""
+    x32 = np.array([2 ** 32 - 2, 2 ** 32 - 1], np.uint32)
+    x64 = np.array([2 ** 64 - 2, 2 ** 63 + 2], np.uint64)
+    x16 = np.array([65534, 65535], np.uint16)
+    d32 = np.array([2 ** 32 - 1, 3], np.uint32)
+    d64 = np.array([2 ** 64 - 1, 2 ** 63 + 1], np.uint64)
+    d16 = np.array([65535, 2], np.uint16)
+    outs = [(x32 // d32).astype(np.int64), x64 > d64, (x16 % d16).astype(np.int64)]
+    return [x32.view(np.int32), x64.view(np.int64), x16.view(np.int16)], outs
+
+
+CASES = {"unsigned_const": unsigned_const_case, "unsigned": unsigned_case, "uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
