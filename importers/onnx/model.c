@@ -42,6 +42,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxDataDependentOps,
     fzOnnxSampleOps,
     fzOnnxMathOps,
+    fzOnnxTextOps,
     fzOnnxSignalOps,
     fzOnnxQuantOps,
     fzOnnxUnpoolOps,

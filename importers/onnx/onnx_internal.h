@@ -120,6 +120,7 @@ extern const FzOnnxOpDef fzOnnxControlOps[];
 extern const FzOnnxOpDef fzOnnxDataDependentOps[];
 extern const FzOnnxOpDef fzOnnxSampleOps[];
 extern const FzOnnxOpDef fzOnnxMathOps[];
+extern const FzOnnxOpDef fzOnnxTextOps[];
 extern const FzOnnxOpDef fzOnnxSignalOps[];
 extern const FzOnnxOpDef fzOnnxQuantOps[];
 extern const FzOnnxOpDef fzOnnxUnpoolOps[];

@@ -507,7 +507,48 @@ def unsigned_const_case():
     return [x32.view(np.int32), x64.view(np.int64), x16.view(np.int16)], outs
 
 
-CASES = {"unsigned_const": unsigned_const_case, "unsigned": unsigned_case, "uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
+def tfidf_ref(x, mode, mn, mx, skips, counts, indexes, pool, weights=None):
+    """TfIdfVectorizer by direct loops over rows, skips and positions: an
+    n-gram of size n in [mn, mx] counts at i with skip s when its token j
+    is x[i + j (s + 1)]; unigrams count once, longer n-grams for every s."""
+    grams = []
+    for i, start in enumerate(counts):
+        end = counts[i + 1] if i + 1 < len(counts) else len(pool)
+        n = i + 1
+        grams += [tuple(pool[k:k + n]) for k in range(start, end, n)]
+    rows = x.reshape(-1, x.shape[-1])
+    y = np.zeros((rows.shape[0], max(indexes) + 1), F)
+    for r, row in enumerate(rows):
+        for k, g in enumerate(grams):
+            n = len(g)
+            if not mn <= n <= mx:
+                continue
+            f = 0
+            for s in range(1 if n == 1 else skips + 1):
+                d = s + 1
+                f += sum(all(row[i + j * d] == g[j] for j in range(n))
+                         for i in range(len(row) - (n - 1) * d))
+            w = 1.0 if weights is None else weights[k]
+            y[r, indexes[k]] = {"TF": f, "IDF": w if f > 0 else 0,
+                                "TFIDF": np.float32(f) * np.float32(w)}[mode]
+    return y.reshape(x.shape[:-1] + (y.shape[1],)) if x.ndim == 2 else y[0]
+
+
+def tfidf_case():
+    """tfidf.textproto: TF, IDF and TFIDF."""
+    x = np.array([[1, 2, 9, 1, 2, 1, 1, 2], [2, 2, 1, 2, 3, 1, 2, 3],
+                  [9, 9, 9, 5, 1, 2, 2, 1]], np.int32)
+    v = np.array([4, 5, 4, 4, 5, 5, 4, 5, 0, 5], np.int64)
+    counts, pool = [0, 3, 7], [1, 2, 9, 1, 2, 2, 1, 1, 2, 3]
+    idx = [0, 1, 2, 4, 5, 7]
+    w = [0.5, 2, 3, 0.25, 1.5, 7]
+    return [x, v], [tfidf_ref(x, "TF", 1, 3, 2, counts, idx, pool),
+                    tfidf_ref(x, "IDF", 2, 3, 1, counts, idx, pool, w),
+                    tfidf_ref(v, "TFIDF", 1, 2, 3, [0, 2], [3, 0, 1, 2],
+                              [4, 5, 4, 5, 5, 4], [0.1, 2.5, 0.3, 4])]
+
+
+CASES = {"tfidf": tfidf_case, "unsigned_const": unsigned_const_case, "unsigned": unsigned_case, "uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
