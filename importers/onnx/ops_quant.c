@@ -77,9 +77,10 @@ static bool quantizes(const char *op) {
 
 /* Data movement: the output holds the input's bits. */
 static bool moves_data(const char *op) {
-  static const char *const ops[] = {"Identity", "Reshape",   "Flatten",
-                                    "Squeeze",  "Unsqueeze", "Transpose",
-                                    NULL};
+  static const char *const ops[] = {
+      "Identity",  "Reshape", "Flatten", "Squeeze", "Unsqueeze",
+      "Transpose", "Gather",  "Slice",   "Expand",  "Tile",
+      NULL};
   for (size_t i = 0; ops[i]; ++i)
     if (is_op(op, ops[i]))
       return true;
@@ -117,6 +118,21 @@ static bool decomposes64(const char *op) {
   return is_op(op, "Div") || is_op(op, "Mod") || is_op(op, "BitShift");
 }
 
+/* Whether operand i of a Concat or Where is data of one unsigned type
+ * with the other data operands (Concat: every input; Where: #1, #2), so
+ * that the output holds their bits. */
+static bool selects(FzOnnxImporter *im, const char *op, FzValue *const *in,
+                    size_t n, size_t i) {
+  size_t first = is_op(op, "Where") ? 1 : 0, last = first ? 2 : n - 1;
+  if (!(is_op(op, "Concat") || (is_op(op, "Where") && n == 3)) || i < first)
+    return false;
+  for (size_t k = first; k <= last; ++k)
+    if (!in[k] || !fzOnnxIsUnsigned(im, in[k]) ||
+        fzOnnxElt(in[k]) != fzOnnxElt(in[i]))
+      return false;
+  return true;
+}
+
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n) {
   const char *op = im->node->op_type;
@@ -133,6 +149,8 @@ bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
       if (!(is_op(op, "MaxPool") && bits > 16) &&
           !(is_op(op, "Clip") && bits == 64))
         continue;
+    } else if (selects(im, op, in, n, i)) {
+      continue;
     } else if ((moves_data(op) && i == 0) || is_op(op, "Shape") ||
                is_op(op, "Size") || (is_op(op, "Pow") && i == 1)) {
       continue;
@@ -141,7 +159,8 @@ bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                            "are read by Cast, Add, Sub, Mul, the ops that "
                            "order or divide (Max, Min, Div, Mod, "
                            "comparisons, BitShift, MaxPool of UINT8 and "
-                           "UINT16, ...), Pow's exponent, data movement and "
+                           "UINT16, ...), Pow's exponent, data movement "
+                           "(Concat and Where of one unsigned type) and "
                            "(UINT8) the quantization ops only "
                            "(docs/onnx.md)", unsigned_name(bits), i);
   }
@@ -151,8 +170,10 @@ bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
 void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue *const *out, size_t nOut) {
   const char *op = im->node->op_type;
-  if (nIn && nOut && (moves_data(op) || wraps(op)) &&
+  if (nIn && nOut && (moves_data(op) || wraps(op) || is_op(op, "Concat")) &&
       fzOnnxIsUnsigned(im, in[0]))
+    fzOnnxMarkUnsigned(im, out[0]);
+  if (nIn == 3 && nOut && is_op(op, "Where") && fzOnnxIsUnsigned(im, in[1]))
     fzOnnxMarkUnsigned(im, out[0]);
 }
 

@@ -489,7 +489,14 @@ def unsigned_case():
                  u(shl), u(shr), u((b - a) % m),
                  u(a).astype(F), u(a).astype(np.float64), u(ff)]
     a16, a32, a64 = ins[0], ins[3], ins[6]
+    b32, b64 = ins[4], ins[7]
     outs += [a16.astype(np.uint64), a64.astype(np.uint16), a32.astype(np.int64)]
+    where64 = np.where(a64 > b64, b64, a64)
+    gather32 = a32[[1, 0]]
+    slice16 = a16[0:2, 1:3]
+    outs += [np.concatenate([a64, b64]), where64, np.maximum(where64, b64),
+             gather32, gather32 > b32, slice16, np.array(slice16.min(), np.uint16),
+             np.broadcast_to(a64.max(axis=1), (3, 2)).copy()]
     bits = lambda v: v.view(st[v.itemsize * 8]) if v.dtype.kind == "u" else v
     return [bits(v) for v in ins] + [f], [bits(v) for v in outs]
 
