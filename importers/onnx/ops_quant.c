@@ -133,9 +133,37 @@ static bool selects(FzOnnxImporter *im, const char *op, FzValue *const *in,
   return true;
 }
 
+/* Ops whose operands all hold values of one type (ONNX's T): an unsigned
+ * one with a signed one would be read under two meanings (uint64 with
+ * int64 even has the same graph type). Equal compares bits. */
+static bool one_type(const char *op) {
+  static const char *const ops[] = {
+      "Max",  "Min",         "Div",    "Mod",       "Greater",
+      "Less", "GreaterOrEqual", "LessOrEqual", "BitShift", "Equal",
+      "Add",  "Sub",         "Mul",    NULL};
+  for (size_t i = 0; ops[i]; ++i)
+    if (is_op(op, ops[i]))
+      return true;
+  return false;
+}
+
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n) {
   const char *op = im->node->op_type;
+  if (one_type(op)) {
+    size_t u = 0, given = 0;
+    for (size_t i = 0; i < n; ++i) {
+      given += in[i] != NULL;
+      u += fzOnnxIsUnsigned(im, in[i]);
+    }
+    for (size_t i = 0; u && u != given && i < n; ++i)
+      if (in[i] && !fzOnnxIsUnsigned(im, in[i]))
+        return fzOnnxError(im, "unsupported operand #%zu: a signed or "
+                               "float operand with unsigned ones (%s takes "
+                               "operands of one type)", i, op);
+    if (u && is_op(op, "Equal"))
+      return true;
+  }
   for (size_t i = 0; i < n; ++i) {
     unsigned bits = fzOnnxUnsignedBits(im, in[i]);
     if (!bits || is_op(op, "Cast") || is_op(op, "CastLike") || wraps(op))
