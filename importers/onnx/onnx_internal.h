@@ -61,7 +61,7 @@ typedef struct FzOnnxImporter {
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
   FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
   FzPtrMap unsignedValues; /* FzValue -> 1: i8/i16/i32/i64 values
-                              holding UINT8/16/32/64 bits (ops_quant.c) */
+                              holding UINT8/16/32/64 bits (unsigned.c) */
   FzBlock *body;         /* @main's body */
   FzPtrVec inputs;       /* FzOnnxInput: the graph inputs that are not
                             initializers, in order */
@@ -79,7 +79,7 @@ typedef struct FzOnnxImporter {
   const char *nodeName; /* its name, or its first output's */
   FzLoc *nodeLoc;
   bool nodeFailed;      /* an error was reported for it */
-  bool widenedUnsigned; /* its unsigned operands were widened (ops_quant.c) */
+  bool widenedUnsigned; /* its unsigned operands were widened (unsigned.c) */
   unsigned widenedBits; /* their width (8, 16, 32; 64: biased), 0: none */
   bool reporting;       /* fzOnnxError is reporting: not captured */
   char capturedError[512]; /* the first dialect error while importing it */
@@ -126,7 +126,7 @@ extern const FzOnnxOpDef fzOnnxQuantOps[];
 extern const FzOnnxOpDef fzOnnxUnpoolOps[];
 extern const FzOnnxOpDef fzOnnxRoiAlignOps[];
 
-/*===--- uint8 (ops_quant.c) -------------------------------------------===*/
+/*===--- Unsigned integers (unsigned.c) -------------------------------===*/
 
 /* UINT8/16/32/64 tensors are i8/i16/i32/i64 tensors of the same bits,
  * marked unsigned. */

@@ -79,7 +79,7 @@ static bool h_inverse_trig(FzOnnxImporter *im, FzValue *const *in,
 }
 
 /* BitShift of unsigned operands. uint8, uint16 and uint32 arrive
- * widened (zero-extended to i32, i32 and i64: ops_quant.c) and leave
+ * widened (zero-extended to i32, i32 and i64: unsigned.c) and leave
  * narrowed back (the low n bits): with the amount clamped to n (from n on
  * every bit is shifted out), x << y is x * t[y] with t[y] = 2^y below n
  * and 0 at n, and x >> y is x / t[y] with 2^n at n, through a constant

@@ -8,7 +8,7 @@
  * INT16 i16, INT32 i32, INT64 i64, BOOL i1; UINT8, UINT16, UINT32 and
  * UINT64 as i8, i16, i32 and i64 holding the same bits where the importer
  * reads them (tensors; the importer marks the value unsigned:
- * ops_quant.c). Strings and complex numbers are unsupported.
+ * unsigned.c). Strings and complex numbers are unsupported.
  *
  * The host is assumed little-endian (raw_data is little-endian by the
  * ONNX spec and is copied as is).
