@@ -23,6 +23,10 @@
 
 #include "importers/onnx/onnx_internal.h"
 
+/* The most input slices one node emits (the sum over the n-gram sizes
+ * of n times the skips that fit). */
+#define TFIDF_MAX_SLICES 65536
+
 /* The pool's n-grams of one size: K of them, tokens[k * n + j]. */
 typedef struct Grams {
   int64_t n, k;
@@ -123,7 +127,7 @@ static bool h_tfidf(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       return fzOnnxError(im, "ngram_counts[%zu] (%lld) does not start a "
                              "run of %lld-grams in the pool of %zu tokens",
                          i, (long long)start, (long long)n, nPool);
-    grams[i] = (Grams){n, (end - start) / n, pool + start};
+    grams[i] = (Grams){n, (end - start) / n, pool ? pool + start : NULL};
     total += grams[i].k;
   }
   if (nCounts && counts[0] != 0)
@@ -175,6 +179,7 @@ static bool h_tfidf(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   if (!x2 || !parts)
     return false;
   size_t np = 0;
+  int64_t slices = 0;
   for (size_t i = 0; i < nCounts; ++i) {
     const Grams *g = &grams[i];
     if (!g->k)
@@ -185,6 +190,13 @@ static bool h_tfidf(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       int64_t passes = g->n == 1 ? 1 : skips + 1;
       for (int64_t s = 0; s < passes; ++s) {
         bool fits;
+        if (C - (g->n - 1) * (s + 1) < 1)
+          break; /* a longer skip fits no better */
+        /* Each pass emits n slices and compares: bounded per node. */
+        if ((slices += g->n) > TFIDF_MAX_SLICES)
+          return fzOnnxError(im, "unsupported TfIdfVectorizer: more than "
+                                 "%d slices of the input (n-gram sizes "
+                                 "times skips)", TFIDF_MAX_SLICES);
         FzValue *c = count_grams(im, x2, g, s + 1, &fits);
         if (!fits)
           break; /* a longer skip fits no better */
