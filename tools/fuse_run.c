@@ -360,10 +360,11 @@ static FzType *function_type(FzOp *func) {
  * imported: the importer takes their shapes for the symbolic dims and
  * binds those it needs at compile time (shape operands) as constants.
  * NULL after an error (said). */
-static FzTensor **read_onnx_inputs(const RunOptions *o, FzContext *ctx) {
+static FzTensor **read_onnx_inputs(const RunOptions *o, FzContext *ctx,
+                                   bool *uint16) {
   FzTensor **pre = calloc(o->numInputs ? o->numInputs : 1, sizeof *pre);
   for (size_t i = 0; pre && i < o->numInputs; ++i)
-    if (!(pre[i] = fuseRunReadTensor(ctx, o->inputs[i]))) {
+    if (!(pre[i] = fuseRunReadTensorUint16(ctx, o->inputs[i], &uint16[i]))) {
       fprintf(stderr, "fuse-run: error: cannot read input #%zu\n", i);
       for (size_t k = 0; k < i; ++k)
         fzTensorDestroy(pre[k]);
@@ -373,14 +374,40 @@ static FzTensor **read_onnx_inputs(const RunOptions *o, FzContext *ctx) {
   return pre;
 }
 
+/* UINT16 data given for an f16/bf16 argument holds that type's bits (the
+ * importer accepted it: FzOnnxInputValue.uint16Bits): the tensors of the
+ * unbound inputs take the arguments' element types. */
+static void retag_uint16_inputs(FzOp *module, const char *entry, size_t n,
+                                FzTensor **pre, const bool *bound,
+                                const bool *uint16) {
+  FzOp *func = module && pre && uint16 ? find_entry(module, entry) : NULL;
+  FzType *ft = func ? function_type(func) : NULL;
+  size_t arg = 0;
+  for (size_t i = 0; ft && i < n; ++i) {
+    if (bound[i])
+      continue;
+    if (arg >= fzFunctionTypeGetNumInputs(ft))
+      break;
+    FzType *t = fzFunctionTypeGetInput(ft, arg++);
+    FzType *e = fzTypeIsShaped(t) ? fzShapedTypeGetElementType(t) : NULL;
+    if (uint16[i] && e &&
+        pre[i]->dtype == fzIntegerTypeGet(fzTypeGetContext(e), 16) &&
+        (fzTypeGetKind(e) == FZ_TYPE_BF16 || fzTypeGetKind(e) == FZ_TYPE_F16))
+      pre[i]->dtype = e;
+  }
+}
+
 /* Imports the model; for an ONNX model with inputs, pre receives them
  * and bound[i] whether input i was bound as a constant. */
 static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
                   bool **bound) {
   FzOnnxImportOptions io = {o->shapes.n, o->shapes.shapes, 0, NULL, NULL};
   FzOnnxInputValue *values = NULL;
+  bool *uint16 = NULL; /* which inputs held UINT16 data */
   if (fzInputIsOnnx(o->file) && !o->haveSeed && o->numInputs) {
-    if (!(*pre = read_onnx_inputs(o, ctx))) {
+    if (!(uint16 = calloc(o->numInputs, sizeof *uint16)) ||
+        !(*pre = read_onnx_inputs(o, ctx, uint16))) {
+      free(uint16);
       /* A model input that is no tensor (a sequence) makes its file no
        * TensorProto: the model's own error says more. */
       FzOp *m = fzParseOrImportFileWithOptions(ctx, o->file, &io,
@@ -399,6 +426,7 @@ static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
       values[i].index = i;
       values[i].value = (*pre)[i];
       values[i].ifNeeded = true;
+      values[i].uint16Bits = uint16[i];
     }
     io.numInputValues = o->numInputs;
     io.inputValues = values;
@@ -407,6 +435,8 @@ static FzOp *load(const RunOptions *o, FzContext *ctx, FzTensor ***pre,
   FzOp *module = fzParseOrImportFileWithOptions(ctx, o->file, &io,
                                                 "fuse-run");
   free(values);
+  retag_uint16_inputs(module, o->entry, o->numInputs, *pre, *bound, uint16);
+  free(uint16);
   for (size_t i = 0; module && *bound && i < o->numInputs; ++i)
     if ((*bound)[i])
       fprintf(stderr, "fuse-run: note: input #%zu (%s) is needed at "

@@ -32,6 +32,10 @@ bool fuseRunWriteAll(FzContext *ctx, const char *dir, const char *prefix,
  * path ends in ".pb" (the ONNX backend tests' files), else a .npy file.
  * NULL after an error. */
 FzTensor *fuseRunReadTensor(FzContext *ctx, const char *path);
+/* As fuseRunReadTensor; *uint16 says whether the file held ONNX UINT16
+ * data (an i16 tensor of its bits). */
+FzTensor *fuseRunReadTensorUint16(FzContext *ctx, const char *path,
+                                  bool *uint16);
 
 /* Compares outputs with DIR/output_i.npy (else DIR/output_i.pb) (numpy.allclose's rule: |got -
  * expected| <= atol + rtol * |expected|; NaN matches NaN). Prints one

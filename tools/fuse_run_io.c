@@ -257,11 +257,22 @@ static void format_index(char *buf, size_t cap, const FzTensor *t, int64_t i) {
     snprintf(buf + len, cap - len, "]");
 }
 
-FzTensor *fuseRunReadTensor(FzContext *ctx, const char *path) {
+FzTensor *fuseRunReadTensorUint16(FzContext *ctx, const char *path,
+                                  bool *uint16) {
   size_t n = strlen(path);
-  if (n >= 3 && !strcmp(path + n - 3, ".pb"))
-    return fzOnnxReadTensorFile(ctx, path);
+  *uint16 = false;
+  if (n >= 3 && !strcmp(path + n - 3, ".pb")) {
+    int32_t dataType;
+    FzTensor *t = fzOnnxReadTensorFileWithDataType(ctx, path, &dataType);
+    *uint16 = dataType == 4; /* TensorProto.UINT16 */
+    return t;
+  }
   return fzNpyReadFile(ctx, path);
+}
+
+FzTensor *fuseRunReadTensor(FzContext *ctx, const char *path) {
+  bool uint16;
+  return fuseRunReadTensorUint16(ctx, path, &uint16);
 }
 
 static bool same_shape(const FzTensor *a, const FzTensor *b) {

@@ -29,13 +29,14 @@ struct FzOnnxInput {
   const char *name;
   size_t pos;   /* among the graph inputs that are not initializers */
   FzType *elt;  /* NULL: its type was refused (reported) */
-  bool isUnsigned; /* UINT8 (elt is i8) */
+  bool isUnsigned; /* UINT8..UINT64 (elt is i8..i64) */
   size_t rank;
   int64_t shape[FZ_GRAPH_MAX_RANK];            /* declared; FZ_DYNAMIC */
   const char *symbols[FZ_GRAPH_MAX_RANK];      /* dim_param, or NULL */
   bool given;                                  /* shape from the options */
   int64_t givenShape[FZ_GRAPH_MAX_RANK];
   const FzTensor *value; /* bound to this value (a constant) */
+  bool valueBits16;      /* value is i16 holding this f16/bf16 input's bits */
   long valueOption;      /* the inputValues entry offering a value, or -1 */
   bool demanded;         /* its value is needed at import */
 };
@@ -294,7 +295,12 @@ static bool apply_options(FzOnnxImporter *im, const bool *bindNeeded) {
       continue;
     }
     in->valueOption = (long)k;
-    if (!o->value || o->value->dtype != in->elt) {
+    /* UINT16 data for a FLOAT16/BFLOAT16 input: that type's bits. */
+    bool bits16 = o->value && o->uint16Bits &&
+                  o->value->dtype == fzIntegerTypeGet(im->ctx, 16) &&
+                  (fzTypeGetKind(in->elt) == FZ_TYPE_BF16 ||
+                   fzTypeGetKind(in->elt) == FZ_TYPE_F16);
+    if (!o->value || (o->value->dtype != in->elt && !bits16)) {
       ok = fzOnnxModelError(im, "graph input '%s': the value given for it "
                                 "has another element type", in->name);
       continue;
@@ -315,8 +321,10 @@ static bool apply_options(FzOnnxImporter *im, const bool *bindNeeded) {
         }
     }
     ok = bind_from_shape(im, &syms, in, o->value->shape) && ok;
-    if (!o->ifNeeded || (bindNeeded && bindNeeded[k]))
+    if (!o->ifNeeded || (bindNeeded && bindNeeded[k])) {
       in->value = o->value;
+      in->valueBits16 = bits16;
+    }
     in->given = true;
     if (o->value->rank) /* a scalar's shape is NULL */
       memcpy(in->givenShape, o->value->shape,
@@ -390,7 +398,10 @@ bool fzOnnxBindInputs(FzOnnxImporter *im, const Onnx__GraphProto *g,
     if (t && in->value) {
       FzAttr *meta = fzStringAttrGet(im->ctx, FZ_STR("Input"));
       im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
-      FzValue *c = fzOnnxConstTensor(im, in->value);
+      FzTensor view = *in->value; /* the same bytes, as the input's type */
+      if (in->valueBits16)
+        view.dtype = in->elt;
+      FzValue *c = fzOnnxConstTensor(im, &view);
       if (in->isUnsigned)
         fzOnnxMarkUnsigned(im, c);
       fzOnnxDefineValue(im, in->name, c);

@@ -42,6 +42,7 @@ static const FzOnnxOpDef *const kTables[] = {
     fzOnnxDataDependentOps,
     fzOnnxSampleOps,
     fzOnnxMathOps,
+    fzOnnxTextOps,
     fzOnnxSignalOps,
     fzOnnxQuantOps,
     fzOnnxUnpoolOps,
@@ -165,7 +166,7 @@ static FzValue *lookup_value(FzOnnxImporter *im, const char *name) {
   im->nodeLoc = fzFusedLocGet(im->ctx, 1, &nameLoc, meta);
   FzAttr *a = fzOnnxTensorToAttr(im, init, what);
   v = a ? fzOnnxConstAttr(im, a) : NULL;
-  if (v && init->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+  if (v && fzOnnxDataTypeIsUnsigned(init->data_type))
     fzOnnxMarkUnsigned(im, v);
   im->node = node;
   im->nodeLoc = loc;
@@ -402,10 +403,12 @@ static void import_node(FzOnnxImporter *im, const Onnx__NodeProto *n,
     fzBuilderSetInsertionPointToEnd(&im->b, im->b.block);
     FzDiagHandlerId h =
         fzContextPushDiagHandler(im->ctx, capture_handler, im);
-    bool widened = false;
-    ok = fzOnnxWidenUnsignedInputs(im, in, n->n_input, &widened) &&
-         row->fn(im, in, n->n_input, out, n->n_output) &&
-         (!widened || fzOnnxNarrowUnsignedOutputs(im, out, n->n_output));
+    bool widened = false, done = false;
+    ok = fzOnnxImportUnsigned64(im, in, n->n_input, out, &done) &&
+         (done ||
+          (fzOnnxWidenUnsignedInputs(im, in, n->n_input, &widened) &&
+           row->fn(im, in, n->n_input, out, n->n_output) &&
+           (!widened || fzOnnxNarrowUnsignedOutputs(im, out, n->n_output))));
     fzContextPopDiagHandler(im->ctx, h);
     for (size_t i = 0; ok && i < n->n_output; ++i)
       if (n->output[i][0] && !out[i])

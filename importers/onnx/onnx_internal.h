@@ -60,8 +60,8 @@ typedef struct FzOnnxImporter {
   FzPtrMap values;       /* FzIdent (ONNX value name) -> FzValue or poison */
   FzPtrMap initializers; /* FzIdent -> Onnx__TensorProto not yet emitted */
   FzPtrMap inputNames;   /* FzIdent -> Onnx__ValueInfoProto: graph inputs */
-  FzPtrMap unsignedValues; /* FzValue -> 1: i8 values holding UINT8 bits
-                              (ops_quant.c) */
+  FzPtrMap unsignedValues; /* FzValue -> 1: i8/i16/i32/i64 values
+                              holding UINT8/16/32/64 bits (unsigned.c) */
   FzBlock *body;         /* @main's body */
   FzPtrVec inputs;       /* FzOnnxInput: the graph inputs that are not
                             initializers, in order */
@@ -79,7 +79,8 @@ typedef struct FzOnnxImporter {
   const char *nodeName; /* its name, or its first output's */
   FzLoc *nodeLoc;
   bool nodeFailed;      /* an error was reported for it */
-  bool widenedUnsigned; /* its uint8 operands were widened (ops_quant.c) */
+  bool widenedUnsigned; /* its unsigned operands were widened (unsigned.c) */
+  unsigned widenedBits; /* their width (8, 16, 32; 64: biased), 0: none */
   bool reporting;       /* fzOnnxError is reporting: not captured */
   char capturedError[512]; /* the first dialect error while importing it */
   bool captured;
@@ -119,16 +120,29 @@ extern const FzOnnxOpDef fzOnnxControlOps[];
 extern const FzOnnxOpDef fzOnnxDataDependentOps[];
 extern const FzOnnxOpDef fzOnnxSampleOps[];
 extern const FzOnnxOpDef fzOnnxMathOps[];
+extern const FzOnnxOpDef fzOnnxTextOps[];
 extern const FzOnnxOpDef fzOnnxSignalOps[];
 extern const FzOnnxOpDef fzOnnxQuantOps[];
 extern const FzOnnxOpDef fzOnnxUnpoolOps[];
 extern const FzOnnxOpDef fzOnnxRoiAlignOps[];
 
-/*===--- uint8 (ops_quant.c) -------------------------------------------===*/
+/*===--- Unsigned integers (unsigned.c) -------------------------------===*/
 
-/* UINT8 tensors are i8 tensors of the same bits, marked unsigned. */
+/* UINT8/16/32/64 tensors are i8/i16/i32/i64 tensors of the same bits,
+ * marked unsigned. */
 void fzOnnxMarkUnsigned(FzOnnxImporter *im, FzValue *v);
 bool fzOnnxIsUnsigned(FzOnnxImporter *im, FzValue *v);
+/* The width of an unsigned value (8, 16, 32, 64); 0 when not unsigned. */
+unsigned fzOnnxUnsignedBits(FzOnnxImporter *im, FzValue *v);
+/* UINT8, UINT16, UINT32 or UINT64. */
+bool fzOnnxDataTypeIsUnsigned(int32_t dataType);
+/* uint64 Div and Mod, decomposed into i64 ops; *done when the node was
+ * one (then out[0] is set), else the caller runs its handler. */
+bool fzOnnxImportUnsigned64(FzOnnxImporter *im, FzValue *const *in,
+                            size_t nIn, FzValue **out, bool *done);
+/* BitShift of uint64 bits x by y (both i64 marked unsigned). */
+bool fzOnnxBitShift64(FzOnnxImporter *im, FzValue *x, FzValue *y, bool left,
+                      FzValue **out);
 /* Refuses a uint8 operand of a node that would read it as signed. */
 bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
                                size_t n);
@@ -143,7 +157,8 @@ bool fzOnnxNarrowUnsignedOutputs(FzOnnxImporter *im, FzValue **out,
 /* Marks the output of a data-movement node of a uint8 input. */
 void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
                              size_t nIn, FzValue *const *out, size_t nOut);
-/* Cast from a uint8 value or to UINT8 (to is i8 then, toUnsigned set). */
+/* Cast from an unsigned value or to UINT8/16/32/64 (to is i8/i16/i32/i64
+ * then, toUnsigned set). */
 bool fzOnnxCastUnsigned(FzOnnxImporter *im, FzValue *x, FzType *to,
                         bool toUnsigned, FzValue **out);
 
@@ -236,7 +251,8 @@ bool fzOnnxErrorAttrValue(FzOnnxImporter *im, const char *name,
 /* The element type of an ONNX TensorProto.DataType, or NULL when the
  * importer does not support it (strings, unsigned, complex). */
 FzType *fzOnnxElementType(FzContext *ctx, int32_t dataType);
-/* As fzOnnxElementType, and UINT8 as i8 (*isUnsigned set). */
+/* As fzOnnxElementType, and UINT8/16/32/64 as i8/i16/i32/i64
+ * (*isUnsigned set). */
 FzType *fzOnnxElementTypeU8(FzContext *ctx, int32_t dataType,
                             bool *isUnsigned);
 /* "FLOAT", "UINT8", ... for messages. */

@@ -94,8 +94,10 @@ static bool h_cast(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                    FzValue **out, size_t nOut) {
   (void)nOut;
   FzType *elt;
+  bool toUnsigned = false;
   if (nIn > 1 && in[1]) { /* CastLike */
     elt = fzOnnxElt(in[1]);
+    toUnsigned = fzOnnxIsUnsigned(im, in[1]);
   } else {
     int64_t to;
     if (!fzOnnxAttrInt(im, "to", -1, &to))
@@ -103,19 +105,17 @@ static bool h_cast(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
     if (!fzOnnxAttr(im, "to"))
       return fzOnnxError(im, "requires attribute 'to'");
     /* An int64 attribute: no truncation to a valid dtype. */
-    if (to == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
-      return fzOnnxCastUnsigned(im, in[0], fzIntegerTypeGet(im->ctx, 8),
-                                true, &out[0]);
-    elt = to < 0 || to > INT32_MAX ? NULL
-                                   : fzOnnxElementType(im->ctx, (int32_t)to);
+    elt = to < 0 || to > INT32_MAX
+              ? NULL
+              : fzOnnxElementTypeU8(im->ctx, (int32_t)to, &toUnsigned);
     if (!elt)
       return fzOnnxError(im, "unsupported dtype %s",
                          to < 0 || to > INT32_MAX
                              ? "out of range"
                              : fzOnnxDataTypeName((int32_t)to));
   }
-  if (fzOnnxIsUnsigned(im, in[0]))
-    return fzOnnxCastUnsigned(im, in[0], elt, false, &out[0]);
+  if (toUnsigned || fzOnnxIsUnsigned(im, in[0]))
+    return fzOnnxCastUnsigned(im, in[0], elt, toUnsigned, &out[0]);
   out[0] = fzOnnxCast(im, in[0], elt);
   return out[0] != NULL;
 }
@@ -391,6 +391,14 @@ static bool h_pow(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   (void)nIn;
   (void)nOut;
   FzValue *a = in[0], *b = in[1];
+  /* An unsigned exponent (a uint8..uint64 T2): its value, converted. */
+  if (fzOnnxIsUnsigned(im, b) &&
+      !fzOnnxCastUnsigned(im, b,
+                          fzTypeIsFloat(fzOnnxElt(a))
+                              ? fzOnnxElt(a)
+                              : fzIntegerTypeGet(im->ctx, 64),
+                          false, &b))
+    return false;
   FzType *ta = fzOnnxElt(a), *tb = fzOnnxElt(b);
   if (ta == tb || fzTypeIsFloat(ta)) {
     out[0] = fzOnnxBinary(im, "graph.pow", a, fzOnnxCast(im, b, ta));

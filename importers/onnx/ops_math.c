@@ -1,6 +1,6 @@
 /* importers/onnx/ops_math.c - ONNX math ops the graph dialect has no op
  * for, decomposed: the inverse trigonometric functions Atan, Asin, Acos,
- * BitShift of uint8 operands, and Det.
+ * BitShift of unsigned operands, and Det.
  *
  * atan(x) is Cephes' atanf: with a = |x|, the argument is reduced to
  * [-tan(pi/8), tan(pi/8)] (a > tan(3pi/8): pi/2 + atan(-1/a); a >
@@ -78,11 +78,12 @@ static bool h_inverse_trig(FzOnnxImporter *im, FzValue *const *in,
   return out[0] != NULL;
 }
 
-/* BitShift of uint8 operands, which arrive widened to i32 (ops_quant.c)
- * and leave narrowed back (the low 8 bits): x << y is x * t[y] with
- * t[y] = 2^y below 8 and 0 from 8 (the bits shifted past the byte), and
- * x >> y is x / t[y] with 256 from 8, both through a constant table of
- * the 256 amounts. The other unsigned types are refused as dtypes. */
+/* BitShift of unsigned operands. uint8, uint16 and uint32 arrive
+ * widened (zero-extended to i32, i32 and i64: unsigned.c) and leave
+ * narrowed back (the low n bits): with the amount clamped to n (from n on
+ * every bit is shifted out), x << y is x * t[y] with t[y] = 2^y below n
+ * and 0 at n, and x >> y is x / t[y] with 2^n at n, through a constant
+ * table of the n + 1 amounts. uint64 is decomposed (fzOnnxBitShift64). */
 static bool h_bitshift(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
                        FzValue **out, size_t nOut) {
   (void)nIn;
@@ -93,15 +94,19 @@ static bool h_bitshift(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   bool left = !strcmp(dir, "LEFT");
   if (!left && strcmp(dir, "RIGHT"))
     return fzOnnxErrorAttrValue(im, "direction", dir);
-  if (!im->widenedUnsigned)
-    return fzOnnxError(im, "unsupported operands: BitShift takes unsigned "
-                           "integers, and UINT8 is the only one imported");
-  int64_t t[256], n = 256;
-  for (int64_t y = 0; y < n; ++y)
-    t[y] = y < 8 ? (int64_t)1 << y : left ? 0 : 256;
-  FzType *i32 = fzIntegerTypeGet(im->ctx, 32);
-  FzValue *table = fzOnnxCast(im, fzOnnxConstI64(im, 1, &n, t), i32);
-  FzValue *ops[2] = {table, in[1]};
+  if (fzOnnxUnsignedBits(im, in[0]) == 64 &&
+      fzOnnxUnsignedBits(im, in[1]) == 64)
+    return fzOnnxBitShift64(im, in[0], in[1], left, &out[0]);
+  if (!im->widenedUnsigned || fzOnnxElt(in[0]) != fzOnnxElt(in[1]))
+    return fzOnnxError(im, "unsupported operands: BitShift takes two "
+                           "unsigned integers of one type");
+  int64_t bits = im->widenedBits, t[65], n = bits + 1;
+  for (int64_t y = 0; y <= bits; ++y)
+    t[y] = y < bits ? (int64_t)1 << y : left ? 0 : (int64_t)1 << bits;
+  FzType *wide = fzOnnxElt(in[0]);
+  FzValue *table = fzOnnxCast(im, fzOnnxConstI64(im, 1, &n, t), wide);
+  FzValue *amount = bin(im, "graph.min", in[1], k(im, in[1], (double)bits));
+  FzValue *ops[2] = {table, amount};
   FzValue *f = fzOnnxEmit(im, "graph.gather", 2, ops, NULL, "axis",
                           fzIntegerAttrGet(im->ctx,
                                            fzIntegerTypeGet(im->ctx, 64), 0),

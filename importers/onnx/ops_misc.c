@@ -34,7 +34,7 @@ static bool h_constant(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
       return fzOnnxError(im, "attribute 'value' must be a tensor");
     out[0] = fzOnnxConstAttr(im, fzOnnxTensorToAttr(im, a->t,
                                                     "attribute 'value'"));
-    if (a->t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+    if (fzOnnxDataTypeIsUnsigned(a->t->data_type))
       fzOnnxMarkUnsigned(im, out[0]);
   } else if (!strcmp(a->name, "value_float")) {
     out[0] = fzOnnxConstScalar(im, fzF32TypeGet(ctx), a->f);
@@ -83,7 +83,7 @@ static bool h_constant_of_shape(FzOnnxImporter *im, FzValue *const *in,
     if (shape[i] < 0)
       return fzOnnxError(im, "shape entry %zu is negative", i);
   out[0] = fzOnnxConstSplat(im, elt, n, shape, v);
-  if (a && a->t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8)
+  if (a && fzOnnxDataTypeIsUnsigned(a->t->data_type))
     fzOnnxMarkUnsigned(im, out[0]);
   return out[0] != NULL;
 }

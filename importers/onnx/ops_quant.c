@@ -1,17 +1,9 @@
 /* importers/onnx/ops_quant.c - ONNX's quantization ops: QuantizeLinear,
  * DequantizeLinear, DynamicQuantizeLinear, MatMulInteger, ConvInteger,
- * QLinearMatMul, QLinearConv, and the uint8 bookkeeping of the importer
- * (docs/quantization.md).
- *
- * uint8. fuse's integers are signless: an ONNX UINT8 tensor is imported
- * as a tensor of i8 holding the same bits, and the importer remembers
- * which values are unsigned (im->unsignedValues). The quantization ops
- * read that mark (graph.quantize / graph.dequantize / graph.sub_zero_point
- * take `unsigned`); data movement (Identity, Reshape, Flatten, Squeeze,
- * Unsqueeze, Transpose) and Add, Sub, Mul (modulo 2^8, the same bits
- * signed or not) pass it on; Cast converts from and to UINT8 exactly;
- * every other op refuses a uint8 operand with a located error, since the
- * graph dialect would read its bits as signed.
+ * QLinearMatMul, QLinearConv (docs/quantization.md). They take INT8 and
+ * UINT8 tensors, the latter marked unsigned by the importer (unsigned.c),
+ * and give the mark to graph.quantize / graph.dequantize /
+ * graph.sub_zero_point as their `unsigned` attribute.
  *
  * Scales and zero points. A per-tensor scale (rank 0 or one element) is
  * used as a scalar; a per-axis one (1-D of x's dim along `axis`) is
@@ -33,95 +25,6 @@
 
 #define DT(x) ONNX__TENSOR_PROTO__DATA_TYPE__##x
 
-/*===--- uint8 marks --------------------------------------------------===*/
-
-void fzOnnxMarkUnsigned(FzOnnxImporter *im, FzValue *v) {
-  if (v)
-    (void)fzPtrMapPut(&im->unsignedValues, v, (void *)1);
-}
-
-bool fzOnnxIsUnsigned(FzOnnxImporter *im, FzValue *v) {
-  return v && fzPtrMapGet(&im->unsignedValues, v) != NULL;
-}
-
-static bool is_op(const char *a, const char *b) {
-  return a && !strcmp(a, b);
-}
-
-/* Ops that handle uint8 operands themselves. */
-static bool reads_unsigned(const char *op) {
-  static const char *const ops[] = {
-      "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
-      "MatMulInteger",  "ConvInteger",      "QLinearMatMul",
-      "QLinearConv",    "Cast",             NULL};
-  for (size_t i = 0; ops[i]; ++i)
-    if (is_op(op, ops[i]))
-      return true;
-  return false;
-}
-
-/* Data movement: the output holds the input's bits. */
-static bool moves_data(const char *op) {
-  static const char *const ops[] = {"Identity", "Reshape",   "Flatten",
-                                    "Squeeze",  "Unsqueeze", "Transpose",
-                                    NULL};
-  for (size_t i = 0; ops[i]; ++i)
-    if (is_op(op, ops[i]))
-      return true;
-  return false;
-}
-
-/* Arithmetic modulo 2^8: the i8 result has the uint8 result's bits. */
-static bool wraps(const char *op) {
-  return is_op(op, "Add") || is_op(op, "Sub") || is_op(op, "Mul");
-}
-
-/* Ops that order, compare or divide their operands: uint8 operands are
- * zero-extended to i32 (f32 for MaxPool) for them, and their results of
- * that type narrowed back to uint8 (exact: each is an operand's value, a quotient or a remainder of
- * values in [0, 255]). */
-static bool widens(const char *op) {
-  static const char *const ops[] = {
-      "Max",     "Min",         "Div",     "Mod",          "MaxPool",
-      "Greater", "GreaterOrEqual", "Less", "LessOrEqual",  "ReduceMax",
-      "ReduceMin", "ArgMax",    "ArgMin",  "Clip",         "TopK",
-      "BitShift",  NULL};
-  for (size_t i = 0; ops[i]; ++i)
-    if (is_op(op, ops[i]))
-      return true;
-  return false;
-}
-
-bool fzOnnxCheckUnsignedInputs(FzOnnxImporter *im, FzValue *const *in,
-                               size_t n) {
-  const char *op = im->node->op_type;
-  if (reads_unsigned(op) || wraps(op) || widens(op))
-    return true;
-  for (size_t i = 0; i < n; ++i) {
-    if (!fzOnnxIsUnsigned(im, in[i]))
-      continue;
-    if (moves_data(op) && i == 0)
-      continue;
-    if (is_op(op, "Shape") || is_op(op, "Size"))
-      continue;
-    return fzOnnxError(im, "unsupported UINT8 operand #%zu: uint8 tensors "
-                           "are read by the quantization ops, Cast, Add, "
-                           "Sub, Mul, the ops that order or divide (Max, "
-                           "Min, Div, Mod, comparisons, MaxPool, ...) and "
-                           "data movement only "
-                           "(docs/quantization.md)", i);
-  }
-  return true;
-}
-
-void fzOnnxPropagateUnsigned(FzOnnxImporter *im, FzValue *const *in,
-                             size_t nIn, FzValue *const *out, size_t nOut) {
-  const char *op = im->node->op_type;
-  if (nIn && nOut && (moves_data(op) || wraps(op)) &&
-      fzOnnxIsUnsigned(im, in[0]))
-    fzOnnxMarkUnsigned(im, out[0]);
-}
-
 /*===--- Helpers --------------------------------------------------------===*/
 
 static FzContext *ctx_of(FzOnnxImporter *im) {
@@ -134,42 +37,6 @@ static FzType *i8_type(FzOnnxImporter *im) {
 
 static FzAttr *unit_attr(FzOnnxImporter *im) {
   return fzUnitAttrGet(ctx_of(im));
-}
-
-/* i32; f32 for MaxPool, whose lowerings pool floats only (0..255 are
- * exact in f32, and the pool returns one of them). */
-static FzType *widened_type(FzOnnxImporter *im) {
-  return is_op(im->node->op_type, "MaxPool")
-             ? fzF32TypeGet(ctx_of(im))
-             : fzIntegerTypeGet(ctx_of(im), 32);
-}
-
-bool fzOnnxWidenUnsignedInputs(FzOnnxImporter *im, FzValue **in, size_t n,
-                               bool *widened) {
-  *widened = false;
-  im->widenedUnsigned = false;
-  if (!widens(im->node->op_type))
-    return true;
-  FzType *wide = widened_type(im);
-  for (size_t i = 0; i < n; ++i) {
-    if (!fzOnnxIsUnsigned(im, in[i]))
-      continue;
-    if (!fzOnnxCastUnsigned(im, in[i], wide, false, &in[i]))
-      return false;
-    *widened = true;
-  }
-  im->widenedUnsigned = *widened;
-  return true;
-}
-
-bool fzOnnxNarrowUnsignedOutputs(FzOnnxImporter *im, FzValue **out,
-                                 size_t n) {
-  FzType *wide = widened_type(im);
-  for (size_t i = 0; i < n; ++i)
-    if (out[i] && fzOnnxElt(out[i]) == wide &&
-        !fzOnnxCastUnsigned(im, out[i], i8_type(im), true, &out[i]))
-      return false;
-  return true;
 }
 
 /* Emits a quantization op with `unsigned` set when u. */
@@ -403,54 +270,6 @@ static bool h_dynamic_quantize(FzOnnxImporter *im, FzValue *const *in,
   return out[0] && scale && zp;
 }
 
-/*===--- Cast from and to UINT8 ------------------------------------------===*/
-
-/* Cast with a uint8 operand or to UINT8 (ops_elementwise.c calls it):
- * uint8 -> float is a dequantize with scale 1, uint8 -> integer a
- * sub_zero_point (then a cast), float -> uint8 truncates toward zero and
- * saturates (out of range is undefined in ONNX), integer -> uint8 keeps
- * the low 8 bits. */
-bool fzOnnxCastUnsigned(FzOnnxImporter *im, FzValue *x, FzType *to,
-                        bool toUnsigned, FzValue **out) {
-  FzContext *ctx = ctx_of(im);
-  FzType *f32 = fzF32TypeGet(ctx), *i32 = fzIntegerTypeGet(ctx, 32);
-  bool u = fzOnnxIsUnsigned(im, x);
-  FzValue *z8 = fzOnnxConstScalar(im, i8_type(im), 0.0);
-  if (u) {
-    if (toUnsigned) {
-      *out = x;
-      fzOnnxMarkUnsigned(im, x);
-      return true;
-    }
-    if (fzTypeIsFloat(to)) {
-      FzValue *ops[3] = {x, fzOnnxConstScalar(im, f32, 1.0), z8};
-      FzValue *f = emit_q(im, "graph.dequantize", 3, ops, true);
-      *out = to == f32 ? f : fzOnnxCast(im, f, to);
-    } else {
-      FzValue *ops[2] = {x, z8};
-      FzValue *w = emit_q(im, "graph.sub_zero_point", 2, ops, true);
-      *out = to == i32 ? w : fzOnnxCast(im, w, to);
-    }
-    return *out != NULL;
-  }
-  /* To uint8. */
-  FzType *xe = fzOnnxElt(x);
-  if (fzTypeIsFloat(xe)) {
-    FzValue *xf = xe == f32 ? x : fzOnnxCast(im, x, f32);
-    FzValue *neg = fzOnnxCompare(im, "lt", xf, fzOnnxConstScalar(im, f32, 0));
-    FzValue *t = fzOnnxSelect(im, neg, fzOnnxUnary(im, "graph.ceil", xf),
-                              fzOnnxUnary(im, "graph.floor", xf));
-    FzValue *ops[3] = {t, fzOnnxConstScalar(im, f32, 1.0), z8};
-    *out = emit_q(im, "graph.quantize", 3, ops, true);
-    return *out != NULL;
-  }
-  /* Integers: the low 8 bits (graph.cast between integers wraps). */
-  FzValue *w = fzOnnxCast(im, x, i8_type(im));
-  *out = w;
-  fzOnnxMarkUnsigned(im, w);
-  return w != NULL;
-}
-
 /*===--- Integer contractions ------------------------------------------===*/
 
 /* x - zp as i32; zp NULL: x widened. */
@@ -633,7 +452,7 @@ static bool h_qlinear_matmul(FzOnnxImporter *im, FzValue *const *in,
     return false;
   FzValue *a = in[0], *b = in[3], *az = in[2], *bz = in[5];
   FzValue *yz = nIn > 7 ? in[7] : NULL;
-  bool u;
+  bool u = false;
   if (!check_operand(im, a, az, "a") || !check_operand(im, b, bz, "b"))
     return false;
   az = zp_or_zero(im, a, az);
@@ -670,7 +489,7 @@ static bool h_qlinear_conv(FzOnnxImporter *im, FzValue *const *in, size_t nIn,
   FzValue *x = in[0], *w = in[3], *xz = in[2], *wz = in[5];
   FzValue *yz = nIn > 7 ? in[7] : NULL;
   FzValue *bias = nIn > 8 ? in[8] : NULL;
-  bool u;
+  bool u = false;
   if (!check_operand(im, x, xz, "x") || !check_operand(im, w, wz, "w"))
     return false;
   xz = zp_or_zero(im, x, xz);

@@ -5,11 +5,10 @@
  * by the conformance runner.
  *
  * dtypes: FLOAT f32, DOUBLE f64, FLOAT16 f16, BFLOAT16 bf16, INT8 i8,
- * INT16 i16, INT32 i32, INT64 i64, BOOL i1; UINT8 as i8 holding the same
- * bits where the importer reads it (tensors; the importer marks the value
- * unsigned: ops_quant.c). Other unsigned integers, strings and complex
- * numbers are unsupported (fuse's integers are signless and the
- * interpreter treats them as signed).
+ * INT16 i16, INT32 i32, INT64 i64, BOOL i1; UINT8, UINT16, UINT32 and
+ * UINT64 as i8, i16, i32 and i64 holding the same bits where the importer
+ * reads them (tensors; the importer marks the value unsigned:
+ * unsigned.c). Strings and complex numbers are unsupported.
  *
  * The host is assumed little-endian (raw_data is little-endian by the
  * ONNX spec and is copied as is).
@@ -49,9 +48,14 @@ FzType *fzOnnxElementType(FzContext *ctx, int32_t dataType) {
 
 FzType *fzOnnxElementTypeU8(FzContext *ctx, int32_t dataType,
                             bool *isUnsigned) {
-  *isUnsigned = dataType == DT(UINT8);
-  return *isUnsigned ? fzIntegerTypeGet(ctx, 8)
-                     : fzOnnxElementType(ctx, dataType);
+  unsigned bits = dataType == DT(UINT8)    ? 8
+                  : dataType == DT(UINT16) ? 16
+                  : dataType == DT(UINT32) ? 32
+                  : dataType == DT(UINT64) ? 64
+                                           : 0;
+  *isUnsigned = bits != 0;
+  return bits ? fzIntegerTypeGet(ctx, bits)
+              : fzOnnxElementType(ctx, dataType);
 }
 
 const char *fzOnnxDataTypeName(int32_t dataType) {
@@ -236,6 +240,7 @@ static bool decode_typed(Reporter *r, const Onnx__TensorProto *t,
   case DT(INT16):
   case DT(INT8):
   case DT(UINT8):
+  case DT(UINT16):
   case DT(BOOL):
   case DT(FLOAT16):
   case DT(BFLOAT16): {
@@ -254,6 +259,23 @@ static bool decode_typed(Reporter *r, const Onnx__TensorProto *t,
         memcpy(p + 2 * i, &h, 2);
       } else {
         p[i] = (unsigned char)v;
+      }
+    }
+    break;
+  }
+  case DT(UINT32):
+  case DT(UINT64): {
+    /* Both live in uint64_data (onnx.proto); UINT32 keeps the low bits. */
+    have = t->n_uint64_data;
+    if ((int64_t)have != n)
+      break;
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t v = t->uint64_data[i];
+      if (dataType == DT(UINT32)) {
+        uint32_t w = (uint32_t)v;
+        memcpy(p + 4 * i, &w, 4);
+      } else {
+        memcpy(p + 8 * i, &v, 8);
       }
     }
     break;
@@ -374,9 +396,10 @@ static void pb_free(void *ud, void *p) {
     fzFree(ud, p);
 }
 
-FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
-                                   size_t size, const char *name,
-                                   FzType *dtype) {
+static FzTensor *read_buffer(FzContext *ctx, const void *data, size_t size,
+                             const char *name, FzType *dtype,
+                             int32_t *dataType) {
+  *dataType = 0;
   ProtobufCAllocator alloc = {pb_alloc, pb_free, ctx};
   FzLoc *loc = fzNameLocGet(ctx, fzStringRefFromCString(name), NULL);
   Onnx__TensorProto *t =
@@ -391,6 +414,7 @@ FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
   Reporter r = {ctx, ""};
   Decoded d;
   FzTensor *out = NULL;
+  *dataType = t->data_type;
   if (!decode(&r, NULL, t, dtype, &d)) {
     fzEmitError(ctx, loc, "tensor '%s': %s",
                 t->name && *t->name ? t->name : "", r.msg);
@@ -408,6 +432,13 @@ FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
   return out;
 }
 
+FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
+                                   size_t size, const char *name,
+                                   FzType *dtype) {
+  int32_t dataType;
+  return read_buffer(ctx, data, size, name, dtype, &dataType);
+}
+
 FzTensor *fzOnnxReadTensorBuffer(FzContext *ctx, const void *data,
                                  size_t size, const char *name) {
   return fzOnnxReadTensorBufferAs(ctx, data, size, name, NULL);
@@ -417,14 +448,25 @@ FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path) {
   return fzOnnxReadTensorFileAs(ctx, path, NULL);
 }
 
-FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
-                                 FzType *dtype) {
+static FzTensor *read_file(FzContext *ctx, const char *path, FzType *dtype,
+                           int32_t *dataType) {
   FzBuf b;
   fzBufInit(&b, ctx);
   FzTensor *t = NULL;
+  *dataType = 0;
   if (fzOnnxReadFile(ctx, path, &b))
-    t = fzOnnxReadTensorBufferAs(ctx, b.data ? b.data : "", b.len, path,
-                                  dtype);
+    t = read_buffer(ctx, b.data ? b.data : "", b.len, path, dtype, dataType);
   fzBufFree(&b);
   return t;
+}
+
+FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
+                                 FzType *dtype) {
+  int32_t dataType;
+  return read_file(ctx, path, dtype, &dataType);
+}
+
+FzTensor *fzOnnxReadTensorFileWithDataType(FzContext *ctx, const char *path,
+                                           int32_t *dataType) {
+  return read_file(ctx, path, NULL, dataType);
 }

@@ -178,6 +178,7 @@ static const OpVersions kVersions[] = {
     {"Sum", {1, 6, 8, 13}},
     {"Tan", {7}},
     {"Tanh", {1, 6, 13}},
+    {"TfIdfVectorizer", {9}},
     {"ThresholdedRelu", {10}},
     {"Tile", {1, 6, 13}},
     {"TopK", {1, 10, 11}},

@@ -72,6 +72,11 @@ typedef struct FzOnnxInputValue {
   size_t index;
   const FzTensor *value; /* borrowed */
   bool ifNeeded;
+  /* value is an i16 tensor read from UINT16 data: for a FLOAT16 or
+   * BFLOAT16 graph input it holds that type's bits (ONNX 1.12's backend
+   * tests store bfloat16 data as UINT16); the caller retags it
+   * (value->dtype) before running with it. */
+  bool uint16Bits;
 } FzOnnxInputValue;
 
 typedef struct FzOnnxImportOptions {
@@ -115,9 +120,10 @@ FZ_API FzOp *fzImportOnnxBufferWithOptions(FzContext *ctx, const void *data,
                                            const FzOnnxImportOptions *options);
 
 /* Reads a serialized TensorProto (a file such as the input_0.pb of the
- * ONNX backend tests) into a new host tensor. NULL after an error
- * (malformed file, unsupported dtype such as strings or unsigned
- * integers: the message then contains "unsupported"). */
+ * ONNX backend tests) into a new host tensor. UINT8, UINT16, UINT32 and
+ * UINT64 data becomes i8, i16, i32 and i64 holding the same bits. NULL
+ * after an error (malformed file, unsupported dtype such as strings or
+ * complex numbers: the message then contains "unsupported"). */
 FZ_API FzTensor *fzOnnxReadTensorFile(FzContext *ctx, const char *path);
 FZ_API FzTensor *fzOnnxReadTensorBuffer(FzContext *ctx, const void *data,
                                         size_t size, const char *name);
@@ -129,6 +135,11 @@ FZ_API FzTensor *fzOnnxReadTensorFileAs(FzContext *ctx, const char *path,
 FZ_API FzTensor *fzOnnxReadTensorBufferAs(FzContext *ctx, const void *data,
                                           size_t size, const char *name,
                                           FzType *dtype);
+/* As fzOnnxReadTensorFile; *dataType receives the file's ONNX dtype
+ * (onnx.proto's TensorProto.DataType: 4 for UINT16, ...). */
+FZ_API FzTensor *fzOnnxReadTensorFileWithDataType(FzContext *ctx,
+                                                  const char *path,
+                                                  int32_t *dataType);
 
 /* True when path names an ONNX model by its extension (".onnx", any
  * case). */

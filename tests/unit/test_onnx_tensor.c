@@ -41,10 +41,44 @@ START_TEST(test_declared_size_beyond_data) {
 }
 END_TEST
 
+/* UINT64, UINT32 (both in uint64_data) and UINT16 (in int32_data) read
+ * as i64, i32 and i16 holding the same bits: the top of each range is -1
+ * read signed. */
+START_TEST(test_unsigned_typed_fields) {
+  static const unsigned char u64[] = {
+      0x08, 0x02, 0x10, 0x0d, 0x58, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0xff, 0xff, 0xff, 0x01, 0x58, 0x05};
+  static const unsigned char u32[] = {0x08, 0x02, 0x10, 0x0c, 0x58, 0xff,
+                                      0xff, 0xff, 0xff, 0x0f, 0x58, 0x07};
+  static const unsigned char u16[] = {0x08, 0x02, 0x10, 0x04, 0x28,
+                                      0xff, 0xff, 0x03, 0x28, 0x09};
+  const struct {
+    const unsigned char *bytes;
+    size_t size;
+    unsigned bits;
+    int64_t second;
+  } cases[] = {{u64, sizeof u64, 64, 5}, {u32, sizeof u32, 32, 7},
+               {u16, sizeof u16, 16, 9}};
+  FzContext *ctx = fzContextCreate();
+  for (size_t i = 0; i < 3; ++i) {
+    FzTensor *t = fzOnnxReadTensorBuffer(ctx, cases[i].bytes, cases[i].size,
+                                         "u.pb");
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_eq(t->dtype, fzIntegerTypeGet(ctx, cases[i].bits));
+    ck_assert_int_eq(t->numElements, 2);
+    ck_assert_int_eq(fzTensorGetI64(t, 0), -1);
+    ck_assert_int_eq(fzTensorGetI64(t, 1), cases[i].second);
+    fzTensorDestroy(t);
+  }
+  fzContextDestroy(ctx);
+}
+END_TEST
+
 int main(void) {
   Suite *s = suite_create("onnx_tensor");
   TCase *tc = tcase_create("core");
   tcase_add_test(tc, test_declared_size_beyond_data);
+  tcase_add_test(tc, test_unsigned_typed_fields);
   suite_add_tcase(s, tc);
   SRunner *sr = srunner_create(s);
   srunner_run_all(sr, CK_NORMAL);

@@ -248,7 +248,7 @@ static bool import_specialized(FzContext *ctx, const NodeTest *t,
   for (size_t i = 0; ok && i < t->numInputs; ++i) {
     ins[i] = fzOnnxReadTensorBuffer(ctx, t->inputs[i], t->inputSizes[i],
                                     "input.pb");
-    vals[i] = (FzOnnxInputValue){NULL, i, ins[i], true};
+    vals[i] = (FzOnnxInputValue){NULL, i, ins[i], true, false};
     ok = ins[i] != NULL;
   }
   FzOnnxImportOptions o = {0, NULL, t->numInputs, vals, bound};

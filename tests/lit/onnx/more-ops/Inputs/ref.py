@@ -444,7 +444,118 @@ def det_case():
     return [a, b, c], [d(a), d(b), d(c)]
 
 
-CASES = {"uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
+def unsigned_case():
+    """uint16, uint32 and uint64 Max, Min, Div, Mod, Greater, ArgMax,
+    ReduceMax, BitShift, Sub (wrapping), Cast to f32 and f64, Cast from f32
+    (truncated toward zero, saturated, NaN to 0), and Cast between widths;
+    the files hold the bits as signed integers, as fuse-run's .npy reader
+    takes no unsigned dtypes."""
+    big = 2 ** 63
+    raw = {
+        16: ([65535, 3, 40000, 32768, 7, 90, 130, 0],
+             [100, 65000, 1, 32769, 7, 200, 3, 5],
+             [0, 1, 15, 16, 17, 65535, 8, 2]),
+        32: ([2 ** 32 - 1, 3, 3000000000, 2 ** 31, 7, 90, 130, 0],
+             [100, 4000000000, 1, 2 ** 31 + 1, 7, 200, 3, 5],
+             [0, 1, 31, 32, 33, 2 ** 32 - 1, 8, 2]),
+        64: ([2 ** 64 - 1, 3, 15000000000000000000, big, 7, 90, big + 12345, 0],
+             [100, 18000000000000000000, 1, big + 1, 7, 2 ** 62 + 3, 3, big - 1],
+             [0, 1, 63, 64, 65, 2 ** 64 - 1, 8, 2]),
+    }
+    f = np.array([[-1.5, 0.0, 3.7, 65535.9], [7e4, np.nan, np.inf, 4294967296.0]], F)
+    ut = {16: np.uint16, 32: np.uint32, 64: np.uint64}
+    st = {16: np.int16, 32: np.int32, 64: np.int64}
+    ins, outs = [], []
+    for n in (16, 32, 64):
+        a, b, s = [np.array(v, dtype=object).reshape(2, 4) for v in raw[n]]
+        u = lambda v: np.array(v.tolist(), ut[n])
+        m = 2 ** n
+        shl = np.vectorize(lambda x, y: (x << y) % m if y < n else 0, otypes=[object])(a, s)
+        shr = np.vectorize(lambda x, y: x >> y if y < n else 0, otypes=[object])(a, s)
+        def from_float(v):
+            if np.isnan(v):
+                return 0
+            if v <= 0:
+                return 0
+            if v >= m:
+                return m - 1 if n < 64 else int(np.float64(18446744073709549568.0))
+            return int(np.trunc(np.float64(v)))
+        ff = np.array([from_float(v) for v in f.ravel()], dtype=object).reshape(2, 4)
+        ins += [u(a), u(b), u(s)]
+        outs += [u(np.maximum(a, b)), u(np.minimum(a, b)), u(a // b), u(a % b),
+                 np.array((a > b).tolist(), bool),
+                 np.array([int(np.argmax(r)) for r in a.tolist()], np.int64),
+                 u(np.array([max(r) for r in a.tolist()], dtype=object)),
+                 u(shl), u(shr), u((b - a) % m),
+                 u(a).astype(F), u(a).astype(np.float64), u(ff)]
+    a16, a32, a64 = ins[0], ins[3], ins[6]
+    b32, b64 = ins[4], ins[7]
+    outs += [a16.astype(np.uint64), a64.astype(np.uint16), a32.astype(np.int64)]
+    where64 = np.where(a64 > b64, b64, a64)
+    gather32 = a32[[1, 0]]
+    slice16 = a16[0:2, 1:3]
+    outs += [np.concatenate([a64, b64]), where64, np.maximum(where64, b64),
+             gather32, gather32 > b32, slice16, np.array(slice16.min(), np.uint16),
+             np.broadcast_to(a64.max(axis=1), (3, 2)).copy()]
+    bits = lambda v: v.view(st[v.itemsize * 8]) if v.dtype.kind == "u" else v
+    return [bits(v) for v in ins] + [f], [bits(v) for v in outs]
+
+
+def unsigned_const_case():
+    """unsigned-const.textproto: UINT32/UINT64/UINT16 initializers from their
+    typed fields against inputs at the top of their ranges."""
+    x32 = np.array([2 ** 32 - 2, 2 ** 32 - 1], np.uint32)
+    x64 = np.array([2 ** 64 - 2, 2 ** 63 + 2], np.uint64)
+    x16 = np.array([65534, 65535], np.uint16)
+    d32 = np.array([2 ** 32 - 1, 3], np.uint32)
+    d64 = np.array([2 ** 64 - 1, 2 ** 63 + 1], np.uint64)
+    d16 = np.array([65535, 2], np.uint16)
+    outs = [(x32 // d32).astype(np.int64), x64 > d64, (x16 % d16).astype(np.int64)]
+    return [x32.view(np.int32), x64.view(np.int64), x16.view(np.int16)], outs
+
+
+def tfidf_ref(x, mode, mn, mx, skips, counts, indexes, pool, weights=None):
+    """TfIdfVectorizer by direct loops over rows, skips and positions: an
+    n-gram of size n in [mn, mx] counts at i with skip s when its token j
+    is x[i + j (s + 1)]; unigrams count once, longer n-grams for every s."""
+    grams = []
+    for i, start in enumerate(counts):
+        end = counts[i + 1] if i + 1 < len(counts) else len(pool)
+        n = i + 1
+        grams += [tuple(pool[k:k + n]) for k in range(start, end, n)]
+    rows = x.reshape(-1, x.shape[-1])
+    y = np.zeros((rows.shape[0], max(indexes) + 1), F)
+    for r, row in enumerate(rows):
+        for k, g in enumerate(grams):
+            n = len(g)
+            if not mn <= n <= mx:
+                continue
+            f = 0
+            for s in range(1 if n == 1 else skips + 1):
+                d = s + 1
+                f += sum(all(row[i + j * d] == g[j] for j in range(n))
+                         for i in range(len(row) - (n - 1) * d))
+            w = 1.0 if weights is None else weights[k]
+            y[r, indexes[k]] = {"TF": f, "IDF": w if f > 0 else 0,
+                                "TFIDF": np.float32(f) * np.float32(w)}[mode]
+    return y.reshape(x.shape[:-1] + (y.shape[1],)) if x.ndim == 2 else y[0]
+
+
+def tfidf_case():
+    """tfidf.textproto: TF, IDF and TFIDF."""
+    x = np.array([[1, 2, 9, 1, 2, 1, 1, 2], [2, 2, 1, 2, 3, 1, 2, 3],
+                  [9, 9, 9, 5, 1, 2, 2, 1]], np.int32)
+    v = np.array([4, 5, 4, 4, 5, 5, 4, 5, 0, 5], np.int64)
+    counts, pool = [0, 3, 7], [1, 2, 9, 1, 2, 2, 1, 1, 2, 3]
+    idx = [0, 1, 2, 4, 5, 7]
+    w = [0.5, 2, 3, 0.25, 1.5, 7]
+    return [x, v], [tfidf_ref(x, "TF", 1, 3, 2, counts, idx, pool),
+                    tfidf_ref(x, "IDF", 2, 3, 1, counts, idx, pool, w),
+                    tfidf_ref(v, "TFIDF", 1, 2, 3, [0, 2], [3, 0, 1, 2],
+                              [4, 5, 4, 5, 5, 4], [0.1, 2.5, 0.3, 4])]
+
+
+CASES = {"tfidf": tfidf_case, "unsigned_const": unsigned_const_case, "unsigned": unsigned_case, "uint8": uint8_case, "det": det_case, "roialign": roialign_case, "einsum": einsum_case, "unpool": unpool_case,
          "cumsum_axis1": lambda: cumsum_axis_case(1),
          "cumsum_axis_neg3": lambda: cumsum_axis_case(-3),
          "cumsum_axis3": lambda: cumsum_axis_case(3), "signal": signal_case, "training": training_case, "training_t3": lambda: training_case(3), "trig": trig_case, "gridsample": gridsample_case, "conv_nd": conv_nd_case, "datadep": datadep_case,
