@@ -330,7 +330,8 @@ typedef struct FzLoopToKernelOptions {
    * of mma.sync ones; fzGpuCompile sets it for the arch sm_90a.
    * wgmmaMinTiles: only nests of N and K >= 128 and at least that many 128x128
    * output tiles (times the batch) take it, the others keep mma.sync
-   * (its split-k and smaller tiles fill the GPU better; 0: every nest). */
+   * (its split-k and smaller tiles fill the GPU better; 0 or 1: every
+   * nest). */
   bool wgmma;
   int64_t wgmmaMinTiles;
   /* A remark at every nest that holds a loop: the matmul kernel it

@@ -74,7 +74,7 @@ bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
                    size_t whyLen) {
   if (!fzWgmmaApplies(m, why, whyLen))
     return false;
-  if (minTiles <= 0)
+  if (minTiles <= 1) /* every nest (--gpu-arch sm_90a) */
     return true;
   if (m->N < 128) {
     if (why && whyLen)

@@ -20,7 +20,7 @@
  * 16-byte copies. False with the reason. */
 bool fzWgmmaApplies(const FzMatmulNest *m, char *why, size_t whyLen);
 
-/* fzWgmmaApplies and, when minTiles > 0, N >= 128, K >= 128 and at least minTiles
+/* fzWgmmaApplies and, when minTiles > 1, N >= 128, K >= 128 and at least minTiles
  * 128x128 output tiles times the batch (FzLoopToKernelOptions.
  * wgmmaMinTiles). False with the reason. */
 bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,

@@ -340,8 +340,8 @@ static const FzPassOptionDef kOptions[] = {
      NULL, 0, 0},
     {"wgmma-min-tiles", FZ_PASS_OPTION_INT, "0",
      "Under wgmma: only nests of N and K >= 128 and at least this many 128x128 "
-     "output tiles (times the batch) take it; the others keep mma.sync (0: "
-     "every nest)",
+     "output tiles (times the batch) take it; the others keep mma.sync (0 "
+     "or 1: every nest)",
      NULL, 0, 1 << 30},
     {"dedup", FZ_PASS_OPTION_BOOL, "true",
      "Structurally identical kernels (a model's repeated blocks) become one "
