@@ -191,8 +191,18 @@ static FzOp *lowered_clone(FzOp *module, const FzGpuOptions *o) {
   ko.wgmma = o->arch && !strcmp(o->arch, "sm_90a");
   ko.wgmmaMinTiles = o->wgmmaMinTiles;
   const char *env = getenv("FZ_GPU_WGMMA_MIN_TILES");
-  if (!ko.wgmmaMinTiles && env && *env)
-    ko.wgmmaMinTiles = strtoll(env, NULL, 10);
+  if (ko.wgmma && !ko.wgmmaMinTiles && env && *env) {
+    char *end = NULL;
+    long long v = strtoll(env, &end, 10);
+    if (*end || v < 1 || v > (1 << 30)) {
+      fzOpDestroy(clone);
+      fzEmitError(fzOpGetContext(module), NULL,
+                  "FZ_GPU_WGMMA_MIN_TILES=%s: not a number of tiles from 1 "
+                  "to 2^30", env);
+      return NULL;
+    }
+    ko.wgmmaMinTiles = v;
+  }
   if (ko.wgmmaMinTiles <= 0)
     ko.wgmmaMinTiles = FZ_GPU_WGMMA_MIN_TILES;
   int cc = 0;
