@@ -880,7 +880,7 @@ bool fzMatmulUsesAsyncCopies(const FzMatmulNest *m, const FzMatmulTile *t) {
   return (m->a.asyncCopies || gather) && m->b.asyncCopies && !t->sync;
 }
 
-static int64_t batch_of(const FzMatmulNest *m) {
+int64_t fzMatmulGetBatch(const FzMatmulNest *m) {
   int64_t batch = 1;
   if (m->conv.on)
     return m->conv.pointwise ? m->conv.batch : 1;
@@ -897,7 +897,7 @@ void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
   int64_t tiles = ((m->M + t->bm - 1) / t->bm) * ((m->N + t->bn - 1) / t->bn);
   grid[0] = tiles;
   grid[1] = m->splitK ? m->splitK : 1;
-  grid[2] = batch_of(m);
+  grid[2] = fzMatmulGetBatch(m);
   block[0] = 32 * t->warpsM * t->warpsN;
   block[1] = block[2] = 1;
   int64_t stages = fzMatmulUsesAsyncCopies(m, t) ? t->stages : 1;
@@ -906,7 +906,7 @@ void fzMatmulGetLaunch(const FzMatmulNest *m, const FzMatmulTile *t,
 }
 
 int64_t fzMatmulGetFlops(const FzMatmulNest *m) {
-  return 2 * batch_of(m) * m->M * m->N * m->K;
+  return 2 * fzMatmulGetBatch(m) * m->M * m->N * m->K;
 }
 
 void fzMatmulSplitText(const FzMatmulNest *m, char *buf, size_t n) {
@@ -974,8 +974,9 @@ void fzMatmulDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
              async ? narrow : "", split);
     return;
   }
-  if (batch_of(m) > 1)
-    snprintf(batch, sizeof batch, " (batch %lld)", (long long)batch_of(m));
+  if (fzMatmulGetBatch(m) > 1)
+    snprintf(batch, sizeof batch, " (batch %lld)",
+             (long long)fzMatmulGetBatch(m));
   bool async = fzMatmulUsesAsyncCopies(m, t);
   snprintf(buf, n, "matmul %lldx%lldx%lld %s%s, tile %s, %s%s%s",
            (long long)m->M, (long long)m->N, (long long)m->K, elt, batch,

@@ -236,6 +236,9 @@ void fzMatmulSplitText(const FzMatmulNest *m, char *buf, size_t n);
 
 /* The kernel's one-line plan (its fuse.plan), e.g. "matmul 4096x4096x4096
  * bf16, tile 128x256x32:2x4w:4s:g8, cp.async pipeline", into buf. */
+/* The nest's batch: the launch's grid.z (a pointwise conv's images, a
+ * batched matmul's batch dims; 1 for other convs). */
+int64_t fzMatmulGetBatch(const FzMatmulNest *m);
 /* The shape part of a conv2d nest's plan line: "conv2d [NHWC ]implicit
  * GEMM NxCxHxW -> OC channels, ..., (GEMM MxNxK[, k = ...])". */
 void fzMatmulConvText(const FzMatmulNest *m, char *buf, size_t n);

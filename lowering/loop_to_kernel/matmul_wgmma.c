@@ -91,8 +91,8 @@ bool fzWgmmaWanted(const FzMatmulNest *m, int64_t minTiles, char *why,
                "overlap)", (long long)kSlice);
     return false;
   }
-  int64_t tiles = ((m->M + 127) / 128) * ((m->N + 127) / 128) *
-                  (fzMatmulGetFlops(m) / (2 * m->M * m->N * m->K));
+  int64_t tiles =
+      ((m->M + 127) / 128) * ((m->N + 127) / 128) * fzMatmulGetBatch(m);
   if (tiles >= minTiles)
     return true;
   if (why && whyLen)
@@ -177,7 +177,7 @@ void fzWgmmaDescribe(const FzMatmulNest *m, const FzMatmulTile *t,
   char tt[96], batch[48] = "", split[128];
   fzMatmulTileFormat(t, tt, sizeof tt);
   fzMatmulSplitText(m, split, sizeof split);
-  int64_t b = fzMatmulGetFlops(m) / (2 * m->M * m->N * m->K);
+  int64_t b = fzMatmulGetBatch(m);
   if (b > 1)
     snprintf(batch, sizeof batch, " (batch %lld)", (long long)b);
   int groups = warp_groups(t);
